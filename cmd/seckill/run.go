@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/httpapi"
+	"seckill/internal/memory"
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+	"seckill/internal/worker"
+)
+
+const usage = `usage: seckill [serve] [flags]
+
+Commands:
+  serve   run the API, stock gate, order worker and sweeper (the default)
+
+Run 'seckill serve -h' for the flags; each has an environment variable.
+`
+
+// run is the whole program: main only adds the process's signals, arguments and environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		cfg, err := parseServe(args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// config is what `seckill serve` runs with.
+type config struct {
+	addr       string
+	db         string
+	redis      string
+	jwtSecret  string
+	adminToken string
+	demo       bool
+	logLevel   slog.Level
+	sweepEvery time.Duration
+}
+
+// parseServe reads the flags, each defaulting to its SECKILL_* environment variable.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	var c config
+	var demo, level string
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
+	fs.StringVar(&c.db, "db", env("SECKILL_DB", "sqlite:./data/seckill.db"), "database: sqlite:PATH (SECKILL_DB)")
+	fs.StringVar(&c.redis, "redis", env("SECKILL_REDIS", ""), "Redis URL or cluster seeds; empty = embedded stock gate (SECKILL_REDIS)")
+	fs.StringVar(&c.jwtSecret, "jwt-secret", env("SECKILL_JWT_SECRET", ""), "HS256 `secret` of user tokens, >= 32 bytes; random when empty (SECKILL_JWT_SECRET)")
+	fs.StringVar(&c.adminToken, "admin-token", env("SECKILL_ADMIN_TOKEN", ""), "bearer `token` for /api/admin; random when empty (SECKILL_ADMIN_TOKEN)")
+	fs.StringVar(&demo, "demo", env("SECKILL_DEMO", ""), "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret (SECKILL_DEMO)")
+	fs.StringVar(&level, "log-level", env("SECKILL_LOG_LEVEL", "info"), "debug, info, warn or error (SECKILL_LOG_LEVEL)")
+	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Second, "how often expired payment windows are closed")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	switch demo {
+	case "":
+		c.demo = c.jwtSecret == ""
+	case "1", "true", "on":
+		c.demo = true
+	case "0", "false", "off":
+	default:
+		return c, fmt.Errorf("SECKILL_DEMO=%q: want 1 or 0", demo)
+	}
+	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
+		return c, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	if c.redis != "" {
+		return c, errors.New("SECKILL_REDIS: the Redis stock gate is not in this build yet; leave it empty for the embedded gate")
+	}
+	if c.sweepEvery <= 0 {
+		return c, errors.New("-sweep-every must be positive")
+	}
+	return c, nil
+}
+
+func randomSecret() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// serve builds every dependency explicitly, serves until ctx ends, then shuts down in order:
+// stop accepting and drain in-flight requests, flush the gate's batcher, stop the worker and the
+// sweeper, close the database.
+func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	secretShown, tokenShown := c.jwtSecret == "", c.adminToken == ""
+	if secretShown {
+		c.jwtSecret = randomSecret()
+	}
+	if tokenShown {
+		c.adminToken = randomSecret()
+	}
+	tokens, err := auth.New([]byte(c.jwtSecret))
+	if err != nil {
+		return err
+	}
+
+	store, err := sqlstore.Open(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var journal memory.Journal = store
+	queue := memory.NewQueue(journal, time.Second)
+	gate := memory.NewGate(journal, 512, queue.Wake)
+	defer gate.Close()
+	svc := sale.NewService(gate, queue, store, time.Now)
+	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
+		return err
+	}
+	if c.demo {
+		if err := seedDemo(ctx, svc); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	api := httpapi.New(httpapi.Config{
+		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
+		Ready: store.Ping,
+	})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: log, Batch: 256}).Run(bg) })
+	wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "seckill listening on %s\n", base)
+	if tokenShown {
+		fmt.Fprintf(stdout, "admin token: %s\n", c.adminToken)
+	}
+	if secretShown {
+		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.jwtSecret)
+	}
+	if c.demo {
+		fmt.Fprintf(stdout, "demo activity: %s/api/activities/%s  (dev login: POST %s/api/login {\"user\":\"alice\"})\n",
+			base, demoID, base)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "db", c.db, "demo", c.demo)
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = srv.Shutdown(shut)
+		cancel()
+	}
+	gate.Close()
+	stopBG()
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,103 @@
+// Package auth mints and verifies the users' bearer tokens: JWTs signed with HS256, whose subject
+// is the user id. The algorithm is pinned (alg "none" and every other algorithm are refused) and
+// an expiry is required.
+package auth
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/internal/sale"
+)
+
+// MinSecretLen is the shortest HS256 secret accepted: 32 bytes, the size of the hash.
+const MinSecretLen = 32
+
+// MaxUserLen bounds a user id (the JWT subject).
+const MaxUserLen = 64
+
+// Tokens mints and verifies user tokens with one secret.
+type Tokens struct {
+	secret []byte
+	parser *jwt.Parser
+}
+
+// New returns Tokens for secret, which must be at least MinSecretLen bytes.
+func New(secret []byte) (*Tokens, error) {
+	if len(secret) < MinSecretLen {
+		return nil, fmt.Errorf("%w: the JWT secret must be at least %d bytes", sale.ErrInvalid, MinSecretLen)
+	}
+	return &Tokens{
+		secret: append([]byte(nil), secret...),
+		parser: jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+			jwt.WithLeeway(5*time.Second),
+		),
+	}, nil
+}
+
+// Mint returns a token for user valid until now+ttl.
+func (t *Tokens) Mint(user string, now time.Time, ttl time.Duration) (string, error) {
+	if !ValidUser(user) {
+		return "", fmt.Errorf("%w: user id must be 1-%d printable ASCII characters", sale.ErrInvalid, MaxUserLen)
+	}
+	claims := jwt.RegisteredClaims{
+		Subject:   user,
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
+}
+
+// Verify returns the user id of a valid, unexpired token. Errors: sale.ErrUnauthorized.
+func (t *Tokens) Verify(token string) (string, error) {
+	var claims jwt.RegisteredClaims
+	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
+	}
+	if !ValidUser(claims.Subject) {
+		return "", fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
+	}
+	return claims.Subject, nil
+}
+
+// reason turns the library's error into a short message that reveals nothing about the secret.
+func reason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return "the token has expired"
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return "the token has no expiry"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "the token's signature or algorithm is not accepted"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "the token is not valid yet"
+	default:
+		return "the token is malformed"
+	}
+}
+
+// ValidUser reports whether s can be a user id: 1 to MaxUserLen printable ASCII characters.
+func ValidUser(s string) bool {
+	if len(s) == 0 || len(s) > MaxUserLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// Equal compares a presented secret with the expected one in time independent of where they
+// differ (the admin token check).
+func Equal(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}

@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+var (
+	errNoBearer = fmt.Errorf("%w: missing bearer token", sale.ErrUnauthorized)
+	errBadAdmin = fmt.Errorf("%w: missing or wrong admin token", sale.ErrUnauthorized)
+)
+
+// decode reads exactly one JSON object into v: unknown fields, trailing data and bodies over
+// MaxBody are refused with errors that map to 400 and 413.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		if err != nil {
+			return decodeError(err)
+		}
+		return fmt.Errorf("%w: the body must hold one JSON object", sale.ErrInvalid)
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var tooBig *http.MaxBytesError
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &tooBig):
+		return fmt.Errorf("%w: the body is over %d bytes", sale.ErrTooLarge, tooBig.Limit)
+	case errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: the body is empty; a JSON object is required", sale.ErrInvalid)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the JSON body is truncated", sale.ErrInvalid)
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%w: malformed JSON at byte %d", sale.ErrInvalid, syntax.Offset)
+	case errors.As(err, &typ):
+		if typ.Field != "" {
+			return fmt.Errorf("%w: field %q must be a %s that fits", sale.ErrInvalid, typ.Field, typ.Type)
+		}
+		return fmt.Errorf("%w: the body must be a JSON object", sale.ErrInvalid)
+	default:
+		// Unknown fields and the like: the library's message names the field.
+		return fmt.Errorf("%w: %v", sale.ErrInvalid, err)
+	}
+}
+
+// CreateActivityRequest is the body of POST /api/admin/activities.
+type CreateActivityRequest struct {
+	Name             string `json:"name"`
+	Kind             string `json:"kind"`
+	Stock            *int64 `json:"stock"`
+	PriceCents       int64  `json:"price_cents"`
+	PerUserLimit     *int64 `json:"per_user_limit"`
+	StartAt          string `json:"start_at"`
+	EndAt            string `json:"end_at"`
+	PayWindowS       *int64 `json:"pay_window_s"`
+	TotalCents       int64  `json:"total_cents"`
+	Count            *int64 `json:"count"`
+	RequireChallenge bool   `json:"require_challenge"`
+	Admission        string `json:"admission"`
+}
+
+// DefaultPayWindow applies when a create request names none.
+const DefaultPayWindow = 900 * time.Second
+
+// Activity turns the request into a domain activity; sale.Activity.Validate checks the rest.
+func (c CreateActivityRequest) Activity() (sale.Activity, error) {
+	bad := func(msg string) (sale.Activity, error) {
+		return sale.Activity{}, fmt.Errorf("%w: %s", sale.ErrInvalid, msg)
+	}
+	a := sale.Activity{
+		Name:       c.Name,
+		Kind:       sale.Kind(c.Kind),
+		PriceCents: c.PriceCents,
+		TotalCents: c.TotalCents,
+		PayWindow:  DefaultPayWindow,
+		Admission:  sale.Admission(c.Admission),
+	}
+	if a.Kind == "" {
+		a.Kind = sale.KindItem
+	}
+	switch {
+	case a.Kind == sale.KindRedPacket && c.Count == nil:
+		return bad("count is required for a red packet")
+	case a.Kind == sale.KindRedPacket && c.Stock != nil && *c.Stock != *c.Count:
+		return bad("stock and count differ; a red packet needs only count")
+	case a.Kind == sale.KindRedPacket:
+		a.Stock = *c.Count
+	case c.Count != nil:
+		return bad("count is for red packets; items have stock")
+	case c.Stock == nil:
+		return bad("stock is required")
+	default:
+		a.Stock = *c.Stock
+	}
+	if c.PerUserLimit != nil {
+		if *c.PerUserLimit <= 0 {
+			return bad("per_user_limit must be at least 1")
+		}
+		a.PerUserLimit = *c.PerUserLimit
+	}
+	if c.PayWindowS != nil {
+		if *c.PayWindowS <= 0 || *c.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
+			return bad(fmt.Sprintf("pay_window_s must be between 1 and %d", int64(sale.MaxPayWindow/time.Second)))
+		}
+		a.PayWindow = time.Duration(*c.PayWindowS) * time.Second
+	}
+	if c.RequireChallenge {
+		return bad("require_challenge is not available yet")
+	}
+	var err error
+	if c.StartAt == "" || c.EndAt == "" {
+		return bad("start_at and end_at are required (RFC 3339)")
+	}
+	if a.StartAt, err = time.Parse(time.RFC3339, c.StartAt); err != nil {
+		return bad("start_at must be an RFC 3339 time")
+	}
+	if a.EndAt, err = time.Parse(time.RFC3339, c.EndAt); err != nil {
+		return bad("end_at must be an RFC 3339 time")
+	}
+	return a, nil
+}
+
+// LoginRequest is the body of POST /api/login.
+type LoginRequest struct {
+	User string `json:"user"`
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 128
+
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) > maxIdempotencyKey {
+		return "", fmt.Errorf("%w: Idempotency-Key is over %d bytes", sale.ErrInvalid, maxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < '!' || k[i] > '~' {
+			return "", fmt.Errorf("%w: Idempotency-Key must be printable ASCII without spaces", sale.ErrInvalid)
+		}
+	}
+	return k, nil
+}

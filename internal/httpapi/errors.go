@@ -1,0 +1,105 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"seckill/internal/sale"
+)
+
+// Error codes are part of the API: clients switch on them, so they never change.
+const (
+	CodeInvalid           = "INVALID_ARGUMENT"
+	CodeUnauthorized      = "UNAUTHORIZED"
+	CodeForbidden         = "FORBIDDEN"
+	CodeNotStarted        = "NOT_STARTED"
+	CodeEnded             = "ENDED"
+	CodeChallengeRequired = "CHALLENGE_REQUIRED"
+	CodeBlocked           = "BLOCKED"
+	CodeNotFound          = "NOT_FOUND"
+	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
+	CodeAlreadyBought     = "ALREADY_BOUGHT"
+	CodeInvalidState      = "INVALID_STATE"
+	CodeExists            = "ALREADY_EXISTS"
+	CodeSoldOut           = "SOLD_OUT"
+	CodeTooLarge          = "TOO_LARGE"
+	CodeRateLimited       = "RATE_LIMITED"
+	CodeBusy              = "BUSY"
+	CodeInternal          = "INTERNAL"
+)
+
+// classes maps the domain's errors to a status and a code, first match wins. It is the only place
+// that decides an error's status.
+var classes = []struct {
+	err    error
+	status int
+	code   string
+}{
+	{sale.ErrInvalid, http.StatusBadRequest, CodeInvalid},
+	{sale.ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
+	{sale.ErrForbidden, http.StatusForbidden, CodeForbidden},
+	{sale.ErrNotStarted, http.StatusForbidden, CodeNotStarted},
+	{sale.ErrEnded, http.StatusForbidden, CodeEnded},
+	{sale.ErrChallengeRequired, http.StatusForbidden, CodeChallengeRequired},
+	{sale.ErrBlocked, http.StatusForbidden, CodeBlocked},
+	{sale.ErrNotFound, http.StatusNotFound, CodeNotFound},
+	{sale.ErrAlreadyBought, http.StatusConflict, CodeAlreadyBought},
+	{sale.ErrInvalidState, http.StatusConflict, CodeInvalidState},
+	{sale.ErrExists, http.StatusConflict, CodeExists},
+	{sale.ErrSoldOut, http.StatusGone, CodeSoldOut},
+	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
+	{sale.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
+	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
+}
+
+// Classify returns the HTTP status and the stable code for err.
+func Classify(err error) (status int, code string) {
+	for _, c := range classes {
+		if errors.Is(err, c.err) {
+			return c.status, c.code
+		}
+	}
+	return http.StatusInternalServerError, CodeInternal
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError answers with err's status and code. Unclassified errors are logged here, once, and
+// the client sees only "internal error".
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := Classify(err)
+	msg := err.Error()
+	if status == http.StatusInternalServerError {
+		s.log.ErrorContext(r.Context(), "request failed", "err", err, "method", r.Method, "path", r.URL.Path,
+			"request_id", requestID(r.Context()))
+		msg = "internal error"
+	} else if status == http.StatusServiceUnavailable {
+		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(r.Context()))
+	}
+	switch status {
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", strconv.Itoa(1))
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+}
+
+// logLevelFor keeps 4xx answers out of the error log: they are the crowd, not faults.
+func logLevelFor(status int) slog.Level {
+	if status >= 500 {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
+}

@@ -1,0 +1,230 @@
+// Package memory is the embedded stock gate and queue: the single-binary default. The gate
+// decides every grab in process, atomically per activity, and answers only once the grab is
+// group-committed to a Journal (the SQLite store); the queue hands the journal's grabs to the
+// worker. After a restart the gate is rebuilt from the journal and the orders.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"seckill/internal/sale"
+)
+
+// Journal is the durable log of acknowledged grabs that the embedded gate writes and the
+// embedded queue reads. Deliveries carry the journal sequence number as their ID.
+type Journal interface {
+	// AppendGrabs stores grabs in one transaction; when it returns nil they are durable.
+	AppendGrabs(ctx context.Context, gs []sale.Grab) error
+	// QueuedGrabs returns up to limit grabs not marked done whose sequence is above after, in
+	// sequence order.
+	QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error)
+	// MarkDone marks grabs processed.
+	MarkDone(ctx context.Context, tokens []string) error
+	// QueuedGrab returns the grab of token if it is not done. Errors: sale.ErrNotFound.
+	QueuedGrab(ctx context.Context, token string) (sale.Grab, error)
+	// QueueDepth counts an activity's grabs not done.
+	QueueDepth(ctx context.Context, activityID string) (int64, error)
+	// UnackedGrabs returns an activity's grabs not done.
+	UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error)
+}
+
+var _ sale.Gate = (*Gate)(nil)
+
+// Gate is the in-process stock gate.
+type Gate struct {
+	mu     sync.RWMutex
+	acts   map[string]*activity
+	commit *committer
+}
+
+// activity is the gate's state for one sale. mu guards everything but soldOut, a hint read
+// without the lock so that the crowd after the last unit is turned away cheaply.
+type activity struct {
+	a       sale.Activity
+	soldOut atomic.Bool
+
+	mu        sync.Mutex
+	remaining int64
+	held      map[string]int64   // user -> units held
+	keyed     map[string]*answer // user + "\x00" + idempotency key -> first answer
+	released  map[string]bool    // tokens already restocked
+	shares    []sale.Share       // red packet: free shares, taken from the end
+}
+
+// answer is the outcome of a grab, shared with retries of the same idempotency key that arrive
+// while it is being committed.
+type answer struct {
+	grab sale.Grab
+	err  error
+	done chan struct{}
+}
+
+// NewGate returns a gate that makes grabs durable in j, in batches of at most maxBatch, and calls
+// committed after each batch (the queue's wake-up). Close it to flush.
+func NewGate(j Journal, maxBatch int, committed func()) *Gate {
+	return &Gate{acts: map[string]*activity{}, commit: newCommitter(j, maxBatch, committed)}
+}
+
+// Close stops taking grabs, waits for the grabs already taken to be committed, and stops.
+func (g *Gate) Close() error { return g.commit.close() }
+
+// Load replaces the gate's state for a with st.
+func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	act := &activity{
+		a:        a,
+		held:     map[string]int64{},
+		keyed:    map[string]*answer{},
+		released: map[string]bool{},
+	}
+	for _, h := range st.Held {
+		act.held[h.UserID]++
+	}
+	for _, k := range st.Keyed {
+		done := make(chan struct{})
+		close(done)
+		act.keyed[keyOf(k.UserID, k.IdempotencyKey)] = &answer{grab: k, done: done}
+	}
+	switch a.Kind {
+	case sale.KindRedPacket:
+		act.shares = append([]sale.Share(nil), st.Shares...)
+		// Pop from the end in index order, so shares go out as they were split.
+		for i, j := 0, len(act.shares)-1; i < j; i, j = i+1, j-1 {
+			act.shares[i], act.shares[j] = act.shares[j], act.shares[i]
+		}
+		act.remaining = int64(len(act.shares))
+	default:
+		act.remaining = a.Stock - int64(len(st.Held))
+	}
+	if act.remaining < 0 {
+		return fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
+	}
+	act.soldOut.Store(act.remaining == 0)
+	g.mu.Lock()
+	g.acts[a.ID] = act
+	g.mu.Unlock()
+	return nil
+}
+
+func keyOf(user, key string) string { return user + "\x00" + key }
+
+func (g *Gate) activity(id string) (*activity, error) {
+	g.mu.RLock()
+	act := g.acts[id]
+	g.mu.RUnlock()
+	if act == nil {
+		return nil, sale.ErrNotFound
+	}
+	return act, nil
+}
+
+// Grab implements sale.Gate.
+func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
+	act, err := g.activity(r.ActivityID)
+	if err != nil {
+		return sale.Grab{}, err
+	}
+	if err := act.a.Open(r.Now); err != nil {
+		return sale.Grab{}, err
+	}
+	if r.IdempotencyKey == "" && act.soldOut.Load() {
+		return sale.Grab{}, sale.ErrSoldOut
+	}
+
+	act.mu.Lock()
+	var key string
+	if r.IdempotencyKey != "" {
+		key = keyOf(r.UserID, r.IdempotencyKey)
+		if first := act.keyed[key]; first != nil {
+			act.mu.Unlock()
+			<-first.done
+			return first.grab, first.err
+		}
+	}
+	if act.held[r.UserID] >= act.a.PerUserLimit {
+		act.mu.Unlock()
+		return sale.Grab{}, sale.ErrAlreadyBought
+	}
+	if act.remaining == 0 {
+		act.soldOut.Store(true)
+		act.mu.Unlock()
+		return sale.Grab{}, sale.ErrSoldOut
+	}
+	grab := sale.Grab{
+		Token:          sale.NewToken("g"),
+		ActivityID:     r.ActivityID,
+		UserID:         r.UserID,
+		IdempotencyKey: r.IdempotencyKey,
+		AmountCents:    act.a.PriceCents,
+		At:             r.Now,
+	}
+	if act.a.Kind == sale.KindRedPacket {
+		s := act.shares[len(act.shares)-1]
+		act.shares = act.shares[:len(act.shares)-1]
+		grab.Share, grab.AmountCents = s.Index, s.AmountCents
+	}
+	act.remaining--
+	act.held[r.UserID]++
+	ans := &answer{grab: grab, done: make(chan struct{})}
+	if key != "" {
+		act.keyed[key] = ans
+	}
+	act.mu.Unlock()
+
+	// The unit is taken; now make it durable. Until that answer comes, retries of the same key
+	// wait on ans.done. If the journal refuses, the unit goes back as if never taken.
+	if err := g.commit.append(grab); err != nil {
+		act.mu.Lock()
+		act.undo(grab, key)
+		act.mu.Unlock()
+		ans.grab, ans.err = sale.Grab{}, fmt.Errorf("%w: journal: %v", sale.ErrBusy, err)
+	}
+	close(ans.done)
+	return ans.grab, ans.err
+}
+
+// undo gives back a unit taken for grab; the caller holds act.mu.
+func (act *activity) undo(grab sale.Grab, key string) {
+	act.remaining++
+	if act.held[grab.UserID]--; act.held[grab.UserID] <= 0 {
+		delete(act.held, grab.UserID)
+	}
+	if act.a.Kind == sale.KindRedPacket {
+		act.shares = append(act.shares, sale.Share{Index: grab.Share, AmountCents: grab.AmountCents})
+	}
+	if key != "" {
+		delete(act.keyed, key)
+	}
+	act.soldOut.Store(false)
+}
+
+// Release implements sale.Gate.
+func (g *Gate) Release(ctx context.Context, grab sale.Grab) error {
+	act, err := g.activity(grab.ActivityID)
+	if err != nil {
+		return nil // not sold here any more (ended before this start): nothing to give back
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	if act.released[grab.Token] || act.held[grab.UserID] == 0 {
+		return nil
+	}
+	act.released[grab.Token] = true
+	// The buyer's idempotency key keeps its first answer: a retry sees the cancelled order
+	// rather than winning again with a stale key.
+	act.undo(grab, "")
+	return nil
+}
+
+// Remaining implements sale.Gate.
+func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
+	act, err := g.activity(activityID)
+	if err != nil {
+		return 0, err
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	return act.remaining, nil
+}

@@ -1,0 +1,109 @@
+package sale
+
+import (
+	"context"
+	"time"
+)
+
+// Gate is the stock gate: the one atomic step that checks the sale window, the per-user limit and
+// the stock, takes a unit, records the buyer and enqueues the grab. An implementation answers
+// only once the grab is durable (group-committed to the embedded journal, or appended to a Redis
+// stream by the same script that took the unit), so an acknowledged grab is never lost.
+type Gate interface {
+	// Load makes activity a sellable with the holdings of st, replacing whatever the gate knew of
+	// it. It is how a gate is warmed up, rebuilt after a restart, and repaired by a reconcile.
+	Load(ctx context.Context, a Activity, st GateState) error
+
+	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
+	// returns the first grab again and takes nothing. Errors: ErrNotFound, ErrNotStarted,
+	// ErrEnded, ErrAlreadyBought, ErrSoldOut, ErrBusy.
+	Grab(ctx context.Context, r GrabRequest) (Grab, error)
+
+	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
+	// returns and the buyer may grab again. It is idempotent per grab token. Errors: ErrBusy.
+	Release(ctx context.Context, g Grab) error
+
+	// Remaining reports the units the gate still has for an activity. Errors: ErrNotFound,
+	// ErrBusy.
+	Remaining(ctx context.Context, activityID string) (int64, error)
+}
+
+// Delivery is a grab handed to a worker. It stays in the queue until acknowledged, and is
+// delivered again (to this or another worker) if the worker dies first.
+type Delivery struct {
+	ID       string
+	Grab     Grab
+	Attempts int // deliveries so far, this one included
+}
+
+// Queue carries acknowledged grabs from the gate to the workers that turn them into orders.
+type Queue interface {
+	// Receive waits until at least one grab is ready (or ctx ends) and returns up to max.
+	Receive(ctx context.Context, max int) ([]Delivery, error)
+
+	// Ack removes processed deliveries from the queue.
+	Ack(ctx context.Context, ds []Delivery) error
+
+	// Pending returns the queued grab with this token. Errors: ErrNotFound.
+	Pending(ctx context.Context, token string) (Grab, error)
+
+	// Depth reports the grabs of an activity not yet acknowledged by a worker.
+	Depth(ctx context.Context, activityID string) (int64, error)
+
+	// Unacked returns the grabs of an activity not yet acknowledged by a worker: with the
+	// database's orders they are what the gate must hold.
+	Unacked(ctx context.Context, activityID string) ([]Grab, error)
+}
+
+// Placement is the database's answer to one grab: the order it now has for the grab's token.
+type Placement struct {
+	Order Order
+	New   bool // this call created the order (false: it existed, e.g. a redelivery)
+}
+
+// Store is the database: the record of activities and orders, and the final guard. Its unique
+// keys and conditional updates keep orders within stock and per-user limits even if a gate lies.
+type Store interface {
+	// CreateActivity stores a and, for a red packet, its shares. Errors: ErrExists.
+	CreateActivity(ctx context.Context, a Activity, shares []int64) error
+
+	// Activity returns one activity. Errors: ErrNotFound.
+	Activity(ctx context.Context, id string) (Activity, error)
+
+	// Activities returns every activity that ends after since.
+	Activities(ctx context.Context, since time.Time) ([]Activity, error)
+
+	// GateState reads what the gate of activity a must hold, including queued grabs that pending
+	// lists (the queue's grabs that have no order yet).
+	GateState(ctx context.Context, a Activity, pending []Grab) (GateState, error)
+
+	// PlaceOrders turns grabs into orders in one transaction, idempotently per token: a grab
+	// whose token already has an order gets that order back. A grab the guard refuses (no unit
+	// left, the user's limit reached, the share taken) becomes a FAILED order. Orders open
+	// their payment window at the grab's time.
+	PlaceOrders(ctx context.Context, gs []Grab) ([]Placement, error)
+
+	// Order returns the order of a token. Errors: ErrNotFound.
+	Order(ctx context.Context, token string) (Order, error)
+
+	// OrderByID returns an order by its numeric id. Errors: ErrNotFound.
+	OrderByID(ctx context.Context, id int64) (Order, error)
+
+	// Pay marks a CREATED order PAID if now is inside its payment window; paying a PAID order
+	// again returns it unchanged. Errors: ErrNotFound, ErrInvalidState.
+	Pay(ctx context.Context, token string, now time.Time) (Order, error)
+
+	// Cancel moves a CREATED order to CANCELLED and reports whether this call did it, so that
+	// exactly one caller restocks. Cancelling a CANCELLED order returns it with false. Errors:
+	// ErrNotFound, ErrInvalidState.
+	Cancel(ctx context.Context, token, reason string, now time.Time) (Order, bool, error)
+
+	// Expired lists up to limit CREATED orders whose payment window closed before now.
+	Expired(ctx context.Context, now time.Time, limit int) ([]Order, error)
+
+	// Counts reports an activity's orders by status.
+	Counts(ctx context.Context, activityID string) (Counts, error)
+
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+}

@@ -1,0 +1,58 @@
+package sale
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+func TestSplitRedPacketSumsExactly(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		count := rapid.Int64Range(1, 2000).Draw(t, "count")
+		total := rapid.Int64Range(count, count*1000).Draw(t, "total")
+		seed := rapid.Uint64().Draw(t, "seed")
+		rng := rand.New(rand.NewPCG(seed, 1))
+		shares, err := SplitRedPacket(total, count, rng.Int64N)
+		if err != nil {
+			t.Fatalf("SplitRedPacket(%d, %d): %v", total, count, err)
+		}
+		if int64(len(shares)) != count {
+			t.Fatalf("got %d shares, want %d", len(shares), count)
+		}
+		var sum int64
+		for i, s := range shares {
+			if s < 1 {
+				t.Fatalf("share %d = %d cents, want >= 1", i, s)
+			}
+			sum += s
+		}
+		if sum != total {
+			t.Fatalf("shares sum to %d, want %d", sum, total)
+		}
+	})
+}
+
+func TestSplitRedPacketRefusesImpossibleSplits(t *testing.T) {
+	for _, tc := range []struct{ total, count int64 }{{5, 6}, {0, 0}, {10, -1}, {MaxCents + 1, 1}} {
+		if _, err := SplitRedPacket(tc.total, tc.count, rand.Int64N); !errors.Is(err, ErrInvalid) {
+			t.Errorf("SplitRedPacket(%d, %d) error = %v, want ErrInvalid", tc.total, tc.count, err)
+		}
+	}
+}
+
+func TestSplitRedPacketIsNotDegenerate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	shares, err := SplitRedPacket(10_000, 100, rng.Int64N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[int64]bool{}
+	for _, s := range shares {
+		distinct[s] = true
+	}
+	if len(distinct) < 20 {
+		t.Errorf("100 shares of 100.00 took only %d distinct amounts; the split is not random", len(distinct))
+	}
+}

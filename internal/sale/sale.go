@@ -1,0 +1,230 @@
+// Package sale is the domain of seckill: activities, grabs and orders, the errors a sale can end
+// in, and the interfaces that stock gates, queues and stores implement. It knows nothing of HTTP,
+// Redis or SQL; adapters import it, never the other way round.
+package sale
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Kind says what an activity sells.
+type Kind string
+
+// The kinds of activity.
+const (
+	KindItem      Kind = "item"      // Stock identical units at PriceCents each
+	KindRedPacket Kind = "redpacket" // TotalCents split at creation into Stock shares
+)
+
+// Admission says how grabs are admitted to the stock gate.
+type Admission string
+
+// The admission modes. Only direct is served by the gate today; queue and lottery are reserved
+// names that the create endpoint refuses until they exist.
+const (
+	AdmitDirect  Admission = "direct"
+	AdmitQueue   Admission = "queue"
+	AdmitLottery Admission = "lottery"
+)
+
+// Limits on what an activity may ask for. They keep arithmetic far from overflow and rows small.
+const (
+	MaxStock        = 100_000_000
+	MaxPerUserLimit = 1_000
+	MaxCents        = 1_000_000_000_000 // ten billion in the currency's major unit
+	MaxPayWindow    = 7 * 24 * time.Hour
+	MaxNameLen      = 200
+	MaxIDLen        = 64
+)
+
+// Activity is one sale: a flash sale of items or a red-packet drop. It does not change after it
+// is created.
+type Activity struct {
+	ID               string
+	Name             string
+	Kind             Kind
+	Stock            int64 // units for sale; the number of shares for a red packet
+	PriceCents       int64
+	PerUserLimit     int64
+	StartAt          time.Time
+	EndAt            time.Time
+	PayWindow        time.Duration
+	TotalCents       int64 // red packet only: the sum of all shares
+	RequireChallenge bool
+	Admission        Admission
+	CreatedAt        time.Time
+}
+
+// Validate reports the first thing wrong with a, wrapped in ErrInvalid.
+func (a Activity) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	switch {
+	case !ValidID(a.ID):
+		return bad("id must be 1-%d letters, digits, '-' or '_'", MaxIDLen)
+	case strings.TrimSpace(a.Name) == "":
+		return bad("name is required")
+	case utf8.RuneCountInString(a.Name) > MaxNameLen || !utf8.ValidString(a.Name):
+		return bad("name must be valid UTF-8 of at most %d characters", MaxNameLen)
+	case a.Kind != KindItem && a.Kind != KindRedPacket:
+		return bad("kind must be %q or %q", KindItem, KindRedPacket)
+	case a.Stock <= 0 || a.Stock > MaxStock:
+		return bad("stock must be between 1 and %d", MaxStock)
+	case a.PerUserLimit <= 0 || a.PerUserLimit > MaxPerUserLimit:
+		return bad("per_user_limit must be between 1 and %d", MaxPerUserLimit)
+	case a.StartAt.IsZero() || a.EndAt.IsZero():
+		return bad("start_at and end_at are required")
+	case !a.EndAt.After(a.StartAt):
+		return bad("end_at must be after start_at")
+	case a.PayWindow <= 0 || a.PayWindow > MaxPayWindow:
+		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
+	case a.Admission != AdmitDirect:
+		return bad("admission %q is not available; use %q", a.Admission, AdmitDirect)
+	}
+	switch a.Kind {
+	case KindItem:
+		if a.PriceCents < 0 || a.PriceCents > MaxCents {
+			return bad("price_cents must be between 0 and %d", int64(MaxCents))
+		}
+		if a.TotalCents != 0 {
+			return bad("total_cents is for red packets only")
+		}
+	case KindRedPacket:
+		if a.TotalCents < a.Stock || a.TotalCents > MaxCents {
+			return bad("total_cents must be between count (every share at least 1 cent) and %d", int64(MaxCents))
+		}
+		if a.PriceCents != 0 {
+			return bad("price_cents is for items only")
+		}
+	}
+	return nil
+}
+
+// Open reports whether grabs are accepted at now: nil, ErrNotStarted or ErrEnded.
+func (a Activity) Open(now time.Time) error {
+	if now.Before(a.StartAt) {
+		return ErrNotStarted
+	}
+	if !now.Before(a.EndAt) {
+		return ErrEnded
+	}
+	return nil
+}
+
+// Grab is one acknowledged win: a unit (or a red-packet share) taken by a user. Its Token names
+// the order that the worker will create from it.
+type Grab struct {
+	Token          string
+	ActivityID     string
+	UserID         string
+	IdempotencyKey string // empty when the client sent none
+	Share          int64  // red packet: the index of the share taken; 0 for items
+	AmountCents    int64  // what the user pays (item) or receives (red packet)
+	At             time.Time
+}
+
+// GrabRequest asks the gate for one unit.
+type GrabRequest struct {
+	ActivityID     string
+	UserID         string
+	IdempotencyKey string
+	Now            time.Time
+}
+
+// Status is the state of an order.
+type Status string
+
+// Order states. PENDING is a grab still in the queue; CREATED an order awaiting payment; FAILED a
+// grab the database refused (its guard found no unit or the user's limit reached).
+const (
+	StatusPending   Status = "PENDING"
+	StatusCreated   Status = "CREATED"
+	StatusPaid      Status = "PAID"
+	StatusCancelled Status = "CANCELLED"
+	StatusFailed    Status = "FAILED"
+)
+
+// Holds reports whether an order in status s holds a unit of stock.
+func (s Status) Holds() bool { return s == StatusCreated || s == StatusPaid }
+
+// Order is the durable result of a grab.
+type Order struct {
+	ID          int64
+	Token       string
+	ActivityID  string
+	UserID      string
+	IdemKey     string // the grab's idempotency key, kept so a retry finds its first answer
+	Share       int64
+	AmountCents int64
+	Status      Status
+	Reason      string // why the order failed or was cancelled
+	CreatedAt   time.Time
+	ExpiresAt   time.Time // end of the payment window
+	ClosedAt    time.Time // when it was paid, cancelled or failed; zero while open
+}
+
+// Share is one pre-split part of a red packet.
+type Share struct {
+	Index       int64
+	AmountCents int64
+}
+
+// GateState is what the database knows about an activity's stock, from which a gate is built or
+// rebuilt: after a restart, a lost cache, or a reconcile.
+type GateState struct {
+	Held   []Grab  // grabs that hold a unit now: still queued, or with a CREATED or PAID order
+	Keyed  []Grab  // every grab made with an idempotency key, so a retry gets the first answer
+	Shares []Share // red packet: the shares nobody holds
+}
+
+// Counts are an activity's orders by status, as the database sees them.
+type Counts struct {
+	Orders    int64 // every order row, failed ones included
+	Created   int64
+	Paid      int64
+	Cancelled int64
+	Failed    int64
+}
+
+// Stats is the admin's view of an activity.
+type Stats struct {
+	Stock        int64 `json:"stock"`
+	Remaining    int64 `json:"remaining"`
+	Grabbed      int64 `json:"grabbed"`
+	Orders       int64 `json:"orders"`
+	Created      int64 `json:"created"`
+	Paid         int64 `json:"paid"`
+	Cancelled    int64 `json:"cancelled"`
+	Failed       int64 `json:"failed"`
+	PendingQueue int64 `json:"pending_queue"`
+}
+
+// ValidID reports whether s can name an activity: 1 to MaxIDLen ASCII letters, digits, '-' or '_'.
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+var token32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewToken returns a fresh unguessable identifier starting with prefix (a letter, so that a
+// token is never mistaken for a numeric order id).
+func NewToken(prefix string) string {
+	var b [15]byte
+	rand.Read(b[:]) // never fails: crypto/rand panics rather than return an error
+	return prefix + token32.EncodeToString(b[:])
+}

@@ -1,0 +1,314 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// Service runs sales on a gate, a queue and a store. It is what the HTTP layer and the workers
+// call; it holds no state of its own besides its dependencies.
+type Service struct {
+	gate  Gate
+	queue Queue
+	store Store
+	now   func() time.Time
+}
+
+// NewService returns a Service. now is the clock (time.Now outside tests).
+func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
+	return &Service{gate: g, queue: q, store: s, now: now}
+}
+
+// Now returns the service's clock reading.
+func (s *Service) Now() time.Time { return s.now() }
+
+// CreateActivity validates a, gives it an id if it has none, stores it (splitting a red packet
+// into its shares first) and opens it in the gate. Errors: ErrInvalid, ErrExists.
+func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, error) {
+	if a.ID == "" {
+		a.ID = NewToken("a")[:13]
+	}
+	if a.PerUserLimit == 0 {
+		a.PerUserLimit = 1
+	}
+	if a.Admission == "" {
+		a.Admission = AdmitDirect
+	}
+	a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
+	a.StartAt = a.StartAt.UTC().Truncate(time.Millisecond)
+	a.EndAt = a.EndAt.UTC().Truncate(time.Millisecond)
+	if err := a.Validate(); err != nil {
+		return Activity{}, err
+	}
+	var shares []int64
+	st := GateState{}
+	if a.Kind == KindRedPacket {
+		var err error
+		if shares, err = SplitRedPacket(a.TotalCents, a.Stock, rand.Int64N); err != nil {
+			return Activity{}, err
+		}
+		st.Shares = make([]Share, len(shares))
+		for i, c := range shares {
+			st.Shares[i] = Share{Index: int64(i), AmountCents: c}
+		}
+	}
+	if err := s.store.CreateActivity(ctx, a, shares); err != nil {
+		return Activity{}, fmt.Errorf("create activity %s: %w", a.ID, err)
+	}
+	if err := s.gate.Load(ctx, a, st); err != nil {
+		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+// Warm loads every activity that has not ended by since into the gate, from the database and
+// the queue: on start, this rebuilds what a restart (or kill -9) lost.
+func (s *Service) Warm(ctx context.Context, since time.Time) error {
+	acts, err := s.store.Activities(ctx, since)
+	if err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	for _, a := range acts {
+		st, err := s.gateState(ctx, a)
+		if err != nil {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+		if err := s.gate.Load(ctx, a, st); err != nil {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+	}
+	return nil
+}
+
+// gateState is what the gate of a must hold: the database's orders plus the queue's grabs.
+func (s *Service) gateState(ctx context.Context, a Activity) (GateState, error) {
+	unacked, err := s.queue.Unacked(ctx, a.ID)
+	if err != nil {
+		return GateState{}, err
+	}
+	return s.store.GateState(ctx, a, unacked)
+}
+
+// Reconciliation compares the gate with the database for one activity.
+type Reconciliation struct {
+	OK                bool   `json:"ok"`
+	Stock             int64  `json:"stock"`
+	GateRemaining     int64  `json:"gate_remaining"`
+	ExpectedRemaining int64  `json:"expected_remaining"` // stock less what the database and queue hold
+	Held              int64  `json:"held"`
+	Drift             int64  `json:"drift"` // gate_remaining - expected_remaining
+	Repaired          bool   `json:"repaired"`
+	Note              string `json:"note,omitempty"`
+}
+
+// Reconcile compares the gate's remaining units with what the database and the queue say, and
+// reloads the gate from them when the two disagree. A grab in flight (taken by the gate, not yet
+// durable) looks like drift for a moment, so the comparison is made twice, 100 ms apart, and only
+// a drift seen both times with the gate standing still is repaired.
+func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	var rec Reconciliation
+	var st GateState
+	for round := 0; round < 2; round++ {
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return Reconciliation{}, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		before, err := s.gate.Remaining(ctx, id)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		if st, err = s.gateState(ctx, a); err != nil {
+			return Reconciliation{}, err
+		}
+		after, err := s.gate.Remaining(ctx, id)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		want := a.Stock - int64(len(st.Held))
+		if a.Kind == KindRedPacket {
+			want = int64(len(st.Shares))
+		}
+		prev := rec.Drift
+		rec = Reconciliation{Stock: a.Stock, GateRemaining: after, ExpectedRemaining: want,
+			Held: int64(len(st.Held)), Drift: after - want}
+		if before != after {
+			rec.Note = "grabs are in flight; the gate was not compared at rest, try again"
+			return rec, nil
+		}
+		if rec.Drift == 0 {
+			rec.OK = true
+			return rec, nil
+		}
+		if round > 0 && rec.Drift != prev {
+			rec.Note = "the drift moved between two readings; not repaired, try again"
+			return rec, nil
+		}
+	}
+	if err := s.gate.Load(ctx, a, st); err != nil {
+		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
+	}
+	rec.Repaired = true
+	rec.Note = "the gate was reloaded from the database and the queue"
+	return rec, nil
+}
+
+// Activity returns an activity. Errors: ErrNotFound.
+func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
+	if !ValidID(id) {
+		return Activity{}, ErrNotFound
+	}
+	return s.store.Activity(ctx, id)
+}
+
+// Remaining reports the units an activity has left, as the gate sees them.
+func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
+	return s.gate.Remaining(ctx, id)
+}
+
+// Grab takes one unit of an activity for a user. See Gate.Grab for the errors.
+func (s *Service) Grab(ctx context.Context, activityID, userID, idemKey string) (Grab, error) {
+	if !ValidID(activityID) {
+		return Grab{}, ErrNotFound
+	}
+	return s.gate.Grab(ctx, GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()})
+}
+
+// Order returns the order named by ref (its token or numeric id) if userID owns it. A grab still
+// in the queue is reported as a PENDING order. Errors: ErrNotFound (also for someone else's order).
+func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.lookup(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		var g Grab
+		switch g, err = s.queue.Pending(ctx, ref); {
+		case err == nil:
+			o = pendingOrder(g)
+		case errors.Is(err, ErrNotFound):
+			// The worker may have placed it between the two reads.
+			o, err = s.lookup(ctx, ref)
+		}
+	}
+	if err != nil {
+		return Order{}, err
+	}
+	if o.UserID != userID {
+		return Order{}, ErrNotFound
+	}
+	return o, nil
+}
+
+func pendingOrder(g Grab) Order {
+	return Order{Token: g.Token, ActivityID: g.ActivityID, UserID: g.UserID, Share: g.Share,
+		AmountCents: g.AmountCents, Status: StatusPending, CreatedAt: g.At}
+}
+
+func (s *Service) lookup(ctx context.Context, ref string) (Order, error) {
+	if ref == "" || len(ref) > MaxIDLen {
+		return Order{}, ErrNotFound
+	}
+	if ref[0] >= '0' && ref[0] <= '9' {
+		id, err := strconv.ParseInt(ref, 10, 64)
+		if err != nil {
+			return Order{}, ErrNotFound
+		}
+		return s.store.OrderByID(ctx, id)
+	}
+	return s.store.Order(ctx, ref)
+}
+
+// Pay pays userID's order ref. Paying twice is harmless; paying a cancelled, failed or expired
+// order is ErrInvalidState, and so is paying a grab the worker has not turned into an order yet.
+func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.Order(ctx, userID, ref)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Status == StatusPending {
+		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+	}
+	return s.store.Pay(ctx, o.Token, s.now())
+}
+
+// Cancel cancels userID's unpaid order ref and restocks its unit exactly once. Cancelling twice
+// returns the cancelled order; cancelling a paid or failed order is ErrInvalidState.
+func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.Order(ctx, userID, ref)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Status == StatusPending {
+		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+	}
+	return s.cancel(ctx, o.Token, "cancelled by the buyer")
+}
+
+// cancel moves an order to CANCELLED; the caller whose conditional update won gives the unit
+// back to the gate. A crash between the two loses nothing: the next start rebuilds the gate from
+// the database, where the order is already cancelled.
+func (s *Service) cancel(ctx context.Context, token, reason string) (Order, error) {
+	o, won, err := s.store.Cancel(ctx, token, reason, s.now())
+	if err != nil || !won {
+		return o, err
+	}
+	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+	if err := s.gate.Release(ctx, g); err != nil {
+		return o, fmt.Errorf("restock order %s: %w", o.Token, err)
+	}
+	return o, nil
+}
+
+// SweepExpired cancels up to limit orders whose payment window has closed and restocks each
+// exactly once, however many sweepers run at the same time. It returns how many it cancelled.
+func (s *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
+	expired, err := s.store.Expired(ctx, s.now(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	n := 0
+	for _, o := range expired {
+		got, err := s.cancel(ctx, o.Token, "payment window closed")
+		switch {
+		case errors.Is(err, ErrInvalidState): // paid meanwhile, or cancelled by a racing sweeper
+		case err != nil:
+			return n, fmt.Errorf("sweep: %w", err)
+		case got.Status == StatusCancelled:
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Stats reports an activity's gate and database counters.
+func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	rem, err := s.gate.Remaining(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	c, err := s.store.Counts(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	depth, err := s.queue.Depth(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{
+		Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem,
+		Orders: c.Orders, Created: c.Created, Paid: c.Paid, Cancelled: c.Cancelled, Failed: c.Failed,
+		PendingQueue: depth,
+	}, nil
+}

@@ -1,0 +1,170 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
+	pay_window_ms, total_cents, require_challenge, admission, created_at`
+
+func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
+	var a sale.Activity
+	var start, end, window, created int64
+	var challenge int
+	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
+		&window, &a.TotalCents, &challenge, &a.Admission, &created)
+	a.StartAt, a.EndAt, a.CreatedAt = fromMS(start), fromMS(end), fromMS(created)
+	a.PayWindow = time.Duration(window) * time.Millisecond
+	a.RequireChallenge = challenge != 0
+	return a, err
+}
+
+// CreateActivity implements sale.Store.
+func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []int64) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		challenge := 0
+		if a.RequireChallenge {
+			challenge = 1
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
+			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt))
+		if isUniqueViolation(err) {
+			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
+		}
+		if err != nil {
+			return err
+		}
+		const chunk = 500
+		for lo := 0; lo < len(shares); lo += chunk {
+			hi := min(lo+chunk, len(shares))
+			args := make([]any, 0, 3*(hi-lo))
+			for i := lo; i < hi; i++ {
+				args = append(args, a.ID, i, shares[i])
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO shares (activity_id, idx, amount_cents) VALUES `+
+				placeholders(hi-lo, 3), args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func isUniqueViolation(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// Activity implements sale.Store.
+func (s *Store) Activity(ctx context.Context, id string) (sale.Activity, error) {
+	a, err := scanActivity(s.r.QueryRowContext(ctx, `SELECT `+activityColumns+` FROM activities WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Activity{}, fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
+	}
+	return a, err
+}
+
+// Activities implements sale.Store.
+func (s *Store) Activities(ctx context.Context, since time.Time) ([]sale.Activity, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+activityColumns+` FROM activities WHERE end_at > ? ORDER BY created_at`, ms(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var acts []sale.Activity
+	for rows.Next() {
+		a, err := scanActivity(rows)
+		if err != nil {
+			return nil, err
+		}
+		acts = append(acts, a)
+	}
+	return acts, rows.Err()
+}
+
+// GateState implements sale.Store.
+func (s *Store) GateState(ctx context.Context, a sale.Activity, pending []sale.Grab) (sale.GateState, error) {
+	var st sale.GateState
+	rows, err := s.r.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders
+		WHERE activity_id = ? AND (status IN ('CREATED', 'PAID') OR idem_key <> '')`, a.ID)
+	if err != nil {
+		return st, err
+	}
+	defer rows.Close()
+	placed := map[string]bool{}
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return st, err
+		}
+		placed[o.Token] = true
+		g := grabOf(o)
+		if o.Status.Holds() {
+			st.Held = append(st.Held, g)
+		}
+		if o.IdemKey != "" {
+			st.Keyed = append(st.Keyed, g)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return st, err
+	}
+	// A grab can be both queued and placed when the worker died between placing and acking.
+	var queuedShares = map[int64]bool{}
+	for _, g := range pending {
+		if g.ActivityID != a.ID || placed[g.Token] {
+			continue
+		}
+		if err := s.r.QueryRowContext(ctx, `SELECT 1 FROM orders WHERE token = ?`, g.Token).Scan(new(int)); err == nil {
+			continue
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return st, err
+		}
+		st.Held = append(st.Held, g)
+		if g.IdempotencyKey != "" {
+			st.Keyed = append(st.Keyed, g)
+		}
+		queuedShares[g.Share] = true
+	}
+	if a.Kind != sale.KindRedPacket {
+		return st, nil
+	}
+	srows, err := s.r.QueryContext(ctx, `SELECT idx, amount_cents FROM shares
+		WHERE activity_id = ? AND holder IS NULL ORDER BY idx`, a.ID)
+	if err != nil {
+		return st, err
+	}
+	defer srows.Close()
+	for srows.Next() {
+		var sh sale.Share
+		if err := srows.Scan(&sh.Index, &sh.AmountCents); err != nil {
+			return st, err
+		}
+		if !queuedShares[sh.Index] {
+			st.Shares = append(st.Shares, sh)
+		}
+	}
+	return st, srows.Err()
+}

@@ -1,0 +1,120 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"seckill/internal/sale"
+)
+
+// The embedded gate's journal: the grabs table is its queue.
+
+const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, at`
+
+// AppendGrabs stores acknowledged grabs in one transaction, many rows per statement. A token
+// already there is left alone, so replaying a batch is harmless.
+func (s *Store) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		const chunk = 256
+		for lo := 0; lo < len(gs); lo += chunk {
+			hi := min(lo+chunk, len(gs))
+			args := make([]any, 0, 7*(hi-lo))
+			for _, g := range gs[lo:hi] {
+				args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At))
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO grabs (token, activity_id, user_id, idem_key, share_idx,
+				amount_cents, at) VALUES `+placeholders(hi-lo, 7)+` ON CONFLICT (token) DO NOTHING`, args...); err != nil {
+				return fmt.Errorf("append %d grabs: %w", hi-lo, err)
+			}
+		}
+		return nil
+	})
+}
+
+func scanGrab(row interface{ Scan(...any) error }) (int64, sale.Grab, error) {
+	var seq, at int64
+	var g sale.Grab
+	err := row.Scan(&seq, &g.Token, &g.ActivityID, &g.UserID, &g.IdempotencyKey, &g.Share, &g.AmountCents, &at)
+	g.At = fromMS(at)
+	return seq, g, err
+}
+
+// QueuedGrabs returns up to limit grabs not done with a sequence above after, oldest first.
+func (s *Store) QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE done = 0 AND seq > ? ORDER BY seq LIMIT ?`,
+		after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sale.Delivery
+	for rows.Next() {
+		seq, g, err := scanGrab(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sale.Delivery{ID: strconv.FormatInt(seq, 10), Grab: g, Attempts: 1})
+	}
+	return out, rows.Err()
+}
+
+// MarkDone marks grabs whose orders are placed.
+func (s *Store) MarkDone(ctx context.Context, tokens []string) error {
+	if len(tokens) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		const chunk = 500
+		for lo := 0; lo < len(tokens); lo += chunk {
+			hi := min(lo+chunk, len(tokens))
+			args := make([]any, hi-lo)
+			for i, t := range tokens[lo:hi] {
+				args[i] = t
+			}
+			q := `UPDATE grabs SET done = 1 WHERE token IN (` + strings.TrimSuffix(strings.Repeat("?,", hi-lo), ",") + `)`
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// QueuedGrab returns the grab of token while it waits for its order.
+func (s *Store) QueuedGrab(ctx context.Context, token string) (sale.Grab, error) {
+	_, g, err := scanGrab(s.r.QueryRowContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE token = ? AND done = 0`, token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
+	}
+	return g, err
+}
+
+// QueueDepth counts an activity's grabs waiting for their orders.
+func (s *Store) QueueDepth(ctx context.Context, activityID string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM grabs WHERE activity_id = ? AND done = 0`, activityID).Scan(&n)
+	return n, err
+}
+
+// UnackedGrabs returns an activity's grabs waiting for their orders.
+func (s *Store) UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE activity_id = ? AND done = 0 ORDER BY seq`,
+		activityID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sale.Grab
+	for rows.Next() {
+		_, g, err := scanGrab(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}

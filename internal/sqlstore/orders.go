@@ -1,0 +1,291 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+const orderColumns = `id, token, activity_id, user_id, idem_key, share_idx, amount_cents, status, reason,
+	created_at, expires_at, closed_at`
+
+func scanOrder(row interface{ Scan(...any) error }) (sale.Order, error) {
+	var o sale.Order
+	var created, expires, closed int64
+	err := row.Scan(&o.ID, &o.Token, &o.ActivityID, &o.UserID, &o.IdemKey, &o.Share, &o.AmountCents,
+		&o.Status, &o.Reason, &created, &expires, &closed)
+	o.CreatedAt, o.ExpiresAt, o.ClosedAt = fromMS(created), fromMS(expires), fromMS(closed)
+	return o, err
+}
+
+// grabOf is the grab an order came from.
+func grabOf(o sale.Order) sale.Grab {
+	return sale.Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, IdempotencyKey: o.IdemKey,
+		Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+}
+
+// guard is what placing an order needs to know of its activity.
+type guard struct {
+	kind   sale.Kind
+	limit  int64
+	window time.Duration
+}
+
+// PlaceOrders implements sale.Store. Every check is a conditional statement that the database
+// decides, in one transaction: the unit (sold < stock), the share (holder IS NULL), the user's
+// limit (a free slot in the unique key) and the grab (a unique token).
+func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+	out := make([]sale.Placement, 0, len(gs))
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		guards := map[string]guard{}
+		for _, g := range gs {
+			p, err := placeOrder(ctx, tx, guards, g)
+			if err != nil {
+				return fmt.Errorf("place order %s: %w", g.Token, err)
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func placeOrder(ctx context.Context, tx *sql.Tx, guards map[string]guard, g sale.Grab) (sale.Placement, error) {
+	if o, err := orderByToken(ctx, tx, g.Token); err == nil {
+		return sale.Placement{Order: o}, nil
+	} else if !errors.Is(err, sale.ErrNotFound) {
+		return sale.Placement{}, err
+	}
+	gd, ok := guards[g.ActivityID]
+	if !ok {
+		var window int64
+		err := tx.QueryRowContext(ctx, `SELECT kind, per_user_limit, pay_window_ms FROM activities WHERE id = ?`,
+			g.ActivityID).Scan(&gd.kind, &gd.limit, &window)
+		if errors.Is(err, sql.ErrNoRows) {
+			return failOrder(ctx, tx, g, "unknown activity")
+		}
+		if err != nil {
+			return sale.Placement{}, err
+		}
+		gd.window = time.Duration(window) * time.Millisecond
+		guards[g.ActivityID] = gd
+	}
+
+	res, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+	if err != nil {
+		return sale.Placement{}, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return sale.Placement{}, err
+		}
+		return failOrder(ctx, tx, g, "no unit left in the database")
+	}
+	undoSold := func() error {
+		_, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, g.ActivityID)
+		return err
+	}
+	if gd.kind == sale.KindRedPacket {
+		res, err := tx.ExecContext(ctx, `UPDATE shares SET holder = ? WHERE activity_id = ? AND idx = ? AND holder IS NULL`,
+			g.Token, g.ActivityID, g.Share)
+		if err != nil {
+			return sale.Placement{}, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = undoSold()
+			}
+			if err != nil {
+				return sale.Placement{}, err
+			}
+			return failOrder(ctx, tx, g, "the share is taken")
+		}
+	}
+	expires := g.At.Add(gd.window)
+	for slot := int64(1); slot <= gd.limit; slot++ {
+		res, err := tx.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx,
+			amount_cents, status, reason, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'CREATED', '', ?, ?)
+			ON CONFLICT DO NOTHING`,
+			g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, slot, g.Share, g.AmountCents, ms(g.At), ms(expires))
+		if err != nil {
+			return sale.Placement{}, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return sale.Placement{}, err
+		} else if n == 1 {
+			o, err := orderByToken(ctx, tx, g.Token)
+			return sale.Placement{Order: o, New: true}, err
+		}
+	}
+	// Every slot is taken: the user holds the limit already.
+	if err := undoSold(); err != nil {
+		return sale.Placement{}, err
+	}
+	if gd.kind == sale.KindRedPacket {
+		if _, err := tx.ExecContext(ctx, `UPDATE shares SET holder = NULL WHERE activity_id = ? AND idx = ? AND holder = ?`,
+			g.ActivityID, g.Share, g.Token); err != nil {
+			return sale.Placement{}, err
+		}
+	}
+	return failOrder(ctx, tx, g, "the per-user limit is reached in the database")
+}
+
+// failOrder records a grab the guard refused as a FAILED order holding nothing.
+func failOrder(ctx context.Context, tx *sql.Tx, g sale.Grab, reason string) (sale.Placement, error) {
+	_, err := tx.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx,
+		amount_cents, status, reason, created_at, expires_at, closed_at)
+		VALUES (?, ?, ?, ?, NULL, ?, ?, 'FAILED', ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, reason, ms(g.At), ms(g.At), ms(g.At))
+	if err != nil {
+		return sale.Placement{}, err
+	}
+	o, err := orderByToken(ctx, tx, g.Token)
+	return sale.Placement{Order: o, New: true}, err
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func orderByToken(ctx context.Context, q querier, token string) (sale.Order, error) {
+	o, err := scanOrder(q.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE token = ?`, token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Order{}, fmt.Errorf("order %s: %w", token, sale.ErrNotFound)
+	}
+	return o, err
+}
+
+// Order implements sale.Store.
+func (s *Store) Order(ctx context.Context, token string) (sale.Order, error) {
+	return orderByToken(ctx, s.r, token)
+}
+
+// OrderByID implements sale.Store.
+func (s *Store) OrderByID(ctx context.Context, id int64) (sale.Order, error) {
+	o, err := scanOrder(s.r.QueryRowContext(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Order{}, fmt.Errorf("order %d: %w", id, sale.ErrNotFound)
+	}
+	return o, err
+}
+
+// Pay implements sale.Store.
+func (s *Store) Pay(ctx context.Context, token string, now time.Time) (sale.Order, error) {
+	var o sale.Order
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'PAID', closed_at = ?
+			WHERE token = ? AND status = 'CREATED' AND expires_at > ?`, ms(now), token, ms(now))
+		if err != nil {
+			return err
+		}
+		if o, err = orderByToken(ctx, tx, token); err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		switch o.Status {
+		case sale.StatusPaid:
+			return nil
+		case sale.StatusCreated:
+			return fmt.Errorf("%w: the payment window of order %s has closed", sale.ErrInvalidState, token)
+		default:
+			return fmt.Errorf("%w: order %s is %s", sale.ErrInvalidState, token, o.Status)
+		}
+	})
+	return o, err
+}
+
+// Cancel implements sale.Store. The status transition, the unit and the share go back in one
+// transaction, so a unit is returned to the database exactly once per cancelled order.
+func (s *Store) Cancel(ctx context.Context, token, reason string, now time.Time) (sale.Order, bool, error) {
+	var o sale.Order
+	var won bool
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'CANCELLED', slot = NULL, reason = ?, closed_at = ?
+			WHERE token = ? AND status = 'CREATED'`, reason, ms(now), token)
+		if err != nil {
+			return err
+		}
+		if o, err = orderByToken(ctx, tx, token); err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if o.Status == sale.StatusCancelled {
+				return nil
+			}
+			return fmt.Errorf("%w: order %s is %s", sale.ErrInvalidState, token, o.Status)
+		}
+		won = true
+		if _, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, o.ActivityID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE shares SET holder = NULL WHERE activity_id = ? AND idx = ? AND holder = ?`,
+			o.ActivityID, o.Share, o.Token)
+		return err
+	})
+	if err != nil {
+		return o, false, err
+	}
+	return o, won, nil
+}
+
+// Expired implements sale.Store.
+func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]sale.Order, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders
+		WHERE status = 'CREATED' AND expires_at <= ? ORDER BY expires_at LIMIT ?`, ms(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []sale.Order
+	for rows.Next() {
+		o, err := scanOrder(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// Counts implements sale.Store.
+func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT status, COUNT(*) FROM orders WHERE activity_id = ? GROUP BY status`, activityID)
+	if err != nil {
+		return sale.Counts{}, err
+	}
+	defer rows.Close()
+	var c sale.Counts
+	for rows.Next() {
+		var st sale.Status
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return c, err
+		}
+		c.Orders += n
+		switch st {
+		case sale.StatusCreated:
+			c.Created = n
+		case sale.StatusPaid:
+			c.Paid = n
+		case sale.StatusCancelled:
+			c.Cancelled = n
+		case sale.StatusFailed:
+			c.Failed = n
+		}
+	}
+	return c, rows.Err()
+}
