@@ -124,7 +124,7 @@ type headerProbe struct {
 	status int
 }
 
-func (p *headerProbe) Header() http.Header       { return p.header }
+func (p *headerProbe) Header() http.Header         { return p.header }
 func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
 func (p *headerProbe) WriteHeader(status int)      { p.status = status }
 
