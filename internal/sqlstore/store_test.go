@@ -1,0 +1,350 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"seckill/internal/sale"
+)
+
+func openStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "seckill.db"))
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func item(id string, stock, limit int64) sale.Activity {
+	return sale.Activity{ID: id, Name: "Item " + id, Kind: sale.KindItem, Stock: stock, PriceCents: 1999,
+		PerUserLimit: limit, StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: 10 * time.Minute,
+		Admission: sale.AdmitDirect, CreatedAt: t0.Add(-time.Hour)}
+}
+
+func create(t *testing.T, s *Store, a sale.Activity, shares ...int64) {
+	t.Helper()
+	if err := s.CreateActivity(context.Background(), a, shares); err != nil {
+		t.Fatalf("CreateActivity(%s): %v", a.ID, err)
+	}
+}
+
+func grab(act, user string, n int) sale.Grab {
+	return sale.Grab{Token: fmt.Sprintf("g-%s-%s-%d", act, user, n), ActivityID: act, UserID: user, AmountCents: 1999, At: t0.Add(time.Minute)}
+}
+
+func place(t *testing.T, s *Store, gs ...sale.Grab) []sale.Placement {
+	t.Helper()
+	ps, err := s.PlaceOrders(context.Background(), gs)
+	if err != nil {
+		t.Fatalf("PlaceOrders: %v", err)
+	}
+	return ps
+}
+
+func statuses(ps []sale.Placement) []sale.Status {
+	out := make([]sale.Status, len(ps))
+	for i, p := range ps {
+		out[i] = p.Order.Status
+	}
+	return out
+}
+
+func TestActivityRoundTrip(t *testing.T) {
+	s := openStore(t)
+	a := item("a1", 10, 2)
+	create(t, s, a)
+	got, err := s.Activity(context.Background(), "a1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(a, got); diff != "" {
+		t.Errorf("activity round trip (-want +got):\n%s", diff)
+	}
+	if err := s.CreateActivity(context.Background(), a, nil); !errors.Is(err, sale.ErrExists) {
+		t.Errorf("second create: got %v, want ErrExists", err)
+	}
+	if _, err := s.Activity(context.Background(), "nope"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("unknown activity: got %v, want ErrNotFound", err)
+	}
+	acts, err := s.Activities(context.Background(), t0.Add(2*time.Hour))
+	if err != nil || len(acts) != 0 {
+		t.Errorf("Activities after the end = %v, %v; want none", acts, err)
+	}
+}
+
+func TestPlaceOrdersGuardsStock(t *testing.T) {
+	s := openStore(t)
+	create(t, s, item("a", 2, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
+	want := []sale.Status{sale.StatusCreated, sale.StatusCreated, sale.StatusFailed}
+	if diff := cmp.Diff(want, statuses(ps)); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	if ps[0].Order.ExpiresAt != t0.Add(11*time.Minute) {
+		t.Errorf("expires_at = %v, want grab time + pay window", ps[0].Order.ExpiresAt)
+	}
+	// Redelivery of the whole batch changes nothing.
+	again := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
+	for i, p := range again {
+		if p.New || p.Order.ID != ps[i].Order.ID || p.Order.Status != ps[i].Order.Status {
+			t.Errorf("redelivery %d = %+v, want the first placement %+v unchanged", i, p, ps[i])
+		}
+	}
+	c, err := s.Counts(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sale.Counts{Orders: 3, Created: 2, Failed: 1}, c); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+}
+
+func TestPlaceOrdersGuardsPerUserLimit(t *testing.T) {
+	for _, limit := range []int64{1, 2} {
+		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
+			s := openStore(t)
+			create(t, s, item("a", 10, limit))
+			var gs []sale.Grab
+			for n := range 3 {
+				gs = append(gs, grab("a", "u1", n))
+			}
+			ps := place(t, s, gs...)
+			created := 0
+			for _, p := range ps {
+				if p.Order.Status == sale.StatusCreated {
+					created++
+				}
+			}
+			if int64(created) != limit {
+				t.Fatalf("user got %d orders, want the limit %d", created, limit)
+			}
+			// A cancelled order frees its slot.
+			if _, won, err := s.Cancel(context.Background(), ps[0].Order.Token, "test", t0); err != nil || !won {
+				t.Fatalf("Cancel = %v, %v", won, err)
+			}
+			if p := place(t, s, grab("a", "u1", 9)); p[0].Order.Status != sale.StatusCreated {
+				t.Fatalf("grab after a cancel: %s, want CREATED", p[0].Order.Status)
+			}
+		})
+	}
+}
+
+func TestPayAndCancelTransitions(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	create(t, s, item("a", 5, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
+	paid, cancelled, late := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token
+	in := t0.Add(2 * time.Minute)
+
+	if o, err := s.Pay(ctx, paid, in); err != nil || o.Status != sale.StatusPaid {
+		t.Fatalf("Pay = %v, %v; want PAID", o.Status, err)
+	}
+	if o, err := s.Pay(ctx, paid, in); err != nil || o.Status != sale.StatusPaid {
+		t.Fatalf("second Pay = %v, %v; want PAID again", o.Status, err)
+	}
+	if _, _, err := s.Cancel(ctx, paid, "test", in); !errors.Is(err, sale.ErrInvalidState) {
+		t.Fatalf("Cancel of a paid order: got %v, want ErrInvalidState", err)
+	}
+
+	if _, won, err := s.Cancel(ctx, cancelled, "test", in); err != nil || !won {
+		t.Fatalf("Cancel = %v, %v", won, err)
+	}
+	if o, won, err := s.Cancel(ctx, cancelled, "test", in); err != nil || won || o.Status != sale.StatusCancelled {
+		t.Fatalf("second Cancel = %v, %v, %v; want CANCELLED, not won", o.Status, won, err)
+	}
+	if _, err := s.Pay(ctx, cancelled, in); !errors.Is(err, sale.ErrInvalidState) {
+		t.Fatalf("Pay after cancel: got %v, want ErrInvalidState", err)
+	}
+
+	if _, err := s.Pay(ctx, late, t0.Add(time.Hour)); !errors.Is(err, sale.ErrInvalidState) {
+		t.Fatalf("Pay after the window: got %v, want ErrInvalidState", err)
+	}
+	exp, err := s.Expired(ctx, t0.Add(time.Hour), 10)
+	if err != nil || len(exp) != 1 || exp[0].Token != late {
+		t.Fatalf("Expired = %v, %v; want just %s", exp, err, late)
+	}
+	if _, err := s.Pay(ctx, "nope", in); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("Pay of an unknown order: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestConcurrentCancelRestocksOnce races many cancellers and payers on each order: exactly one of
+// them changes it, and the database's count of held units comes back by exactly the number of
+// cancelled orders.
+func TestConcurrentCancelRestocksOnce(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	const orders = 20
+	create(t, s, item("a", orders, 1))
+	var gs []sale.Grab
+	for u := range orders {
+		gs = append(gs, grab("a", fmt.Sprint("u", u), 0))
+	}
+	ps := place(t, s, gs...)
+	now := t0.Add(2 * time.Minute)
+	var mu sync.Mutex
+	wins := map[string]int{}
+	paid := map[string]bool{}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		for i := range 8 {
+			wg.Go(func() {
+				if i%4 == 0 {
+					if o, err := s.Pay(ctx, p.Order.Token, now); err == nil && o.Status == sale.StatusPaid {
+						mu.Lock()
+						paid[p.Order.Token] = true
+						mu.Unlock()
+					}
+					return
+				}
+				_, won, err := s.Cancel(ctx, p.Order.Token, "sweep", now)
+				if err != nil && !errors.Is(err, sale.ErrInvalidState) {
+					t.Errorf("Cancel: %v", err)
+				}
+				if won {
+					mu.Lock()
+					wins[p.Order.Token]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for tok, n := range wins {
+		if n != 1 {
+			t.Errorf("order %s was cancelled %d times", tok, n)
+		}
+		if paid[tok] {
+			t.Errorf("order %s is both paid and cancelled", tok)
+		}
+	}
+	if len(wins)+len(paid) != orders {
+		t.Fatalf("%d cancelled + %d paid, want %d orders settled", len(wins), len(paid), orders)
+	}
+	var sold int64
+	if err := s.r.QueryRow(`SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil {
+		t.Fatal(err)
+	}
+	if sold != int64(len(paid)) {
+		t.Fatalf("sold = %d, want the %d paid orders", sold, len(paid))
+	}
+}
+
+func TestRedPacketShares(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	a := item("rp", 3, 1)
+	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 600
+	create(t, s, a, 100, 200, 300)
+	g1, g2 := grab("rp", "u1", 0), grab("rp", "u2", 0)
+	g1.Share, g1.AmountCents = 2, 300
+	g2.Share, g2.AmountCents = 2, 300 // the same share: a lying gate
+	ps := place(t, s, g1, g2)
+	if diff := cmp.Diff([]sale.Status{sale.StatusCreated, sale.StatusFailed}, statuses(ps)); diff != "" {
+		t.Fatalf("statuses (-want +got):\n%s", diff)
+	}
+	st, err := s.GateState(ctx, a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]sale.Share{{Index: 0, AmountCents: 100}, {Index: 1, AmountCents: 200}}, st.Shares); diff != "" {
+		t.Fatalf("free shares (-want +got):\n%s", diff)
+	}
+	if _, won, err := s.Cancel(ctx, g1.Token, "test", t0); err != nil || !won {
+		t.Fatalf("Cancel = %v, %v", won, err)
+	}
+	if st, _ = s.GateState(ctx, a, nil); len(st.Shares) != 3 {
+		t.Fatalf("after cancel %d shares are free, want 3", len(st.Shares))
+	}
+}
+
+func TestJournal(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	create(t, s, item("a", 10, 1))
+	gs := []sale.Grab{grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0)}
+	gs[1].IdempotencyKey = "k"
+	if err := s.AppendGrabs(ctx, gs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AppendGrabs(ctx, gs[:1]); err != nil { // a replayed batch is harmless
+		t.Fatal(err)
+	}
+	ds, err := s.QueuedGrabs(ctx, 0, 10)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("QueuedGrabs = %d, %v; want 3", len(ds), err)
+	}
+	for i, d := range ds {
+		if diff := cmp.Diff(gs[i], d.Grab); diff != "" {
+			t.Errorf("delivery %d (-want +got):\n%s", i, diff)
+		}
+	}
+	if more, _ := s.QueuedGrabs(ctx, 0, 1); len(more) != 1 || more[0].Grab.Token != gs[0].Token {
+		t.Errorf("QueuedGrabs limit 1 = %v, want the oldest", more)
+	}
+	// u1's grab is placed and acknowledged; u2's is placed but the ack was lost; u3's is queued.
+	place(t, s, gs[0], gs[1])
+	if err := s.MarkDone(ctx, []string{gs[0].Token}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.QueueDepth(ctx, "a"); n != 2 {
+		t.Errorf("QueueDepth = %d, want 2", n)
+	}
+	if _, err := s.QueuedGrab(ctx, gs[0].Token); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("QueuedGrab of a done grab: got %v, want ErrNotFound", err)
+	}
+	unacked, err := s.UnackedGrabs(ctx, "a")
+	if err != nil || len(unacked) != 2 {
+		t.Fatalf("UnackedGrabs = %v, %v", unacked, err)
+	}
+	st, err := s.GateState(ctx, item("a", 10, 1), unacked)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each grab is held once, though u2's is both an order and still queued.
+	if len(st.Held) != 3 {
+		t.Errorf("held = %d grabs, want 3: %+v", len(st.Held), st.Held)
+	}
+	if len(st.Keyed) != 1 || st.Keyed[0].Token != gs[1].Token {
+		t.Errorf("keyed = %+v, want u2's grab", st.Keyed)
+	}
+}
+
+func TestOpenRefusesOtherDatabases(t *testing.T) {
+	for _, dsn := range []string{"", "sqlite:", "mysql://root@127.0.0.1/x", "/tmp/x.db"} {
+		if _, err := Open(context.Background(), dsn); !errors.Is(err, sale.ErrInvalid) {
+			t.Errorf("Open(%q): got %v, want ErrInvalid", dsn, err)
+		}
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	s, err := Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, s, item("a", 1, 1))
+	place(t, s, grab("a", "u1", 0))
+	s.Close()
+	s, err = Open(context.Background(), dsn) // migrations run again: a no-op
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if o, err := s.Order(context.Background(), grab("a", "u1", 0).Token); err != nil || o.Status != sale.StatusCreated {
+		t.Fatalf("order after reopen = %+v, %v", o, err)
+	}
+}
