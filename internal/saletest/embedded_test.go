@@ -1,0 +1,79 @@
+package saletest_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/memory"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+	"seckill/internal/sqlstore"
+	"seckill/internal/worker"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// embedded wires the single-binary mode: memory gate and queue on a SQLite journal and store,
+// with a real worker consuming in the background.
+func embedded(t testing.TB, clock *saletest.Clock) saletest.Env {
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := memory.NewQueue(store, 50*time.Millisecond)
+	gate := memory.NewGate(store, 64, queue.Wake)
+	svc := sale.NewService(gate, queue, store, clock.Now)
+	run, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		gate.Close()
+		store.Close()
+	})
+	drain := func(id string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := queue.Depth(ctx, id)
+			if err != nil {
+				t.Fatalf("queue depth: %v", err)
+			}
+			if n == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue of %s still holds %d grabs after 10s", id, n)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return saletest.Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drain}
+}
+
+// raceChecks, when set, lowers rapid's number of checks (see race_test.go).
+var raceChecks string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if raceChecks != "" && !flagSet("rapid.checks") {
+		flag.Set("rapid.checks", raceChecks)
+	}
+	os.Exit(m.Run())
+}
+
+func flagSet(name string) (set bool) {
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func TestEmbeddedProperty(t *testing.T) {
+	saletest.Property(t, embedded)
+}

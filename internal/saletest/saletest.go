@@ -1,0 +1,234 @@
+// Package saletest holds the invariant checks that every wiring of a sale must pass, whatever
+// gate, queue and store it runs on: a property test of random crowds, duplicate clicks, limits,
+// cancellations and expiries. Each adapter's tests call it with real dependencies.
+package saletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"seckill/internal/sale"
+)
+
+// Clock is a settable clock for the service.
+type Clock struct{ ns atomic.Int64 }
+
+// NewClock returns a clock reading t.
+func NewClock(t time.Time) *Clock {
+	c := &Clock{}
+	c.ns.Store(t.UnixNano())
+	return c
+}
+
+// Now reads the clock.
+func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Env is one wiring of a sale under test.
+type Env struct {
+	Service *sale.Service
+	Store   sale.Store
+	Queue   sale.Queue
+	Clock   *Clock
+	// Drain returns once every acknowledged grab of the activity has its order.
+	Drain func(activityID string)
+}
+
+// NewEnv builds a fresh, empty Env whose service runs on clock; it stops when t's cleanup runs.
+type NewEnv func(t testing.TB, clock *Clock) Env
+
+// model is what the test knows from the answers it got.
+type model struct {
+	stock, limit int64
+	acked        map[string]string // token -> user, every grab answered with success
+	keyed        map[string]string // user + key -> token
+	cancelled    map[string]bool
+	paid         map[string]bool
+	soldOut      bool
+}
+
+func (m *model) heldBy(user string) int64 {
+	var n int64
+	for tok, u := range m.acked {
+		if u == user && !m.cancelled[tok] {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *model) held() int64 {
+	return int64(len(m.acked) - len(m.cancelled))
+}
+
+// Property runs random sales on newEnv and checks after every step that no more units are held
+// than the stock and no user holds more than the limit, that a repeated idempotency key returns
+// the first grab, and, after draining, that every acknowledged grab became exactly one order
+// that holds its unit unless it was cancelled.
+func Property(t *testing.T, newEnv NewEnv) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ctx := context.Background()
+		start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+		clock := NewClock(start)
+		env := newEnv(t, clock)
+		a, err := env.Service.CreateActivity(ctx, sale.Activity{
+			Name: "property", Kind: sale.KindItem, PriceCents: 500,
+			Stock:        rapid.Int64Range(1, 12).Draw(rt, "stock"),
+			PerUserLimit: rapid.Int64Range(1, 3).Draw(rt, "limit"),
+			StartAt:      start, EndAt: start.Add(24 * time.Hour), PayWindow: time.Minute,
+			Admission: sale.AdmitDirect,
+		})
+		if err != nil {
+			rt.Fatalf("create: %v", err)
+		}
+		m := &model{stock: a.Stock, limit: a.PerUserLimit, acked: map[string]string{}, keyed: map[string]string{},
+			cancelled: map[string]bool{}, paid: map[string]bool{}}
+		users := rapid.IntRange(1, 10).Draw(rt, "users")
+		user := rapid.Custom(func(t *rapid.T) string { return fmt.Sprint("u", rapid.IntRange(0, users-1).Draw(t, "user")) })
+
+		rt.Repeat(map[string]func(*rapid.T){
+			"grab": func(rt *rapid.T) {
+				u := user.Draw(rt, "who")
+				key := rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(rt, "key")
+				g, err := env.Service.Grab(ctx, a.ID, u, key)
+				switch {
+				case err == nil:
+					if first, ok := m.keyed[u+key]; ok && key != "" {
+						if g.Token != first {
+							rt.Fatalf("key %q of %s returned %s, first answer was %s", key, u, g.Token, first)
+						}
+						return
+					}
+					if _, dup := m.acked[g.Token]; dup {
+						rt.Fatalf("token %s answered twice without an idempotency key", g.Token)
+					}
+					m.acked[g.Token] = u
+					if key != "" {
+						m.keyed[u+key] = g.Token
+					}
+				case errors.Is(err, sale.ErrSoldOut):
+					m.soldOut = true
+				case errors.Is(err, sale.ErrAlreadyBought):
+					if m.heldBy(u) < m.limit {
+						rt.Fatalf("%s refused as already bought holding %d of %d", u, m.heldBy(u), m.limit)
+					}
+				default:
+					rt.Fatalf("grab: %v", err)
+				}
+			},
+			"cancel": func(rt *rapid.T) {
+				tok, ok := pickLive(rt, m)
+				if !ok {
+					rt.Skip("nothing to cancel")
+				}
+				env.Drain(a.ID)
+				o, err := env.Service.Cancel(ctx, m.acked[tok], tok)
+				if err != nil {
+					rt.Fatalf("cancel %s: %v", tok, err)
+				}
+				if o.Status != sale.StatusCancelled {
+					rt.Fatalf("cancel %s: status %s", tok, o.Status)
+				}
+				m.cancelled[tok] = true
+			},
+			"pay": func(rt *rapid.T) {
+				tok, ok := pickLive(rt, m)
+				if !ok {
+					rt.Skip("nothing to pay")
+				}
+				env.Drain(a.ID)
+				o, err := env.Service.Pay(ctx, m.acked[tok], tok)
+				if err != nil || o.Status != sale.StatusPaid {
+					rt.Fatalf("pay %s: %v, %v", tok, o.Status, err)
+				}
+				m.paid[tok] = true
+			},
+			"expire": func(rt *rapid.T) {
+				env.Drain(a.ID)
+				clock.Advance(2 * time.Minute)
+				if _, err := env.Service.SweepExpired(ctx, 1000); err != nil {
+					rt.Fatalf("sweep: %v", err)
+				}
+				for tok := range m.acked {
+					if !m.paid[tok] {
+						m.cancelled[tok] = true
+					}
+				}
+			},
+			"": func(rt *rapid.T) {
+				if m.held() > m.stock {
+					rt.Fatalf("%d units held, stock %d", m.held(), m.stock)
+				}
+				for _, u := range m.acked {
+					if m.heldBy(u) > m.limit {
+						rt.Fatalf("%s holds %d, limit %d", u, m.heldBy(u), m.limit)
+					}
+				}
+				rem, err := env.Service.Remaining(ctx, a.ID)
+				if err != nil {
+					rt.Fatalf("remaining: %v", err)
+				}
+				if rem != m.stock-m.held() {
+					rt.Fatalf("gate has %d remaining; stock %d less %d held is %d", rem, m.stock, m.held(), m.stock-m.held())
+				}
+			},
+		})
+
+		env.Drain(a.ID)
+		for tok, u := range m.acked {
+			o, err := env.Service.Order(ctx, u, tok)
+			if err != nil {
+				rt.Fatalf("acknowledged grab %s has no order: %v", tok, err)
+			}
+			want := sale.StatusCreated
+			switch {
+			case m.paid[tok]:
+				want = sale.StatusPaid
+			case m.cancelled[tok]:
+				want = sale.StatusCancelled
+			}
+			if o.Status != want {
+				rt.Fatalf("order %s is %s, want %s", tok, o.Status, want)
+			}
+		}
+		c, err := env.Store.Counts(ctx, a.ID)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if c.Orders != int64(len(m.acked)) || c.Failed != 0 {
+			rt.Fatalf("database has %+v; %d grabs were acknowledged", c, len(m.acked))
+		}
+		if c.Created+c.Paid != m.held() {
+			rt.Fatalf("database holds %d units, the model %d", c.Created+c.Paid, m.held())
+		}
+		if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK {
+			rt.Fatalf("reconcile after the sale = %+v, %v", rec, err)
+		}
+	})
+}
+
+// pickLive draws an acknowledged grab that is neither cancelled nor paid.
+func pickLive(rt *rapid.T, m *model) (string, bool) {
+	var live []string
+	for tok := range m.acked {
+		if !m.cancelled[tok] && !m.paid[tok] {
+			live = append(live, tok)
+		}
+	}
+	if len(live) == 0 {
+		return "", false
+	}
+	// Map iteration order is random; sort for a reproducible draw.
+	slices.Sort(live)
+	return rapid.SampledFrom(live).Draw(rt, "order"), true
+}
+
