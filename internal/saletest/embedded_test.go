@@ -3,8 +3,8 @@ package saletest_test
 import (
 	"context"
 	"flag"
-	"os"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"

@@ -231,4 +231,3 @@ func pickLive(rt *rapid.T, m *model) (string, bool) {
 	slices.Sort(live)
 	return rapid.SampledFrom(live).Draw(rt, "order"), true
 }
-
