@@ -1,0 +1,132 @@
+package auth
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"seckill/internal/sale"
+)
+
+var secret = []byte("0123456789abcdef0123456789abcdef")
+
+func newTokens(t testing.TB) *Tokens {
+	t.Helper()
+	tk, err := New(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func sign(t testing.TB, m jwt.SigningMethod, key any, claims jwt.Claims) string {
+	t.Helper()
+	s, err := jwt.NewWithClaims(m, claims).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestVerify(t *testing.T) {
+	tk := newTokens(t)
+	now := time.Now()
+	valid := jwt.RegisteredClaims{Subject: "alice", ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}
+	good, err := tk.Mint("alice", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.RawURLEncoding.EncodeToString
+	noneToken := b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64([]byte(`{"sub":"alice","exp":9999999999}`)) + "."
+	tests := []struct {
+		name  string
+		token string
+		user  string // "" = refused
+	}{
+		{"minted", good, "alice"},
+		{"signed by hand", sign(t, jwt.SigningMethodHS256, secret, valid), "alice"},
+		{"alg none", noneToken, ""},
+		{"HS512", sign(t, jwt.SigningMethodHS512, secret, valid), ""},
+		{"wrong secret", sign(t, jwt.SigningMethodHS256, []byte("another secret, 32 bytes long!!!"), valid), ""},
+		{"expired", sign(t, jwt.SigningMethodHS256, secret, jwt.RegisteredClaims{Subject: "alice", ExpiresAt: jwt.NewNumericDate(now.Add(-time.Minute))}), ""},
+		{"no expiry", sign(t, jwt.SigningMethodHS256, secret, jwt.RegisteredClaims{Subject: "alice"}), ""},
+		{"no subject", sign(t, jwt.SigningMethodHS256, secret, jwt.RegisteredClaims{ExpiresAt: valid.ExpiresAt}), ""},
+		{"subject with spaces", sign(t, jwt.SigningMethodHS256, secret, jwt.RegisteredClaims{Subject: "a b", ExpiresAt: valid.ExpiresAt}), ""},
+		{"subject too long", sign(t, jwt.SigningMethodHS256, secret, jwt.RegisteredClaims{Subject: strings.Repeat("a", MaxUserLen+1), ExpiresAt: valid.ExpiresAt}), ""},
+		{"tampered payload", good[:strings.Index(good, ".")+1] + b64([]byte(`{"sub":"mallory","exp":9999999999}`)) + good[strings.LastIndex(good, "."):], ""},
+		{"garbage", "not.a.token", ""},
+		{"empty", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			user, err := tk.Verify(tc.token)
+			if tc.user == "" {
+				if err == nil || !errors.Is(err, sale.ErrUnauthorized) {
+					t.Fatalf("Verify = %q, %v; want ErrUnauthorized", user, err)
+				}
+				return
+			}
+			if err != nil || user != tc.user {
+				t.Fatalf("Verify = %q, %v; want %q", user, err, tc.user)
+			}
+		})
+	}
+}
+
+func TestNewRefusesShortSecrets(t *testing.T) {
+	if _, err := New([]byte("short")); !errors.Is(err, sale.ErrInvalid) {
+		t.Fatalf("New(short) = %v, want ErrInvalid", err)
+	}
+}
+
+func TestMintRefusesBadUsers(t *testing.T) {
+	tk := newTokens(t)
+	for _, u := range []string{"", "a b", strings.Repeat("x", MaxUserLen+1), "é"} {
+		if _, err := tk.Mint(u, time.Now(), time.Hour); !errors.Is(err, sale.ErrInvalid) {
+			t.Errorf("Mint(%q) = %v, want ErrInvalid", u, err)
+		}
+	}
+}
+
+func TestEqual(t *testing.T) {
+	if !Equal("abc", "abc") || Equal("abc", "abd") || Equal("abc", "abcd") || Equal("", "x") {
+		t.Fatal("Equal compares wrongly")
+	}
+}
+
+// FuzzVerify feeds arbitrary strings to the parser: it must never panic, must refuse with
+// ErrUnauthorized, and may accept only tokens that carry our signature over their own content.
+func FuzzVerify(f *testing.F) {
+	tk := newTokens(f)
+	good, _ := tk.Mint("alice", time.Now(), time.Hour)
+	for _, s := range []string{good, "", ".", "..", "a.b.c", good + "x", strings.ToUpper(good),
+		"eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.", "eyJhbGciOiJIUzI1NiJ9.e30.AAAA"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		user, err := tk.Verify(s)
+		if err != nil {
+			if !errors.Is(err, sale.ErrUnauthorized) {
+				t.Fatalf("Verify(%q) error %v does not wrap ErrUnauthorized", s, err)
+			}
+			return
+		}
+		if !ValidUser(user) {
+			t.Fatalf("Verify(%q) accepted invalid user %q", s, user)
+		}
+		// An accepted token must be one whose signature we made: re-signing its header and
+		// claims reproduces it.
+		parts := strings.Split(s, ".")
+		if len(parts) != 3 {
+			t.Fatalf("Verify accepted %q with %d parts", s, len(parts))
+		}
+		sig, err := jwt.SigningMethodHS256.Sign(parts[0]+"."+parts[1], secret)
+		if err != nil || base64.RawURLEncoding.EncodeToString(sig) != strings.TrimRight(parts[2], "=") {
+			t.Fatalf("Verify accepted %q, whose signature is not ours", s)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// FuzzCreateActivity sends arbitrary bodies to the create endpoint: the answer is always a JSON
+// 201, 400 or 413, and only a 201 adds an activity.
+func FuzzCreateActivity(f *testing.F) {
+	for _, s := range []string{validItem, ``, `{}`, `null`, `[]`, `{"name":1}`, `{"stock":-1}`,
+		`{"name":"RP","kind":"redpacket","count":3,"total_cents":300,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`,
+		strings.Replace(validItem, `"stock":2`, `"stock":1e400`, 1), `{"name":"x"}{"name":"y"}`, "\xff\xfe"} {
+		f.Add(s)
+	}
+	fx := newFixture(f, false)
+	f.Fuzz(func(t *testing.T, body string) {
+		fx.t = t
+		before := fx.activities()
+		r := fx.do("POST", "/api/admin/activities", adminToken, body)
+		after := fx.activities()
+		switch r.status {
+		case http.StatusCreated:
+			if after != before+1 {
+				t.Fatalf("201 but %d activities became %d", before, after)
+			}
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			if r.code() == "" {
+				t.Fatalf("%d without an error code: %s", r.status, r.raw)
+			}
+			if after != before {
+				t.Fatalf("refused body %q changed the activities: %d -> %d", body, before, after)
+			}
+		default:
+			t.Fatalf("body %q: status %d %s", body, r.status, r.raw)
+		}
+	})
+}
+
+// FuzzGrabRequest sends grabs with arbitrary activity ids, idempotency keys and bearer tokens:
+// the answer is always one of the grab's documented statuses with an error code, never a 500.
+func FuzzGrabRequest(f *testing.F) {
+	f.Add("x", "", "")
+	f.Add("nope", "key-1", "bearer")
+	f.Add("../admin", "k k", "a.b.c")
+	f.Add("%00", "\x00", "\xff")
+	fx := newFixture(f, false)
+	id := fx.create(validItem)
+	alice := fx.user("alice")
+	f.Add(id, "k", alice)
+	f.Fuzz(func(t *testing.T, act, key, bearer string) {
+		req := httptest.NewRequest("POST", "/api/activities/x/grab", nil)
+		req.URL.Path = "/api/activities/" + act + "/grab"
+		req.URL.RawPath = "/api/activities/" + url.PathEscape(act) + "/grab"
+		if bearer == "alice" {
+			bearer = alice
+		}
+		req.Header["Authorization"] = []string{"Bearer " + bearer}
+		req.Header["Idempotency-Key"] = []string{key}
+		rec := httptest.NewRecorder()
+		fx.h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 202, 400, 401, 403, 404, 405, 409, 410:
+		default:
+			t.Fatalf("grab %q key %q: status %d %s", act, key, rec.Code, rec.Body)
+		}
+		if rec.Code != 202 && !strings.Contains(rec.Body.String(), `"code":"`) {
+			t.Fatalf("status %d without an error code: %s", rec.Code, rec.Body)
+		}
+	})
+}
