@@ -1,0 +1,153 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildBinary compiles the program once per test run, as the crash tests need a real process to
+// kill.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "seckill-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "seckill")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// child is a seckill process started from the built binary.
+type child struct {
+	cmd  *exec.Cmd
+	base string
+}
+
+func startChild(t *testing.T, db string) *child {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), "serve")
+	get := testEnv(db)
+	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL"} {
+		cmd.Env = append(cmd.Env, k+"="+get(k))
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd}
+	t.Cleanup(func() { c.kill() })
+	c.base = waitListening(t, stdout)
+	return c
+}
+
+func (c *child) kill() {
+	if c.cmd.ProcessState == nil {
+		c.cmd.Process.Kill() // SIGKILL: no shutdown, no flush
+		c.cmd.Wait()
+	}
+}
+
+// TestKillNineMidSale kills the server with SIGKILL while a crowd is grabbing, restarts it on the
+// same database, and checks that every grab acknowledged before the kill became an order, that
+// the buyers are remembered, and that the rest of the stock (not more) is sold afterwards.
+func TestKillNineMidSale(t *testing.T) {
+	const stock = 300
+	db := filepath.Join(t.TempDir(), "db")
+	first := startChild(t, db)
+	c := newClient(t, first.base)
+	id := c.createItem(stock, 1, 15*time.Minute)
+
+	users := make([]string, 3000)
+	for i := range users {
+		users[i] = fmt.Sprint("before-", i)
+	}
+	var acked atomic.Int64
+	var killed atomic.Bool
+	var mu sync.Mutex
+	stopCrowd := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !killed.Load() && acked.Load() >= 100 {
+			first.kill()
+			killed.Store(true)
+		}
+		return killed.Load()
+	}
+	// Count acknowledgements as they arrive so that the kill lands in the middle of the sale.
+	count := func(o outcome) {
+		if o.status == http.StatusAccepted {
+			acked.Add(1)
+		}
+	}
+	outs := c.crowd(id, users, 0, 32, count, stopCrowd)
+	if !killed.Load() {
+		t.Fatalf("the sale ended (%d acknowledged) before the kill", acked.Load())
+	}
+	wins := map[string]string{}
+	for _, o := range outs {
+		if o.status == http.StatusAccepted {
+			wins[o.user] = o.token
+		}
+	}
+	t.Logf("killed with %d grabs acknowledged of %d answered clicks", len(wins), len(outs))
+
+	second := startChild(t, db)
+	c = newClient(t, second.base)
+	st := c.drained(id)
+	if got := st["orders"].(float64); got < float64(len(wins)) || got > stock {
+		t.Fatalf("after restart %v orders; %d were acknowledged, stock %d", got, len(wins), stock)
+	}
+	if st["failed"] != 0.0 {
+		t.Fatalf("the database refused grabs after the restart: %v", st)
+	}
+	for user, token := range wins {
+		o := c.must("GET", "/api/orders/"+token, c.token(user), "", http.StatusOK)
+		if o["status"] != "CREATED" {
+			t.Fatalf("acknowledged grab %s of %s is %v after kill -9", token, user, o["status"])
+		}
+		if status, m, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token(user), ""); status != http.StatusConflict {
+			t.Fatalf("%s won before the kill and grabbed again after it: %d %v", user, status, m)
+		}
+	}
+
+	more := make([]string, 2000)
+	for i := range more {
+		more[i] = fmt.Sprint("after-", i)
+	}
+	for _, o := range c.crowd(id, more, 1, 32, nil, nil) {
+		if o.err != nil || (o.status != http.StatusAccepted && o.status != http.StatusConflict && o.status != http.StatusGone) {
+			t.Fatalf("grab after restart: %d %s %v", o.status, o.code, o.err)
+		}
+	}
+	st = c.drained(id)
+	if st["created"] != float64(stock) || st["orders"] != float64(stock) || st["remaining"] != 0.0 {
+		t.Fatalf("after the sale: %v; want exactly %d orders, none failed, nothing left", st, stock)
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFlashCrowd: 10,000 users, many clicking more than once, on a stock of 100, through the
+// real program on a free port. Exactly 100 distinct users win, every other click is 409 or 410,
+// and after the queue drains there are exactly 100 orders, one per winner.
+func TestFlashCrowd(t *testing.T) {
+	const users, stock = 10_000, 100
+	base := startRun(t, testEnv(filepath.Join(t.TempDir(), "db")))
+	c := newClient(t, base)
+	id := c.createItem(stock, 1, 15*time.Minute)
+
+	names := make([]string, users)
+	for i := range names {
+		names[i] = fmt.Sprint("user-", i)
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	outs := c.crowd(id, names, 1, 64, nil, nil)
+	outs = append(outs, c.crowd(id, names[:users/4], 0, 64, nil, nil)...) // a quarter click a third time
+
+	winners := map[string]string{}
+	codes := map[string]int{}
+	for _, o := range outs {
+		if o.err != nil {
+			t.Fatalf("click by %s got no answer: %v", o.user, o.err)
+		}
+		switch o.status {
+		case http.StatusAccepted:
+			if prev, ok := winners[o.user]; ok {
+				t.Fatalf("%s won twice: %s and %s", o.user, prev, o.token)
+			}
+			winners[o.user] = o.token
+		case http.StatusConflict, http.StatusGone:
+			codes[o.code]++
+		default:
+			t.Fatalf("click by %s: %d %s", o.user, o.status, o.code)
+		}
+	}
+	if len(winners) != stock {
+		t.Fatalf("%d users won, want %d", len(winners), stock)
+	}
+	if codes["SOLD_OUT"] == 0 || codes["ALREADY_BOUGHT"]+codes["SOLD_OUT"] != len(outs)-stock {
+		t.Fatalf("rejections %v do not account for the %d losing clicks", codes, len(outs)-stock)
+	}
+	st := c.drained(id)
+	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
+		t.Fatalf("stats after the sale: %v", st)
+	}
+	for user, token := range winners {
+		o := c.must("GET", "/api/orders/"+token, c.token(user), "", http.StatusOK)
+		if o["status"] != "CREATED" {
+			t.Fatalf("%s's order %s is %v", user, token, o["status"])
+		}
+	}
+	if rec := c.must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
+		t.Fatalf("reconcile after the sale: %v", rec)
+	}
+}
+
+// TestZeroSetupStart runs the program as `go run ./cmd/seckill` would, with no configuration at
+// all (but a temporary working directory): it seeds the demo activity, serves dev login, and
+// prints the admin token.
+func TestZeroSetupStart(t *testing.T) {
+	t.Chdir(t.TempDir())
+	env := func(k string) string {
+		if k == "SECKILL_ADDR" {
+			return "127.0.0.1:0"
+		}
+		return ""
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	lines := make(chan string, 16)
+	stdout := &lineWriter{line: func(l string) { out.WriteString(l); lines <- l }}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, env, stdout, io.Discard) }()
+	var base, admin string
+	for base == "" || admin == "" {
+		select {
+		case l := <-lines:
+			if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
+				base = u
+			}
+			if a, ok := strings.CutPrefix(strings.TrimSpace(l), "admin token: "); ok {
+				admin = a
+			}
+		case err := <-done:
+			t.Fatalf("run ended: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no address and admin token printed: %q", out.String())
+		}
+	}
+	c := newClient(t, base)
+	login := c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusOK)
+	grab := c.must("POST", "/api/activities/demo/grab", login["token"].(string), "", http.StatusAccepted)
+	if grab["order_token"] == "" {
+		t.Fatalf("demo grab: %v", grab)
+	}
+	if st := c.must("GET", "/api/admin/activities/demo/stats", admin, "", http.StatusOK); st["stock"] != 100.0 {
+		t.Fatalf("demo stats: %v", st)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(out.String(), "/api/activities/demo") {
+		t.Fatalf("the demo URL was not printed: %q", out.String())
+	}
+}
+
+func TestRunRefusesBadConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"unknown command", []string{"launch"}, nil, "unknown command"},
+		{"unknown flag", []string{"serve", "-bogus"}, nil, "bogus"},
+		{"short secret", nil, map[string]string{"SECKILL_JWT_SECRET": "short", "SECKILL_ADDR": "127.0.0.1:0"}, "at least 32 bytes"},
+		{"bad demo", nil, map[string]string{"SECKILL_DEMO": "maybe"}, "SECKILL_DEMO"},
+		{"redis not built yet", nil, map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379"}, "SECKILL_REDIS"},
+		{"other database", nil, map[string]string{"SECKILL_DB": "oracle://x", "SECKILL_ADDR": "127.0.0.1:0"}, "only sqlite"},
+		{"bad log level", []string{"-log-level", "loud"}, nil, "log level"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			env := func(k string) string { return tc.env[k] }
+			err := run(context.Background(), tc.args, env, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run = %v, want an error about %q", err, tc.want)
+			}
+		})
+	}
+}
