@@ -82,10 +82,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	msg := err.Error()
 	if status == http.StatusInternalServerError {
 		s.log.ErrorContext(r.Context(), "request failed", "err", err, "method", r.Method, "path", r.URL.Path,
-			"request_id", requestID(r.Context()))
+			"request_id", requestID(w))
 		msg = "internal error"
 	} else if status == http.StatusServiceUnavailable {
-		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(r.Context()))
+		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(w))
 	}
 	switch status {
 	case http.StatusTooManyRequests:

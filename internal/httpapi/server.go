@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"seckill/internal/auth"
@@ -42,12 +44,13 @@ type Server struct {
 	ready      func(ctx context.Context) error
 	log        *slog.Logger
 	mux        *http.ServeMux
+	ids        *idSource
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
-		ready: c.Ready, log: c.Log, mux: http.NewServeMux()}
+		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource()}
 	s.routes()
 	return s
 }
@@ -63,23 +66,22 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(s.reconcile))
 
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
-	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.user(s.grab))
+	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)
 	s.mux.HandleFunc("GET /api/orders/{ref}", s.user(s.order))
 	s.mux.HandleFunc("POST /api/orders/{ref}/pay", s.user(s.pay))
 	s.mux.HandleFunc("POST /api/orders/{ref}/cancel", s.user(s.cancel))
 }
 
-// ServeHTTP gives every request an id, bounds its body, recovers from panics, and answers
-// unknown routes with the same JSON errors as everything else.
+// ServeHTTP gives every request an id, bounds its body, recovers from panics, logs, and turns
+// the mux's plain-text 404 and 405 answers into JSON errors like every other.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get("X-Request-Id")
 	if !validRequestID(id) {
-		id = newRequestID()
+		id = s.ids.next()
 	}
 	w.Header().Set("X-Request-Id", id)
-	r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
-	rec := &statusRecorder{ResponseWriter: w}
+	rec := &recorder{ResponseWriter: w, id: id}
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -97,69 +99,73 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"duration", time.Since(start), "request_id", id)
 		}
 	}()
-	if h, pattern := s.mux.Handler(r); pattern == "" {
-		s.noRoute(rec, r, h)
-		return
-	}
 	s.mux.ServeHTTP(rec, r)
 }
 
-// noRoute turns the mux's plain-text 404 and 405 into JSON errors, keeping its Allow header.
-func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
-	probe := &headerProbe{header: http.Header{}}
-	h.ServeHTTP(probe, r)
-	if allow := probe.header.Get("Allow"); allow != "" {
-		w.Header().Set("Allow", allow)
-	}
-	if probe.status == http.StatusMethodNotAllowed {
-		writeJSON(w, probe.status, errorBody{Error: errorDetail{CodeMethodNotAllowed, "method not allowed"}})
+// recorder remembers the status written and replaces the mux's own plain-text 404 and 405
+// (unknown route, wrong method) with JSON errors. Handlers' answers pass through untouched.
+type recorder struct {
+	http.ResponseWriter
+	id      string
+	status  int
+	swallow bool // the mux's plain-text body is being dropped
+}
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status != 0 {
 		return
 	}
-	writeJSON(w, http.StatusNotFound, errorBody{Error: errorDetail{CodeNotFound, "no such route"}})
-}
-
-// headerProbe records what the mux's fallback handler would answer, without sending it.
-type headerProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *headerProbe) Header() http.Header         { return p.header }
-func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *headerProbe) WriteHeader(status int)      { p.status = status }
-
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (r *statusRecorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
+	r.status = status
+	h := r.Header()
+	if (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) &&
+		strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
+		r.swallow = true
+		h.Del("X-Content-Type-Options")
+		code, msg := CodeNotFound, "no such route"
+		if status == http.StatusMethodNotAllowed {
+			code, msg = CodeMethodNotAllowed, "method not allowed"
+		}
+		writeJSON(r.ResponseWriter, status, errorBody{Error: errorDetail{code, msg}})
+		return
 	}
 	r.ResponseWriter.WriteHeader(status)
 }
 
-func (r *statusRecorder) Write(b []byte) (int, error) {
+func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
+	}
+	if r.swallow {
+		return len(b), nil
 	}
 	return r.ResponseWriter.Write(b)
 }
 
-func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-type requestIDKey struct{}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+// requestID returns the id ServeHTTP gave the request answered through w.
+func requestID(w http.ResponseWriter) string {
+	if rec, ok := w.(*recorder); ok {
+		return rec.id
+	}
+	return ""
 }
 
-func newRequestID() string {
-	var b [8]byte
+// idSource makes request ids: a random prefix per process and a counter, unique without a
+// system call per request.
+type idSource struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newIDSource() *idSource {
+	var b [4]byte
 	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return &idSource{prefix: hex.EncodeToString(b[:])}
+}
+
+func (s *idSource) next() string {
+	return s.prefix + "-" + strconv.FormatUint(s.n.Add(1), 36)
 }
 
 func validRequestID(id string) bool {
@@ -180,18 +186,22 @@ type userHandler func(w http.ResponseWriter, r *http.Request, user string)
 // user authenticates a user's bearer token before h.
 func (s *Server) user(h userHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
-		if !ok {
-			s.writeError(w, r, errNoBearer)
-			return
-		}
-		user, err := s.tokens.Verify(tok)
+		user, err := s.authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		h(w, r, user)
 	}
+}
+
+// authenticate returns the user of the request's bearer token. Errors: sale.ErrUnauthorized.
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return "", errNoBearer
+	}
+	return s.tokens.Verify(tok)
 }
 
 // admin checks the admin bearer token, in constant time, before h.

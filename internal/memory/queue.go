@@ -21,7 +21,19 @@ type Queue struct {
 
 	mu    sync.Mutex
 	after int64 // highest sequence handed out
+
+	// Acknowledgements are written in bulk: a done flag only spares the next start a redelivery
+	// (which placing ignores), so losing the last few to a crash costs nothing but that.
+	ackMu   sync.Mutex
+	acks    []string
+	ackedAt time.Time
 }
+
+// Bulk acknowledgement: flushed at this many, or this long after the last flush, or when idle.
+const (
+	ackBatch = 1024
+	ackEvery = 250 * time.Millisecond
+)
 
 // NewQueue returns a queue over j that looks for new grabs when woken (see Wake) and every poll.
 func NewQueue(j Journal, poll time.Duration) *Queue {
@@ -47,6 +59,11 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(ds) == 0 {
+			if err := q.flushAcks(ctx, true); err != nil {
+				return nil, err
+			}
+		}
 		if len(ds) > 0 {
 			last, err := strconv.ParseInt(ds[len(ds)-1].ID, 10, 64)
 			if err != nil {
@@ -65,13 +82,29 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
 	}
 }
 
-// Ack implements sale.Queue.
+// Ack implements sale.Queue. The done flags reach the journal in bulk (see Queue).
 func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
-	tokens := make([]string, len(ds))
-	for i, d := range ds {
-		tokens[i] = d.Grab.Token
+	q.ackMu.Lock()
+	for _, d := range ds {
+		q.acks = append(q.acks, d.Grab.Token)
 	}
-	return q.journal.MarkDone(ctx, tokens)
+	q.ackMu.Unlock()
+	return q.flushAcks(ctx, false)
+}
+
+// flushAcks writes the pending done flags if there are enough of them, if they are old enough,
+// or if all is true.
+func (q *Queue) flushAcks(ctx context.Context, all bool) error {
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	if len(q.acks) == 0 || !all && len(q.acks) < ackBatch && time.Since(q.ackedAt) < ackEvery {
+		return nil
+	}
+	if err := q.journal.MarkDone(ctx, q.acks); err != nil {
+		return err
+	}
+	q.acks, q.ackedAt = q.acks[:0], time.Now()
+	return nil
 }
 
 // Pending implements sale.Queue.

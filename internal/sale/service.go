@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,7 +18,15 @@ type Service struct {
 	queue Queue
 	store Store
 	now   func() time.Time
+
+	// soldOut remembers, per activity, until when the gate last said it was sold out: the local
+	// sold-out flag that turns the crowd away before it costs a token check or a gate call.
+	soldOut sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
 }
+
+// SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again: the
+// longest a unit restocked through another node waits before this node sells it.
+const SoldOutTTL = time.Second
 
 // NewService returns a Service. now is the clock (time.Now outside tests).
 func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
@@ -181,7 +191,26 @@ func (s *Service) Grab(ctx context.Context, activityID, userID, idemKey string) 
 	if !ValidID(activityID) {
 		return Grab{}, ErrNotFound
 	}
-	return s.gate.Grab(ctx, GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()})
+	g, err := s.gate.Grab(ctx, GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()})
+	if errors.Is(err, ErrSoldOut) {
+		s.flagSoldOut(activityID, time.Now().Add(SoldOutTTL))
+	}
+	return g, err
+}
+
+// SoldOut reports whether the gate said recently that the activity has no unit left. It is a
+// hint for turning the crowd away early; a false answer means "ask the gate".
+func (s *Service) SoldOut(activityID string) bool {
+	v, ok := s.soldOut.Load(activityID)
+	return ok && time.Now().UnixNano() < v.(*atomic.Int64).Load()
+}
+
+func (s *Service) flagSoldOut(activityID string, until time.Time) {
+	v, ok := s.soldOut.Load(activityID)
+	if !ok {
+		v, _ = s.soldOut.LoadOrStore(activityID, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Store(until.UnixNano())
 }
 
 // Order returns the order named by ref (its token or numeric id) if userID owns it. A grab still
@@ -264,6 +293,7 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 	if err := s.gate.Release(ctx, g); err != nil {
 		return o, fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
+	s.flagSoldOut(o.ActivityID, time.Time{})
 	return o, nil
 }
 

@@ -36,19 +36,21 @@ type guard struct {
 }
 
 // PlaceOrders implements sale.Store. Every check is a conditional statement that the database
-// decides, in one transaction: the unit (sold < stock), the share (holder IS NULL), the user's
-// limit (a free slot in the unique key) and the grab (a unique token).
+// decides, in one transaction: the grab (a unique token), the user's limit (a free slot in the
+// unique key), the unit (sold < stock) and the share (holder IS NULL). The statements are
+// prepared once per batch.
 func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	out := make([]sale.Placement, 0, len(gs))
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		guards := map[string]guard{}
+		p := &placer{tx: tx, guards: map[string]guard{}}
+		defer p.close()
 		for _, g := range gs {
-			p, err := placeOrder(ctx, tx, guards, g)
+			pl, err := p.place(ctx, g)
 			if err != nil {
 				return fmt.Errorf("place order %s: %w", g.Token, err)
 			}
-			out = append(out, p)
+			out = append(out, pl)
 		}
 		return nil
 	})
@@ -58,96 +60,157 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 	return out, nil
 }
 
-func placeOrder(ctx context.Context, tx *sql.Tx, guards map[string]guard, g sale.Grab) (sale.Placement, error) {
-	if o, err := orderByToken(ctx, tx, g.Token); err == nil {
-		return sale.Placement{Order: o}, nil
-	} else if !errors.Is(err, sale.ErrNotFound) {
-		return sale.Placement{}, err
-	}
-	gd, ok := guards[g.ActivityID]
-	if !ok {
-		var window int64
-		err := tx.QueryRowContext(ctx, `SELECT kind, per_user_limit, pay_window_ms FROM activities WHERE id = ?`,
-			g.ActivityID).Scan(&gd.kind, &gd.limit, &window)
-		if errors.Is(err, sql.ErrNoRows) {
-			return failOrder(ctx, tx, g, "unknown activity")
-		}
-		if err != nil {
-			return sale.Placement{}, err
-		}
-		gd.window = time.Duration(window) * time.Millisecond
-		guards[g.ActivityID] = gd
-	}
+// placer places the orders of one batch, in one transaction.
+type placer struct {
+	tx     *sql.Tx
+	guards map[string]guard
+	stmts  map[string]*sql.Stmt
+}
 
-	res, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+// stmt returns query prepared in the batch's transaction.
+func (p *placer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := p.stmts[query]; ok {
+		return st, nil
+	}
+	st, err := p.tx.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if p.stmts == nil {
+		p.stmts = map[string]*sql.Stmt{}
+	}
+	p.stmts[query] = st
+	return st, nil
+}
+
+// exec runs a prepared statement and returns the rows it affected.
+func (p *placer) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	st, err := p.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// order reads back the order of token.
+func (p *placer) order(ctx context.Context, token string) (sale.Order, error) {
+	st, err := p.stmt(ctx, `SELECT `+orderColumns+` FROM orders WHERE token = ?`)
+	if err != nil {
+		return sale.Order{}, err
+	}
+	o, err := scanOrder(st.QueryRowContext(ctx, token))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Order{}, fmt.Errorf("order %s: %w", token, sale.ErrNotFound)
+	}
+	return o, err
+}
+
+func (p *placer) close() {
+	for _, st := range p.stmts {
+		st.Close()
+	}
+}
+
+func (p *placer) guard(ctx context.Context, activityID string) (guard, bool, error) {
+	if gd, ok := p.guards[activityID]; ok {
+		return gd, true, nil
+	}
+	var gd guard
+	var window int64
+	err := p.tx.QueryRowContext(ctx, `SELECT kind, per_user_limit, pay_window_ms FROM activities WHERE id = ?`,
+		activityID).Scan(&gd.kind, &gd.limit, &window)
+	if errors.Is(err, sql.ErrNoRows) {
+		return gd, false, nil
+	}
+	if err != nil {
+		return gd, false, err
+	}
+	gd.window = time.Duration(window) * time.Millisecond
+	p.guards[activityID] = gd
+	return gd, true, nil
+}
+
+const insertOrder = `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+	status, reason, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'CREATED', '', ?, ?) ON CONFLICT DO NOTHING`
+
+// place inserts the grab's order in the first free slot of its user, then claims a unit (and a
+// share) for it; a claim the database refuses turns the order FAILED in the same transaction.
+func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error) {
+	gd, ok, err := p.guard(ctx, g.ActivityID)
 	if err != nil {
 		return sale.Placement{}, err
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
+	if !ok {
+		return p.fail(ctx, g, "unknown activity")
+	}
+	expires := g.At.Add(gd.window)
+	placed := false
+	for slot := int64(1); slot <= gd.limit && !placed; slot++ {
+		n, err := p.exec(ctx, insertOrder, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, slot, g.Share,
+			g.AmountCents, ms(g.At), ms(expires))
 		if err != nil {
 			return sale.Placement{}, err
 		}
-		return failOrder(ctx, tx, g, "no unit left in the database")
+		placed = n == 1
+		if !placed && slot == 1 {
+			// A conflict: the slot is taken, or this grab was placed before (a redelivery).
+			if o, err := p.order(ctx, g.Token); err == nil {
+				return sale.Placement{Order: o}, nil
+			} else if !errors.Is(err, sale.ErrNotFound) {
+				return sale.Placement{}, err
+			}
+		}
 	}
-	undoSold := func() error {
-		_, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, g.ActivityID)
-		return err
+	if !placed {
+		return p.fail(ctx, g, "the per-user limit is reached in the database")
+	}
+	n, err := p.exec(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+	if err != nil {
+		return sale.Placement{}, err
+	}
+	if n == 0 {
+		return p.refuse(ctx, g, "no unit left in the database")
 	}
 	if gd.kind == sale.KindRedPacket {
-		res, err := tx.ExecContext(ctx, `UPDATE shares SET holder = ? WHERE activity_id = ? AND idx = ? AND holder IS NULL`,
+		n, err := p.exec(ctx, `UPDATE shares SET holder = ? WHERE activity_id = ? AND idx = ? AND holder IS NULL`,
 			g.Token, g.ActivityID, g.Share)
 		if err != nil {
 			return sale.Placement{}, err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
-			if err == nil {
-				err = undoSold()
-			}
-			if err != nil {
+		if n == 0 {
+			if _, err := p.exec(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, g.ActivityID); err != nil {
 				return sale.Placement{}, err
 			}
-			return failOrder(ctx, tx, g, "the share is taken")
+			return p.refuse(ctx, g, "the share is taken")
 		}
 	}
-	expires := g.At.Add(gd.window)
-	for slot := int64(1); slot <= gd.limit; slot++ {
-		res, err := tx.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx,
-			amount_cents, status, reason, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'CREATED', '', ?, ?)
-			ON CONFLICT DO NOTHING`,
-			g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, slot, g.Share, g.AmountCents, ms(g.At), ms(expires))
-		if err != nil {
-			return sale.Placement{}, err
-		}
-		if n, err := res.RowsAffected(); err != nil {
-			return sale.Placement{}, err
-		} else if n == 1 {
-			o, err := orderByToken(ctx, tx, g.Token)
-			return sale.Placement{Order: o, New: true}, err
-		}
-	}
-	// Every slot is taken: the user holds the limit already.
-	if err := undoSold(); err != nil {
-		return sale.Placement{}, err
-	}
-	if gd.kind == sale.KindRedPacket {
-		if _, err := tx.ExecContext(ctx, `UPDATE shares SET holder = NULL WHERE activity_id = ? AND idx = ? AND holder = ?`,
-			g.ActivityID, g.Share, g.Token); err != nil {
-			return sale.Placement{}, err
-		}
-	}
-	return failOrder(ctx, tx, g, "the per-user limit is reached in the database")
+	o, err := p.order(ctx, g.Token)
+	return sale.Placement{Order: o, New: true}, err
 }
 
-// failOrder records a grab the guard refused as a FAILED order holding nothing.
-func failOrder(ctx context.Context, tx *sql.Tx, g sale.Grab, reason string) (sale.Placement, error) {
-	_, err := tx.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx,
-		amount_cents, status, reason, created_at, expires_at, closed_at)
-		VALUES (?, ?, ?, ?, NULL, ?, ?, 'FAILED', ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, reason, ms(g.At), ms(g.At), ms(g.At))
-	if err != nil {
+// refuse turns the order just inserted for g into a FAILED order that holds nothing.
+func (p *placer) refuse(ctx context.Context, g sale.Grab, reason string) (sale.Placement, error) {
+	if _, err := p.exec(ctx, `UPDATE orders SET status = 'FAILED', slot = NULL, reason = ?, closed_at = ?, expires_at = ?
+		WHERE token = ?`, reason, ms(g.At), ms(g.At), g.Token); err != nil {
 		return sale.Placement{}, err
 	}
-	o, err := orderByToken(ctx, tx, g.Token)
+	o, err := p.order(ctx, g.Token)
+	return sale.Placement{Order: o, New: true}, err
+}
+
+// fail records a grab the guard refused before any row was written as a FAILED order.
+func (p *placer) fail(ctx context.Context, g sale.Grab, reason string) (sale.Placement, error) {
+	if _, err := p.exec(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx,
+		amount_cents, status, reason, created_at, expires_at, closed_at)
+		VALUES (?, ?, ?, ?, NULL, ?, ?, 'FAILED', ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, reason, ms(g.At), ms(g.At), ms(g.At)); err != nil {
+		return sale.Placement{}, err
+	}
+	o, err := p.order(ctx, g.Token)
 	return sale.Placement{Order: o, New: true}, err
 }
 
