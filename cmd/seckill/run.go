@@ -140,8 +140,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	var journal memory.Journal = store
-	queue := memory.NewQueue(journal, time.Second)
+	journal, err := sqlstore.OpenJournal(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	defer journal.Close()
+	queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
 	gate := memory.NewGate(journal, 512, queue.Wake)
 	defer gate.Close()
 	svc := sale.NewService(gate, queue, store, time.Now)
@@ -160,7 +164,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	api := httpapi.New(httpapi.Config{
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
-		Ready: store.Ping,
+		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), journal.Ping(ctx)) },
 	})
 	srv := &http.Server{
 		Handler:           api,

@@ -42,12 +42,17 @@ type fixture struct {
 func newFixture(t testing.TB, devLogin bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := memory.NewQueue(store, 20*time.Millisecond)
-	gate := memory.NewGate(store, 64, queue.Wake)
+	journal, err := sqlstore.OpenJournal(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := memory.NewQueue(journal, 20*time.Millisecond, 0)
+	gate := memory.NewGate(journal, 64, queue.Wake)
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	svc := sale.NewService(gate, queue, store, clock.Now)
 	tokens, err := auth.New(secret)
@@ -58,7 +63,7 @@ func newFixture(t testing.TB, devLogin bool) *fixture {
 	run, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: log}).Run(run) })
-	t.Cleanup(func() { stop(); wg.Wait(); gate.Close(); store.Close() })
+	t.Cleanup(func() { stop(); wg.Wait(); gate.Close(); journal.Close(); store.Close() })
 	h := httpapi.New(httpapi.Config{Service: svc, Tokens: tokens, AdminToken: adminToken, DevLogin: devLogin,
 		Ready: store.Ping, Log: log})
 	return &fixture{t: t, h: h, svc: svc, store: store, queue: queue, tokens: tokens, clock: clock}

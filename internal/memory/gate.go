@@ -13,21 +13,20 @@ import (
 	"seckill/internal/sale"
 )
 
-// Journal is the durable log of acknowledged grabs that the embedded gate writes and the
-// embedded queue reads. Deliveries carry the journal sequence number as their ID.
+// Journal is the durable queue of acknowledged grabs that the embedded gate appends to and the
+// embedded queue reads. Deliveries carry the journal's sequence number as their ID.
 type Journal interface {
 	// AppendGrabs stores grabs in one transaction; when it returns nil they are durable.
 	AppendGrabs(ctx context.Context, gs []sale.Grab) error
-	// QueuedGrabs returns up to limit grabs not marked done whose sequence is above after, in
-	// sequence order.
+	// QueuedGrabs returns up to limit grabs with a sequence above after, in sequence order.
 	QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error)
-	// MarkDone marks grabs processed.
-	MarkDone(ctx context.Context, tokens []string) error
-	// QueuedGrab returns the grab of token if it is not done. Errors: sale.ErrNotFound.
+	// RemoveGrabs deletes grabs whose orders are placed.
+	RemoveGrabs(ctx context.Context, tokens []string) error
+	// QueuedGrab returns the grab of token while it is queued. Errors: sale.ErrNotFound.
 	QueuedGrab(ctx context.Context, token string) (sale.Grab, error)
-	// QueueDepth counts an activity's grabs not done.
+	// QueueDepth counts an activity's queued grabs.
 	QueueDepth(ctx context.Context, activityID string) (int64, error)
-	// UnackedGrabs returns an activity's grabs not done.
+	// UnackedGrabs returns an activity's queued grabs.
 	UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error)
 }
 

@@ -42,7 +42,7 @@ func (j *fakeJournal) appended() []sale.Grab {
 func (j *fakeJournal) QueuedGrabs(context.Context, int64, int) ([]sale.Delivery, error) {
 	return nil, nil
 }
-func (j *fakeJournal) MarkDone(context.Context, []string) error { return nil }
+func (j *fakeJournal) RemoveGrabs(context.Context, []string) error { return nil }
 func (j *fakeJournal) QueuedGrab(context.Context, string) (sale.Grab, error) {
 	return sale.Grab{}, sale.ErrNotFound
 }

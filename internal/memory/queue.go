@@ -13,17 +13,18 @@ var _ sale.Queue = (*Queue)(nil)
 
 // Queue hands the journal's grabs to the worker in sequence order. There is one consumer per
 // process; what it has not acknowledged when the process dies is delivered again on the next
-// start, because the journal still has it as not done.
+// start, because the journal still holds it.
 type Queue struct {
 	journal Journal
 	wake    chan struct{}
 	poll    time.Duration
+	linger  time.Duration
 
 	mu    sync.Mutex
 	after int64 // highest sequence handed out
 
-	// Acknowledgements are written in bulk: a done flag only spares the next start a redelivery
-	// (which placing ignores), so losing the last few to a crash costs nothing but that.
+	// Acknowledgements are written in bulk: removing a placed grab only spares the next start a
+	// redelivery (which placing ignores), so losing the last few to a crash costs nothing else.
 	ackMu   sync.Mutex
 	acks    []string
 	ackedAt time.Time
@@ -35,9 +36,12 @@ const (
 	ackEvery = 250 * time.Millisecond
 )
 
-// NewQueue returns a queue over j that looks for new grabs when woken (see Wake) and every poll.
-func NewQueue(j Journal, poll time.Duration) *Queue {
-	return &Queue{journal: j, wake: make(chan struct{}, 1), poll: poll}
+// NewQueue returns a queue over j that looks for new grabs every poll, and linger after being
+// woken (see Wake). Lingering lets a busy sale's grabs gather into one batch for the worker, so
+// the worker's transactions, which share the one SQLite writer with the gate's commits, are few
+// and large rather than many and small.
+func NewQueue(j Journal, poll, linger time.Duration) *Queue {
+	return &Queue{journal: j, wake: make(chan struct{}, 1), poll: poll, linger: linger}
 }
 
 // Wake tells a waiting Receive that grabs were committed.
@@ -76,13 +80,20 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-q.wake:
+			if q.linger > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(q.linger):
+				}
+			}
 		case <-t.C:
 			t.Reset(q.poll)
 		}
 	}
 }
 
-// Ack implements sale.Queue. The done flags reach the journal in bulk (see Queue).
+// Ack implements sale.Queue. The placed grabs leave the journal in bulk (see Queue).
 func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 	q.ackMu.Lock()
 	for _, d := range ds {
@@ -92,15 +103,15 @@ func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 	return q.flushAcks(ctx, false)
 }
 
-// flushAcks writes the pending done flags if there are enough of them, if they are old enough,
-// or if all is true.
+// flushAcks removes the acknowledged grabs from the journal if there are enough of them, if they
+// are old enough, or if all is true.
 func (q *Queue) flushAcks(ctx context.Context, all bool) error {
 	q.ackMu.Lock()
 	defer q.ackMu.Unlock()
 	if len(q.acks) == 0 || !all && len(q.acks) < ackBatch && time.Since(q.ackedAt) < ackEvery {
 		return nil
 	}
-	if err := q.journal.MarkDone(ctx, q.acks); err != nil {
+	if err := q.journal.RemoveGrabs(ctx, q.acks); err != nil {
 		return err
 	}
 	q.acks, q.ackedAt = q.acks[:0], time.Now()

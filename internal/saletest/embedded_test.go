@@ -23,12 +23,17 @@ var quiet = slog.New(slog.DiscardHandler)
 // with a real worker consuming in the background.
 func embedded(t testing.TB, clock *saletest.Clock) saletest.Env {
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue := memory.NewQueue(store, 50*time.Millisecond)
-	gate := memory.NewGate(store, 64, queue.Wake)
+	journal, err := sqlstore.OpenJournal(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
+	gate := memory.NewGate(journal, 64, queue.Wake)
 	svc := sale.NewService(gate, queue, store, clock.Now)
 	run, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -37,6 +42,7 @@ func embedded(t testing.TB, clock *saletest.Clock) saletest.Env {
 		stop()
 		wg.Wait()
 		gate.Close()
+		journal.Close()
 		store.Close()
 	})
 	drain := func(id string) {

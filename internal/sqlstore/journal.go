@@ -11,14 +11,46 @@ import (
 	"seckill/internal/sale"
 )
 
-// The embedded gate's journal: the grabs table is its queue.
+// Journal is the embedded mode's queue: every acknowledged grab, in a SQLite file of its own
+// beside the database (PATH.queue), so that the gate's group commits and the worker's order
+// transactions each have a writer.
+type Journal struct {
+	w *sql.DB
+	r *sql.DB
+}
+
+// OpenJournal opens the journal that belongs to the database named by dsn ("sqlite:PATH").
+func OpenJournal(ctx context.Context, dsn string) (*Journal, error) {
+	path, err := sqlitePath(dsn)
+	if err != nil {
+		return nil, err
+	}
+	w, r, err := openSQLite(ctx, path+".queue", "migrations/sqlite-journal")
+	if err != nil {
+		return nil, err
+	}
+	return &Journal{w: w, r: r}, nil
+}
+
+// Ping reports whether the journal answers.
+func (s *Journal) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("%w: journal: %v", sale.ErrBusy, err)
+	}
+	return nil
+}
+
+// Close closes the journal.
+func (s *Journal) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
 
 const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, at`
 
 // AppendGrabs stores acknowledged grabs in one transaction, many rows per statement. A token
 // already there is left alone, so replaying a batch is harmless.
-func (s *Store) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+func (s *Journal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
+	return inTx(ctx, s.w, func(tx *sql.Tx) error {
 		const chunk = 256
 		for lo := 0; lo < len(gs); lo += chunk {
 			hi := min(lo+chunk, len(gs))
@@ -43,9 +75,9 @@ func scanGrab(row interface{ Scan(...any) error }) (int64, sale.Grab, error) {
 	return seq, g, err
 }
 
-// QueuedGrabs returns up to limit grabs not done with a sequence above after, oldest first.
-func (s *Store) QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE done = 0 AND seq > ? ORDER BY seq LIMIT ?`,
+// QueuedGrabs returns up to limit queued grabs with a sequence above after, oldest first.
+func (s *Journal) QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE seq > ? ORDER BY seq LIMIT ?`,
 		after, limit)
 	if err != nil {
 		return nil, err
@@ -62,12 +94,12 @@ func (s *Store) QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale
 	return out, rows.Err()
 }
 
-// MarkDone marks grabs whose orders are placed.
-func (s *Store) MarkDone(ctx context.Context, tokens []string) error {
+// RemoveGrabs deletes grabs whose orders are placed.
+func (s *Journal) RemoveGrabs(ctx context.Context, tokens []string) error {
 	if len(tokens) == 0 {
 		return nil
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return inTx(ctx, s.w, func(tx *sql.Tx) error {
 		const chunk = 500
 		for lo := 0; lo < len(tokens); lo += chunk {
 			hi := min(lo+chunk, len(tokens))
@@ -75,7 +107,7 @@ func (s *Store) MarkDone(ctx context.Context, tokens []string) error {
 			for i, t := range tokens[lo:hi] {
 				args[i] = t
 			}
-			q := `UPDATE grabs SET done = 1 WHERE token IN (` + strings.TrimSuffix(strings.Repeat("?,", hi-lo), ",") + `)`
+			q := `DELETE FROM grabs WHERE token IN (` + strings.TrimSuffix(strings.Repeat("?,", hi-lo), ",") + `)`
 			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
@@ -84,9 +116,9 @@ func (s *Store) MarkDone(ctx context.Context, tokens []string) error {
 	})
 }
 
-// QueuedGrab returns the grab of token while it waits for its order.
-func (s *Store) QueuedGrab(ctx context.Context, token string) (sale.Grab, error) {
-	_, g, err := scanGrab(s.r.QueryRowContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE token = ? AND done = 0`, token))
+// QueuedGrab returns the grab of token while it waits for its order. Errors: sale.ErrNotFound.
+func (s *Journal) QueuedGrab(ctx context.Context, token string) (sale.Grab, error) {
+	_, g, err := scanGrab(s.r.QueryRowContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE token = ?`, token))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
 	}
@@ -94,15 +126,15 @@ func (s *Store) QueuedGrab(ctx context.Context, token string) (sale.Grab, error)
 }
 
 // QueueDepth counts an activity's grabs waiting for their orders.
-func (s *Store) QueueDepth(ctx context.Context, activityID string) (int64, error) {
+func (s *Journal) QueueDepth(ctx context.Context, activityID string) (int64, error) {
 	var n int64
-	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM grabs WHERE activity_id = ? AND done = 0`, activityID).Scan(&n)
+	err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM grabs WHERE activity_id = ?`, activityID).Scan(&n)
 	return n, err
 }
 
 // UnackedGrabs returns an activity's grabs waiting for their orders.
-func (s *Store) UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE activity_id = ? AND done = 0 ORDER BY seq`,
+func (s *Journal) UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+grabColumns+` FROM grabs WHERE activity_id = ? ORDER BY seq`,
 		activityID)
 	if err != nil {
 		return nil, err

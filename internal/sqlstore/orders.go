@@ -85,15 +85,25 @@ func (p *placer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // exec runs a prepared statement and returns the rows it affected.
 func (p *placer) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	n, _, err := p.insert(ctx, query, args...)
+	return n, err
+}
+
+// insert runs a prepared statement and returns the rows it affected and the last id inserted.
+func (p *placer) insert(ctx context.Context, query string, args ...any) (n, id int64, err error) {
 	st, err := p.stmt(ctx, query)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	res, err := st.ExecContext(ctx, args...)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return res.RowsAffected()
+	if n, err = res.RowsAffected(); err != nil || n == 0 {
+		return n, 0, err
+	}
+	id, err = res.LastInsertId()
+	return n, id, err
 }
 
 // order reads back the order of token.
@@ -149,13 +159,14 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 	}
 	expires := g.At.Add(gd.window)
 	placed := false
+	var id int64
 	for slot := int64(1); slot <= gd.limit && !placed; slot++ {
-		n, err := p.exec(ctx, insertOrder, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, slot, g.Share,
+		n, last, err := p.insert(ctx, insertOrder, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, slot, g.Share,
 			g.AmountCents, ms(g.At), ms(expires))
 		if err != nil {
 			return sale.Placement{}, err
 		}
-		placed = n == 1
+		placed, id = n == 1, last
 		if !placed && slot == 1 {
 			// A conflict: the slot is taken, or this grab was placed before (a redelivery).
 			if o, err := p.order(ctx, g.Token); err == nil {
@@ -188,8 +199,12 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 			return p.refuse(ctx, g, "the share is taken")
 		}
 	}
-	o, err := p.order(ctx, g.Token)
-	return sale.Placement{Order: o, New: true}, err
+	// What was just inserted, without reading it back.
+	return sale.Placement{New: true, Order: sale.Order{
+		ID: id, Token: g.Token, ActivityID: g.ActivityID, UserID: g.UserID, IdemKey: g.IdempotencyKey,
+		Share: g.Share, AmountCents: g.AmountCents, Status: sale.StatusCreated,
+		CreatedAt: fromMS(ms(g.At)), ExpiresAt: fromMS(ms(expires)),
+	}}, nil
 }
 
 // refuse turns the order just inserted for g into a FAILED order that holds nothing.

@@ -34,45 +34,59 @@ type Store struct {
 
 // Open opens the database named by dsn ("sqlite:PATH") and migrates it to the latest schema.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	path, err := sqlitePath(dsn)
+	if err != nil {
+		return nil, err
+	}
+	w, r, err := openSQLite(ctx, path, "migrations/sqlite")
+	if err != nil {
+		return nil, err
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+func sqlitePath(dsn string) (string, error) {
 	path, ok := strings.CutPrefix(dsn, "sqlite:")
 	if !ok {
-		return nil, fmt.Errorf("%w: database %q: only sqlite:PATH is supported so far", sale.ErrInvalid, dsn)
+		return "", fmt.Errorf("%w: database %q: only sqlite:PATH is supported so far", sale.ErrInvalid, dsn)
 	}
 	if path == "" {
-		return nil, fmt.Errorf("%w: database %q: empty path", sale.ErrInvalid, dsn)
+		return "", fmt.Errorf("%w: database %q: empty path", sale.ErrInvalid, dsn)
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("open database: %w", err)
-		}
+	return path, nil
+}
+
+// openSQLite opens the file at path with one writer connection and a pool of readers, and
+// applies the migrations in dir.
+func openSQLite(ctx context.Context, path, dir string) (w, r *sql.DB, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
 	// synchronous(FULL): in WAL mode each commit is fsynced, so a 202 survives power loss, not
 	// only a crash. Group commit keeps that affordable. _txlock=immediate takes the write lock at
 	// BEGIN, so a transaction never fails half-way on a busy upgrade.
 	const pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
-	w, err := sql.Open("sqlite", "file:"+path+pragmas+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
+	if w, err = sql.Open("sqlite", "file:"+path+pragmas+"&_txlock=immediate"); err != nil {
+		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, dir); err != nil {
 		w.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	r, err := sql.Open("sqlite", "file:"+path+pragmas+"&_pragma=query_only(ON)")
-	if err != nil {
+	if r, err = sql.Open("sqlite", "file:"+path+pragmas+"&_pragma=query_only(ON)"); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("open database: %w", err)
+		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
-	return &Store{w: w, r: r}, nil
+	return w, r, nil
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	sub, err := fs.Sub(migrations, "migrations/sqlite")
+func migrate(ctx context.Context, db *sql.DB, dir string) error {
+	sub, err := fs.Sub(migrations, dir)
 	if err != nil {
 		return err
 	}
@@ -102,7 +116,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // inTx runs fn in a write transaction and commits it if fn returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	return inTx(ctx, s.w, fn)
+}
+
+func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}

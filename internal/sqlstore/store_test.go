@@ -272,17 +272,27 @@ func TestRedPacketShares(t *testing.T) {
 
 func TestJournal(t *testing.T) {
 	ctx := context.Background()
-	s := openStore(t)
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	s, err := Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j, err := OpenJournal(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
 	create(t, s, item("a", 10, 1))
 	gs := []sale.Grab{grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0)}
 	gs[1].IdempotencyKey = "k"
-	if err := s.AppendGrabs(ctx, gs); err != nil {
+	if err := j.AppendGrabs(ctx, gs); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AppendGrabs(ctx, gs[:1]); err != nil { // a replayed batch is harmless
+	if err := j.AppendGrabs(ctx, gs[:1]); err != nil { // a replayed batch is harmless
 		t.Fatal(err)
 	}
-	ds, err := s.QueuedGrabs(ctx, 0, 10)
+	ds, err := j.QueuedGrabs(ctx, 0, 10)
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("QueuedGrabs = %d, %v; want 3", len(ds), err)
 	}
@@ -291,21 +301,21 @@ func TestJournal(t *testing.T) {
 			t.Errorf("delivery %d (-want +got):\n%s", i, diff)
 		}
 	}
-	if more, _ := s.QueuedGrabs(ctx, 0, 1); len(more) != 1 || more[0].Grab.Token != gs[0].Token {
+	if more, _ := j.QueuedGrabs(ctx, 0, 1); len(more) != 1 || more[0].Grab.Token != gs[0].Token {
 		t.Errorf("QueuedGrabs limit 1 = %v, want the oldest", more)
 	}
 	// u1's grab is placed and acknowledged; u2's is placed but the ack was lost; u3's is queued.
 	place(t, s, gs[0], gs[1])
-	if err := s.MarkDone(ctx, []string{gs[0].Token}); err != nil {
+	if err := j.RemoveGrabs(ctx, []string{gs[0].Token}); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := s.QueueDepth(ctx, "a"); n != 2 {
+	if n, _ := j.QueueDepth(ctx, "a"); n != 2 {
 		t.Errorf("QueueDepth = %d, want 2", n)
 	}
-	if _, err := s.QueuedGrab(ctx, gs[0].Token); !errors.Is(err, sale.ErrNotFound) {
-		t.Errorf("QueuedGrab of a done grab: got %v, want ErrNotFound", err)
+	if _, err := j.QueuedGrab(ctx, gs[0].Token); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("QueuedGrab of a removed grab: got %v, want ErrNotFound", err)
 	}
-	unacked, err := s.UnackedGrabs(ctx, "a")
+	unacked, err := j.UnackedGrabs(ctx, "a")
 	if err != nil || len(unacked) != 2 {
 		t.Fatalf("UnackedGrabs = %v, %v", unacked, err)
 	}
@@ -346,5 +356,23 @@ func TestReopenKeepsData(t *testing.T) {
 	defer s.Close()
 	if o, err := s.Order(context.Background(), grab("a", "u1", 0).Token); err != nil || o.Status != sale.StatusCreated {
 		t.Fatalf("order after reopen = %+v, %v", o, err)
+	}
+}
+
+// TestPlacementIsWhatWasStored checks that the order PlaceOrders returns (built without reading
+// it back) is the row the database holds.
+func TestPlacementIsWhatWasStored(t *testing.T) {
+	s := openStore(t)
+	create(t, s, item("a", 5, 2))
+	g := grab("a", "u1", 0)
+	g.IdempotencyKey = "k"
+	g.At = g.At.Add(1234567 * time.Nanosecond) // below a millisecond is not kept
+	p := place(t, s, g)[0]
+	got, err := s.Order(context.Background(), g.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, p.Order); diff != "" {
+		t.Fatalf("placement differs from the stored order (-stored +returned):\n%s", diff)
 	}
 }

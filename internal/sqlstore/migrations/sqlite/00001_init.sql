@@ -29,23 +29,6 @@ CREATE TABLE shares (
     PRIMARY KEY (activity_id, idx)
 );
 
--- The embedded mode's queue: every acknowledged grab, group-committed before the 202. done is set
--- once the worker has placed the grab's order. Rows are kept: they are the record of first
--- answers to idempotency keys.
-CREATE TABLE grabs (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    token        TEXT NOT NULL UNIQUE,
-    activity_id  TEXT NOT NULL,
-    user_id      TEXT NOT NULL,
-    idem_key     TEXT NOT NULL,
-    share_idx    INTEGER NOT NULL,
-    amount_cents INTEGER NOT NULL,
-    at           INTEGER NOT NULL,
-    done         INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX grabs_queued ON grabs (seq) WHERE done = 0;
-CREATE INDEX grabs_activity ON grabs (activity_id, done);
-
 -- slot numbers the units a user holds (1..per_user_limit) and is NULL once the order no longer
 -- holds one: the unique key then makes a second unit beyond the limit impossible, and token makes
 -- a second order for one grab impossible.
@@ -70,6 +53,5 @@ CREATE INDEX orders_activity_status ON orders (activity_id, status);
 
 -- +goose Down
 DROP TABLE orders;
-DROP TABLE grabs;
 DROP TABLE shares;
 DROP TABLE activities;
