@@ -51,22 +51,3 @@ func benchGrab(b *testing.B, stock int, want int) {
 
 func BenchmarkGrabHandlerSoldOut(b *testing.B) { benchGrab(b, 2000, http.StatusGone) }
 func BenchmarkGrabHandlerAllWin(b *testing.B)  { benchGrab(b, 50_000_000, http.StatusAccepted) }
-
-// BenchmarkTrivialHandler is the yardstick for the two above: the same requests and recorder
-// against a handler that only writes a constant 202.
-func BenchmarkTrivialHandler(b *testing.B) {
-	body := []byte(`{"status":"QUEUED","order_token":"gaaaaaaaaaaaaaaaaaaaaaaaa","amount_cents":100}` + "\n")
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusAccepted)
-		w.Write(body)
-	})
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req := httptest.NewRequest("POST", "/api/activities/x/grab", nil)
-			req.Header.Set("Authorization", "Bearer x")
-			h.ServeHTTP(httptest.NewRecorder(), req)
-		}
-	})
-}

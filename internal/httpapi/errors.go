@@ -2,10 +2,10 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"seckill/internal/sale"
 )
@@ -38,6 +38,8 @@ var classes = []struct {
 	status int
 	code   string
 }{
+	{sale.ErrSoldOut, http.StatusGone, CodeSoldOut}, // the crowd's answers first
+	{sale.ErrAlreadyBought, http.StatusConflict, CodeAlreadyBought},
 	{sale.ErrInvalid, http.StatusBadRequest, CodeInvalid},
 	{sale.ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
 	{sale.ErrForbidden, http.StatusForbidden, CodeForbidden},
@@ -46,10 +48,8 @@ var classes = []struct {
 	{sale.ErrChallengeRequired, http.StatusForbidden, CodeChallengeRequired},
 	{sale.ErrBlocked, http.StatusForbidden, CodeBlocked},
 	{sale.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{sale.ErrAlreadyBought, http.StatusConflict, CodeAlreadyBought},
 	{sale.ErrInvalidState, http.StatusConflict, CodeInvalidState},
 	{sale.ErrExists, http.StatusConflict, CodeExists},
-	{sale.ErrSoldOut, http.StatusGone, CodeSoldOut},
 	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
 	{sale.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
 	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
@@ -80,21 +80,39 @@ type errorDetail struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, code := Classify(err)
 	msg := err.Error()
-	if status == http.StatusInternalServerError {
+	switch status {
+	case http.StatusInternalServerError:
 		s.log.ErrorContext(r.Context(), "request failed", "err", err, "method", r.Method, "path", r.URL.Path,
 			"request_id", requestID(w))
 		msg = "internal error"
-	} else if status == http.StatusServiceUnavailable {
-		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(w))
-	}
-	switch status {
-	case http.StatusTooManyRequests:
-		w.Header().Set("Retry-After", "1")
 	case http.StatusServiceUnavailable:
-		w.Header().Set("Retry-After", strconv.Itoa(1))
+		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(w))
+		w.Header()["Retry-After"] = retryAfter
+	case http.StatusTooManyRequests:
+		w.Header()["Retry-After"] = retryAfter
+	}
+	if body, ok := sentinelBodies[err]; ok {
+		writeBody(w, status, body)
+		return
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
 }
+
+var retryAfter = []string{"1"}
+
+// sentinelBodies holds the encoded answer to each bare domain error: the crowd's 410s and 409s
+// are served without encoding JSON each time.
+var sentinelBodies = func() map[error][]byte {
+	m := map[error][]byte{}
+	for _, c := range classes {
+		b, err := json.Marshal(errorBody{Error: errorDetail{Code: c.code, Message: c.err.Error()}})
+		if err != nil {
+			panic(err)
+		}
+		m[c.err] = append(b, '\n')
+	}
+	return m
+}()
 
 // logLevelFor keeps 4xx answers out of the error log: they are the crowd, not faults.
 func logLevelFor(status int) slog.Level {
