@@ -2,7 +2,9 @@ package saletest_test
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -82,4 +84,88 @@ func flagSet(name string) (set bool) {
 
 func TestEmbeddedProperty(t *testing.T) {
 	saletest.Property(t, embedded)
+}
+
+// TestConcurrentSweepersRestockOnce races four sweepers and a payer per order over expired and
+// almost-expired orders: every order ends paid or cancelled, never both, and the gate gets back
+// exactly one unit per cancelled order.
+func TestConcurrentSweepersRestockOnce(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := saletest.NewClock(start)
+	env := embedded(t, clock)
+	const stock = 40
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "sweep", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{}
+	for u := range stock {
+		user := fmt.Sprint("u", u)
+		g, err := env.Service.Grab(ctx, a.ID, user, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[g.Token] = user
+	}
+	env.Drain(a.ID)
+	clock.Advance(time.Minute - time.Millisecond) // the payers race the window's last millisecond
+	var wg sync.WaitGroup
+	var paid sync.Map
+	for range 4 {
+		wg.Go(func() {
+			clock.Advance(time.Millisecond)
+			if _, err := env.Service.SweepExpired(ctx, 7); err != nil {
+				t.Errorf("sweep: %v", err)
+			}
+		})
+	}
+	for tok, user := range tokens {
+		wg.Go(func() {
+			if o, err := env.Service.Pay(ctx, user, tok); err == nil && o.Status == sale.StatusPaid {
+				paid.Store(tok, true)
+			} else if err != nil && !errors.Is(err, sale.ErrInvalidState) {
+				t.Errorf("pay: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	clock.Advance(time.Minute)
+	for {
+		n, err := env.Service.SweepExpired(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	nPaid := 0
+	for tok, user := range tokens {
+		o, err := env.Service.Order(ctx, user, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, wasPaid := paid.Load(tok)
+		switch {
+		case wasPaid && o.Status != sale.StatusPaid:
+			t.Errorf("order %s was paid and is now %s", tok, o.Status)
+		case !wasPaid && o.Status != sale.StatusCancelled:
+			t.Errorf("order %s unpaid is %s, want CANCELLED", tok, o.Status)
+		}
+		if wasPaid {
+			nPaid++
+		}
+	}
+	rem, err := env.Service.Remaining(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rem != int64(stock-nPaid) {
+		t.Fatalf("gate has %d remaining after %d of %d orders were paid; want %d (one unit back per cancel)", rem, nPaid, stock, stock-nPaid)
+	}
+	if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK {
+		t.Fatalf("reconcile = %+v, %v", rec, err)
+	}
 }
