@@ -436,3 +436,39 @@ func TestDevLogin(t *testing.T) {
 		}
 	}
 }
+
+func TestRedPacketSharesSumToTheTotal(t *testing.T) {
+	f := newFixture(t, false)
+	const count, total = 50, 10_000
+	id := f.create(fmt.Sprintf(`{"name":"Lucky money","kind":"redpacket","count":%d,"total_cents":%d,`+
+		`"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, count, total))
+	var sum int64
+	tokens := map[string]string{}
+	for u := range count + 10 {
+		user := fmt.Sprint("u", u)
+		r := f.do("POST", "/api/activities/"+id+"/grab", f.user(user), "")
+		switch {
+		case u < count && r.status == 202:
+			amount := int64(r.body["amount_cents"].(float64))
+			if amount < 1 {
+				t.Fatalf("share of %d cents", amount)
+			}
+			sum += amount
+			tokens[user] = r.body["order_token"].(string)
+		case u >= count && r.status == 410:
+		default:
+			t.Fatalf("grab %d: %d %s", u, r.status, r.raw)
+		}
+	}
+	if sum != total {
+		t.Fatalf("shares won sum to %d cents, want %d", sum, total)
+	}
+	var placed int64
+	for user, tok := range tokens {
+		o := f.waitStatus(user, tok, sale.StatusCreated)
+		placed += int64(o.body["amount_cents"].(float64))
+	}
+	if placed != total {
+		t.Fatalf("orders sum to %d cents, want %d", placed, total)
+	}
+}

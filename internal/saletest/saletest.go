@@ -80,13 +80,18 @@ func Property(t *testing.T, newEnv NewEnv) {
 		start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 		clock := NewClock(start)
 		env := newEnv(t, clock)
-		a, err := env.Service.CreateActivity(ctx, sale.Activity{
+		act := sale.Activity{
 			Name: "property", Kind: sale.KindItem, PriceCents: 500,
 			Stock:        rapid.Int64Range(1, 12).Draw(rt, "stock"),
 			PerUserLimit: rapid.Int64Range(1, 3).Draw(rt, "limit"),
 			StartAt:      start, EndAt: start.Add(24 * time.Hour), PayWindow: time.Minute,
 			Admission: sale.AdmitDirect,
-		})
+		}
+		if rapid.Bool().Draw(rt, "red packet") {
+			act.Kind, act.PriceCents = sale.KindRedPacket, 0
+			act.TotalCents = act.Stock * rapid.Int64Range(1, 300).Draw(rt, "mean cents")
+		}
+		a, err := env.Service.CreateActivity(ctx, act)
 		if err != nil {
 			rt.Fatalf("create: %v", err)
 		}
@@ -200,6 +205,9 @@ func Property(t *testing.T, newEnv NewEnv) {
 				rt.Fatalf("order %s is %s, want %s", tok, o.Status, want)
 			}
 		}
+		if a.Kind == sale.KindRedPacket {
+			checkShares(rt, env, a, m)
+		}
 		c, err := env.Store.Counts(ctx, a.ID)
 		if err != nil {
 			rt.Fatal(err)
@@ -230,4 +238,35 @@ func pickLive(rt *rapid.T, m *model) (string, bool) {
 	// Map iteration order is random; sort for a reproducible draw.
 	slices.Sort(live)
 	return rapid.SampledFrom(live).Draw(rt, "order"), true
+}
+
+// checkShares verifies a red packet after its sale: every share won is at least a cent, no share
+// is held twice, and once every share is held they sum to the total exactly.
+func checkShares(rt *rapid.T, env Env, a sale.Activity, m *model) {
+	ctx := context.Background()
+	held := map[int64]bool{}
+	var sum int64
+	for tok, u := range m.acked {
+		o, err := env.Service.Order(ctx, u, tok)
+		if err != nil {
+			rt.Fatalf("order %s: %v", tok, err)
+		}
+		if o.AmountCents < 1 {
+			rt.Fatalf("share %d of order %s is %d cents", o.Share, tok, o.AmountCents)
+		}
+		if !o.Status.Holds() {
+			continue
+		}
+		if held[o.Share] {
+			rt.Fatalf("share %d is held twice", o.Share)
+		}
+		held[o.Share] = true
+		sum += o.AmountCents
+	}
+	if sum > a.TotalCents {
+		rt.Fatalf("held shares sum to %d cents, more than the total %d", sum, a.TotalCents)
+	}
+	if int64(len(held)) == a.Stock && sum != a.TotalCents {
+		rt.Fatalf("all %d shares are held and sum to %d cents, want the total %d", a.Stock, sum, a.TotalCents)
+	}
 }

@@ -1,0 +1,138 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+	"seckill/internal/worker"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// twiceQueue hands out every grab twice, in separate batches, and records acknowledgements: the
+// worst a real queue does after a crash or a lost ack.
+type twiceQueue struct {
+	mu      sync.Mutex
+	batches [][]sale.Delivery
+	acked   int
+}
+
+func (q *twiceQueue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
+	q.mu.Lock()
+	if len(q.batches) > 0 {
+		b := q.batches[0]
+		q.batches = q.batches[1:]
+		q.mu.Unlock()
+		return b, nil
+	}
+	q.mu.Unlock()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (q *twiceQueue) Ack(ctx context.Context, ds []sale.Delivery) error {
+	q.mu.Lock()
+	q.acked += len(ds)
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *twiceQueue) left() (int, int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.batches), q.acked
+}
+
+func (q *twiceQueue) Pending(context.Context, string) (sale.Grab, error) {
+	return sale.Grab{}, sale.ErrNotFound
+}
+func (q *twiceQueue) Depth(context.Context, string) (int64, error)         { return 0, nil }
+func (q *twiceQueue) Unacked(context.Context, string) ([]sale.Grab, error) { return nil, nil }
+
+// flakyStore fails the first few PlaceOrders calls, as a database that is briefly away.
+type flakyStore struct {
+	*sqlstore.Store
+	mu    sync.Mutex
+	fails int
+}
+
+func (s *flakyStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+	s.mu.Lock()
+	if s.fails > 0 {
+		s.fails--
+		s.mu.Unlock()
+		return nil, errors.New("database is away")
+	}
+	s.mu.Unlock()
+	return s.Store.PlaceOrders(ctx, gs)
+}
+
+func TestEveryGrabDeliveredTwiceMakesOneOrder(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const stock = 50
+	a := sale.Activity{ID: "a", Name: "a", Kind: sale.KindItem, Stock: stock, PriceCents: 1, PerUserLimit: 1,
+		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect, CreatedAt: t0}
+	if err := store.CreateActivity(ctx, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ds []sale.Delivery
+	for i := range stock {
+		g := sale.Grab{Token: fmt.Sprint("g", i), ActivityID: "a", UserID: fmt.Sprint("u", i), AmountCents: 1, At: t0}
+		ds = append(ds, sale.Delivery{ID: fmt.Sprint(i), Grab: g, Attempts: 1})
+	}
+	q := &twiceQueue{}
+	for lo := 0; lo < stock; lo += 10 {
+		q.batches = append(q.batches, ds[lo:lo+10])
+	}
+	for lo := 0; lo < stock; lo += 7 { // redelivered in other batches
+		q.batches = append(q.batches, ds[lo:min(lo+7, stock)])
+	}
+	var placedMu sync.Mutex
+	newOrders := 0
+	w := &worker.Worker{Queue: q, Store: &flakyStore{Store: store, fails: 3}, Log: slog.New(slog.DiscardHandler), Batch: 10,
+		Placed: func(ps []sale.Placement) {
+			placedMu.Lock()
+			defer placedMu.Unlock()
+			for _, p := range ps {
+				if p.New {
+					newOrders++
+				}
+			}
+		}}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(run); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		left, acked := q.left()
+		if left == 0 && acked == 2*stock {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker stuck: %d batches left, %d acks", left, acked)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	<-done
+	c, err := store.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != stock || c.Created != stock || newOrders != stock {
+		t.Fatalf("after %d deliveries of %d grabs: %+v, %d new; want exactly one order per grab", 2*stock, stock, c, newOrders)
+	}
+}
