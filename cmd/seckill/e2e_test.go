@@ -155,15 +155,8 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "db")
 	env := testEnv(db)
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := make(chan string, 1)
-	stdout := &lineWriter{line: func(l string) {
-		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
-			addr <- u
-		}
-	}}
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, env, stdout, io.Discard) }()
-	c := newClient(t, <-addr)
+	base, done := launch(t, ctx, env)
+	c := newClient(t, base)
 	id := c.createItem(5000, 1, 15*time.Minute)
 	users := make([]string, 4000)
 	for i := range users {

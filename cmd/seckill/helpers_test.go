@@ -222,11 +222,9 @@ func testEnv(db string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
-// startRun runs run() in process on a free port and returns its base URL; the server is shut
-// down (and run's error checked) when the test ends.
-func startRun(t *testing.T, getenv func(string) string, args ...string) string {
+// launch runs run() in process until ctx ends and returns its base URL and its result.
+func launch(t *testing.T, ctx context.Context, getenv func(string) string, args ...string) (string, <-chan error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan string, 1)
 	stdout := &lineWriter{line: func(l string) {
 		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
@@ -235,19 +233,28 @@ func startRun(t *testing.T, getenv func(string) string, args ...string) string {
 	}}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, args, getenv, stdout, io.Discard) }()
+	select {
+	case u := <-addr:
+		return u, done
+	case err := <-done:
+		t.Fatalf("run ended before listening: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not listen within 30s")
+	}
+	return "", nil
+}
+
+// startRun launches run() on a free port; the server is shut down, and run's error checked, when
+// the test ends.
+func startRun(t *testing.T, getenv func(string) string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	base, done := launch(t, ctx, getenv, args...)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("run: %v", err)
 		}
 	})
-	select {
-	case u := <-addr:
-		return u
-	case err := <-done:
-		t.Fatalf("run ended before listening: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("run did not listen within 30s")
-	}
-	return ""
+	return base
 }

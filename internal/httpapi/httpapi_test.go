@@ -9,19 +9,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/auth"
 	"seckill/internal/httpapi"
-	"seckill/internal/memory"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
-	"seckill/internal/sqlstore"
-	"seckill/internal/worker"
 )
 
 const adminToken = "admin-secret-for-tests"
@@ -32,8 +27,7 @@ type fixture struct {
 	t      testing.TB
 	h      http.Handler
 	svc    *sale.Service
-	store  *sqlstore.Store
-	queue  *memory.Queue
+	store  sale.Store
 	tokens *auth.Tokens
 	clock  *saletest.Clock
 }
@@ -41,32 +35,15 @@ type fixture struct {
 // newFixture serves the API on the embedded wiring with a settable clock at 2026-11-30 12:00.
 func newFixture(t testing.TB, devLogin bool) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
-	store, err := sqlstore.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	journal, err := sqlstore.OpenJournal(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := memory.NewQueue(journal, 20*time.Millisecond, 0)
-	gate := memory.NewGate(journal, 64, queue.Wake)
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	svc := sale.NewService(gate, queue, store, clock.Now)
+	env := saletest.Embedded(t, clock)
 	tokens, err := auth.New(secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	run, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: log}).Run(run) })
-	t.Cleanup(func() { stop(); wg.Wait(); gate.Close(); journal.Close(); store.Close() })
-	h := httpapi.New(httpapi.Config{Service: svc, Tokens: tokens, AdminToken: adminToken, DevLogin: devLogin,
-		Ready: store.Ping, Log: log})
-	return &fixture{t: t, h: h, svc: svc, store: store, queue: queue, tokens: tokens, clock: clock}
+	h := httpapi.New(httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken, DevLogin: devLogin,
+		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)})
+	return &fixture{t: t, h: h, svc: env.Service, store: env.Store, tokens: tokens, clock: clock}
 }
 
 type response struct {

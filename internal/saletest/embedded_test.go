@@ -5,66 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"seckill/internal/memory"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
-	"seckill/internal/sqlstore"
-	"seckill/internal/worker"
 )
-
-var quiet = slog.New(slog.DiscardHandler)
-
-// embedded wires the single-binary mode: memory gate and queue on a SQLite journal and store,
-// with a real worker consuming in the background.
-func embedded(t testing.TB, clock *saletest.Clock) saletest.Env {
-	ctx := context.Background()
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
-	store, err := sqlstore.Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	journal, err := sqlstore.OpenJournal(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
-	gate := memory.NewGate(journal, 64, queue.Wake)
-	svc := sale.NewService(gate, queue, store, clock.Now)
-	run, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		gate.Close()
-		journal.Close()
-		store.Close()
-	})
-	drain := func(id string) {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			n, err := queue.Depth(ctx, id)
-			if err != nil {
-				t.Fatalf("queue depth: %v", err)
-			}
-			if n == 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queue of %s still holds %d grabs after 10s", id, n)
-			}
-			time.Sleep(2 * time.Millisecond)
-		}
-	}
-	return saletest.Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drain}
-}
 
 // raceChecks, when set, lowers rapid's number of checks (see race_test.go).
 var raceChecks string
@@ -83,7 +31,7 @@ func flagSet(name string) (set bool) {
 }
 
 func TestEmbeddedProperty(t *testing.T) {
-	saletest.Property(t, embedded)
+	saletest.Property(t, saletest.Embedded)
 }
 
 // TestConcurrentSweepersRestockOnce races four sweepers and a payer per order over expired and
@@ -93,7 +41,7 @@ func TestConcurrentSweepersRestockOnce(t *testing.T) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := saletest.NewClock(start)
-	env := embedded(t, clock)
+	env := saletest.Embedded(t, clock)
 	const stock = 40
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "sweep", Kind: sale.KindItem, Stock: stock,
 		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})

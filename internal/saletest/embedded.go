@@ -1,0 +1,62 @@
+package saletest
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/memory"
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+	"seckill/internal/worker"
+)
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// Embedded wires the single-binary mode on t's temp dir: memory gate and queue on a SQLite journal and store,
+// with a real worker consuming in the background.
+func Embedded(t testing.TB, clock *Clock) Env {
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	store, err := sqlstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, err := sqlstore.OpenJournal(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
+	gate := memory.NewGate(journal, 64, queue.Wake)
+	svc := sale.NewService(gate, queue, store, clock.Now)
+	run, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		gate.Close()
+		journal.Close()
+		store.Close()
+	})
+	drain := func(id string) {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := queue.Depth(ctx, id)
+			if err != nil {
+				t.Fatalf("queue depth: %v", err)
+			}
+			if n == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue of %s still holds %d grabs after 10s", id, n)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drain}
+}
