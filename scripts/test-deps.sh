@@ -3,20 +3,30 @@
 # not started here: the tests' helpers start their own on free loopback ports in temp dirs.
 set -euo pipefail
 
-# command  package: the race detector builds with cgo, so go test -race needs a C compiler.
+# "program package": the race detector builds with cgo (gcc); the store tests run on real
+# MariaDB and PostgreSQL servers.
 needs=(
   "gcc gcc"
+  "mariadbd mariadb-server"
+  "mariadb-install-db mariadb-server"
+  "/usr/lib/postgresql/*/bin/initdb postgresql"
 )
 
+found() {
+  case "$1" in
+    /*) compgen -G "$1" >/dev/null ;;
+    *) command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] ;;
+  esac
+}
+
+command -v go >/dev/null 2>&1 || { echo "test-deps: go is not on PATH (Go 1.26 is required)" >&2; exit 1; }
 missing=()
 for n in "${needs[@]}"; do
-  read -r cmd pkg <<<"$n"
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+  read -r prog pkg <<<"$n"
+  found "$prog" || missing+=("$pkg")
 done
-command -v go >/dev/null 2>&1 || { echo "test-deps: go is not on PATH (Go 1.26 is required)" >&2; exit 1; }
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
-fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
 echo "test-deps: installing ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
   echo "test-deps: need root to apt-get install ${missing[*]}" >&2

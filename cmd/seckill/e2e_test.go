@@ -133,7 +133,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"short secret", nil, map[string]string{"SECKILL_JWT_SECRET": "short", "SECKILL_ADDR": "127.0.0.1:0"}, "at least 32 bytes"},
 		{"bad demo", nil, map[string]string{"SECKILL_DEMO": "maybe"}, "SECKILL_DEMO"},
 		{"redis not built yet", nil, map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379"}, "SECKILL_REDIS"},
-		{"other database", nil, map[string]string{"SECKILL_DB": "oracle://x", "SECKILL_ADDR": "127.0.0.1:0"}, "only sqlite"},
+		{"other database", nil, map[string]string{"SECKILL_DB": "oracle://x", "SECKILL_ADDR": "127.0.0.1:0"}, "want sqlite:PATH"},
 		{"bad log level", []string{"-log-level", "loud"}, nil, "log level"},
 	}
 	for _, tc := range tests {

@@ -19,8 +19,13 @@ var quiet = slog.New(slog.DiscardHandler)
 // Embedded wires the single-binary mode on t's temp dir: memory gate and queue on a SQLite journal and store,
 // with a real worker consuming in the background.
 func Embedded(t testing.TB, clock *Clock) Env {
+	return EmbeddedOn(t, clock, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+}
+
+// EmbeddedOn is Embedded on the database named by dsn (its store and, for SQLite, the queue file
+// beside it; for MySQL and PostgreSQL the queue table in it).
+func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	ctx := context.Background()
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -74,12 +74,14 @@ func (m *model) held() int64 {
 // than the stock and no user holds more than the limit, that a repeated idempotency key returns
 // the first grab, and, after draining, that every acknowledged grab became exactly one order
 // that holds its unit unless it was cancelled.
+//
+// All checks share one Env: each random sale is an activity of its own.
 func Property(t *testing.T, newEnv NewEnv) {
+	clock := NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := newEnv(t, clock)
 	rapid.Check(t, func(rt *rapid.T) {
 		ctx := context.Background()
-		start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-		clock := NewClock(start)
-		env := newEnv(t, clock)
+		start := clock.Now()
 		act := sale.Activity{
 			Name: "property", Kind: sale.KindItem, PriceCents: 500,
 			Stock:        rapid.Int64Range(1, 12).Draw(rt, "stock"),

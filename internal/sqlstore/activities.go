@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"seckill/internal/sale"
@@ -42,7 +41,7 @@ func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 
 // CreateActivity implements sale.Store.
 func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []int64) error {
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	return s.inTx(ctx, func(tx tx) error {
 		challenge := 0
 		if a.RequireChallenge {
 			challenge = 1
@@ -51,7 +50,7 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
 			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt))
-		if isUniqueViolation(err) {
+		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}
 		if err != nil {
@@ -71,10 +70,6 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 		}
 		return nil
 	})
-}
-
-func isUniqueViolation(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
 // Activity implements sale.Store.

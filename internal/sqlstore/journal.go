@@ -15,21 +15,26 @@ import (
 // beside the database (PATH.queue), so that the gate's group commits and the worker's order
 // transactions each have a writer.
 type Journal struct {
-	w *sql.DB
-	r *sql.DB
+	w db
+	r db
 }
 
-// OpenJournal opens the journal that belongs to the database named by dsn ("sqlite:PATH").
+// OpenJournal opens the journal that belongs to the database named by dsn: for sqlite:PATH a file
+// of its own at PATH.queue; for MySQL and PostgreSQL the grabs table of that database.
 func OpenJournal(ctx context.Context, dsn string) (*Journal, error) {
-	path, err := sqlitePath(dsn)
+	d, w, r, err := openDSN(ctx, dsn, ".queue", "migrations/sqlite-journal")
 	if err != nil {
 		return nil, err
 	}
-	w, r, err := openSQLite(ctx, path+".queue", "migrations/sqlite-journal")
-	if err != nil {
-		return nil, err
+	return &Journal{w: db{w, d}, r: db{r, d}}, nil
+}
+
+// Close closes the journal.
+func (s *Journal) Close() error {
+	if s.r.DB == s.w.DB {
+		return s.w.Close()
 	}
-	return &Journal{w: w, r: r}, nil
+	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 // Ping reports whether the journal answers.
@@ -40,17 +45,12 @@ func (s *Journal) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the journal.
-func (s *Journal) Close() error {
-	return errors.Join(s.r.Close(), s.w.Close())
-}
-
-const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, at`
+const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, grabbed_at`
 
 // AppendGrabs stores acknowledged grabs in one transaction, many rows per statement. A token
 // already there is left alone, so replaying a batch is harmless.
 func (s *Journal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
-	return inTx(ctx, s.w, func(tx *sql.Tx) error {
+	return inTx(ctx, s.w, func(tx tx) error {
 		const chunk = 256
 		for lo := 0; lo < len(gs); lo += chunk {
 			hi := min(lo+chunk, len(gs))
@@ -59,7 +59,7 @@ func (s *Journal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 				args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At))
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO grabs (token, activity_id, user_id, idem_key, share_idx,
-				amount_cents, at) VALUES `+placeholders(hi-lo, 7)+` ON CONFLICT (token) DO NOTHING`, args...); err != nil {
+				amount_cents, grabbed_at) VALUES `+placeholders(hi-lo, 7)+` ON CONFLICT DO NOTHING`, args...); err != nil {
 				return fmt.Errorf("append %d grabs: %w", hi-lo, err)
 			}
 		}
@@ -99,7 +99,7 @@ func (s *Journal) RemoveGrabs(ctx context.Context, tokens []string) error {
 	if len(tokens) == 0 {
 		return nil
 	}
-	return inTx(ctx, s.w, func(tx *sql.Tx) error {
+	return inTx(ctx, s.w, func(tx tx) error {
 		const chunk = 500
 		for lo := 0; lo < len(tokens); lo += chunk {
 			hi := min(lo+chunk, len(tokens))

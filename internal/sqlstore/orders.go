@@ -41,7 +41,7 @@ type guard struct {
 // prepared once per batch.
 func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	out := make([]sale.Placement, 0, len(gs))
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx tx) error {
 		out = out[:0]
 		p := &placer{tx: tx, guards: map[string]guard{}}
 		defer p.close()
@@ -62,7 +62,7 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 
 // placer places the orders of one batch, in one transaction.
 type placer struct {
-	tx     *sql.Tx
+	tx     tx
 	guards map[string]guard
 	stmts  map[string]*sql.Stmt
 }
@@ -85,12 +85,32 @@ func (p *placer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 
 // exec runs a prepared statement and returns the rows it affected.
 func (p *placer) exec(ctx context.Context, query string, args ...any) (int64, error) {
-	n, _, err := p.insert(ctx, query, args...)
-	return n, err
+	st, err := p.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // insert runs a prepared statement and returns the rows it affected and the last id inserted.
 func (p *placer) insert(ctx context.Context, query string, args ...any) (n, id int64, err error) {
+	if p.tx.d.returning {
+		st, err := p.stmt(ctx, query+" RETURNING id")
+		if err != nil {
+			return 0, 0, err
+		}
+		switch err := st.QueryRowContext(ctx, args...).Scan(&id); {
+		case errors.Is(err, sql.ErrNoRows): // a conflict: nothing inserted
+			return 0, 0, nil
+		case err != nil:
+			return 0, 0, err
+		}
+		return 1, id, nil
+	}
 	st, err := p.stmt(ctx, query)
 	if err != nil {
 		return 0, 0, err
@@ -258,7 +278,7 @@ func (s *Store) OrderByID(ctx context.Context, id int64) (sale.Order, error) {
 // Pay implements sale.Store.
 func (s *Store) Pay(ctx context.Context, token string, now time.Time) (sale.Order, error) {
 	var o sale.Order
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'PAID', closed_at = ?
 			WHERE token = ? AND status = 'CREATED' AND expires_at > ?`, ms(now), token, ms(now))
 		if err != nil {
@@ -287,7 +307,8 @@ func (s *Store) Pay(ctx context.Context, token string, now time.Time) (sale.Orde
 func (s *Store) Cancel(ctx context.Context, token, reason string, now time.Time) (sale.Order, bool, error) {
 	var o sale.Order
 	var won bool
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx tx) error {
+		won = false
 		res, err := tx.ExecContext(ctx, `UPDATE orders SET status = 'CANCELLED', slot = NULL, reason = ?, closed_at = ?
 			WHERE token = ? AND status = 'CREATED'`, reason, ms(now), token)
 		if err != nil {

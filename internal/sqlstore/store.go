@@ -26,30 +26,24 @@ var migrations embed.FS
 
 var _ sale.Store = (*Store)(nil)
 
-// Store is a sale.Store on a SQL database. The embedded gate's journal is part of it too.
+// Store is a sale.Store on a SQL database: SQLite, MySQL (MariaDB, TiDB) or PostgreSQL.
 type Store struct {
-	w *sql.DB // the one writer
-	r *sql.DB // readers
+	w db // writes: the one writer on SQLite, the pool elsewhere
+	r db // reads
 }
 
-// Open opens the database named by dsn ("sqlite:PATH") and migrates it to the latest schema.
+// Open opens the database named by dsn (sqlite:PATH, mysql://user:pass@host:port/db or
+// postgres://user:pass@host:port/db) and migrates it to the latest schema.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	path, err := sqlitePath(dsn)
+	d, w, r, err := openDSN(ctx, dsn, "", "migrations/sqlite")
 	if err != nil {
 		return nil, err
 	}
-	w, r, err := openSQLite(ctx, path, "migrations/sqlite")
-	if err != nil {
-		return nil, err
-	}
-	return &Store{w: w, r: r}, nil
+	return &Store{w: db{w, d}, r: db{r, d}}, nil
 }
 
 func sqlitePath(dsn string) (string, error) {
-	path, ok := strings.CutPrefix(dsn, "sqlite:")
-	if !ok {
-		return "", fmt.Errorf("%w: database %q: only sqlite:PATH is supported so far", sale.ErrInvalid, dsn)
-	}
+	path, _ := strings.CutPrefix(dsn, "sqlite:")
 	if path == "" {
 		return "", fmt.Errorf("%w: database %q: empty path", sale.ErrInvalid, dsn)
 	}
@@ -72,7 +66,7 @@ func openSQLite(ctx context.Context, path, dir string) (w, r *sql.DB, err error)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(ctx, w, dir); err != nil {
+	if err := migrate(ctx, w, goose.DialectSQLite3, dir); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
@@ -85,12 +79,12 @@ func openSQLite(ctx context.Context, path, dir string) (w, r *sql.DB, err error)
 	return w, r, nil
 }
 
-func migrate(ctx context.Context, db *sql.DB, dir string) error {
+func migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, dir string) error {
 	sub, err := fs.Sub(migrations, dir)
 	if err != nil {
 		return err
 	}
-	p, err := goose.NewProvider(goose.DialectSQLite3, db, sub)
+	p, err := goose.NewProvider(dialect, db, sub)
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
@@ -102,33 +96,23 @@ func migrate(ctx context.Context, db *sql.DB, dir string) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	if s.r.DB == s.w.DB {
+		return s.w.Close()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 // Ping implements sale.Store.
 func (s *Store) Ping(ctx context.Context) error {
-	var one int
-	if err := s.r.QueryRowContext(ctx, "SELECT 1").Scan(&one); err != nil {
+	if err := s.r.PingContext(ctx); err != nil {
 		return fmt.Errorf("%w: database: %v", sale.ErrBusy, err)
 	}
 	return nil
 }
 
 // inTx runs fn in a write transaction and commits it if fn returns nil.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, fn func(tx tx) error) error {
 	return inTx(ctx, s.w, fn)
-}
-
-func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
 }
 
 // placeholders returns "(?,?,?),(?,?,?)" for rows rows of cols columns.

@@ -4,19 +4,68 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
 	"seckill/internal/sale"
 )
 
-func openStore(t *testing.T) *Store {
+// backends are the databases every store test runs on, each started by its harness: SQLite in a
+// temp dir, MariaDB and PostgreSQL on free loopback ports.
+var backends = []struct {
+	name string
+	dsn  func(t *testing.T) string
+}{
+	{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "seckill.db") }},
+	{"mariadb", func(t *testing.T) string { return mysqltest.DSN(t) }},
+	{"postgres", func(t *testing.T) string { return pgtest.DSN(t) }},
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	mysqltest.Stop()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// storeTests run unchanged on every backend, each on a fresh database.
+var storeTests = []struct {
+	name string
+	test func(t *testing.T, dsn string)
+}{
+	{"ActivityRoundTrip", testActivityRoundTrip},
+	{"PlaceOrdersGuardsStock", testPlaceOrdersGuardsStock},
+	{"PlaceOrdersGuardsPerUserLimit", testPlaceOrdersGuardsPerUserLimit},
+	{"PayAndCancelTransitions", testPayAndCancelTransitions},
+	{"ConcurrentCancelRestocksOnce", testConcurrentCancelRestocksOnce},
+	{"ConcurrentPlacementOfOneGrab", testConcurrentPlacementOfOneGrab},
+	{"RedPacketShares", testRedPacketShares},
+	{"Journal", testJournal},
+	{"ReopenKeepsData", testReopenKeepsData},
+	{"PlacementIsWhatWasStored", testPlacementIsWhatWasStored},
+}
+
+func TestStores(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			for _, st := range storeTests {
+				t.Run(st.name, func(t *testing.T) { st.test(t, b.dsn(t)) })
+			}
+		})
+	}
+}
+
+func openStore(t *testing.T, dsn string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "seckill.db"))
+	s, err := Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -60,8 +109,8 @@ func statuses(ps []sale.Placement) []sale.Status {
 	return out
 }
 
-func TestActivityRoundTrip(t *testing.T) {
-	s := openStore(t)
+func testActivityRoundTrip(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
 	a := item("a1", 10, 2)
 	create(t, s, a)
 	got, err := s.Activity(context.Background(), "a1")
@@ -83,8 +132,8 @@ func TestActivityRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPlaceOrdersGuardsStock(t *testing.T) {
-	s := openStore(t)
+func testPlaceOrdersGuardsStock(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
 	create(t, s, item("a", 2, 1))
 	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
 	want := []sale.Status{sale.StatusCreated, sale.StatusCreated, sale.StatusFailed}
@@ -110,11 +159,13 @@ func TestPlaceOrdersGuardsStock(t *testing.T) {
 	}
 }
 
-func TestPlaceOrdersGuardsPerUserLimit(t *testing.T) {
+func testPlaceOrdersGuardsPerUserLimit(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
 	for _, limit := range []int64{1, 2} {
 		t.Run(fmt.Sprint("limit ", limit), func(t *testing.T) {
-			s := openStore(t)
-			create(t, s, item("a", 10, limit))
+			id := fmt.Sprint("a", limit)
+			grab := func(act, user string, n int) sale.Grab { return grab(id, user, n) }
+			create(t, s, item(id, 10, limit))
 			var gs []sale.Grab
 			for n := range 3 {
 				gs = append(gs, grab("a", "u1", n))
@@ -140,9 +191,9 @@ func TestPlaceOrdersGuardsPerUserLimit(t *testing.T) {
 	}
 }
 
-func TestPayAndCancelTransitions(t *testing.T) {
+func testPayAndCancelTransitions(t *testing.T, dsn string) {
 	ctx := context.Background()
-	s := openStore(t)
+	s := openStore(t, dsn)
 	create(t, s, item("a", 5, 1))
 	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
 	paid, cancelled, late := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token
@@ -183,9 +234,9 @@ func TestPayAndCancelTransitions(t *testing.T) {
 // TestConcurrentCancelRestocksOnce races many cancellers and payers on each order: exactly one of
 // them changes it, and the database's count of held units comes back by exactly the number of
 // cancelled orders.
-func TestConcurrentCancelRestocksOnce(t *testing.T) {
+func testConcurrentCancelRestocksOnce(t *testing.T, dsn string) {
 	ctx := context.Background()
-	s := openStore(t)
+	s := openStore(t, dsn)
 	const orders = 20
 	create(t, s, item("a", orders, 1))
 	var gs []sale.Grab
@@ -234,7 +285,7 @@ func TestConcurrentCancelRestocksOnce(t *testing.T) {
 		t.Fatalf("%d cancelled + %d paid, want %d orders settled", len(wins), len(paid), orders)
 	}
 	var sold int64
-	if err := s.r.QueryRow(`SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil {
+	if err := s.r.QueryRowContext(ctx, `SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil {
 		t.Fatal(err)
 	}
 	if sold != int64(len(paid)) {
@@ -242,9 +293,9 @@ func TestConcurrentCancelRestocksOnce(t *testing.T) {
 	}
 }
 
-func TestRedPacketShares(t *testing.T) {
+func testRedPacketShares(t *testing.T, dsn string) {
 	ctx := context.Background()
-	s := openStore(t)
+	s := openStore(t, dsn)
 	a := item("rp", 3, 1)
 	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 600
 	create(t, s, a, 100, 200, 300)
@@ -270,14 +321,9 @@ func TestRedPacketShares(t *testing.T) {
 	}
 }
 
-func TestJournal(t *testing.T) {
+func testJournal(t *testing.T, dsn string) {
 	ctx := context.Background()
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
-	s, err := Open(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openStore(t, dsn)
 	j, err := OpenJournal(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -332,16 +378,16 @@ func TestJournal(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesOtherDatabases(t *testing.T) {
-	for _, dsn := range []string{"", "sqlite:", "mysql://root@127.0.0.1/x", "/tmp/x.db"} {
+func TestOpenRefusesBadNames(t *testing.T) {
+	for _, dsn := range []string{"", "sqlite:", "oracle://x", "/tmp/x.db", "mysql://", "mysql://host/",
+		"mysql://root@127.0.0.1:1/db?foo=bar"} {
 		if _, err := Open(context.Background(), dsn); !errors.Is(err, sale.ErrInvalid) {
 			t.Errorf("Open(%q): got %v, want ErrInvalid", dsn, err)
 		}
 	}
 }
 
-func TestReopenKeepsData(t *testing.T) {
-	dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+func testReopenKeepsData(t *testing.T, dsn string) {
 	s, err := Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -361,8 +407,8 @@ func TestReopenKeepsData(t *testing.T) {
 
 // TestPlacementIsWhatWasStored checks that the order PlaceOrders returns (built without reading
 // it back) is the row the database holds.
-func TestPlacementIsWhatWasStored(t *testing.T) {
-	s := openStore(t)
+func testPlacementIsWhatWasStored(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
 	create(t, s, item("a", 5, 2))
 	g := grab("a", "u1", 0)
 	g.IdempotencyKey = "k"
@@ -374,5 +420,49 @@ func TestPlacementIsWhatWasStored(t *testing.T) {
 	}
 	if diff := cmp.Diff(got, p.Order); diff != "" {
 		t.Fatalf("placement differs from the stored order (-stored +returned):\n%s", diff)
+	}
+}
+
+// testConcurrentPlacementOfOneGrab has several workers place the same grabs at once (a
+// redelivery racing the first delivery): each grab still gets exactly one order and one unit.
+func testConcurrentPlacementOfOneGrab(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	const users = 20
+	create(t, s, item("a", users, 1))
+	var gs []sale.Grab
+	for u := range users {
+		gs = append(gs, grab("a", fmt.Sprint("u", u), 0))
+	}
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			batch := append([]sale.Grab(nil), gs...)
+			if w%2 == 1 {
+				slices.Reverse(batch)
+			}
+			for {
+				_, err := s.PlaceOrders(context.Background(), batch)
+				if err == nil {
+					return
+				}
+				t.Logf("worker %d retries: %v", w, err) // deadlocks between racing workers are retried
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	c, err := s.Counts(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != users || c.Created != users {
+		t.Fatalf("counts %+v after four workers placed %d grabs; want %d orders, all CREATED", c, users, users)
+	}
+	var sold int64
+	if err := s.r.QueryRowContext(context.Background(), `SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil {
+		t.Fatal(err)
+	}
+	if sold != users {
+		t.Fatalf("sold = %d, want %d", sold, users)
 	}
 }

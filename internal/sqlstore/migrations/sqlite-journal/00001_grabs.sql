@@ -12,7 +12,7 @@ CREATE TABLE grabs (
     idem_key     TEXT NOT NULL,
     share_idx    INTEGER NOT NULL,
     amount_cents INTEGER NOT NULL,
-    at           INTEGER NOT NULL
+    grabbed_at   INTEGER NOT NULL
 );
 
 -- +goose Down

@@ -1,0 +1,247 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+
+	"seckill/internal/sale"
+)
+
+// dialect is what differs between the databases. Queries are written once, for SQLite, with ?
+// placeholders and ON CONFLICT DO NOTHING; q rewrites them for the others.
+type dialect struct {
+	name       string
+	goose      goose.Dialect
+	migrations string
+	numbered   bool   // $1, $2 placeholders (PostgreSQL)
+	returning  bool   // new ids come from INSERT ... RETURNING, not LastInsertId (PostgreSQL)
+	ignoreDup  string // what ON CONFLICT DO NOTHING becomes
+	isolation  sql.IsolationLevel
+	unique     func(error) bool
+	retryable  func(error) bool // the transaction lost a deadlock or a serialization race
+
+	cache sync.Map // query -> rewritten query
+}
+
+var (
+	sqliteDialect = &dialect{name: "sqlite", goose: goose.DialectSQLite3, migrations: "migrations/sqlite",
+		ignoreDup: " ON CONFLICT DO NOTHING",
+		unique:    func(err error) bool { return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") },
+		retryable: func(error) bool { return false }}
+
+	// READ COMMITTED: a transaction that lost a unique-key race must see the winner's row when it
+	// looks for it; InnoDB's default snapshot would hide it.
+	mysqlDialect = &dialect{name: "mysql", goose: goose.DialectMySQL, migrations: "migrations/mysql",
+		ignoreDup: " ON DUPLICATE KEY UPDATE token = token", isolation: sql.LevelReadCommitted,
+		unique: func(err error) bool {
+			var me *mysql.MySQLError
+			return errors.As(err, &me) && me.Number == 1062
+		},
+		retryable: func(err error) bool {
+			var me *mysql.MySQLError
+			return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) // deadlock, lock wait timeout
+		}}
+
+	postgresDialect = &dialect{name: "postgres", goose: goose.DialectPostgres, migrations: "migrations/postgres",
+		numbered: true, returning: true, ignoreDup: " ON CONFLICT DO NOTHING",
+		unique: func(err error) bool {
+			var pe *pgconn.PgError
+			return errors.As(err, &pe) && pe.Code == "23505"
+		},
+		retryable: func(err error) bool {
+			var pe *pgconn.PgError
+			return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") // serialization, deadlock
+		}}
+)
+
+// q returns query written for this dialect.
+func (d *dialect) q(query string) string {
+	if d == sqliteDialect {
+		return query
+	}
+	if v, ok := d.cache.Load(query); ok {
+		return v.(string)
+	}
+	out := strings.ReplaceAll(query, " ON CONFLICT DO NOTHING", d.ignoreDup)
+	if d.numbered {
+		var b strings.Builder
+		n := 0
+		for i := 0; i < len(out); i++ {
+			if out[i] == '?' {
+				n++
+				b.WriteString("$" + strconv.Itoa(n))
+				continue
+			}
+			b.WriteByte(out[i])
+		}
+		out = b.String()
+	}
+	d.cache.Store(query, out)
+	return out
+}
+
+// openDSN opens the database named by dsn: sqlite:PATH, mysql://user:pass@host:port/db or
+// postgres://user:pass@host:port/db?sslmode=disable. For SQLite it returns a single writer and
+// a pool of readers; for the others one pool serves both.
+func openDSN(ctx context.Context, dsn, sqliteSuffix, sqliteMigrations string) (d *dialect, w, r *sql.DB, err error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path, err := sqlitePath(dsn)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		w, r, err := openSQLite(ctx, path+sqliteSuffix, sqliteMigrations)
+		return sqliteDialect, w, r, err
+	case strings.HasPrefix(dsn, "mysql://"):
+		cfg, err := mysqlConfig(dsn)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: database: %v", sale.ErrInvalid, err)
+		}
+		db := sql.OpenDB(conn)
+		return mysqlDialect, db, db, setUp(ctx, db, mysqlDialect)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: database: %v", sale.ErrInvalid, err)
+		}
+		return postgresDialect, db, db, setUp(ctx, db, postgresDialect)
+	}
+	return nil, nil, nil, fmt.Errorf("%w: database %q: want sqlite:PATH, mysql://... or postgres://...", sale.ErrInvalid, dsn)
+}
+
+// setUp sizes a server database's pool, waits for it to answer and migrates it.
+func setUp(ctx context.Context, db *sql.DB, d *dialect) error {
+	db.SetMaxOpenConns(64)
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	ping, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ping); err != nil {
+		db.Close()
+		return fmt.Errorf("%w: %s database: %v", sale.ErrBusy, d.name, err)
+	}
+	if err := migrate(ctx, db, d.goose, d.migrations); err != nil {
+		db.Close()
+		return err
+	}
+	return nil
+}
+
+// mysqlConfig turns mysql://user:pass@host:port/db[?tls=true|skip-verify|preferred] into the
+// driver's configuration.
+func mysqlConfig(dsn string) (*mysql.Config, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		return nil, fmt.Errorf("%w: database: want mysql://user:pass@host:port/db", sale.ErrInvalid)
+	}
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net, cfg.Addr = "tcp", u.Host
+	if u.Port() == "" {
+		cfg.Addr += ":3306"
+	}
+	cfg.DBName = strings.Trim(u.Path, "/")
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 5*time.Second, 30*time.Second, 30*time.Second
+	for k, v := range u.Query() {
+		switch k {
+		case "tls":
+			cfg.TLSConfig = v[0]
+		default:
+			return nil, fmt.Errorf("%w: database: unknown MySQL parameter %q", sale.ErrInvalid, k)
+		}
+	}
+	return cfg, nil
+}
+
+// db is a connection pool that speaks its dialect: every query, written for SQLite, is rewritten
+// on its way in.
+type db struct {
+	*sql.DB
+	d *dialect
+}
+
+func (x db) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return x.DB.ExecContext(ctx, x.d.q(query), args...)
+}
+
+func (x db) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return x.DB.QueryContext(ctx, x.d.q(query), args...)
+}
+
+func (x db) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return x.DB.QueryRowContext(ctx, x.d.q(query), args...)
+}
+
+// tx is a transaction that speaks its dialect.
+type tx struct {
+	*sql.Tx
+	d *dialect
+}
+
+func (x tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return x.Tx.ExecContext(ctx, x.d.q(query), args...)
+}
+
+func (x tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return x.Tx.QueryContext(ctx, x.d.q(query), args...)
+}
+
+func (x tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return x.Tx.QueryRowContext(ctx, x.d.q(query), args...)
+}
+
+func (x tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return x.Tx.PrepareContext(ctx, x.d.q(query))
+}
+
+// inTx runs fn in a write transaction on w and commits it if fn returns nil. A transaction that
+// loses a deadlock (MySQL) or a serialization race (PostgreSQL) is run again, a few times, so fn
+// must set everything it reports afresh on each run.
+func inTx(ctx context.Context, w db, fn func(tx tx) error) error {
+	var opts *sql.TxOptions
+	if w.d.isolation != sql.LevelDefault {
+		opts = &sql.TxOptions{Isolation: w.d.isolation}
+	}
+	const attempts = 8
+	for attempt := 1; ; attempt++ {
+		err := runTx(ctx, w, opts, fn)
+		if err == nil || attempt == attempts || !w.d.retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond):
+		}
+	}
+}
+
+func runTx(ctx context.Context, w db, opts *sql.TxOptions, fn func(tx tx) error) error {
+	t, err := w.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx{Tx: t, d: w.d}); err != nil {
+		t.Rollback()
+		return err
+	}
+	return t.Commit()
+}
