@@ -79,7 +79,7 @@ func (c *child) kill() {
 // the buyers are remembered, and that the rest of the stock (not more) is sold afterwards.
 func TestKillNineMidSale(t *testing.T) {
 	const stock = 300
-	db := filepath.Join(t.TempDir(), "db")
+	db := sqliteDSN(t)
 	first := startChild(t, db)
 	c := newClient(t, first.base)
 	id := c.createItem(stock, 1, 15*time.Minute)

@@ -7,7 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"path/filepath"
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,9 +18,15 @@ import (
 // TestFlashCrowd: 10,000 users, many clicking more than once, on a stock of 100, through the
 // real program on a free port. Exactly 100 distinct users win, every other click is 409 or 410,
 // and after the queue drains there are exactly 100 orders, one per winner.
-func TestFlashCrowd(t *testing.T) {
+func TestFlashCrowd(t *testing.T) { flashCrowd(t, sqliteDSN(t)) }
+
+// The same crowd with the store and the queue on MariaDB, then PostgreSQL (one node, no Redis).
+func TestFlashCrowdOnMariaDB(t *testing.T)  { flashCrowd(t, mysqltest.DSN(t)) }
+func TestFlashCrowdOnPostgres(t *testing.T) { flashCrowd(t, pgtest.DSN(t)) }
+
+func flashCrowd(t *testing.T, dsn string) {
 	const users, stock = 10_000, 100
-	base := startRun(t, testEnv(filepath.Join(t.TempDir(), "db")))
+	base := startRun(t, testEnv(dsn))
 	c := newClient(t, base)
 	id := c.createItem(stock, 1, 15*time.Minute)
 
@@ -152,8 +159,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 // is grabbing: in-flight requests drain, the batcher flushes, and after a restart on the same
 // data every acknowledged grab has its order.
 func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "db")
-	env := testEnv(db)
+	env := testEnv(sqliteDSN(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	base, done := launch(t, ctx, env)
 	c := newClient(t, base)

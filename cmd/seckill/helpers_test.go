@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
 )
 
 const (
@@ -211,10 +215,11 @@ func waitListening(t testing.TB, r io.Reader) string {
 	}
 }
 
-func testEnv(db string) func(string) string {
+// testEnv is the environment of a test server on the database dsn.
+func testEnv(dsn string) func(string) string {
 	env := map[string]string{
 		"SECKILL_ADDR":        "127.0.0.1:0",
-		"SECKILL_DB":          "sqlite:" + db,
+		"SECKILL_DB":          dsn,
 		"SECKILL_JWT_SECRET":  testSecret,
 		"SECKILL_ADMIN_TOKEN": testAdmin,
 		"SECKILL_LOG_LEVEL":   "warn",
@@ -244,6 +249,9 @@ func launch(t *testing.T, ctx context.Context, getenv func(string) string, args 
 	return "", nil
 }
 
+// sqliteDSN is a fresh SQLite database in t's temp dir.
+func sqliteDSN(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "db") }
+
 // startRun launches run() on a free port; the server is shut down, and run's error checked, when
 // the test ends.
 func startRun(t *testing.T, getenv func(string) string, args ...string) string {
@@ -257,4 +265,11 @@ func startRun(t *testing.T, getenv func(string) string, args ...string) string {
 		}
 	})
 	return base
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	mysqltest.Stop()
+	pgtest.Stop()
+	os.Exit(code)
 }

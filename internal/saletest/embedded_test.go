@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
@@ -22,7 +24,10 @@ func TestMain(m *testing.M) {
 	if raceChecks != "" && !flagSet("rapid.checks") {
 		flag.Set("rapid.checks", raceChecks)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	mysqltest.Stop()
+	pgtest.Stop()
+	os.Exit(code)
 }
 
 func flagSet(name string) (set bool) {
@@ -32,6 +37,20 @@ func flagSet(name string) (set bool) {
 
 func TestEmbeddedProperty(t *testing.T) {
 	saletest.Property(t, saletest.Embedded)
+}
+
+// The embedded gate on a server database (one node, no Redis): the store and its queue table on
+// MariaDB, then on PostgreSQL, each started by its harness.
+func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
+	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+		return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+	})
+}
+
+func TestEmbeddedPropertyOnPostgres(t *testing.T) {
+	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+		return saletest.EmbeddedOn(t, c, pgtest.DSN(t))
+	})
 }
 
 // TestConcurrentSweepersRestockOnce races four sweepers and a payer per order over expired and
