@@ -71,50 +71,6 @@ func load(t *testing.T, g *Gate, a sale.Activity, st sale.GateState) {
 	}
 }
 
-func TestGrabRules(t *testing.T) {
-	type step struct {
-		user, key string
-		at        time.Time
-		want      error
-	}
-	in := t0.Add(time.Minute)
-	tests := []struct {
-		name  string
-		act   sale.Activity
-		steps []step
-	}{
-		{"before the start", item("a", 5, 1), []step{{"u1", "", t0.Add(-time.Second), sale.ErrNotStarted}}},
-		{"at the end", item("a", 5, 1), []step{{"u1", "", t0.Add(time.Hour), sale.ErrEnded}}},
-		{"at the start", item("a", 5, 1), []step{{"u1", "", t0, nil}}},
-		{"limit one", item("a", 5, 1), []step{{"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}, {"u2", "", in, nil}}},
-		{"limit two", item("a", 5, 2), []step{{"u1", "", in, nil}, {"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}}},
-		{"stock runs out", item("a", 2, 1), []step{{"u1", "", in, nil}, {"u2", "", in, nil}, {"u3", "", in, sale.ErrSoldOut}, {"u4", "k", in, sale.ErrSoldOut}}},
-		{"a key repeats its first answer", item("a", 1, 1), []step{{"u1", "k", in, nil}, {"u1", "k", in, nil}, {"u2", "", in, sale.ErrSoldOut}}},
-		{"a new key still counts against the limit", item("a", 5, 1), []step{{"u1", "k1", in, nil}, {"u1", "k2", in, sale.ErrAlreadyBought}}},
-		{"keys are per user", item("a", 5, 1), []step{{"u1", "k", in, nil}, {"u2", "k", in, nil}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			g, _ := newGate(t)
-			load(t, g, tc.act, sale.GateState{})
-			for i, s := range tc.steps {
-				_, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: tc.act.ID, UserID: s.user, IdempotencyKey: s.key, Now: s.at})
-				if !errors.Is(err, s.want) || (s.want == nil && err != nil) {
-					t.Fatalf("step %d (%s, key %q): got %v, want %v", i, s.user, s.key, err, s.want)
-				}
-			}
-		})
-	}
-}
-
-func TestGrabUnknownActivity(t *testing.T) {
-	g, _ := newGate(t)
-	_, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: t0})
-	if !errors.Is(err, sale.ErrNotFound) {
-		t.Fatalf("got %v, want ErrNotFound", err)
-	}
-}
-
 func TestIdempotentRetryReturnsTheFirstGrab(t *testing.T) {
 	g, j := newGate(t)
 	load(t, g, item("a", 10, 3), sale.GateState{})
@@ -154,79 +110,6 @@ func TestJournalFailureGivesTheUnitBack(t *testing.T) {
 	}
 	if n := len(j.appended()); n != 1 || j.appended()[0].Token != got.Token {
 		t.Fatalf("journal = %+v, want just %s", j.appended(), got.Token)
-	}
-}
-
-func TestReleaseRestocksOnce(t *testing.T) {
-	g, _ := newGate(t)
-	load(t, g, item("a", 1, 1), sale.GateState{})
-	ctx := context.Background()
-	grab, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "u1", Now: t0})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		if err := g.Release(ctx, grab); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if rem, _ := g.Remaining(ctx, "a"); rem != 1 {
-		t.Fatalf("remaining = %d after releasing one grab three times, want 1", rem)
-	}
-	// The buyer is released too: u1 may buy again, and the unit is sold once more.
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "u1", Now: t0}); err != nil {
-		t.Fatalf("regrab after release: %v", err)
-	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "u2", Now: t0}); !errors.Is(err, sale.ErrSoldOut) {
-		t.Fatalf("grab after resale: got %v, want ErrSoldOut", err)
-	}
-}
-
-func TestLoadCountsHoldings(t *testing.T) {
-	g, _ := newGate(t)
-	held := []sale.Grab{{Token: "g1", ActivityID: "a", UserID: "u1"}, {Token: "g2", ActivityID: "a", UserID: "u2", IdempotencyKey: "k"}}
-	load(t, g, item("a", 3, 1), sale.GateState{Held: held, Keyed: held[1:]})
-	ctx := context.Background()
-	if rem, _ := g.Remaining(ctx, "a"); rem != 1 {
-		t.Fatalf("remaining = %d, want 1", rem)
-	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "u1", Now: t0}); !errors.Is(err, sale.ErrAlreadyBought) {
-		t.Fatalf("u1 regrab: got %v, want ErrAlreadyBought", err)
-	}
-	got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "u2", IdempotencyKey: "k", Now: t0})
-	if err != nil || got.Token != "g2" {
-		t.Fatalf("u2 retry of key k = %+v, %v; want grab g2", got, err)
-	}
-	if err := g.Load(ctx, item("b", 1, 1), sale.GateState{Held: held}); err == nil {
-		t.Fatal("Load with more units held than stock succeeded")
-	}
-}
-
-func TestRedPacketSharesGoOutOnceEach(t *testing.T) {
-	g, _ := newGate(t)
-	a := item("rp", 3, 1)
-	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 600
-	shares := []sale.Share{{Index: 0, AmountCents: 100}, {Index: 1, AmountCents: 200}, {Index: 2, AmountCents: 300}}
-	load(t, g, a, sale.GateState{Shares: shares})
-	ctx := context.Background()
-	var sum int64
-	seen := map[int64]bool{}
-	for i := range 3 {
-		got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: t0})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if seen[got.Share] {
-			t.Fatalf("share %d handed out twice", got.Share)
-		}
-		seen[got.Share] = true
-		sum += got.AmountCents
-	}
-	if sum != 600 {
-		t.Fatalf("shares won sum to %d, want 600", sum)
-	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: t0}); !errors.Is(err, sale.ErrSoldOut) {
-		t.Fatalf("fourth grab: got %v, want ErrSoldOut", err)
 	}
 }
 

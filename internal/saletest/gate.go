@@ -1,0 +1,243 @@
+package saletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+var gateT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// GateItem is an item activity open from 12:00 to 13:00 on 2026-11-30.
+func GateItem(id string, stock, limit int64) sale.Activity {
+	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,
+		StartAt: gateT0, EndAt: gateT0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
+}
+
+// GateTests checks the rules every sale.Gate keeps, whatever it runs on. newGate returns a gate
+// that knows no activity yet; activity ids are unique across the subtests, so one gate (one
+// Redis) may serve them all.
+func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
+	t.Run("Rules", func(t *testing.T) { gateRules(t, newGate) })
+	t.Run("UnknownActivity", func(t *testing.T) {
+		g := newGate(t)
+		if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: gateT0}); !errors.Is(err, sale.ErrNotFound) {
+			t.Fatalf("got %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("IdempotentRetry", func(t *testing.T) { gateIdempotentRetry(t, newGate(t)) })
+	t.Run("ReleaseRestocksOnce", func(t *testing.T) { gateReleaseOnce(t, newGate(t)) })
+	t.Run("LoadCountsHoldings", func(t *testing.T) { gateLoad(t, newGate(t)) })
+	t.Run("RedPacketShares", func(t *testing.T) { gateRedPacket(t, newGate(t)) })
+	t.Run("Crowd", func(t *testing.T) { gateCrowd(t, newGate(t)) })
+}
+
+func load(t *testing.T, g sale.Gate, a sale.Activity, st sale.GateState) {
+	t.Helper()
+	if err := g.Load(context.Background(), a, st); err != nil {
+		t.Fatalf("Load(%s): %v", a.ID, err)
+	}
+}
+
+func remaining(t *testing.T, g sale.Gate, id string) int64 {
+	t.Helper()
+	n, err := g.Remaining(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Remaining(%s): %v", id, err)
+	}
+	return n
+}
+
+func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
+	type step struct {
+		user, key string
+		at        time.Time
+		want      error
+	}
+	in := gateT0.Add(time.Minute)
+	tests := []struct {
+		name  string
+		act   sale.Activity
+		steps []step
+	}{
+		{"before the start", GateItem("r1", 5, 1), []step{{"u1", "", gateT0.Add(-time.Second), sale.ErrNotStarted}}},
+		{"at the end", GateItem("r2", 5, 1), []step{{"u1", "", gateT0.Add(time.Hour), sale.ErrEnded}}},
+		{"at the start", GateItem("r3", 5, 1), []step{{"u1", "", gateT0, nil}}},
+		{"limit one", GateItem("r4", 5, 1), []step{{"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}, {"u2", "", in, nil}}},
+		{"limit two", GateItem("r5", 5, 2), []step{{"u1", "", in, nil}, {"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}}},
+		{"stock runs out", GateItem("r6", 2, 1), []step{{"u1", "", in, nil}, {"u2", "", in, nil}, {"u3", "", in, sale.ErrSoldOut}, {"u4", "k", in, sale.ErrSoldOut}}},
+		{"a key repeats its first answer", GateItem("r7", 1, 1), []step{{"u1", "k", in, nil}, {"u1", "k", in, nil}, {"u2", "", in, sale.ErrSoldOut}}},
+		{"a new key still counts against the limit", GateItem("r8", 5, 1), []step{{"u1", "k1", in, nil}, {"u1", "k2", in, sale.ErrAlreadyBought}}},
+		{"keys are per user", GateItem("r9", 5, 1), []step{{"u1", "k", in, nil}, {"u2", "k", in, nil}}},
+		{"user ids are case-sensitive", GateItem("r10", 5, 1), []step{{"alice", "", in, nil}, {"Alice", "", in, nil}}},
+	}
+	g := newGate(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			load(t, g, tc.act, sale.GateState{})
+			for i, s := range tc.steps {
+				_, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: tc.act.ID, UserID: s.user, IdempotencyKey: s.key, Now: s.at})
+				if !errors.Is(err, s.want) || (s.want == nil && err != nil) {
+					t.Fatalf("step %d (%s, key %q): got %v, want %v", i, s.user, s.key, err, s.want)
+				}
+			}
+		})
+	}
+}
+
+func gateIdempotentRetry(t *testing.T, g sale.Gate) {
+	load(t, g, GateItem("idem", 10, 3), sale.GateState{})
+	req := sale.GrabRequest{ActivityID: "idem", UserID: "u1", IdempotencyKey: "k", Now: gateT0}
+	first, err := g.Grab(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := g.Grab(context.Background(), req)
+	if err != nil || again != first {
+		t.Fatalf("retry = %+v, %v; want the first grab %+v", again, err, first)
+	}
+	if rem := remaining(t, g, "idem"); rem != 9 {
+		t.Fatalf("remaining = %d after a grab and its retry, want 9", rem)
+	}
+}
+
+func gateReleaseOnce(t *testing.T, g sale.Gate) {
+	load(t, g, GateItem("rel", 1, 1), sale.GateState{})
+	ctx := context.Background()
+	grab, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: gateT0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 { // sweepers of several nodes racing
+		wg.Go(func() {
+			if err := g.Release(ctx, grab); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if rem := remaining(t, g, "rel"); rem != 1 {
+		t.Fatalf("remaining = %d after releasing one grab eight times, want 1", rem)
+	}
+	// The buyer is released too: u1 may buy again, and the unit is sold once more.
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: gateT0}); err != nil {
+		t.Fatalf("regrab after release: %v", err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: gateT0}); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("grab after resale: got %v, want ErrSoldOut", err)
+	}
+}
+
+func gateLoad(t *testing.T, g sale.Gate) {
+	held := []sale.Grab{{Token: "g1", ActivityID: "ld", UserID: "u1", At: gateT0},
+		{Token: "g2", ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", AmountCents: 100, At: gateT0}}
+	load(t, g, GateItem("ld", 3, 1), sale.GateState{Held: held, Keyed: held[1:]})
+	ctx := context.Background()
+	if rem := remaining(t, g, "ld"); rem != 1 {
+		t.Fatalf("remaining = %d, want 1", rem)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u1", Now: gateT0}); !errors.Is(err, sale.ErrAlreadyBought) {
+		t.Fatalf("u1 regrab: got %v, want ErrAlreadyBought", err)
+	}
+	got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", Now: gateT0})
+	if err != nil || got.Token != "g2" {
+		t.Fatalf("u2 retry of key k = %+v, %v; want grab g2", got, err)
+	}
+	// A loaded holding can be released, once.
+	for range 2 {
+		if err := g.Release(ctx, held[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rem := remaining(t, g, "ld"); rem != 2 {
+		t.Fatalf("remaining = %d after releasing a loaded holding, want 2", rem)
+	}
+	if err := g.Load(ctx, GateItem("ld2", 1, 1), sale.GateState{Held: held}); err == nil {
+		t.Fatal("Load with more units held than stock succeeded")
+	}
+}
+
+func gateRedPacket(t *testing.T, g sale.Gate) {
+	a := GateItem("rp", 3, 1)
+	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 600
+	shares := []sale.Share{{Index: 0, AmountCents: 100}, {Index: 1, AmountCents: 200}, {Index: 2, AmountCents: 300}}
+	load(t, g, a, sale.GateState{Shares: shares})
+	ctx := context.Background()
+	var sum int64
+	seen := map[int64]bool{}
+	var first sale.Grab
+	for i := range 3 {
+		got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: gateT0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[got.Share] {
+			t.Fatalf("share %d handed out twice", got.Share)
+		}
+		if i == 0 {
+			first = got
+		}
+		seen[got.Share] = true
+		sum += got.AmountCents
+	}
+	if sum != 600 {
+		t.Fatalf("shares won sum to %d, want 600", sum)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: gateT0}); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("fourth grab: got %v, want ErrSoldOut", err)
+	}
+	if err := g.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: gateT0})
+	if err != nil || again.Share != first.Share || again.AmountCents != first.AmountCents {
+		t.Fatalf("grab after a release = %+v, %v; want the released share %d (%d cents)", again, err, first.Share, first.AmountCents)
+	}
+}
+
+// gateCrowd has thousands of goroutines grab at once, each user several times, some with
+// idempotency keys: the stock is sold exactly, never twice to a user.
+func gateCrowd(t *testing.T, g sale.Gate) {
+	const users, clicks, stock = 3000, 3, 500
+	load(t, g, GateItem("crowd", stock, 1), sale.GateState{})
+	var mu sync.Mutex
+	wins := map[string]string{} // user -> token
+	var wg sync.WaitGroup
+	for u := range users {
+		for c := range clicks {
+			wg.Go(func() {
+				user := fmt.Sprint("u", u)
+				key := ""
+				if u%2 == 0 {
+					key = "k"
+				}
+				got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "crowd", UserID: user, IdempotencyKey: key, Now: gateT0})
+				switch {
+				case err == nil:
+					mu.Lock()
+					defer mu.Unlock()
+					if prev, ok := wins[user]; ok && prev != got.Token {
+						t.Errorf("user %s won twice: %s and %s (click %d)", user, prev, got.Token, c)
+					}
+					wins[user] = got.Token
+				case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrAlreadyBought):
+				default:
+					t.Errorf("grab: %v", err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(wins) != stock {
+		t.Fatalf("%d users won, want exactly the stock %d", len(wins), stock)
+	}
+	if rem := remaining(t, g, "crowd"); rem != 0 {
+		t.Fatalf("remaining = %d, want 0", rem)
+	}
+}
