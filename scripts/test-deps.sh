@@ -3,10 +3,12 @@
 # not started here: the tests' helpers start their own on free loopback ports in temp dirs.
 set -euo pipefail
 
-# "program package": the race detector builds with cgo (gcc); the store tests run on real
-# MariaDB and PostgreSQL servers.
+# "program package": the race detector builds with cgo (gcc); the store and gate tests run on
+# real MariaDB, PostgreSQL and Redis servers (redis-cli creates the test cluster).
 needs=(
   "gcc gcc"
+  "redis-server redis-server"
+  "redis-cli redis-tools"
   "mariadbd mariadb-server"
   "mariadb-install-db mariadb-server"
   "/usr/lib/postgresql/*/bin/initdb postgresql"

@@ -1,0 +1,240 @@
+// Package redisgate is the stock gate of the distributed mode, on Redis or Redis Cluster. One Lua
+// script (grab.lua) checks the sale window, the idempotency key, the per-user limit and the stock,
+// takes the unit, records the buyer and appends the grab to the activity's stream, atomically on
+// one hash slot: every key of an activity carries the hash tag {act:ID}. Scripts run with EVALSHA
+// and fall back to EVAL when a node does not know them (a new node, a failover).
+package redisgate
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/sale"
+)
+
+var (
+	//go:embed grab.lua
+	grabLua    string
+	grabScript = redis.NewScript(grabLua)
+
+	//go:embed release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+)
+
+var _ sale.Gate = (*Gate)(nil)
+
+// Gate is a sale.Gate on Redis.
+type Gate struct {
+	rdb redis.UniversalClient
+	// activity reads an activity the gate has not seen yet (from the database): another node
+	// may have created it.
+	activity func(ctx context.Context, id string) (sale.Activity, error)
+
+	mu   sync.RWMutex
+	acts map[string]sale.Activity // activities never change once created
+}
+
+// New returns a gate on rdb. activity is how it learns of activities created by other nodes.
+func New(rdb redis.UniversalClient, activity func(ctx context.Context, id string) (sale.Activity, error)) *Gate {
+	return &Gate{rdb: rdb, activity: activity, acts: map[string]sale.Activity{}}
+}
+
+// Dial connects to Redis: a redis://host:port/db URL for one server, or comma-separated
+// host:port seeds of a cluster. It checks that Redis answers.
+func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
+	var rdb redis.UniversalClient
+	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
+		opts, err := redis.ParseURL(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: redis %q: %v", sale.ErrInvalid, spec, err)
+		}
+		opts.DisableIdentity = true // Redis 7.0 answers CLIENT SETINFO with an error
+		rdb = redis.NewClient(opts)
+	} else {
+		seeds := strings.Split(spec, ",")
+		for _, s := range seeds {
+			if !strings.Contains(s, ":") {
+				return nil, fmt.Errorf("%w: redis %q: want redis://host:port/db or host:port,host:port,...", sale.ErrInvalid, spec)
+			}
+		}
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, DisableIdentity: true})
+	}
+	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ping).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("%w: redis %s: %v", sale.ErrBusy, spec, err)
+	}
+	return rdb, nil
+}
+
+// keys of an activity, all in the slot of its hash tag.
+type keys struct{ stock, shares, held, answers, grabs, stream string }
+
+func keysOf(activityID string) keys {
+	p := "{act:" + activityID + "}:"
+	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream"}
+}
+
+// StreamKey is the key of an activity's stream of grabs.
+func StreamKey(activityID string) string { return keysOf(activityID).stream }
+
+func (g *Gate) lookup(ctx context.Context, id string) (sale.Activity, error) {
+	g.mu.RLock()
+	a, ok := g.acts[id]
+	g.mu.RUnlock()
+	if ok {
+		return a, nil
+	}
+	a, err := g.activity(ctx, id)
+	if err != nil {
+		return sale.Activity{}, err
+	}
+	g.mu.Lock()
+	g.acts[id] = a
+	g.mu.Unlock()
+	return a, nil
+}
+
+// Load implements sale.Gate: it replaces what Redis holds for a, in one MULTI/EXEC on the
+// activity's slot. The stream is left alone: its entries are grabs still on their way to orders.
+func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	k := keysOf(a.ID)
+	remaining := a.Stock - int64(len(st.Held))
+	if a.Kind == sale.KindRedPacket {
+		remaining = int64(len(st.Shares))
+	}
+	if remaining < 0 {
+		return fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
+	}
+	held := map[string]int64{}
+	for _, h := range st.Held {
+		held[h.UserID]++
+	}
+	_, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs)
+		if a.Kind == sale.KindRedPacket && len(st.Shares) > 0 {
+			// Pushed from the last to the first, so RPOP hands them out in index order.
+			vals := make([]any, 0, len(st.Shares))
+			for i := len(st.Shares) - 1; i >= 0; i-- {
+				vals = append(vals, strconv.FormatInt(st.Shares[i].Index, 10)+":"+strconv.FormatInt(st.Shares[i].AmountCents, 10))
+			}
+			p.RPush(ctx, k.shares, vals...)
+		}
+		for user, n := range held {
+			p.HSet(ctx, k.held, user, n)
+		}
+		for _, h := range st.Held {
+			p.HSet(ctx, k.grabs, h.Token, record(h))
+		}
+		for _, h := range st.Keyed {
+			p.HSet(ctx, k.answers, h.UserID+"\x00"+h.IdempotencyKey, h.Token+"\n"+record(h))
+		}
+		p.Set(ctx, k.stock, remaining, 0) // last: its presence means "loaded"
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+	}
+	g.mu.Lock()
+	g.acts[a.ID] = a
+	g.mu.Unlock()
+	return nil
+}
+
+func record(g sale.Grab) string {
+	return g.UserID + "\n" + g.IdempotencyKey + "\n" + strconv.FormatInt(g.Share, 10) + "\n" +
+		strconv.FormatInt(g.AmountCents, 10) + "\n" + strconv.FormatInt(g.At.UnixMilli(), 10)
+}
+
+// parseRecord reads a grab's record (see grab.lua).
+func parseRecord(activityID, token, rec string) (sale.Grab, error) {
+	f := strings.Split(rec, "\n")
+	if len(f) != 5 {
+		return sale.Grab{}, fmt.Errorf("grab %s: malformed record %q", token, rec)
+	}
+	share, err1 := strconv.ParseInt(f[2], 10, 64)
+	amount, err2 := strconv.ParseInt(f[3], 10, 64)
+	at, err3 := strconv.ParseInt(f[4], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return sale.Grab{}, fmt.Errorf("grab %s: malformed record %q: %w", token, rec, err)
+	}
+	return sale.Grab{Token: token, ActivityID: activityID, UserID: f[0], IdempotencyKey: f[1], Share: share,
+		AmountCents: amount, At: time.UnixMilli(at).UTC()}, nil
+}
+
+// Grab implements sale.Gate.
+func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
+	a, err := g.lookup(ctx, r.ActivityID)
+	if err != nil {
+		return sale.Grab{}, err
+	}
+	k := keysOf(a.ID)
+	res, err := grabScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream},
+		sale.NewToken("g"), r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.EndAt.UnixMilli(),
+		a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID).Slice()
+	if err != nil {
+		return sale.Grab{}, fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, err)
+	}
+	code, _ := res[0].(int64)
+	switch code {
+	case 0, 1:
+		if len(res) != 3 {
+			return sale.Grab{}, fmt.Errorf("grab on redis: unexpected answer %v", res)
+		}
+		token, _ := res[1].(string)
+		rec, _ := res[2].(string)
+		return parseRecord(a.ID, token, rec)
+	case -1:
+		return sale.Grab{}, fmt.Errorf("%w: activity %s is not loaded in redis", sale.ErrBusy, a.ID)
+	case -2:
+		return sale.Grab{}, sale.ErrNotStarted
+	case -3:
+		return sale.Grab{}, sale.ErrEnded
+	case -4:
+		return sale.Grab{}, sale.ErrAlreadyBought
+	case -5:
+		return sale.Grab{}, sale.ErrSoldOut
+	default:
+		return sale.Grab{}, fmt.Errorf("grab on redis: script answered %v", res)
+	}
+}
+
+// Release implements sale.Gate.
+func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
+	a, err := g.lookup(ctx, gr.ActivityID)
+	if err != nil {
+		return err
+	}
+	k := keysOf(a.ID)
+	n, err := releaseScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.grabs},
+		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind)).Int64()
+	if err != nil {
+		return fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
+	}
+	if n < 0 {
+		return fmt.Errorf("release on redis: script answered %d", n)
+	}
+	return nil
+}
+
+// Remaining implements sale.Gate.
+func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
+	n, err := g.rdb.Get(ctx, keysOf(activityID).stock).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+	}
+	return n, nil
+}

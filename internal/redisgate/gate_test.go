@@ -1,0 +1,156 @@
+package redisgate
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/redistest"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+)
+
+func notFound(ctx context.Context, id string) (sale.Activity, error) {
+	return sale.Activity{}, sale.ErrNotFound
+}
+
+func dial(t *testing.T, spec string) redis.UniversalClient {
+	t.Helper()
+	rdb, err := Dial(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// TestGateRules runs the rules every gate keeps on one Redis server and on a three-master
+// cluster, both real, started by redistest.
+func TestGateRules(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+		saletest.GateTests(t, func(t *testing.T) sale.Gate { return New(rdb, notFound) })
+	})
+	t.Run("cluster", func(t *testing.T) {
+		rdb := dial(t, redistest.StartCluster(t).Seeds())
+		saletest.GateTests(t, func(t *testing.T) sale.Gate { return New(rdb, notFound) })
+	})
+}
+
+// TestRetriedScriptTakesOneUnit runs the grab script twice with the same token, as go-redis does
+// when a reply is lost: the second run answers the first grab and takes nothing.
+func TestRetriedScriptTakesOneUnit(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := saletest.GateItem("retry", 5, 3)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	k := keysOf(a.ID)
+	run := func(args ...any) []any {
+		t.Helper()
+		res, err := grabScript.Run(ctx, rdb, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream}, args...).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	now := a.StartAt.UnixMilli() + 1
+	args := []any{"gtoken", "u1", "", now, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 3, "item", 100, a.ID}
+	if res := run(args...); res[0] != int64(0) {
+		t.Fatalf("first run = %v, want granted", res)
+	}
+	if res := run(args...); res[0] != int64(1) || res[1] != "gtoken" {
+		t.Fatalf("second run = %v, want the first answer", res)
+	}
+	if n, _ := g.Remaining(ctx, a.ID); n != 4 {
+		t.Fatalf("remaining = %d after one grab run twice, want 4", n)
+	}
+	if n := rdb.XLen(ctx, k.stream).Val(); n != 1 {
+		t.Fatalf("stream has %d entries, want 1", n)
+	}
+
+	// Bad arguments are refused before anything is written.
+	for _, bad := range [][]any{
+		{"", "u1", "", now, 0, 1, 1, "item", 1, a.ID},
+		{"t", "u1", "", "soon", 0, 1, 1, "item", 1, a.ID},
+		{"t", "u1", "", now, 0, 1, 0, "item", 1, a.ID},
+		{"t", "u1", "", now, 0, 1, 1, "car", 1, a.ID},
+		{"t", "u1", "", now, 0, 1, 1, "item", -1, a.ID},
+	} {
+		if res := run(bad...); res[0] != int64(-9) {
+			t.Errorf("args %v: %v, want -9", bad, res)
+		}
+	}
+	if n, _ := g.Remaining(ctx, a.ID); n != 4 {
+		t.Fatalf("remaining = %d after refused calls, want 4", n)
+	}
+}
+
+// TestScriptsSurviveAFlush: after SCRIPT FLUSH (what a failover to a fresh replica looks like to
+// EVALSHA) grabs go on, the scripts being sent again.
+func TestScriptsSurviveAFlush(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := saletest.GateItem("flush", 5, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
+		t.Fatalf("grab after SCRIPT FLUSH: %v", err)
+	}
+}
+
+// TestStreamCarriesEveryGrab: each grant is appended to the activity's stream by the same
+// script, with what a worker needs to place the order.
+func TestStreamCarriesEveryGrab(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := saletest.GateItem("stream", 3, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for _, u := range []string{"u1", "u2", "u3", "u4"} {
+		gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k|" + u, Now: a.StartAt})
+		if errors.Is(err, sale.ErrSoldOut) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, gr.Token)
+	}
+	msgs, err := rdb.XRange(ctx, StreamKey(a.ID), "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("stream has %d entries, want 3", len(msgs))
+	}
+	for i, m := range msgs {
+		if m.Values["token"] != tokens[i] || m.Values["activity"] != a.ID || !strings.HasPrefix(m.Values["key"].(string), "k|") {
+			t.Errorf("entry %d = %v, want grab %s", i, m.Values, tokens[i])
+		}
+	}
+}
+
+func TestDialRefusesBadSpecs(t *testing.T) {
+	for _, spec := range []string{"redis://:bad:port/x", "localhost", "nohost,alsono"} {
+		if _, err := Dial(context.Background(), spec); !errors.Is(err, sale.ErrInvalid) {
+			t.Errorf("Dial(%q) = %v, want ErrInvalid", spec, err)
+		}
+	}
+}
