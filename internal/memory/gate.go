@@ -107,6 +107,17 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 	return nil
 }
 
+// Warm implements sale.Gate.
+func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
+	g.mu.RLock()
+	_, loaded := g.acts[a.ID]
+	g.mu.RUnlock()
+	if loaded {
+		return false, nil
+	}
+	return true, g.Load(ctx, a, st)
+}
+
 func keyOf(user, key string) string { return user + "\x00" + key }
 
 func (g *Gate) activity(id string) (*activity, error) {

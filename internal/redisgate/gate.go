@@ -108,47 +108,76 @@ func (g *Gate) lookup(ctx context.Context, id string) (sale.Activity, error) {
 // Load implements sale.Gate: it replaces what Redis holds for a, in one MULTI/EXEC on the
 // activity's slot. The stream is left alone: its entries are grabs still on their way to orders.
 func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	_, err := g.load(ctx, a, st, false)
+	return err
+}
+
+// Warm implements sale.Gate: WATCH on the stock key makes "absent" and the load one step, so two
+// nodes starting together cannot overwrite each other's sales.
+func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
+	return g.load(ctx, a, st, true)
+}
+
+var errLoaded = errors.New("loaded already")
+
+func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onlyIfAbsent bool) (bool, error) {
 	k := keysOf(a.ID)
+	if err := ensureGroup(ctx, g.rdb, k.stream); err != nil {
+		return false, fmt.Errorf("%w: create the consumer group of %s: %v", sale.ErrBusy, a.ID, err)
+	}
 	remaining := a.Stock - int64(len(st.Held))
 	if a.Kind == sale.KindRedPacket {
 		remaining = int64(len(st.Shares))
 	}
 	if remaining < 0 {
-		return fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
+		return false, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}
 	held := map[string]int64{}
 	for _, h := range st.Held {
 		held[h.UserID]++
 	}
-	_, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs)
-		if a.Kind == sale.KindRedPacket && len(st.Shares) > 0 {
-			// Pushed from the last to the first, so RPOP hands them out in index order.
-			vals := make([]any, 0, len(st.Shares))
-			for i := len(st.Shares) - 1; i >= 0; i-- {
-				vals = append(vals, strconv.FormatInt(st.Shares[i].Index, 10)+":"+strconv.FormatInt(st.Shares[i].AmountCents, 10))
+	err := g.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		if onlyIfAbsent {
+			if n, err := tx.Exists(ctx, k.stock).Result(); err != nil {
+				return err
+			} else if n == 1 {
+				return errLoaded
 			}
-			p.RPush(ctx, k.shares, vals...)
 		}
-		for user, n := range held {
-			p.HSet(ctx, k.held, user, n)
-		}
-		for _, h := range st.Held {
-			p.HSet(ctx, k.grabs, h.Token, record(h))
-		}
-		for _, h := range st.Keyed {
-			p.HSet(ctx, k.answers, h.UserID+"\x00"+h.IdempotencyKey, h.Token+"\n"+record(h))
-		}
-		p.Set(ctx, k.stock, remaining, 0) // last: its presence means "loaded"
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
-	}
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs)
+			if a.Kind == sale.KindRedPacket && len(st.Shares) > 0 {
+				// Pushed from the last to the first, so RPOP hands them out in index order.
+				vals := make([]any, 0, len(st.Shares))
+				for i := len(st.Shares) - 1; i >= 0; i-- {
+					vals = append(vals, strconv.FormatInt(st.Shares[i].Index, 10)+":"+strconv.FormatInt(st.Shares[i].AmountCents, 10))
+				}
+				p.RPush(ctx, k.shares, vals...)
+			}
+			for user, n := range held {
+				p.HSet(ctx, k.held, user, n)
+			}
+			for _, h := range st.Held {
+				p.HSet(ctx, k.grabs, h.Token, record(h))
+			}
+			for _, h := range st.Keyed {
+				p.HSet(ctx, k.answers, h.UserID+"\x00"+h.IdempotencyKey, h.Token+"\n"+record(h))
+			}
+			p.Set(ctx, k.stock, remaining, 0) // last: its presence means "loaded"
+			return nil
+		})
+		return err
+	}, k.stock)
 	g.mu.Lock()
 	g.acts[a.ID] = a
 	g.mu.Unlock()
-	return nil
+	switch {
+	case onlyIfAbsent && (errors.Is(err, errLoaded) || errors.Is(err, redis.TxFailedErr)):
+		return false, nil // another node loaded it first
+	case err != nil:
+		return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+	}
+	return true, nil
 }
 
 func record(g sale.Grab) string {

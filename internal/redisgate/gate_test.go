@@ -5,13 +5,20 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
-	"seckill/internal/saletest"
 )
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func item(id string, stock, limit int64) sale.Activity {
+	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,
+		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
+}
 
 func notFound(ctx context.Context, id string) (sale.Activity, error) {
 	return sale.Activity{}, sale.ErrNotFound
@@ -27,26 +34,13 @@ func dial(t *testing.T, spec string) redis.UniversalClient {
 	return rdb
 }
 
-// TestGateRules runs the rules every gate keeps on one Redis server and on a three-master
-// cluster, both real, started by redistest.
-func TestGateRules(t *testing.T) {
-	t.Run("single", func(t *testing.T) {
-		rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-		saletest.GateTests(t, func(t *testing.T) sale.Gate { return New(rdb, notFound) })
-	})
-	t.Run("cluster", func(t *testing.T) {
-		rdb := dial(t, redistest.StartCluster(t).Seeds())
-		saletest.GateTests(t, func(t *testing.T) sale.Gate { return New(rdb, notFound) })
-	})
-}
-
 // TestRetriedScriptTakesOneUnit runs the grab script twice with the same token, as go-redis does
 // when a reply is lost: the second run answers the first grab and takes nothing.
 func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	ctx := context.Background()
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
 	g := New(rdb, notFound)
-	a := saletest.GateItem("retry", 5, 3)
+	a := item("retry", 5, 3)
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +91,7 @@ func TestScriptsSurviveAFlush(t *testing.T) {
 	ctx := context.Background()
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
 	g := New(rdb, notFound)
-	a := saletest.GateItem("flush", 5, 1)
+	a := item("flush", 5, 1)
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +112,7 @@ func TestStreamCarriesEveryGrab(t *testing.T) {
 	ctx := context.Background()
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
 	g := New(rdb, notFound)
-	a := saletest.GateItem("stream", 3, 1)
+	a := item("stream", 3, 1)
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,11 @@ type Gate interface {
 	// it. It is how a gate is warmed up, rebuilt after a restart, and repaired by a reconcile.
 	Load(ctx context.Context, a Activity, st GateState) error
 
+	// Warm loads a with st unless the gate holds a already (another node loaded it, or the cache
+	// outlived this process), atomically with that check, and reports whether it loaded. It is
+	// how a node starts: it never overwrites units another node is selling.
+	Warm(ctx context.Context, a Activity, st GateState) (bool, error)
+
 	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
 	// returns the first grab again and takes nothing. Errors: ErrNotFound, ErrNotStarted,
 	// ErrEnded, ErrAlreadyBought, ErrSoldOut, ErrBusy.

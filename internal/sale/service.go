@@ -76,18 +76,25 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 }
 
 // Warm loads every activity that has not ended by since into the gate, from the database and
-// the queue: on start, this rebuilds what a restart (or kill -9) lost.
+// the queue, unless the gate holds it already: on start, this rebuilds what a restart (or kill
+// -9, or a cache that lost its data) lost. While an activity is absent from the gate nothing can
+// be sold from it, so the state read here cannot move before Warm stores it.
 func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	acts, err := s.store.Activities(ctx, since)
 	if err != nil {
 		return fmt.Errorf("warm up: %w", err)
 	}
 	for _, a := range acts {
+		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
+			continue // loaded already: by another node, or the cache outlived this process
+		} else if !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
 		st, err := s.gateState(ctx, a)
 		if err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
-		if err := s.gate.Load(ctx, a, st); err != nil {
+		if _, err := s.gate.Warm(ctx, a, st); err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
 	}

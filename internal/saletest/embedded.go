@@ -47,10 +47,15 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 		journal.Close()
 		store.Close()
 	})
-	drain := func(id string) {
+	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue)}
+}
+
+// drainer returns a Drain that waits until the queue holds none of an activity's grabs.
+func drainer(t testing.TB, queue sale.Queue) func(string) {
+	return func(id string) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			n, err := queue.Depth(ctx, id)
+			n, err := queue.Depth(context.Background(), id)
 			if err != nil {
 				t.Fatalf("queue depth: %v", err)
 			}
@@ -63,5 +68,4 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
-	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drain}
 }

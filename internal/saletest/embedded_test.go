@@ -12,6 +12,7 @@ import (
 
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
+	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
@@ -44,6 +45,26 @@ func TestEmbeddedProperty(t *testing.T) {
 func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
 		return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+	})
+}
+
+// The distributed mode's node: Redis gate and streams, store on MariaDB or PostgreSQL; and the
+// Redis gate on a three-master cluster.
+func TestDistributedPropertyMariaDB(t *testing.T) {
+	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+		return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+	})
+}
+
+func TestDistributedPropertyPostgres(t *testing.T) {
+	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+		return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+	})
+}
+
+func TestDistributedPropertyCluster(t *testing.T) {
+	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+		return saletest.Distributed(t, c, redistest.StartCluster(t).Seeds(), mysqltest.DSN(t))
 	})
 }
 

@@ -1,0 +1,235 @@
+package redisgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/sale"
+)
+
+// Group is the consumer group of the workers on every activity's stream.
+const Group = "workers"
+
+var _ sale.Queue = (*Queue)(nil)
+
+// Queue is a sale.Queue on the activities' Redis streams: each node's worker is one consumer of
+// the group. An entry stays pending until acknowledged; entries a dead consumer left pending for
+// ClaimIdle are claimed by a live one. Acknowledged entries are deleted, so a stream holds only
+// grabs still on their way to orders.
+type Queue struct {
+	rdb        redis.UniversalClient
+	consumer   string
+	activities func(ctx context.Context) ([]string, error) // ids of the activities to consume
+	claimIdle  time.Duration
+	poll       time.Duration
+
+	mu        sync.Mutex
+	groups    map[string]bool // streams whose group is known to exist
+	ids       []string
+	listedAt  time.Time
+	claimedAt time.Time
+}
+
+// NewQueue returns a queue read by consumer (unique per node), over the activities that
+// activities lists, looking every poll when idle; entries pending longer than claimIdle on a dead
+// consumer are taken over.
+func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]string, error),
+	poll, claimIdle time.Duration) *Queue {
+	return &Queue{rdb: rdb, consumer: consumer, activities: activities, poll: poll, claimIdle: claimIdle,
+		groups: map[string]bool{}}
+}
+
+// ensureGroup creates the consumer group of a stream, reading from its start, unless it exists.
+func ensureGroup(ctx context.Context, rdb redis.UniversalClient, stream string) error {
+	err := rdb.XGroupCreateMkStream(ctx, stream, Group, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return err
+	}
+	return nil
+}
+
+// streams returns the activities to read, refreshed every second, each with its group ensured.
+func (q *Queue) streams(ctx context.Context) ([]string, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if time.Since(q.listedAt) < time.Second {
+		return q.ids, nil
+	}
+	ids, err := q.activities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if !q.groups[id] {
+			if err := ensureGroup(ctx, q.rdb, StreamKey(id)); err != nil {
+				return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+			}
+			q.groups[id] = true
+		}
+	}
+	q.ids, q.listedAt = ids, time.Now()
+	return ids, nil
+}
+
+// Receive implements sale.Queue: entries claimed from dead consumers first, then new ones.
+func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
+	for {
+		ids, err := q.streams(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var out []sale.Delivery
+		claim := q.claimDue()
+		for _, id := range ids {
+			if len(out) >= max {
+				break
+			}
+			ds, err := q.read(ctx, id, max-len(out), claim)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ds...)
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(q.poll):
+		}
+	}
+}
+
+// claimDue reports whether it is time to look for entries of dead consumers.
+func (q *Queue) claimDue() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if time.Since(q.claimedAt) < q.claimIdle/2 {
+		return false
+	}
+	q.claimedAt = time.Now()
+	return true
+}
+
+func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sale.Delivery, error) {
+	stream := StreamKey(id)
+	var msgs []redis.XMessage
+	attempts := 1
+	if claim {
+		claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
+			MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("%w: redis: claim %s: %v", sale.ErrBusy, stream, err)
+		}
+		msgs, attempts = claimed, 2
+	}
+	if len(msgs) == 0 {
+		attempts = 1
+		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
+			Streams: []string{stream, ">"}, Count: int64(max), Block: -1}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("%w: redis: read %s: %v", sale.ErrBusy, stream, err)
+		}
+		for _, s := range res {
+			msgs = append(msgs, s.Messages...)
+		}
+	}
+	out := make([]sale.Delivery, 0, len(msgs))
+	for _, m := range msgs {
+		g, err := grabOfEntry(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sale.Delivery{ID: m.ID, Grab: g, Attempts: attempts})
+	}
+	return out, nil
+}
+
+// grabOfEntry reads a stream entry written by grab.lua.
+func grabOfEntry(m redis.XMessage) (sale.Grab, error) {
+	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
+	share, err1 := num("share")
+	amount, err2 := num("amount")
+	at, err3 := num("at")
+	g := sale.Grab{Token: str("token"), ActivityID: str("activity"), UserID: str("user"), IdempotencyKey: str("key"),
+		Share: share, AmountCents: amount, At: time.UnixMilli(at).UTC()}
+	if err := errors.Join(err1, err2, err3); err != nil || g.Token == "" || g.ActivityID == "" || g.UserID == "" {
+		return sale.Grab{}, fmt.Errorf("stream entry %s is malformed: %v", m.ID, m.Values)
+	}
+	return g, nil
+}
+
+// Ack implements sale.Queue: acknowledged entries are deleted from their streams, one pipeline
+// per activity (its keys share a slot).
+func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
+	byStream := map[string][]string{}
+	for _, d := range ds {
+		s := StreamKey(d.Grab.ActivityID)
+		byStream[s] = append(byStream[s], d.ID)
+	}
+	for stream, ids := range byStream {
+		_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.XAck(ctx, stream, Group, ids...)
+			p.XDel(ctx, stream, ids...)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w: redis: ack %s: %v", sale.ErrBusy, stream, err)
+		}
+	}
+	return nil
+}
+
+// Pending implements sale.Queue: a grab Redis holds whose order the database has not got yet.
+func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
+	ids, err := q.streams(ctx)
+	if err != nil {
+		return sale.Grab{}, err
+	}
+	for _, id := range ids {
+		rec, err := q.rdb.HGet(ctx, keysOf(id).grabs, token).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return sale.Grab{}, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+		}
+		return parseRecord(id, token, rec)
+	}
+	return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
+}
+
+// Depth implements sale.Queue: the entries not yet acknowledged.
+func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
+	n, err := q.rdb.XLen(ctx, StreamKey(activityID)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+	}
+	return n, nil
+}
+
+// Unacked implements sale.Queue.
+func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
+	msgs, err := q.rdb.XRange(ctx, StreamKey(activityID), "-", "+").Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+	}
+	out := make([]sale.Grab, 0, len(msgs))
+	for _, m := range msgs {
+		g, err := grabOfEntry(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
