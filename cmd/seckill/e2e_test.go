@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
+	"seckill/internal/redistest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,9 +25,18 @@ func TestFlashCrowd(t *testing.T) { flashCrowd(t, sqliteDSN(t)) }
 func TestFlashCrowdOnMariaDB(t *testing.T)  { flashCrowd(t, mysqltest.DSN(t)) }
 func TestFlashCrowdOnPostgres(t *testing.T) { flashCrowd(t, pgtest.DSN(t)) }
 
-func flashCrowd(t *testing.T, dsn string) {
+// The distributed mode: Redis gate and streams with MariaDB, then a Redis Cluster with PostgreSQL.
+func TestFlashCrowdRedisMariaDB(t *testing.T) {
+	flashCrowd(t, mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
+}
+
+func TestFlashCrowdClusterPostgres(t *testing.T) {
+	flashCrowd(t, pgtest.DSN(t), "SECKILL_REDIS", redistest.StartCluster(t).Seeds())
+}
+
+func flashCrowd(t *testing.T, dsn string, env ...string) {
 	const users, stock = 10_000, 100
-	base := startRun(t, testEnv(dsn))
+	base := startRun(t, testEnv(dsn, env...))
 	c := newClient(t, base)
 	id := c.createItem(stock, 1, 15*time.Minute)
 
@@ -139,7 +149,8 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"unknown flag", []string{"serve", "-bogus"}, nil, "bogus"},
 		{"short secret", nil, map[string]string{"SECKILL_JWT_SECRET": "short", "SECKILL_ADDR": "127.0.0.1:0"}, "at least 32 bytes"},
 		{"bad demo", nil, map[string]string{"SECKILL_DEMO": "maybe"}, "SECKILL_DEMO"},
-		{"redis not built yet", nil, map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379"}, "SECKILL_REDIS"},
+		{"bad redis", nil, map[string]string{"SECKILL_REDIS": "localhost", "SECKILL_ADDR": "127.0.0.1:0"}, "want redis://"},
+		{"redis down", nil, map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:1/0", "SECKILL_ADDR": "127.0.0.1:0"}, "redis"},
 		{"other database", nil, map[string]string{"SECKILL_DB": "oracle://x", "SECKILL_ADDR": "127.0.0.1:0"}, "want sqlite:PATH"},
 		{"bad log level", []string{"-log-level", "loud"}, nil, "log level"},
 	}

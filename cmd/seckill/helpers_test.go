@@ -215,14 +215,18 @@ func waitListening(t testing.TB, r io.Reader) string {
 	}
 }
 
-// testEnv is the environment of a test server on the database dsn.
-func testEnv(dsn string) func(string) string {
+// testEnv is the environment of a test server on the database dsn, with more variables as
+// name, value pairs.
+func testEnv(dsn string, more ...string) func(string) string {
 	env := map[string]string{
 		"SECKILL_ADDR":        "127.0.0.1:0",
 		"SECKILL_DB":          dsn,
 		"SECKILL_JWT_SECRET":  testSecret,
 		"SECKILL_ADMIN_TOKEN": testAdmin,
 		"SECKILL_LOG_LEVEL":   "warn",
+	}
+	for i := 0; i+1 < len(more); i += 2 {
+		env[more[i]] = more[i+1]
 	}
 	return func(k string) string { return env[k] }
 }

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/httpapi"
 	"seckill/internal/memory"
+	"seckill/internal/redisgate"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
 	"seckill/internal/worker"
@@ -103,9 +106,6 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if err := c.logLevel.UnmarshalText([]byte(level)); err != nil {
 		return c, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
-	if c.redis != "" {
-		return c, errors.New("SECKILL_REDIS: the Redis stock gate is not in this build yet; leave it empty for the embedded gate")
-	}
 	if c.sweepEvery <= 0 {
 		return c, errors.New("-sweep-every must be positive")
 	}
@@ -140,15 +140,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	journal, err := sqlstore.OpenJournal(ctx, c.db)
+	g, err := openGate(ctx, c, store)
 	if err != nil {
 		return err
 	}
-	defer journal.Close()
-	queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
-	gate := memory.NewGate(journal, 512, queue.Wake)
-	defer gate.Close()
-	svc := sale.NewService(gate, queue, store, time.Now)
+	defer g.close()
+	svc := sale.NewService(g.gate, g.queue, store, time.Now)
 	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
 		return err
 	}
@@ -164,7 +161,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	api := httpapi.New(httpapi.Config{
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
-		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), journal.Ping(ctx)) },
+		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), g.ping(ctx)) },
 	})
 	srv := &http.Server{
 		Handler:           api,
@@ -177,7 +174,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: log, Batch: 256}).Run(bg) })
+	wg.Go(func() { (&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256}).Run(bg) })
 	wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
 
 	serveErr := make(chan error, 1)
@@ -195,7 +192,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "demo activity: %s/api/activities/%s  (dev login: POST %s/api/login {\"user\":\"alice\"})\n",
 			base, demoID, base)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "db", c.db, "demo", c.demo)
+	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
 
 	select {
 	case err = <-serveErr:
@@ -205,11 +202,69 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		err = srv.Shutdown(shut)
 		cancel()
 	}
-	gate.Close()
+	g.close() // the embedded gate flushes its batcher
 	stopBG()
 	wg.Wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
 	return err
+}
+
+// stockGate is the gate and queue a node runs on, with how to check and close them.
+type stockGate struct {
+	gate  sale.Gate
+	queue sale.Queue
+	ping  func(ctx context.Context) error
+	close func()
+}
+
+// openGate builds the embedded gate (in process, its queue beside the database) or, when
+// SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams).
+func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, error) {
+	if c.redis == "" {
+		journal, err := sqlstore.OpenJournal(ctx, c.db)
+		if err != nil {
+			return stockGate{}, err
+		}
+		queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
+		gate := memory.NewGate(journal, 512, queue.Wake)
+		var once sync.Once
+		return stockGate{gate: gate, queue: queue, ping: journal.Ping,
+			close: func() { once.Do(func() { gate.Close(); journal.Close() }) }}, nil
+	}
+	rdb, err := redisgate.Dial(ctx, c.redis)
+	if err != nil {
+		return stockGate{}, err
+	}
+	activities := func(ctx context.Context) ([]string, error) {
+		acts, err := store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
+		ids := make([]string, len(acts))
+		for i, a := range acts {
+			ids[i] = a.ID
+		}
+		return ids, err
+	}
+	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, 30*time.Second)
+	var once sync.Once
+	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue,
+		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		close: func() { once.Do(func() { rdb.Close() }) }}, nil
+}
+
+// consumerName names this node in the stream's consumer group: unique per process.
+func consumerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomSecret()[:8])
+}
+
+// redactDSN hides a database password in logs.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxx")
+			return u.String()
+		}
+	}
+	return dsn
 }
