@@ -46,12 +46,14 @@ type child struct {
 	base string
 }
 
-func startChild(t *testing.T, db string) *child {
+// startChild starts the built binary with the environment get gives (see testEnv).
+func startChild(t *testing.T, get func(string) string) *child {
 	t.Helper()
 	cmd := exec.Command(buildBinary(t), "serve")
-	get := testEnv(db)
-	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL"} {
-		cmd.Env = append(cmd.Env, k+"="+get(k))
+	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_REDIS", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL"} {
+		if v := get(k); v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -79,8 +81,8 @@ func (c *child) kill() {
 // the buyers are remembered, and that the rest of the stock (not more) is sold afterwards.
 func TestKillNineMidSale(t *testing.T) {
 	const stock = 300
-	db := sqliteDSN(t)
-	first := startChild(t, db)
+	env := testEnv(sqliteDSN(t))
+	first := startChild(t, env)
 	c := newClient(t, first.base)
 	id := c.createItem(stock, 1, 15*time.Minute)
 
@@ -118,7 +120,7 @@ func TestKillNineMidSale(t *testing.T) {
 	}
 	t.Logf("killed with %d grabs acknowledged of %d answered clicks", len(wins), len(outs))
 
-	second := startChild(t, db)
+	second := startChild(t, env)
 	c = newClient(t, second.base)
 	st := c.drained(id)
 	if got := st["orders"].(float64); got < float64(len(wins)) || got > stock {
