@@ -22,5 +22,8 @@ func seedDemo(ctx context.Context, svc *sale.Service) error {
 		PerUserLimit: 1, StartAt: now, EndAt: now.Add(30 * 24 * time.Hour), PayWindow: 15 * time.Minute,
 		Admission: sale.AdmitDirect,
 	})
+	if errors.Is(err, sale.ErrExists) {
+		return nil // another node, starting at the same time, seeded it
+	}
 	return err
 }

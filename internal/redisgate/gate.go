@@ -224,7 +224,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		rec, _ := res[2].(string)
 		return parseRecord(a.ID, token, rec)
 	case -1:
-		return sale.Grab{}, fmt.Errorf("%w: activity %s is not loaded in redis", sale.ErrBusy, a.ID)
+		return sale.Grab{}, fmt.Errorf("activity %s: %w", a.ID, sale.ErrUnloaded)
 	case -2:
 		return sale.Grab{}, sale.ErrNotStarted
 	case -3:
@@ -260,7 +260,10 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
 	n, err := g.rdb.Get(ctx, keysOf(activityID).stock).Int64()
 	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
+		if _, err := g.lookup(ctx, activityID); err != nil {
+			return 0, err // sale.ErrNotFound for an activity nobody created
+		}
+		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrUnloaded)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)

@@ -1,6 +1,9 @@
 package sale
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // The errors a sale can end in. Adapters translate their own failures (Lua return codes, unique
 // key violations, redis.Nil) into these at their boundary; the HTTP layer maps each to one status
@@ -22,3 +25,8 @@ var (
 	ErrBusy              = errors.New("busy: a dependency is unavailable")
 	ErrTooLarge          = errors.New("request body too large")
 )
+
+// ErrUnloaded says the gate does not hold an activity that exists: a cache that lost its data
+// (Redis restarted without its AOF, a failover to an empty replica). It is a kind of ErrBusy; the
+// service answers it by rebuilding the activity in the gate from the database and the queue.
+var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBusy)

@@ -87,7 +87,7 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	for _, a := range acts {
 		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
-		} else if !errors.Is(err, ErrNotFound) {
+		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
 		st, err := s.gateState(ctx, a)
@@ -97,6 +97,22 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		if _, err := s.gate.Warm(ctx, a, st); err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
+	}
+	return nil
+}
+
+// warmOne loads one activity into the gate unless it is there.
+func (s *Service) warmOne(ctx context.Context, id string) error {
+	a, err := s.store.Activity(ctx, id)
+	if err != nil {
+		return err
+	}
+	st, err := s.gateState(ctx, a)
+	if err != nil {
+		return fmt.Errorf("rebuild activity %s: %w", id, err)
+	}
+	if _, err := s.gate.Warm(ctx, a, st); err != nil {
+		return fmt.Errorf("rebuild activity %s: %w", id, err)
 	}
 	return nil
 }
@@ -188,9 +204,17 @@ func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
 	return s.store.Activity(ctx, id)
 }
 
-// Remaining reports the units an activity has left, as the gate sees them.
+// Remaining reports the units an activity has left, as the gate sees them, rebuilding the
+// activity in the gate if the cache lost it.
 func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
-	return s.gate.Remaining(ctx, id)
+	n, err := s.gate.Remaining(ctx, id)
+	if errors.Is(err, ErrUnloaded) {
+		if err := s.warmOne(ctx, id); err != nil {
+			return 0, err
+		}
+		n, err = s.gate.Remaining(ctx, id)
+	}
+	return n, err
 }
 
 // Grab takes one unit of an activity for a user. See Gate.Grab for the errors.
@@ -198,7 +222,17 @@ func (s *Service) Grab(ctx context.Context, activityID, userID, idemKey string) 
 	if !ValidID(activityID) {
 		return Grab{}, ErrNotFound
 	}
-	g, err := s.gate.Grab(ctx, GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()})
+	req := GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()}
+	g, err := s.gate.Grab(ctx, req)
+	if errors.Is(err, ErrUnloaded) {
+		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
+		// database and the queue say exactly what it must hold; Warm stores that unless another
+		// node got there first.
+		if werr := s.warmOne(ctx, activityID); werr != nil {
+			return Grab{}, werr
+		}
+		g, err = s.gate.Grab(ctx, req)
+	}
 	if errors.Is(err, ErrSoldOut) {
 		s.flagSoldOut(activityID, time.Now().Add(SoldOutTTL))
 	}
@@ -331,7 +365,7 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	rem, err := s.gate.Remaining(ctx, id)
+	rem, err := s.Remaining(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}

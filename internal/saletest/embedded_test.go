@@ -157,3 +157,52 @@ func TestConcurrentSweepersRestockOnce(t *testing.T) {
 		t.Fatalf("reconcile = %+v, %v", rec, err)
 	}
 }
+
+// TestRedisDataLossRebuildsTheGate empties Redis (a restart without AOF) in the middle of a sale:
+// the next grab rebuilds the activity from the database, the units already sold stay sold, and the
+// rest sells exactly once.
+func TestRedisDataLossRebuildsTheGate(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	const stock = 10
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "loss", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := 0
+	grab := func(user string) {
+		t.Helper()
+		_, err := env.Service.Grab(ctx, a.ID, user, "")
+		switch {
+		case err == nil:
+			won++
+		case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrAlreadyBought):
+		default:
+			t.Fatalf("grab by %s: %v", user, err)
+		}
+	}
+	for u := range 6 {
+		grab(fmt.Sprint("before-", u))
+	}
+	env.Drain(a.ID)
+	srv.Kill() // no AOF: Redis comes back empty
+	srv.Restart(t)
+	for u := range 6 {
+		grab(fmt.Sprint("before-", u)) // the buyers are remembered: each is refused
+	}
+	for u := range 20 {
+		grab(fmt.Sprint("after-", u))
+	}
+	env.Drain(a.ID)
+	c, err := env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if won != stock || c.Created != stock || c.Failed != 0 {
+		t.Fatalf("%d grabs won, database %+v; want exactly %d, none refused by the database", won, c, stock)
+	}
+}
