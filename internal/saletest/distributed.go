@@ -2,7 +2,9 @@ package saletest
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,8 @@ import (
 	"seckill/internal/sqlstore"
 	"seckill/internal/worker"
 )
+
+var nodes atomic.Int64 // numbers the nodes, each a consumer of its own name
 
 // Distributed wires one node of the distributed mode: the Redis gate and stream queue on the
 // Redis named by redisSpec (a URL or cluster seeds) and the store on dsn, with a real worker
@@ -34,7 +38,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 		}
 		return ids, err
 	}
-	queue := redisgate.NewQueue(rdb, "test-node", ids, 2*time.Millisecond, 30*time.Second)
+	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
 	svc := sale.NewService(gate, queue, store, clock.Now)
 	run, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -78,10 +78,26 @@ func TestEmbeddedPropertyOnPostgres(t *testing.T) {
 // almost-expired orders: every order ends paid or cancelled, never both, and the gate gets back
 // exactly one unit per cancelled order.
 func TestConcurrentSweepersRestockOnce(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { concurrentSweepers(t, saletest.Embedded) })
+	// Two nodes on one Redis and one PostgreSQL: the sweepers of both race.
+	t.Run("two redis nodes", func(t *testing.T) {
+		srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+		node := func(t testing.TB, c *saletest.Clock) saletest.Env { return saletest.Distributed(t, c, srv.URL(), dsn) }
+		concurrentSweepers(t, node, node)
+	})
+}
+
+// concurrentSweepers races four sweepers (spread over the nodes newEnvs build, sharing one
+// clock) and a payer per order.
+func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	ctx := context.Background()
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := saletest.NewClock(start)
-	env := saletest.Embedded(t, clock)
+	var nodes []saletest.Env
+	for _, newEnv := range newEnvs {
+		nodes = append(nodes, newEnv(t, clock))
+	}
+	env := nodes[0]
 	const stock = 40
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "sweep", Kind: sale.KindItem, Stock: stock,
 		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
@@ -101,10 +117,10 @@ func TestConcurrentSweepersRestockOnce(t *testing.T) {
 	clock.Advance(time.Minute - time.Millisecond) // the payers race the window's last millisecond
 	var wg sync.WaitGroup
 	var paid sync.Map
-	for range 4 {
+	for i := range 4 {
 		wg.Go(func() {
 			clock.Advance(time.Millisecond)
-			if _, err := env.Service.SweepExpired(ctx, 7); err != nil {
+			if _, err := nodes[i%len(nodes)].Service.SweepExpired(ctx, 7); err != nil {
 				t.Errorf("sweep: %v", err)
 			}
 		})
@@ -205,4 +221,74 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	if won != stock || c.Created != stock || c.Failed != 0 {
 		t.Fatalf("%d grabs won, database %+v; want exactly %d, none refused by the database", won, c, stock)
 	}
+}
+
+// TestRedisKillNineWithAOFAlways kills Redis (appendfsync always) with SIGKILL while a crowd is
+// grabbing, restarts it, and sells on: every grab acknowledged before the kill becomes exactly one
+// order, and exactly the stock is sold.
+func TestRedisKillNineWithAOFAlways(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"})
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	const stock = 300
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "aof", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked := map[string]string{} // token -> user
+	var killOnce sync.Once
+	crowd := func(prefix string, users int, killAt int) {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 32)
+		for u := range users {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				user := fmt.Sprint(prefix, u)
+				g, err := env.Service.Grab(ctx, a.ID, user, "")
+				switch {
+				case err == nil:
+					mu.Lock()
+					acked[g.Token] = user
+					n := len(acked)
+					mu.Unlock()
+					if killAt > 0 && n >= killAt {
+						killOnce.Do(srv.Kill)
+					}
+				case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrBusy):
+				default:
+					t.Errorf("grab by %s: %v", user, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	crowd("before-", 1000, 100)
+	mu.Lock()
+	before := len(acked)
+	mu.Unlock()
+	srv.Restart(t)
+	crowd("after-", 1000, 0)
+	env.Drain(a.ID)
+	for tok, user := range acked {
+		o, err := env.Service.Order(ctx, user, tok)
+		if err != nil || o.Status != sale.StatusCreated {
+			t.Fatalf("acknowledged grab %s of %s: %+v, %v", tok, user, o, err)
+		}
+	}
+	c, err := env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A grab Redis ran just before the kill may have lost its reply: its buyer saw BUSY (and
+	// would find the order with an idempotency key), so orders may outnumber acknowledgements,
+	// never the stock.
+	if c.Orders != stock || c.Created != stock || len(acked) > stock {
+		t.Fatalf("%d acknowledged (%d before the kill), database %+v; want exactly %d orders", len(acked), before, c, stock)
+	}
+	t.Logf("%d grabs acknowledged before the kill, %d in all, %d orders", before, len(acked), c.Orders)
 }
