@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"sync"
 	"testing"
@@ -12,9 +13,12 @@ import (
 
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
+	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+	"seckill/internal/sqlstore"
+	"seckill/internal/worker"
 )
 
 // raceChecks, when set, lowers rapid's number of checks (see race_test.go).
@@ -291,4 +295,133 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 		t.Fatalf("%d acknowledged (%d before the kill), database %+v; want exactly %d orders", len(acked), before, c, stock)
 	}
 	t.Logf("%d grabs acknowledged before the kill, %d in all, %d orders", before, len(acked), c.Orders)
+}
+
+// TestDatabaseOutage stops MariaDB (SIGKILL) for 30 seconds while grabs go on: they are still
+// acknowledged (Redis decides them), the worker retries, and once the database is back the backlog
+// drains into exactly one order per grab.
+func TestDatabaseOutage(t *testing.T) {
+	ctx := context.Background()
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "outage", Kind: sale.KindItem, Stock: 1000,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := map[string]string{}
+	grab := func(user string) {
+		t.Helper()
+		g, err := env.Service.Grab(ctx, a.ID, user, "")
+		if err != nil {
+			t.Fatalf("grab by %s: %v", user, err)
+		}
+		acked[g.Token] = user
+	}
+	for u := range 50 {
+		grab(fmt.Sprint("before-", u))
+	}
+	env.Drain(a.ID)
+
+	db := mysqltest.Server(t)
+	db.Kill()
+	down := time.Now()
+	for u := 0; time.Since(down) < 30*time.Second; u++ {
+		grab(fmt.Sprint("during-", u)) // fails the test if a grab is refused
+		time.Sleep(100 * time.Millisecond)
+	}
+	backlog, err := env.Queue.Depth(ctx, a.ID)
+	if err != nil || backlog == 0 {
+		t.Fatalf("backlog after 30 s without a database = %d, %v; want grabs waiting", backlog, err)
+	}
+	db.Restart(t)
+	env.Drain(a.ID)
+	for tok, user := range acked {
+		if o, err := env.Service.Order(ctx, user, tok); err != nil || o.Status != sale.StatusCreated {
+			t.Fatalf("grab %s of %s after the outage: %+v, %v", tok, user, o, err)
+		}
+	}
+	c, err := env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != int64(len(acked)) || c.Created != c.Orders {
+		t.Fatalf("database %+v after the outage; %d grabs were acknowledged (%d queued during it)", c, len(acked), backlog)
+	}
+	t.Logf("%d grabs acknowledged, %d of them queued while the database was down", len(acked), backlog)
+}
+
+// TestDeadWorkerEntriesAreRedelivered: a worker takes grabs from the stream, places some of them
+// and dies before acknowledging any (kill -9). Another node's worker claims them once they have
+// been idle long enough, and each grab ends as exactly one order.
+func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	dsn := mysqltest.DSN(t)
+	store, err := sqlstore.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb, err := redisgate.Dial(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	gate := redisgate.New(rdb, store.Activity)
+	ids := func(ctx context.Context) ([]string, error) { return []string{"dead"}, nil }
+	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
+	svc := sale.NewService(gate, dead, store, clock.Now)
+	const n = 40
+	a, err := svc.CreateActivity(ctx, sale.Activity{ID: "dead", Name: "dead", Kind: sale.KindItem, Stock: n,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range n {
+		if _, err := svc.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken, err := dead.Receive(ctx, n)
+	if err != nil || len(taken) != n {
+		t.Fatalf("the doomed worker received %d, %v; want %d", len(taken), err, n)
+	}
+	half := make([]sale.Grab, 0, n/2)
+	for _, d := range taken[:n/2] {
+		half = append(half, d.Grab)
+	}
+	if _, err := store.PlaceOrders(ctx, half); err != nil { // placed, never acknowledged
+		t.Fatal(err)
+	}
+
+	live := redisgate.NewQueue(rdb, "live", ids, 2*time.Millisecond, 300*time.Millisecond)
+	run, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { (&worker.Worker{Queue: live, Store: store, Log: slog.New(slog.DiscardHandler)}).Run(run) })
+	defer func() { stop(); wg.Wait() }()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		depth, err := live.Depth(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if depth == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d grabs still in the stream 15 s after their worker died", depth)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c, err := store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != n || c.Created != n {
+		t.Fatalf("database %+v; want exactly %d orders, one per grab", c, n)
+	}
 }
