@@ -4,6 +4,7 @@
 # no crowd exhausts). Every request is a distinct user. Needs wrk (apt-get install wrk).
 #
 #   scripts/wrk/run.sh [duration] [connections]
+#   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-10s}
@@ -18,7 +19,14 @@ go build -o "$tmp/trivial" scripts/wrk/trivial.go
 go run scripts/wrk/mint.go -secret "$secret" -n 600000 > "$tmp/tokens.txt"
 
 "$tmp/trivial" -addr 127.0.0.1:18081 &
-SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
+redis=
+if [ "${MODE:-embedded}" = redis ]; then
+  redis-server --port 18379 --bind 127.0.0.1 --save "" --appendonly yes --appendfsync ${FSYNC:-always} \
+    --dir "$tmp" --daemonize no --logfile "$tmp/redis.log" &
+  for _ in $(seq 50); do redis-cli -p 18379 ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis=redis://127.0.0.1:18379/0
+fi
+SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
 for _ in $(seq 100); do curl -sf 127.0.0.1:18080/healthz >/dev/null && curl -sf 127.0.0.1:18081/ >/dev/null 2>&1 && break; sleep 0.1; done
 
@@ -38,7 +46,7 @@ measure() { # name url activity
   echo "== $1"; grep -E 'Requests/sec|Latency|50%|99%|status' "$tmp/$1.txt"
 }
 
-echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine"
+echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}"
 flash=$(create 2000)
 measure trivial-flash http://127.0.0.1:18081 x
 measure seckill-flash http://127.0.0.1:18080 "$flash"
