@@ -148,3 +148,38 @@ func TestDialRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedEntriesAreBuried: an entry that is not a grab goes to the dead-letter stream
+// instead of stalling the workers, and the grabs around it are delivered.
+func TestMalformedEntriesAreBuried(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := item("dl", 5, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: StreamKey(a.ID), Values: map[string]any{"junk": "1"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
+		t.Fatal(err)
+	}
+	q := NewQueue(rdb, "c", func(context.Context) ([]string, error) { return []string{a.ID}, nil }, time.Millisecond, time.Minute)
+	ds, err := q.Receive(ctx, 10)
+	if err != nil || len(ds) != 2 || ds[0].Grab.UserID != "u1" || ds[1].Grab.UserID != "u2" {
+		t.Fatalf("Receive = %+v, %v; want the two grabs", ds, err)
+	}
+	if n := rdb.XLen(ctx, DeadKey(a.ID)).Val(); n != 1 {
+		t.Fatalf("dead-letter stream has %d entries, want 1", n)
+	}
+	if err := q.Ack(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := q.Depth(ctx, a.ID); n != 0 {
+		t.Fatalf("depth after ack = %d, want 0", n)
+	}
+}

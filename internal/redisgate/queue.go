@@ -146,11 +146,37 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 	for _, m := range msgs {
 		g, err := grabOfEntry(m)
 		if err != nil {
-			return nil, err
+			if err := q.bury(ctx, id, m); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		out = append(out, sale.Delivery{ID: m.ID, Grab: g, Attempts: attempts})
 	}
 	return out, nil
+}
+
+// DeadKey is the stream where entries no worker can read are kept for a person to look at.
+func DeadKey(activityID string) string { return "{act:" + activityID + "}:dead" }
+
+// bury moves an entry that is not a grab (written by something other than grab.lua) to the
+// activity's dead-letter stream, so that it cannot stall the workers.
+func (q *Queue) bury(ctx context.Context, activityID string, m redis.XMessage) error {
+	stream := StreamKey(activityID)
+	values := map[string]any{"id": m.ID}
+	for k, v := range m.Values {
+		values["field:"+k] = v
+	}
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.XAdd(ctx, &redis.XAddArgs{Stream: DeadKey(activityID), Values: values})
+		p.XAck(ctx, stream, Group, m.ID)
+		p.XDel(ctx, stream, m.ID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w: redis: bury %s: %v", sale.ErrBusy, m.ID, err)
+	}
+	return nil
 }
 
 // grabOfEntry reads a stream entry written by grab.lua.
