@@ -13,12 +13,9 @@
 package mysqltest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,6 +29,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"seckill/internal/servertest"
 )
 
 const (
@@ -117,13 +116,7 @@ type Instance struct {
 	port     int
 
 	mu   sync.Mutex
-	proc *process // the last server process started; nil before the first
-}
-
-// process is a running (or exited) server process.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
+	proc *servertest.Process // the last server process started; nil before the first
 }
 
 // Port returns the TCP port the server listens on, on 127.0.0.1.
@@ -133,7 +126,7 @@ func (in *Instance) Port() int { return in.port }
 func (in *Instance) Kill() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.proc.kill()
+	in.proc.Kill()
 }
 
 // Restart starts the server again on the same data dir and port, killing it first if it is
@@ -143,7 +136,7 @@ func (in *Instance) Restart(t testing.TB) {
 	t.Helper()
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.proc.kill()
+	in.proc.Kill()
 	if err := in.launch(); err != nil {
 		t.Fatalf("mysqltest: restart MariaDB: %v", err)
 	}
@@ -151,11 +144,11 @@ func (in *Instance) Restart(t testing.TB) {
 
 // start creates a data dir in a fresh temp dir and starts a server on it.
 func start() (_ *Instance, err error) {
-	mariadbd, err := findBinary("mariadbd", "/usr/sbin/mariadbd")
+	mariadbd, err := servertest.FindBinary("mariadbd", "/usr/sbin/mariadbd")
 	if err != nil {
 		return nil, err
 	}
-	installDB, err := findBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
+	installDB, err := servertest.FindBinary("mariadb-install-db", "/usr/bin/mariadb-install-db")
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +164,7 @@ func start() (_ *Instance, err error) {
 	if err := initDataDir(installDB, dir); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := servertest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -182,18 +175,6 @@ func start() (_ *Instance, err error) {
 		return nil, err
 	}
 	return in, nil
-}
-
-// findBinary returns the path of a server binary: path if it exists, else name looked up in PATH.
-func findBinary(name, path string) (string, error) {
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	found, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%s is not installed (not at %s nor in PATH)", name, path)
-	}
-	return found, nil
 }
 
 // initDataDir creates the system tables in dir/data, with a passwordless root.
@@ -210,42 +191,24 @@ func initDataDir(installDB, dir string) error {
 	cmd := exec.Command(installDB, args...)
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("mariadb-install-db: %w\n%s", err, tail(out))
+		return fmt.Errorf("mariadb-install-db: %w\n%s", err, servertest.Tail(out))
 	}
 	return nil
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // launch starts mariadbd on the instance's data dir and port and waits until it is ready.
 // The caller holds in.mu.
 func (in *Instance) launch() error {
 	logPath := filepath.Join(in.dir, "err.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open server log: %w", err)
-	}
-	defer logFile.Close() // the child has its own copy
 	cmd := exec.Command(in.mariadbd, in.serverArgs(logPath)...)
 	cmd.Dir = in.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start mariadbd: %w", err)
+	p, err := servertest.Launch(cmd, logPath, func(p *servertest.Process) error {
+		return waitReady(p, in.adminDSN())
+	})
+	if err != nil {
+		return fmt.Errorf("mariadbd on port %d: %w", in.port, err)
 	}
-	in.proc = watch(cmd)
-	if err := waitReady(in.adminDSN(), in.proc.done); err != nil {
-		in.proc.kill()
-		return fmt.Errorf("mariadbd on port %d: %w\nserver log ends with:\n%s", in.port, err, tailFile(logPath))
-	}
+	in.proc = p
 	return nil
 }
 
@@ -292,72 +255,21 @@ func (in *Instance) admin(stmt string) error {
 func (in *Instance) stop() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	p := in.proc
-	if p == nil || p.exited() {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		p.kill()
-	}
+	in.proc.Stop(syscall.SIGTERM, stopTimeout)
 }
 
-// watch reaps cmd in the background; done is closed when it has exited.
-func watch(cmd *exec.Cmd) *process {
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	return p
-}
-
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill SIGKILLs the process's group and waits for the process to exit. It does nothing if p is
-// nil or has already exited (its pid may belong to someone else by now).
-func (p *process) kill() {
-	if p == nil || p.exited() {
-		return
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // Setpgid: the group id is the pid
-	<-p.done
-}
-
-// waitReady pings the server until it answers, it exits (done is closed) or readyTimeout passes.
-func waitReady(dsn string, done <-chan struct{}) error {
+// waitReady pings the server at dsn until it answers, p exits or readyTimeout passes.
+func waitReady(p *servertest.Process, dsn string) error {
 	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(readyTimeout)
-	for {
+	return p.WaitReady(readyTimeout, 100*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, err)
-		}
-		select {
-		case <-done:
-			return errors.New("server exited during startup")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		defer cancel()
+		return db.PingContext(ctx)
+	})
 }
 
 // dbName turns a test name into a unique database name: t<seq>_<test name>, with only
@@ -380,25 +292,4 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
-}
-
-// tailFile returns the last lines of the file at path, or why it cannot be read.
-func tailFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	return tail(b)
-}
-
-// tail returns about the last 3 KB of b, starting at a line.
-func tail(b []byte) string {
-	const keep = 3 << 10
-	if len(b) > keep {
-		b = b[len(b)-keep:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return strings.TrimRight(string(b), "\n")
 }

@@ -16,12 +16,10 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -36,6 +34,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"seckill/internal/servertest"
 )
 
 const (
@@ -105,13 +105,7 @@ type Instance struct {
 	port     int
 
 	mu   sync.Mutex
-	proc *process // the last server process started; nil before the first
-}
-
-// process is a running (or exited) server process.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
+	proc *servertest.Process // the last server process started; nil before the first
 }
 
 // Port returns the TCP port the server listens on, on 127.0.0.1.
@@ -122,7 +116,7 @@ func (in *Instance) Port() int { return in.port }
 func (in *Instance) Kill() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.proc.kill()
+	in.proc.Kill()
 }
 
 // Restart starts the server again on the same data dir and port, killing it first if it is
@@ -132,7 +126,7 @@ func (in *Instance) Restart(t testing.TB) {
 	t.Helper()
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.proc.kill()
+	in.proc.Kill()
 	if err := in.launch(); err != nil {
 		t.Fatalf("pgtest: restart PostgreSQL: %v", err)
 	}
@@ -160,7 +154,7 @@ func start() (_ *Instance, err error) {
 	if err := initCluster(initdb, cred, dir); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := servertest.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -247,30 +241,14 @@ func initCluster(initdb string, cred *syscall.Credential, dir string) error {
 	cmd.Dir = dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, tail(out))
+		return fmt.Errorf("initdb: %w\n%s", err, servertest.Tail(out))
 	}
 	return nil
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // launch starts postgres on the instance's data dir and port and waits until it is ready.
 // The caller holds in.mu.
 func (in *Instance) launch() error {
-	logPath := filepath.Join(in.dir, "postgres.log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open server log: %w", err)
-	}
-	defer logFile.Close() // the child has its own copy
 	cmd := exec.Command(in.postgres,
 		"-D", filepath.Join(in.dir, "data"),
 		"-p", strconv.Itoa(in.port),
@@ -280,20 +258,14 @@ func (in *Instance) launch() error {
 		"-c", "shared_buffers=32MB",
 	)
 	cmd.Dir = in.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Credential: in.cred,
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: in.cred} // Launch adds Setpgid and Pdeathsig
+	p, err := servertest.Launch(cmd, filepath.Join(in.dir, "postgres.log"), func(p *servertest.Process) error {
+		return waitReady(p, in.dsn("postgres"))
+	})
+	if err != nil {
+		return fmt.Errorf("postgres on port %d: %w", in.port, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	in.proc = watch(cmd)
-	if err := waitReady(in.dsn("postgres"), in.proc.done); err != nil {
-		in.proc.kill()
-		return fmt.Errorf("postgres on port %d: %w\nserver log ends with:\n%s", in.port, err, tailFile(logPath))
-	}
+	in.proc = p
 	return nil
 }
 
@@ -321,73 +293,21 @@ func (in *Instance) admin(stmt string) error {
 func (in *Instance) stop() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	p := in.proc
-	if p == nil || p.exited() {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		p.kill()
-	}
+	in.proc.Stop(syscall.SIGINT, stopTimeout)
 }
 
-// watch reaps cmd in the background; done is closed when it has exited.
-func watch(cmd *exec.Cmd) *process {
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	return p
-}
-
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill SIGKILLs the process's group, the postmaster and its backends, and waits for the
-// postmaster to exit. It does nothing if p is nil or has already exited (its pid may belong to
-// someone else by now).
-func (p *process) kill() {
-	if p == nil || p.exited() {
-		return
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // Setpgid: the group id is the pid
-	<-p.done
-}
-
-// waitReady pings the server until it answers, it exits (done is closed) or readyTimeout passes.
-func waitReady(dsn string, done <-chan struct{}) error {
+// waitReady pings the server at dsn until it answers, p exits or readyTimeout passes.
+func waitReady(p *servertest.Process, dsn string) error {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(readyTimeout)
-	for {
+	return p.WaitReady(readyTimeout, 100*time.Millisecond, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, err)
-		}
-		select {
-		case <-done:
-			return errors.New("server exited during startup")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		defer cancel()
+		return db.PingContext(ctx)
+	})
 }
 
 // dbName turns a test name into a unique database name: t<seq>_<test name>, with only
@@ -410,25 +330,4 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
-}
-
-// tailFile returns the last lines of the file at path, or why it cannot be read.
-func tailFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	return tail(b)
-}
-
-// tail returns about the last 3 KB of b, starting at a line.
-func tail(b []byte) string {
-	const keep = 3 << 10
-	if len(b) > keep {
-		b = b[len(b)-keep:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return strings.TrimRight(string(b), "\n")
 }

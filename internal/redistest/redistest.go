@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"seckill/internal/servertest"
 )
 
 const (
@@ -82,13 +84,7 @@ type Server struct {
 	args []string // command line after the binary
 
 	mu   sync.Mutex
-	proc *process // the last process started
-}
-
-// process is a running (or exited) server process.
-type process struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed once the process has exited and been reaped
+	proc *servertest.Process // the last process started
 }
 
 // Start starts a redis-server with opts on a free port of 127.0.0.1, in a temp dir of t, and
@@ -100,14 +96,14 @@ func Start(t testing.TB, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	return startServer(t, persistence, freePort)
+	return startServer(t, persistence, servertest.FreePort)
 }
 
 // startServer starts one redis-server with extra arguments on a port from pick, trying again
 // with another port if the one picked was taken meanwhile. It fails t if the server cannot start.
 func startServer(t testing.TB, extra []string, pick func() (int, error)) *Server {
 	t.Helper()
-	bin, err := findBinary("redis-server", "/usr/bin/redis-server")
+	bin, err := servertest.FindBinary("redis-server", "/usr/bin/redis-server")
 	if err != nil {
 		t.Fatalf("redistest: %v\n%s", err, installHint)
 	}
@@ -161,7 +157,7 @@ func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
 func (s *Server) Kill() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.proc.kill()
+	s.proc.Kill()
 }
 
 // Restart starts the server again with the same dir, port and options, killing it first if it
@@ -172,7 +168,7 @@ func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.proc.kill()
+	s.proc.Kill()
 	if err := s.launch(); err != nil {
 		t.Fatalf("redistest: cannot restart redis-server: %v\n%s", err, installHint)
 	}
@@ -184,73 +180,44 @@ func (s *Server) Restart(t testing.TB) {
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.proc
-	if p == nil || p.exited() {
-		return
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(stopTimeout):
-		p.kill()
-	}
+	s.proc.Stop(syscall.SIGTERM, stopTimeout)
 }
 
 // running reports whether the server's process is running.
 func (s *Server) running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.exited()
+	return s.proc != nil && !s.proc.Exited()
 }
 
 // launch starts redis-server and waits until it answers PING. The caller holds s.mu.
 func (s *Server) launch() error {
-	logPath := filepath.Join(s.dir, "redis.log")
-	// redis-server writes to --logfile itself; its stdout and stderr, where it reports a bad
-	// command line before it opens the log, go to the same file.
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open server log: %w", err)
-	}
-	defer logFile.Close() // the child has its own copy
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", s.bin, err)
+	// redis-server writes to --logfile itself; its stdout and stderr, where it reports a bad
+	// command line before it opens the log, go to the same file.
+	p, err := servertest.Launch(cmd, filepath.Join(s.dir, "redis.log"), func(p *servertest.Process) error {
+		return waitReady(p, s.Addr())
+	})
+	if err != nil {
+		return fmt.Errorf("redis-server on port %d: %w", s.port, err)
 	}
-	s.proc = watch(cmd)
-	if err := waitReady(s.Addr(), s.proc.done); err != nil {
-		s.proc.kill()
-		return fmt.Errorf("redis-server on port %d: %w\nserver log ends with:\n%s", s.port, err, tailFile(logPath))
-	}
+	s.proc = p
 	return nil
 }
 
-// waitReady sends PING to addr until it answers PONG, the server exits (done is closed) or
-// readyTimeout passes. A server loading its AOF answers LOADING until it is done.
-func waitReady(addr string, done <-chan struct{}) error {
-	deadline := time.Now().Add(readyTimeout)
-	for {
+// waitReady sends PING to addr until it answers PONG, p exits or readyTimeout passes. A server
+// loading its AOF answers LOADING until it is done.
+func waitReady(p *servertest.Process, addr string) error {
+	return p.WaitReady(readyTimeout, 50*time.Millisecond, func() error {
 		// If the port was taken by another program, which might accept the connection and never
 		// answer, the server's exit aborts the PING.
-		reply, err := command(done, addr, "PING")
-		if err == nil && reply == "PONG" {
-			return nil
-		}
-		if err == nil {
+		reply, err := command(p.Done(), addr, "PING")
+		if err == nil && reply != "PONG" {
 			err = fmt.Errorf("PING answered %q", reply)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, err)
-		}
-		select {
-		case <-done:
-			return errors.New("server exited during startup")
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return err
+	})
 }
 
 // Cluster is a Redis Cluster of three masters, without replicas, started by StartCluster and
@@ -266,7 +233,7 @@ type Cluster struct {
 // StartCluster fails t if the cluster cannot be formed.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	cli, err := findBinary("redis-cli", "/usr/bin/redis-cli")
+	cli, err := servertest.FindBinary("redis-cli", "/usr/bin/redis-cli")
 	if err != nil {
 		t.Fatalf("redistest: %v\n%s", err, installHint)
 	}
@@ -286,7 +253,7 @@ func StartCluster(t testing.TB) *Cluster {
 	cmd := exec.CommandContext(ctx, cli, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("redistest: redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, tail(out))
+		t.Fatalf("redistest: redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, servertest.Tail(out))
 	}
 	c.WaitOK(t)
 	return c
@@ -334,7 +301,7 @@ func (c *Cluster) WaitOK(t testing.TB) {
 					nodes = nerr.Error()
 				}
 				t.Fatalf("redistest: cluster node %d (%s) is not ok after %v: %v\nCLUSTER NODES:\n%s\nserver log ends with:\n%s",
-					i, n.Addr(), okTimeout, err, strings.TrimSpace(nodes), tailFile(filepath.Join(n.dir, "redis.log")))
+					i, n.Addr(), okTimeout, err, strings.TrimSpace(nodes), servertest.TailFile(filepath.Join(n.dir, "redis.log")))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -399,28 +366,6 @@ func command(abort <-chan struct{}, addr string, args ...string) (string, error)
 	}
 }
 
-// findBinary returns the path of a binary: path if it exists, else name looked up in PATH.
-func findBinary(name, path string) (string, error) {
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	found, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%s is not installed (not at %s nor in PATH)", name, path)
-	}
-	return found, nil
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // freeClusterPort returns a TCP port on 127.0.0.1 that was free a moment ago, as was port+10000,
 // the cluster bus port of a node listening on it.
 func freeClusterPort() (int, error) {
@@ -448,55 +393,4 @@ func freeClusterPort() (int, error) {
 		return port, nil
 	}
 	return 0, errors.New("find free port: no port found whose cluster bus port (port+10000) is free too")
-}
-
-// watch reaps cmd in the background; done is closed when it has exited.
-func watch(cmd *exec.Cmd) *process {
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		cmd.Wait()
-		close(p.done)
-	}()
-	return p
-}
-
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// kill SIGKILLs the process's group and waits for the process to exit. It does nothing if p is
-// nil or has already exited (its pid may belong to someone else by now).
-func (p *process) kill() {
-	if p == nil || p.exited() {
-		return
-	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // Setpgid: the group id is the pid
-	<-p.done
-}
-
-// tailFile returns the last lines of the file at path, or why it cannot be read.
-func tailFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read log: %v)", err)
-	}
-	return tail(b)
-}
-
-// tail returns about the last 3 KB of b, starting at a line.
-func tail(b []byte) string {
-	const keep = 3 << 10
-	if len(b) > keep {
-		b = b[len(b)-keep:]
-		if i := bytes.IndexByte(b, '\n'); i >= 0 {
-			b = b[i+1:]
-		}
-	}
-	return strings.TrimRight(string(b), "\n")
 }
