@@ -238,12 +238,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		return stockGate{}, err
 	}
 	activities := func(ctx context.Context) ([]string, error) {
-		acts, err := store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
-		ids := make([]string, len(acts))
-		for i, a := range acts {
-			ids[i] = a.ID
-		}
-		return ids, err
+		return store.ActivityIDs(ctx, time.Now().Add(-sale.MaxPayWindow))
 	}
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, 30*time.Second)
 	var once sync.Once

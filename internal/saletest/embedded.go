@@ -36,18 +36,7 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
-	svc := sale.NewService(gate, queue, store, clock.Now)
-	run, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
-	t.Cleanup(func() {
-		stop()
-		wg.Wait()
-		gate.Close()
-		journal.Close()
-		store.Close()
-	})
-	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue)}
+	return start(t, clock, gate, queue, store, gate.Close, journal.Close, store.Close)
 }
 
 // drainer returns a Drain that waits until the queue holds none of an activity's grabs.
@@ -68,4 +57,21 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 			time.Sleep(2 * time.Millisecond)
 		}
 	}
+}
+
+// start runs a service on gate, queue and store with a worker in the background; when t ends it
+// stops the worker and calls closers in order.
+func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, closers ...func() error) Env {
+	run, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
+	t.Cleanup(func() {
+		stop()
+		wg.Wait()
+		for _, c := range closers {
+			c()
+		}
+	})
+	svc := sale.NewService(gate, queue, store, clock.Now)
+	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue)}
 }

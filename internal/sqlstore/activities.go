@@ -99,6 +99,25 @@ func (s *Store) Activities(ctx context.Context, since time.Time) ([]sale.Activit
 	return acts, rows.Err()
 }
 
+// ActivityIDs returns the ids of the activities that end after since: what a node's queue
+// consumes.
+func (s *Store) ActivityIDs(ctx context.Context, since time.Time) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM activities WHERE end_at > ? ORDER BY created_at`, ms(since))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
 // GateState implements sale.Store.
 func (s *Store) GateState(ctx context.Context, a sale.Activity, pending []sale.Grab) (sale.GateState, error) {
 	var st sale.GateState

@@ -130,6 +130,12 @@ func testActivityRoundTrip(t *testing.T, dsn string) {
 	if err != nil || len(acts) != 0 {
 		t.Errorf("Activities after the end = %v, %v; want none", acts, err)
 	}
+	if ids, err := s.ActivityIDs(context.Background(), t0); err != nil || len(ids) != 1 || ids[0] != "a1" {
+		t.Errorf("ActivityIDs during the sale = %v, %v; want [a1]", ids, err)
+	}
+	if ids, err := s.ActivityIDs(context.Background(), t0.Add(2*time.Hour)); err != nil || len(ids) != 0 {
+		t.Errorf("ActivityIDs after the end = %v, %v; want none", ids, err)
+	}
 }
 
 func testPlaceOrdersGuardsStock(t *testing.T, dsn string) {
