@@ -425,3 +425,62 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 		t.Fatalf("database %+v; want exactly %d orders, one per grab", c, n)
 	}
 }
+
+// TestReconcileRepairsRedisDrift corrupts the Redis stock count both ways (units invented, units
+// lost) and checks that reconcile reports the drift, repairs it from the database and the stream,
+// and that exactly the stock is then sold.
+func TestReconcileRepairsRedisDrift(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	const stock = 10
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "drift", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range 3 {
+		if _, err := env.Service.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Drain(a.ID)
+	rdb, err := redisgate.Dial(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	for _, lie := range []int64{9, 5} { // 2 units invented, then 2 lost
+		if err := rdb.Set(ctx, "{act:"+a.ID+"}:stock", lie, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := env.Service.Reconcile(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.OK || rec.Drift != lie-7 || !rec.Repaired {
+			t.Fatalf("reconcile with redis saying %d: %+v; want drift %d repaired", lie, rec, lie-7)
+		}
+		if rem, _ := env.Service.Remaining(ctx, a.ID); rem != 7 {
+			t.Fatalf("remaining after repair = %d, want 7", rem)
+		}
+	}
+	won := 0
+	for u := 3; u < 30; u++ {
+		if _, err := env.Service.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err == nil {
+			won++
+		} else if !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatal(err)
+		}
+	}
+	env.Drain(a.ID)
+	c, err := env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if won != 7 || c.Created != stock || c.Failed != 0 {
+		t.Fatalf("after repair %d more won, database %+v; want 7 more and %d orders", won, c, stock)
+	}
+}
