@@ -132,3 +132,13 @@ func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
 func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
 	return q.journal.UnackedGrabs(ctx, activityID)
 }
+
+// Bury implements sale.Queue: the grabs leave the journal at once; the database's dead_letters
+// table (see the worker) is where they are kept.
+func (q *Queue) Bury(ctx context.Context, ds []sale.Delivery, reason string) error {
+	tokens := make([]string, len(ds))
+	for i, d := range ds {
+		tokens[i] = d.Grab.Token
+	}
+	return q.journal.RemoveGrabs(ctx, tokens)
+}

@@ -122,17 +122,21 @@ func (q *Queue) claimDue() bool {
 func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sale.Delivery, error) {
 	stream := StreamKey(id)
 	var msgs []redis.XMessage
-	attempts := 1
+	var counts map[string]int // delivery counts of claimed entries
 	if claim {
 		claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
 			MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer}).Result()
 		if err != nil {
 			return nil, fmt.Errorf("%w: redis: claim %s: %v", sale.ErrBusy, stream, err)
 		}
-		msgs, attempts = claimed, 2
+		msgs = claimed
+		if len(claimed) > 0 {
+			if counts, err = q.deliveries(ctx, stream, claimed); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if len(msgs) == 0 {
-		attempts = 1
 		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
 			Streams: []string{stream, ">"}, Count: int64(max), Block: -1}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -151,6 +155,10 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 			}
 			continue
 		}
+		attempts := 1
+		if n, ok := counts[m.ID]; ok {
+			attempts = n
+		}
 		out = append(out, sale.Delivery{ID: m.ID, Grab: g, Attempts: attempts})
 	}
 	return out, nil
@@ -162,21 +170,55 @@ func DeadKey(activityID string) string { return "{act:" + activityID + "}:dead" 
 // bury moves an entry that is not a grab (written by something other than grab.lua) to the
 // activity's dead-letter stream, so that it cannot stall the workers.
 func (q *Queue) bury(ctx context.Context, activityID string, m redis.XMessage) error {
-	stream := StreamKey(activityID)
-	values := map[string]any{"id": m.ID}
+	values := map[string]any{"reason": "not a grab"}
 	for k, v := range m.Values {
 		values["field:"+k] = v
 	}
+	return q.moveToDead(ctx, activityID, m.ID, values)
+}
+
+// Bury implements sale.Queue: each delivery moves to its activity's dead-letter stream.
+func (q *Queue) Bury(ctx context.Context, ds []sale.Delivery, reason string) error {
+	for _, d := range ds {
+		g := d.Grab
+		values := map[string]any{"reason": reason, "attempts": d.Attempts, "token": g.Token, "activity": g.ActivityID,
+			"user": g.UserID, "key": g.IdempotencyKey, "share": g.Share, "amount": g.AmountCents, "at": g.At.UnixMilli()}
+		if err := q.moveToDead(ctx, g.ActivityID, d.ID, values); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// moveToDead adds values to the dead-letter stream and acknowledges and deletes the entry id, in
+// one MULTI/EXEC on the activity's slot.
+func (q *Queue) moveToDead(ctx context.Context, activityID, id string, values map[string]any) error {
+	stream := StreamKey(activityID)
+	values["id"] = id
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.XAdd(ctx, &redis.XAddArgs{Stream: DeadKey(activityID), Values: values})
-		p.XAck(ctx, stream, Group, m.ID)
-		p.XDel(ctx, stream, m.ID)
+		p.XAck(ctx, stream, Group, id)
+		p.XDel(ctx, stream, id)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: redis: bury %s: %v", sale.ErrBusy, m.ID, err)
+		return fmt.Errorf("%w: redis: bury %s: %v", sale.ErrBusy, id, err)
 	}
 	return nil
+}
+
+// deliveries reads how many times each claimed entry has been delivered, this time included.
+func (q *Queue) deliveries(ctx context.Context, stream string, msgs []redis.XMessage) (map[string]int, error) {
+	pend, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: Group,
+		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)) + 1000}).Result()
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis: pending %s: %v", sale.ErrBusy, stream, err)
+	}
+	counts := make(map[string]int, len(pend))
+	for _, p := range pend {
+		counts[p.ID] = int(p.RetryCount)
+	}
+	return counts, nil
 }
 
 // grabOfEntry reads a stream entry written by grab.lua.

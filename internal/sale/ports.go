@@ -58,6 +58,10 @@ type Queue interface {
 	// Unacked returns the grabs of an activity not yet acknowledged by a worker: with the
 	// database's orders they are what the gate must hold.
 	Unacked(ctx context.Context, activityID string) ([]Grab, error)
+
+	// Bury takes deliveries the workers gave up on out of the queue, keeping them where a person
+	// can look (a dead-letter stream), and acknowledges them.
+	Bury(ctx context.Context, ds []Delivery, reason string) error
 }
 
 // Placement is the database's answer to one grab: the order it now has for the grab's token.
@@ -106,8 +110,12 @@ type Store interface {
 	// Expired lists up to limit CREATED orders whose payment window closed before now.
 	Expired(ctx context.Context, now time.Time, limit int) ([]Order, error)
 
-	// Counts reports an activity's orders by status.
+	// Counts reports an activity's orders by status, and its dead letters.
 	Counts(ctx context.Context, activityID string) (Counts, error)
+
+	// DeadLetter records a grab the workers gave up on after attempts deliveries. Recording it
+	// twice is harmless.
+	DeadLetter(ctx context.Context, g Grab, attempts int, reason string, now time.Time) error
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

@@ -190,6 +190,8 @@ type Counts struct {
 	Paid      int64
 	Cancelled int64
 	Failed    int64
+	// DeadLetters are grabs the workers gave up on (not orders).
+	DeadLetters int64
 }
 
 // Stats is the admin's view of an activity.
@@ -203,6 +205,7 @@ type Stats struct {
 	Cancelled    int64 `json:"cancelled"`
 	Failed       int64 `json:"failed"`
 	PendingQueue int64 `json:"pending_queue"`
+	DeadLetters  int64 `json:"dead_letters"`
 }
 
 // ValidID reports whether s can name an activity: 1 to MaxIDLen ASCII letters, digits, '-' or '_'.

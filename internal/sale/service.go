@@ -380,6 +380,6 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	return Stats{
 		Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem,
 		Orders: c.Orders, Created: c.Created, Paid: c.Paid, Cancelled: c.Cancelled, Failed: c.Failed,
-		PendingQueue: depth,
+		PendingQueue: depth, DeadLetters: c.DeadLetters,
 	}, nil
 }

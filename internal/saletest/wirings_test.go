@@ -484,3 +484,74 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 		t.Fatalf("after repair %d more won, database %+v; want 7 more and %d orders", won, c, stock)
 	}
 }
+
+// TestPoisonGrabGoesToTheDeadLetters: a grab whose workers keep dying before they acknowledge it
+// (three consumers take it in turn and vanish) is, on its fourth delivery, recorded in the
+// dead_letters table, moved to the activity's dead-letter stream, and counted in the stats.
+func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	store, err := sqlstore.Open(ctx, mysqltest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	rdb, err := redisgate.Dial(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	ids := func(ctx context.Context) ([]string, error) { return []string{"poison"}, nil }
+	consumer := func(name string) *redisgate.Queue {
+		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
+	}
+	svc := sale.NewService(redisgate.New(rdb, store.Activity), consumer("first"), store, clock.Now)
+	a, err := svc.CreateActivity(ctx, sale.Activity{ID: "poison", Name: "poison", Kind: sale.KindItem, Stock: 5,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := svc.Grab(ctx, a.ID, "u1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"first", "second", "third"} {
+		recv, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ds, err := consumer(name).Receive(recv, 10)
+		cancel()
+		if err != nil || len(ds) != 1 || ds[0].Attempts != i+1 {
+			t.Fatalf("consumer %s received %+v, %v; want the grab on its delivery %d", name, ds, err, i+1)
+		}
+		// ... and dies without acknowledging it.
+	}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		(&worker.Worker{Queue: consumer("fourth"), Store: store, Log: slog.New(slog.DiscardHandler), MaxDeliveries: 3}).Run(run)
+		close(done)
+	}()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := svc.Stats(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.DeadLetters == 1 && st.PendingQueue == 0 {
+			if st.Orders != 0 {
+				t.Fatalf("stats %+v: the dead letter was placed as an order", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v after 10 s; want one dead letter and an empty stream", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dead, err := rdb.XRange(ctx, redisgate.DeadKey(a.ID), "-", "+").Result()
+	if err != nil || len(dead) != 1 || dead[0].Values["token"] != g.Token {
+		t.Fatalf("dead-letter stream = %v, %v; want grab %s", dead, err, g.Token)
+	}
+}

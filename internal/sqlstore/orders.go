@@ -386,5 +386,16 @@ func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, err
 			c.Failed = n
 		}
 	}
-	return c, rows.Err()
+	if err := rows.Err(); err != nil {
+		return c, err
+	}
+	err = s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM dead_letters WHERE activity_id = ?`, activityID).Scan(&c.DeadLetters)
+	return c, err
+}
+
+// DeadLetter implements sale.Store.
+func (s *Store) DeadLetter(ctx context.Context, g sale.Grab, attempts int, reason string, now time.Time) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO dead_letters (token, activity_id, user_id, attempts, reason, created_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, g.Token, g.ActivityID, g.UserID, attempts, reason, ms(now))
+	return err
 }

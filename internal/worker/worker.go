@@ -5,6 +5,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,9 @@ type Worker struct {
 	Store sale.Store
 	Log   *slog.Logger
 	Batch int // grabs per transaction
+	// MaxDeliveries is how many deliveries of one grab the worker tries before it gives up on it
+	// (a grab that keeps killing the workers that take it): the grab goes to the dead letters.
+	MaxDeliveries int
 
 	// Placed, when set, is called with every batch placed (tests and metrics).
 	Placed func([]sale.Placement)
@@ -49,6 +53,10 @@ func (w *Worker) Run(ctx context.Context) error {
 // the grabs in the queue for the next start.
 func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 	call := context.WithoutCancel(ctx)
+	ds = w.buryPoison(ctx, call, ds)
+	if len(ds) == 0 {
+		return
+	}
 	grabs := make([]sale.Grab, len(ds))
 	for i, d := range ds {
 		grabs[i] = d.Grab
@@ -71,6 +79,36 @@ func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 		w.Placed(placed)
 	}
 	retry(ctx, w.Log, "ack grabs", func() error { return w.Queue.Ack(call, ds) })
+}
+
+// buryPoison sends the deliveries past MaxDeliveries to the dead letters (the database's table
+// and the queue's dead-letter stream) and returns the others.
+func (w *Worker) buryPoison(ctx, call context.Context, ds []sale.Delivery) []sale.Delivery {
+	max := w.MaxDeliveries
+	if max <= 0 {
+		max = 5
+	}
+	var keep, poison []sale.Delivery
+	for _, d := range ds {
+		if d.Attempts > max {
+			poison = append(poison, d)
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	if len(poison) == 0 {
+		return ds
+	}
+	reason := fmt.Sprintf("delivered %d times or more without being placed", max+1)
+	for _, d := range poison {
+		w.Log.Error("dead letter", "token", d.Grab.Token, "activity", d.Grab.ActivityID, "user", d.Grab.UserID,
+			"attempts", d.Attempts)
+		retry(ctx, w.Log, "record dead letter", func() error {
+			return w.Store.DeadLetter(call, d.Grab, d.Attempts, reason, time.Now())
+		})
+	}
+	retry(ctx, w.Log, "bury dead letters", func() error { return w.Queue.Bury(call, poison, reason) })
+	return keep
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off from 50 ms to 5 s between tries.

@@ -23,6 +23,7 @@ type twiceQueue struct {
 	mu      sync.Mutex
 	batches [][]sale.Delivery
 	acked   int
+	buried  []sale.Delivery
 }
 
 func (q *twiceQueue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
@@ -41,6 +42,13 @@ func (q *twiceQueue) Receive(ctx context.Context, max int) ([]sale.Delivery, err
 func (q *twiceQueue) Ack(ctx context.Context, ds []sale.Delivery) error {
 	q.mu.Lock()
 	q.acked += len(ds)
+	q.mu.Unlock()
+	return nil
+}
+
+func (q *twiceQueue) Bury(ctx context.Context, ds []sale.Delivery, reason string) error {
+	q.mu.Lock()
+	q.buried = append(q.buried, ds...)
 	q.mu.Unlock()
 	return nil
 }
@@ -134,5 +142,59 @@ func TestEveryGrabDeliveredTwiceMakesOneOrder(t *testing.T) {
 	}
 	if c.Orders != stock || c.Created != stock || newOrders != stock {
 		t.Fatalf("after %d deliveries of %d grabs: %+v, %d new; want exactly one order per grab", 2*stock, stock, c, newOrders)
+	}
+}
+
+// TestTooManyDeliveriesGoToTheDeadLetters: a grab delivered more than MaxDeliveries times (its
+// workers kept dying on it) is recorded as a dead letter and buried, not placed; the grabs beside
+// it are placed as usual.
+func TestTooManyDeliveriesGoToTheDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a := sale.Activity{ID: "a", Name: "a", Kind: sale.KindItem, Stock: 5, PriceCents: 1, PerUserLimit: 1,
+		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect, CreatedAt: t0}
+	if err := store.CreateActivity(ctx, a, nil); err != nil {
+		t.Fatal(err)
+	}
+	grab := func(u string) sale.Grab {
+		return sale.Grab{Token: "g" + u, ActivityID: "a", UserID: u, AmountCents: 1, At: t0}
+	}
+	q := &twiceQueue{batches: [][]sale.Delivery{{
+		{ID: "1", Grab: grab("u1"), Attempts: 1},
+		{ID: "2", Grab: grab("u2"), Attempts: 4}, // one past MaxDeliveries
+		{ID: "3", Grab: grab("u3"), Attempts: 3},
+	}}}
+	w := &worker.Worker{Queue: q, Store: store, Log: slog.New(slog.DiscardHandler), MaxDeliveries: 3}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(run); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, acked := q.left(); acked == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("worker did not place the two good grabs")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if len(q.buried) != 1 || q.buried[0].Grab.UserID != "u2" {
+		t.Fatalf("buried %+v, want u2's grab", q.buried)
+	}
+	c, err := store.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != 2 || c.DeadLetters != 1 {
+		t.Fatalf("counts %+v, want 2 orders and 1 dead letter", c)
+	}
+	if _, err := store.Order(ctx, "gu2"); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("the dead letter has an order: %v", err)
 	}
 }
