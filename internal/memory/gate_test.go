@@ -113,58 +113,40 @@ func TestJournalFailureGivesTheUnitBack(t *testing.T) {
 	}
 }
 
-// TestCrowd has thousands of goroutines grab at once, each user several times, some with
-// idempotency keys: the stock is sold exactly, never twice to a user, and the journal holds
-// exactly the grants.
-func TestCrowd(t *testing.T) {
-	const users, clicks, stock = 3000, 3, 500
+// TestJournalHoldsExactlyTheWins: under a crowd (the rules themselves are saletest.GateTests'),
+// the journal holds exactly the grabs that were acknowledged, written in far fewer transactions
+// than grabs.
+func TestJournalHoldsExactlyTheWins(t *testing.T) {
+	const users, stock = 2000, 500
 	g, j := newGate(t)
 	load(t, g, item("a", stock, 1), sale.GateState{})
 	var mu sync.Mutex
-	wins := map[string]string{} // user -> token
+	wins := map[string]string{} // token -> user
 	var wg sync.WaitGroup
 	for u := range users {
-		for c := range clicks {
-			wg.Go(func() {
-				user := fmt.Sprint("u", u)
-				key := ""
-				if u%2 == 0 {
-					key = "k"
-				}
-				got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: user, IdempotencyKey: key, Now: t0})
-				switch {
-				case err == nil:
-					mu.Lock()
-					defer mu.Unlock()
-					if prev, ok := wins[user]; ok && prev != got.Token {
-						t.Errorf("user %s won twice: %s and %s (click %d)", user, prev, got.Token, c)
-					}
-					wins[user] = got.Token
-				case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrAlreadyBought):
-				default:
-					t.Errorf("grab: %v", err)
-				}
-			})
-		}
+		wg.Go(func() {
+			got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: fmt.Sprint("u", u), Now: t0})
+			if err == nil {
+				mu.Lock()
+				wins[got.Token] = got.UserID
+				mu.Unlock()
+			} else if !errors.Is(err, sale.ErrSoldOut) {
+				t.Errorf("grab: %v", err)
+			}
+		})
 	}
 	wg.Wait()
-	if len(wins) != stock {
-		t.Fatalf("%d users won, want exactly the stock %d", len(wins), stock)
-	}
 	journal := j.appended()
-	if len(journal) != stock {
-		t.Fatalf("journal has %d grabs, want %d", len(journal), stock)
+	if len(wins) != stock || len(journal) != stock {
+		t.Fatalf("%d wins, %d grabs in the journal; want %d of each", len(wins), len(journal), stock)
 	}
 	for _, gr := range journal {
-		if wins[gr.UserID] != gr.Token {
-			t.Fatalf("journal grab %s of %s is not the win the user was told (%s)", gr.Token, gr.UserID, wins[gr.UserID])
+		if wins[gr.Token] != gr.UserID {
+			t.Fatalf("journal grab %s of %s was not acknowledged to that user", gr.Token, gr.UserID)
 		}
 	}
 	if j.batches >= stock {
 		t.Errorf("%d grabs took %d journal transactions: no group commit", stock, j.batches)
-	}
-	if rem, _ := g.Remaining(context.Background(), "a"); rem != 0 {
-		t.Fatalf("remaining = %d, want 0", rem)
 	}
 }
 

@@ -103,11 +103,7 @@ func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	}
 	env := nodes[0]
 	const stock = 40
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "sweep", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: start, EndAt: start.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	tokens := map[string]string{}
 	for u := range stock {
 		user := fmt.Sprint("u", u)
@@ -187,12 +183,7 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 10
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "loss", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	won := 0
 	grab := func(user string) {
 		t.Helper()
@@ -236,12 +227,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 300
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "aof", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	var mu sync.Mutex
 	acked := map[string]string{} // token -> user
 	var killOnce sync.Once
@@ -304,12 +290,7 @@ func TestDatabaseOutage(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "outage", Kind: sale.KindItem, Stock: 1000,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, env.Service, clock, "", 1000, time.Hour)
 	acked := map[string]string{}
 	grab := func(user string) {
 		t.Helper()
@@ -375,12 +356,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
 	svc := sale.NewService(gate, dead, store, clock.Now)
 	const n = 40
-	a, err := svc.CreateActivity(ctx, sale.Activity{ID: "dead", Name: "dead", Kind: sale.KindItem, Stock: n,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, svc, clock, "dead", n, time.Hour)
 	for u := range n {
 		if _, err := svc.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
 			t.Fatal(err)
@@ -435,12 +411,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
 	const stock = 10
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "drift", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, env.Service, clock, "", stock, time.Hour)
 	for u := range 3 {
 		if _, err := env.Service.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
 			t.Fatal(err)
@@ -507,12 +478,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
 	svc := sale.NewService(redisgate.New(rdb, store.Activity), consumer("first"), store, clock.Now)
-	a, err := svc.CreateActivity(ctx, sale.Activity{ID: "poison", Name: "poison", Kind: sale.KindItem, Stock: 5,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := createItem(t, svc, clock, "poison", 5, time.Hour)
 	g, err := svc.Grab(ctx, a.ID, "u1", "")
 	if err != nil {
 		t.Fatal(err)
@@ -554,4 +520,17 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	if err != nil || len(dead) != 1 || dead[0].Values["token"] != g.Token {
 		t.Fatalf("dead-letter stream = %v, %v; want grab %s", dead, err, g.Token)
 	}
+}
+
+// createItem creates an item activity on svc (id "" lets the service name it), one unit per user,
+// on sale from the clock's now for an hour.
+func createItem(t *testing.T, svc *sale.Service, clock *saletest.Clock, id string, stock int64, payWindow time.Duration) sale.Activity {
+	t.Helper()
+	a, err := svc.CreateActivity(context.Background(), sale.Activity{ID: id, Name: "test item", Kind: sale.KindItem,
+		Stock: stock, PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: payWindow,
+		Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
