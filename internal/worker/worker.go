@@ -19,6 +19,10 @@ type Worker struct {
 	Store sale.Store
 	Log   *slog.Logger
 	Batch int // grabs per transaction
+	// Linger is how long the worker waits after a batch that was not full before it reads
+	// again, so that under a steady crowd the grabs gather into full batches: one transaction
+	// and one acknowledgement for many orders rather than for a handful. Zero reads at once.
+	Linger time.Duration
 	// MaxDeliveries is how many deliveries of one grab the worker tries before it gives up on it
 	// (a grab that keeps killing the workers that take it): the grab goes to the dead letters.
 	MaxDeliveries int
@@ -34,7 +38,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if batch <= 0 {
 		batch = 256
 	}
-	for {
+	for ctx.Err() == nil {
 		ds, err := w.Queue.Receive(ctx, batch)
 		if ctx.Err() != nil {
 			return nil
@@ -45,7 +49,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			continue
 		}
 		w.process(ctx, ds)
+		if len(ds) < batch && w.Linger > 0 {
+			sleep(ctx, w.Linger)
+		}
 	}
+	return nil
 }
 
 // process places and acknowledges ds, retrying with backoff while the database is unavailable.

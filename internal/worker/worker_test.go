@@ -83,24 +83,37 @@ func (s *flakyStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Pl
 	return s.Store.PlaceOrders(ctx, gs)
 }
 
-func TestEveryGrabDeliveredTwiceMakesOneOrder(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
+// openStore returns a SQLite store holding item activity "a" of the given stock.
+func openStore(t *testing.T, stock int64) *sqlstore.Store {
+	t.Helper()
+	store, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	const stock = 50
+	t.Cleanup(func() { store.Close() })
 	a := sale.Activity{ID: "a", Name: "a", Kind: sale.KindItem, Stock: stock, PriceCents: 1, PerUserLimit: 1,
 		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect, CreatedAt: t0}
-	if err := store.CreateActivity(ctx, a, nil); err != nil {
+	if err := store.CreateActivity(context.Background(), a, nil); err != nil {
 		t.Fatal(err)
 	}
+	return store
+}
+
+// deliveries are n first deliveries of grabs of activity "a", one user each.
+func deliveries(n int) []sale.Delivery {
 	var ds []sale.Delivery
-	for i := range stock {
+	for i := range n {
 		g := sale.Grab{Token: fmt.Sprint("g", i), ActivityID: "a", UserID: fmt.Sprint("u", i), AmountCents: 1, At: t0}
 		ds = append(ds, sale.Delivery{ID: fmt.Sprint(i), Grab: g, Attempts: 1})
 	}
+	return ds
+}
+
+func TestEveryGrabDeliveredTwiceMakesOneOrder(t *testing.T) {
+	ctx := context.Background()
+	const stock = 50
+	store := openStore(t, stock)
+	ds := deliveries(stock)
 	q := &twiceQueue{}
 	for lo := 0; lo < stock; lo += 10 {
 		q.batches = append(q.batches, ds[lo:lo+10])
@@ -150,16 +163,7 @@ func TestEveryGrabDeliveredTwiceMakesOneOrder(t *testing.T) {
 // it are placed as usual.
 func TestTooManyDeliveriesGoToTheDeadLetters(t *testing.T) {
 	ctx := context.Background()
-	store, err := sqlstore.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	a := sale.Activity{ID: "a", Name: "a", Kind: sale.KindItem, Stock: 5, PriceCents: 1, PerUserLimit: 1,
-		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect, CreatedAt: t0}
-	if err := store.CreateActivity(ctx, a, nil); err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t, 5)
 	grab := func(u string) sale.Grab {
 		return sale.Grab{Token: "g" + u, ActivityID: "a", UserID: u, AmountCents: 1, At: t0}
 	}
@@ -196,5 +200,50 @@ func TestTooManyDeliveriesGoToTheDeadLetters(t *testing.T) {
 	}
 	if _, err := store.Order(ctx, "gu2"); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("the dead letter has an order: %v", err)
+	}
+}
+
+// readsQueue reports every Receive on reads.
+type readsQueue struct {
+	*twiceQueue
+	reads chan struct{}
+}
+
+func (q readsQueue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
+	q.reads <- struct{}{}
+	return q.twiceQueue.Receive(ctx, max)
+}
+
+// TestWorkerLingersOnlyAfterAShortBatch: after a full batch the worker reads again at once (the
+// crowd is still there); after a short one it waits Linger, so the next grabs gather into one
+// batch; stopping cuts the wait short.
+func TestWorkerLingersOnlyAfterAShortBatch(t *testing.T) {
+	ds := deliveries(4)
+	q := readsQueue{&twiceQueue{batches: [][]sale.Delivery{ds[0:2], ds[2:3], ds[3:4]}}, make(chan struct{}, 8)}
+	w := &worker.Worker{Queue: q, Store: openStore(t, 4), Log: slog.New(slog.DiscardHandler), Batch: 2,
+		Linger: time.Hour}
+	run, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(run); close(done) }()
+	for i := range 2 { // the full batch, then at once the short one
+		select {
+		case <-q.reads:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("read %d did not come: the worker lingered after a full batch", i+1)
+		}
+	}
+	select {
+	case <-q.reads:
+		t.Fatal("the worker read again right after a short batch instead of lingering")
+	case <-time.After(300 * time.Millisecond):
+	}
+	stop()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stopping did not cut the linger short")
+	}
+	if left, acked := q.left(); left != 1 || acked != 3 {
+		t.Fatalf("%d batches left and %d acks, want 1 left and the first 3 grabs acknowledged", left, acked)
 	}
 }

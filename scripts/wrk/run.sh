@@ -5,6 +5,10 @@
 #
 #   scripts/wrk/run.sh [duration] [connections]
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
+#
+# Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
+# 5 s in the middle of the run (so the duration should be 8 s or more), and in Redis mode the time
+# redis-server spent per command: on two cores the processes compete, and this says for what.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 dur=${1:-10s}
@@ -19,15 +23,18 @@ go build -o "$tmp/trivial" scripts/wrk/trivial.go
 go run scripts/wrk/mint.go -secret "$secret" -n 600000 > "$tmp/tokens.txt"
 
 "$tmp/trivial" -addr 127.0.0.1:18081 &
-redis=
+trivial_pid=$!
+redis= redis_pid=
 if [ "${MODE:-embedded}" = redis ]; then
   redis-server --port 18379 --bind 127.0.0.1 --save "" --appendonly yes --appendfsync ${FSYNC:-always} \
     --dir "$tmp" --daemonize no --logfile "$tmp/redis.log" &
+  redis_pid=$!
   for _ in $(seq 50); do redis-cli -p 18379 ping >/dev/null 2>&1 && break; sleep 0.1; done
   redis=redis://127.0.0.1:18379/0
 fi
 SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
+seckill_pid=$!
 for _ in $(seq 100); do curl -sf 127.0.0.1:18080/healthz >/dev/null && curl -sf 127.0.0.1:18081/ >/dev/null 2>&1 && break; sleep 0.1; done
 
 create() {
@@ -41,19 +48,36 @@ create() {
 
 rps() { awk '/Requests\/sec/ {print $2}' "$1"; }
 
-measure() { # name url activity
-  TOKENS="$tmp/tokens.txt" ACTIVITY=$3 wrk -t2 -c"$conns" -d"$dur" --latency -s scripts/wrk/grab.lua "$2" -- 2 > "$tmp/$1.txt"
-  echo "== $1"; grep -E 'Requests/sec|Latency|50%|99%|status' "$tmp/$1.txt"
+ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; } # user+system CPU
+
+measure() { # name url activity name=pid... (the processes whose CPU to report)
+  local name=$1 url=$2 act=$3; shift 3
+  TOKENS="$tmp/tokens.txt" ACTIVITY=$act wrk -t2 -c"$conns" -d"$dur" --latency -s scripts/wrk/grab.lua "$url" -- 2 > "$tmp/$name.txt" &
+  local procs=("wrk=$!" "$@") pids=() before after i
+  for i in "${procs[@]}"; do pids+=("${i#*=}"); done
+  sleep 2; before=($(ticks "${pids[@]}")); sleep 5; after=($(ticks "${pids[@]}"))
+  wait "${pids[0]}"
+  echo "== $name"; grep -E 'Requests/sec|Latency|50%|99%|status' "$tmp/$name.txt"
+  for i in "${!procs[@]}"; do
+    awk -v n="${procs[$i]%%=*}" -v t=$((after[i] - before[i])) -v hz="$(getconf CLK_TCK)" \
+      'BEGIN {printf "   cpu %-13s %4.0f%% of a core\n", n, 100 * t / hz / 5}'
+  done
 }
 
 echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}"
 flash=$(create 2000)
-measure trivial-flash http://127.0.0.1:18081 x
-measure seckill-flash http://127.0.0.1:18080 "$flash"
+server=("seckill=$seckill_pid")
+[ -n "$redis_pid" ] && server+=("redis-server=$redis_pid")
+measure trivial-flash http://127.0.0.1:18081 x "trivial=$trivial_pid"
+measure seckill-flash http://127.0.0.1:18080 "$flash" "${server[@]}"
 allwin=$(create 50000000)
-measure trivial-allwin http://127.0.0.1:18081 x
-measure seckill-allwin http://127.0.0.1:18080 "$allwin"
+measure trivial-allwin http://127.0.0.1:18081 x "trivial=$trivial_pid"
+measure seckill-allwin http://127.0.0.1:18080 "$allwin" "${server[@]}"
 curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$flash/stats"; echo
 curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats"; echo
+if [ -n "$redis" ]; then
+  echo "redis-server time per command (microseconds), both profiles:"
+  redis-cli -p 18379 info commandstats | awk -F'[:,=]' '/^cmdstat_/ {printf "   %-12s calls %8d  usec/call %7s\n", substr($1, 9), $3, $7}'
+fi
 awk -v s="$(rps "$tmp/seckill-flash.txt")" -v t="$(rps "$tmp/trivial-flash.txt")" 'BEGIN {printf "flash ratio:   %.2f\n", s/t}'
 awk -v s="$(rps "$tmp/seckill-allwin.txt")" -v t="$(rps "$tmp/trivial-allwin.txt")" 'BEGIN {printf "all-win ratio: %.2f\n", s/t}'
