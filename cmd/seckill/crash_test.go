@@ -8,8 +8,13 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"seckill/internal/mysqltest"
+	"seckill/internal/redisgate"
+	"seckill/internal/redistest"
 )
 
 var (
@@ -50,7 +55,7 @@ type child struct {
 func startChild(t *testing.T, get func(string) string) *child {
 	t.Helper()
 	cmd := exec.Command(buildBinary(t), "serve")
-	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_REDIS", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL"} {
+	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_REDIS", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL", "SECKILL_ROLE", "SECKILL_CLAIM_IDLE"} {
 		if v := get(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
@@ -151,5 +156,80 @@ func TestKillNineMidSale(t *testing.T) {
 	st = c.drained(id)
 	if st["created"] != float64(stock) || st["orders"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("after the sale: %v; want exactly %d orders, none failed, nothing left", st, stock)
+	}
+}
+
+// TestKillNineWorkerMidDrain: an API node (SECKILL_ROLE=api, no worker) takes 10,000 grabs into
+// the Redis stream; a worker node starts draining them into MariaDB and is killed with SIGKILL
+// while it holds delivered, unacknowledged entries. A second worker node takes those over
+// (XAUTOCLAIM once SECKILL_CLAIM_IDLE has passed) and finishes: every acknowledged grab ends as
+// exactly one order.
+func TestKillNineWorkerMidDrain(t *testing.T) {
+	const users = 10_000
+	dsn, srv := mysqltest.DSN(t), redistest.Start(t, redistest.Options{})
+	env := func(role string) func(string) string {
+		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role, "SECKILL_CLAIM_IDLE", "2s")
+	}
+	api := newClient(t, startChild(t, env(roleAPI)).base)
+	id := api.createItem(users, 1, 15*time.Minute)
+	names := make([]string, users)
+	for i := range names {
+		names[i] = fmt.Sprint("u", i)
+	}
+	wins := map[string]string{}
+	for _, o := range api.crowd(id, names, 0, 32, nil, nil) {
+		if o.err != nil || o.status != http.StatusAccepted {
+			t.Fatalf("grab by %s: %d %s %v", o.user, o.status, o.code, o.err)
+		}
+		wins[o.user] = o.token
+	}
+	if st := api.stats(id); st["pending_queue"] != float64(users) || st["orders"] != 0.0 {
+		t.Fatalf("an API node placed orders or lost grabs: %v", st)
+	}
+
+	rdb, err := redisgate.Dial(t.Context(), srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	first := startChild(t, env(roleWorker))
+	var held int64 // entries delivered to the first worker and not acknowledged when it died
+	deadline := time.Now().Add(30 * time.Second)
+	for held == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("never caught the first worker holding unacknowledged grabs")
+		}
+		time.Sleep(5 * time.Millisecond)
+		if api.stats(id)["orders"] == 0.0 {
+			continue
+		}
+		// Freeze it to look at what it holds; let it go on if it was between two batches.
+		if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		p, err := rdb.XPending(t.Context(), redisgate.StreamKey(id), redisgate.Group).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held = p.Count; held == 0 {
+			first.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	first.kill()
+	st := api.stats(id)
+	t.Logf("killed the first worker holding %d grabs; %v orders placed", held, st["orders"])
+	if st["orders"] == float64(users) {
+		t.Fatal("the first worker placed every order before it died: nothing left to take over")
+	}
+
+	startChild(t, env(roleWorker))
+	st = api.drained(id)
+	if st["orders"] != float64(users) || st["created"] != float64(users) || st["failed"] != 0.0 || st["remaining"] != 0.0 {
+		t.Fatalf("after the takeover: %v; want exactly %d orders, all created", st, users)
+	}
+	for user, token := range wins {
+		if o := api.must("GET", "/api/orders/"+token, api.token(user), "", http.StatusOK); o["status"] != "CREATED" {
+			t.Fatalf("acknowledged grab %s of %s is %v", token, user, o["status"])
+		}
 	}
 }

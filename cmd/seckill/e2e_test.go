@@ -153,6 +153,11 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"redis down", nil, map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:1/0", "SECKILL_ADDR": "127.0.0.1:0"}, "redis"},
 		{"other database", nil, map[string]string{"SECKILL_DB": "oracle://x", "SECKILL_ADDR": "127.0.0.1:0"}, "want sqlite:PATH"},
 		{"bad log level", []string{"-log-level", "loud"}, nil, "log level"},
+		{"unknown role", nil, map[string]string{"SECKILL_ROLE": "boss"}, "want all, api or worker"},
+		{"api node without redis", []string{"-role", "api"}, nil, "needs SECKILL_REDIS"},
+		{"worker node without redis", nil, map[string]string{"SECKILL_ROLE": "worker"}, "needs SECKILL_REDIS"},
+		{"bad claim idle", nil, map[string]string{"SECKILL_CLAIM_IDLE": "soon"}, "SECKILL_CLAIM_IDLE"},
+		{"zero claim idle", []string{"-claim-idle", "0s"}, nil, "positive duration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,7 +66,17 @@ type config struct {
 	demo       bool
 	logLevel   slog.Level
 	sweepEvery time.Duration
+	role       string        // roleAll, roleAPI or roleWorker
+	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
 }
+
+// The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
+// draining the queue never takes CPU from the crowd, and each kind scales (and fails) on its own.
+const (
+	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
+	roleAPI    = "api"    // the HTTP API only
+	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz and /readyz
+)
 
 // parseServe reads the flags, each defaulting to its SECKILL_* environment variable.
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -77,7 +87,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		return def
 	}
 	var c config
-	var demo, level string
+	var demo, level, claimIdle string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -88,6 +98,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&demo, "demo", env("SECKILL_DEMO", ""), "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret (SECKILL_DEMO)")
 	fs.StringVar(&level, "log-level", env("SECKILL_LOG_LEVEL", "info"), "debug, info, warn or error (SECKILL_LOG_LEVEL)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Second, "how often expired payment windows are closed")
+	fs.StringVar(&c.role, "role", env("SECKILL_ROLE", roleAll), "all, api or worker; api and worker need Redis (SECKILL_ROLE)")
+	fs.StringVar(&claimIdle, "claim-idle", env("SECKILL_CLAIM_IDLE", "30s"), "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only (SECKILL_CLAIM_IDLE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -109,6 +121,20 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.sweepEvery <= 0 {
 		return c, errors.New("-sweep-every must be positive")
 	}
+	switch c.role {
+	case roleAll:
+	case roleAPI, roleWorker:
+		if c.redis == "" {
+			return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)
+		}
+	default:
+		return c, fmt.Errorf("SECKILL_ROLE=%q: want all, api or worker", c.role)
+	}
+	d, err := time.ParseDuration(claimIdle)
+	if err != nil || d <= 0 {
+		return c, fmt.Errorf("SECKILL_CLAIM_IDLE=%q: want a positive duration such as 30s", claimIdle)
+	}
+	c.claimIdle = d
 	return c, nil
 }
 
@@ -163,8 +189,15 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
 		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), g.ping(ctx)) },
 	})
+	var handler http.Handler = api
+	if c.role == roleWorker {
+		health := http.NewServeMux()
+		health.Handle("GET /healthz", api)
+		health.Handle("GET /readyz", api)
+		handler = health
+	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -174,8 +207,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256}).Run(bg) })
-	wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
+	if c.role != roleAPI {
+		wg.Go(func() { (&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger}).Run(bg) })
+		wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -192,7 +227,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "demo activity: %s/api/activities/%s  (dev login: POST %s/api/login {\"user\":\"alice\"})\n",
 			base, demoID, base)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
+	log.Info("serving", "addr", ln.Addr().String(), "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
 
 	select {
 	case err = <-serveErr:
@@ -217,6 +252,9 @@ type stockGate struct {
 	queue sale.Queue
 	ping  func(ctx context.Context) error
 	close func()
+	// linger is the worker's wait after a short batch (see worker.Worker.Linger). The embedded
+	// queue gathers its own batches; a stream hands out whatever has arrived.
+	linger time.Duration
 }
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
@@ -240,9 +278,9 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 	activities := func(ctx context.Context) ([]string, error) {
 		return store.ActivityIDs(ctx, time.Now().Add(-sale.MaxPayWindow))
 	}
-	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, 30*time.Second)
+	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
 	var once sync.Once
-	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue,
+	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue, linger: 50 * time.Millisecond,
 		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		close: func() { once.Do(func() { rdb.Close() }) }}, nil
 }
