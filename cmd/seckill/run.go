@@ -26,12 +26,14 @@ import (
 	"seckill/internal/worker"
 )
 
-const usage = `usage: seckill [serve] [flags]
+const usage = `usage: seckill [serve|bench] [flags]
 
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
+  bench   send a flash crowd to a server (or to one it starts in process) and check the sale
 
-Run 'seckill serve -h' for the flags; each has an environment variable.
+Run 'seckill serve -h' or 'seckill bench -h' for the flags; serve's each have an environment
+variable.
 `
 
 // run is the whole program: main only adds the process's signals, arguments and environment.
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		return serve(ctx, cfg, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -68,6 +72,8 @@ type config struct {
 	sweepEvery time.Duration
 	role       string        // roleAll, roleAPI or roleWorker
 	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
+	// ready, when set, is told the base URL once the server listens (bench's in-process server).
+	ready func(base string)
 }
 
 // The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
@@ -226,6 +232,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.demo {
 		fmt.Fprintf(stdout, "demo activity: %s/api/activities/%s  (dev login: POST %s/api/login {\"user\":\"alice\"})\n",
 			base, demoID, base)
+	}
+	if c.ready != nil {
+		c.ready(base)
 	}
 	log.Info("serving", "addr", ln.Addr().String(), "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
 

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"seckill/internal/bench"
+)
+
+// benchConfig is what `seckill bench` runs with.
+type benchConfig struct {
+	url, adminToken, secret string
+	db, redis               string // the in-process server's, when there is no url
+	sale                    bench.Sale
+	jsonOut                 bool
+	history                 string
+	timeout                 time.Duration
+}
+
+// parseBench reads bench's flags. The secrets default to the server's environment variables.
+func parseBench(args []string, getenv func(string) string, stderr io.Writer) (benchConfig, error) {
+	var c benchConfig
+	var arrival string
+	s := &c.sale
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.url, "url", "", "base `URL` of a running server; empty: start one in this process on a free loopback port")
+	fs.StringVar(&c.adminToken, "admin-token", getenv("SECKILL_ADMIN_TOKEN"), "the server's admin `token` (SECKILL_ADMIN_TOKEN)")
+	fs.StringVar(&c.secret, "jwt-secret", getenv("SECKILL_JWT_SECRET"), "the server's JWT `secret`, to mint the users' tokens (SECKILL_JWT_SECRET)")
+	fs.StringVar(&c.db, "db", "", "in-process server only: its database (default: SQLite in a temporary directory)")
+	fs.StringVar(&c.redis, "redis", "", "in-process server only: Redis URL or cluster seeds (default: the embedded gate)")
+	fs.IntVar(&s.Users, "users", 20_000, "distinct users")
+	fs.Int64Var(&s.Stock, "stock", 500, "units on sale (shares of a red packet)")
+	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most")
+	fs.IntVar(&s.Dup, "dup", 1, "extra clicks per user")
+	fs.StringVar(&arrival, "arrival", "burst", "burst (every click as soon as a connection is free) or ramp:DURATION (clicks spread evenly)")
+	fs.StringVar(&s.Kind, "kind", "item", "item or redpacket")
+	fs.Int64Var(&s.PerUserLimit, "per-user-limit", 1, "units one user may buy")
+	fs.Int64Var(&s.TotalCents, "total-cents", 0, "red packets: the amount split (default 100 cents per share)")
+	fs.Uint64Var(&s.Seed, "seed", 1, "orders the clicks; the same seed sends the same sequence")
+	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
+	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")
+	fs.DurationVar(&s.DrainTimeout, "drain-timeout", 2*time.Minute, "how long to wait for the queue to drain after the crowd")
+	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "stop the whole run after this long")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case arrival == "burst":
+	case strings.HasPrefix(arrival, "ramp:"):
+		d, err := time.ParseDuration(strings.TrimPrefix(arrival, "ramp:"))
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("--arrival %q: want ramp:DURATION such as ramp:10s", arrival)
+		}
+		s.Ramp = d
+	default:
+		return c, fmt.Errorf("--arrival %q: want burst or ramp:DURATION", arrival)
+	}
+	if s.Kind == "redpacket" && s.TotalCents == 0 {
+		s.TotalCents = 100 * s.Stock
+	}
+	if c.timeout <= 0 {
+		return c, errors.New("--timeout must be positive")
+	}
+	if c.url != "" {
+		if c.db != "" || c.redis != "" {
+			return c, errors.New("--db and --redis are for the in-process server; with --url the server runs already")
+		}
+		if c.secret == "" || c.adminToken == "" {
+			return c, errors.New("--url needs the server's --jwt-secret and --admin-token (or SECKILL_JWT_SECRET and SECKILL_ADMIN_TOKEN)")
+		}
+	} else {
+		c.secret, c.adminToken = randomSecret(), randomSecret() // the in-process server takes these
+	}
+	s.UserPrefix = fmt.Sprintf("bench-%d-", s.Seed)
+	s.Secret = c.secret
+	return c, s.Validate()
+}
+
+// benchCmd runs `seckill bench`: the exit status is non-zero when the run could not be made or
+// the checker found a violation.
+func benchCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	c, err := parseBench(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	mode, base := "url", c.url
+	if base == "" {
+		mode = "embedded"
+		if c.redis != "" {
+			mode = "redis"
+		}
+		var stop func()
+		base, stop, err = startInProcess(ctx, c, stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	client, err := bench.NewClient(base, c.adminToken, c.sale.Concurrency)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if isTerminal(stderr) {
+		c.sale.Progress = stderr
+	}
+	res, history, err := c.sale.Run(ctx, client)
+	if path, herr := writeHistory(c.history, history); herr != nil {
+		err = errors.Join(err, herr)
+	} else {
+		res.History = path
+	}
+	if err != nil {
+		return err
+	}
+	res.Mode = mode
+	if c.jsonOut {
+		err = res.WriteJSON(stdout)
+	} else {
+		err = res.WriteText(stdout)
+	}
+	if err == nil && !res.OK {
+		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents",
+			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff)
+	}
+	return err
+}
+
+// startInProcess serves in this process on a free loopback port, on c.db (default: a SQLite file
+// in a temporary directory) and c.redis, until stop is called.
+func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base string, stop func(), err error) {
+	dir, err := os.MkdirTemp("", "seckill-bench-")
+	if err != nil {
+		return "", nil, err
+	}
+	db := c.db
+	if db == "" {
+		db = "sqlite:" + filepath.Join(dir, "bench.db")
+	}
+	ready := make(chan string, 1)
+	cfg := config{addr: "127.0.0.1:0", db: db, redis: c.redis, jwtSecret: c.secret, adminToken: c.adminToken,
+		logLevel: slog.LevelError, sweepEvery: time.Second, role: roleAll, claimIdle: 30 * time.Second,
+		ready: func(b string) { ready <- b }}
+	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- serve(srvCtx, cfg, io.Discard, stderr) }()
+	stop = func() {
+		cancel()
+		<-done
+		os.RemoveAll(dir)
+	}
+	select {
+	case base = <-ready:
+		return base, stop, nil
+	case err = <-done:
+		os.RemoveAll(dir)
+		cancel()
+		return "", nil, fmt.Errorf("the in-process server: %w", err)
+	}
+}
+
+// writeHistory writes the history to path, or to a new temporary file when path is empty, and
+// returns where.
+func writeHistory(path string, history []bench.Record) (string, error) {
+	if len(history) == 0 {
+		return "", nil
+	}
+	var f *os.File
+	var err error
+	if path == "" {
+		f, err = os.CreateTemp("", "seckill-bench-history-*.jsonl")
+	} else {
+		f, err = os.Create(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("history: %w", err)
+	}
+	if err := bench.WriteHistory(f, history); err != nil {
+		f.Close()
+		return "", fmt.Errorf("history: %w", err)
+	}
+	return f.Name(), f.Close()
+}
+
+// isTerminal reports whether w is a terminal (for the progress bar).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

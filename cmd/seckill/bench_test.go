@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"seckill/internal/bench"
+	"seckill/internal/mysqltest"
+	"seckill/internal/redistest"
+)
+
+// noEnv is an empty environment: bench takes its secrets from flags only.
+func noEnv(string) string { return "" }
+
+// benchResult is the JSON line `seckill bench --json` ends with.
+type benchResult struct {
+	OK         bool    `json:"ok"`
+	Mode       string  `json:"mode"`
+	Requests   int64   `json:"requests"`
+	Wins       int64   `json:"wins"`
+	Stock      int64   `json:"stock"`
+	Oversell   int64   `json:"oversell"`
+	Undersell  int64   `json:"undersell"`
+	Duplicates int64   `json:"duplicates"`
+	Lost       int64   `json:"lost"`
+	RPS        float64 `json:"rps"`
+	P50        float64 `json:"p50_ms"`
+	P99        float64 `json:"p99_ms"`
+	P999       float64 `json:"p999_ms"`
+	History    string  `json:"history"`
+	Outcomes   map[string]struct {
+		Count int64 `json:"count"`
+	} `json:"outcomes"`
+}
+
+// runBench runs `seckill bench ARGS --json --history FILE` and returns its result line and the
+// history it wrote.
+func runBench(t *testing.T, getenv func(string) string, args ...string) (benchResult, []bench.Record) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	var out bytes.Buffer
+	args = append([]string{"bench", "--json", "--history", path}, args...)
+	if err := run(context.Background(), args, getenv, &out, os.Stderr); err != nil {
+		t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var res benchResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("last line is not the JSON result: %v\n%s", err, out.String())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	history, err := bench.ReadHistory(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.History != path || int64(len(history)) != res.Requests {
+		t.Fatalf("history %s has %d lines; the result names %s with %d requests", path, len(history), res.History, res.Requests)
+	}
+	return res, history
+}
+
+// checkFlash checks a flash sale's result: demand above the stock, every unit sold once.
+func checkFlash(t *testing.T, res benchResult, users, dup, stock int64) {
+	t.Helper()
+	if !res.OK || res.Wins != stock || res.Stock != stock || res.Requests != users*(1+dup) ||
+		res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
+		t.Fatalf("result %+v; want %d requests and exactly %d wins, no violation", res, users*(1+dup), stock)
+	}
+	if res.Outcomes["won"].Count != stock || res.Outcomes["error"].Count != 0 {
+		t.Fatalf("outcomes %+v", res.Outcomes)
+	}
+	if res.RPS <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.P999 < res.P99 {
+		t.Fatalf("throughput and latency figures make no sense: %+v", res)
+	}
+}
+
+// TestBenchEmbedded: the README's bench command on the in-process embedded server, 20,000 users
+// with a second click each on a stock of 500.
+func TestBenchEmbedded(t *testing.T) {
+	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64")
+	checkFlash(t, res, 20000, 1, 500)
+	if res.Mode != "embedded" {
+		t.Fatalf("mode %q", res.Mode)
+	}
+	won := map[string]bool{}
+	for _, r := range history {
+		if r.Outcome == bench.Won {
+			if won[r.User] {
+				t.Fatalf("the history shows %s winning twice", r.User)
+			}
+			won[r.User] = true
+		}
+		if r.Start < r.Intended || r.End < r.Start {
+			t.Fatalf("times out of order: %+v", r)
+		}
+	}
+}
+
+// TestBenchRedisMariaDB: the same on an in-process server in distributed mode.
+func TestBenchRedisMariaDB(t *testing.T) {
+	res, _ := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64",
+		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+	checkFlash(t, res, 20000, 1, 500)
+	if res.Mode != "redis" {
+		t.Fatalf("mode %q", res.Mode)
+	}
+}
+
+// TestBenchRedPacketRamp: a red packet, the crowd arriving over a ramp, against a server given by
+// --url: the shares the winners got sum exactly to the total.
+func TestBenchRedPacketRamp(t *testing.T) {
+	base := startRun(t, testEnv(sqliteDSN(t)))
+	res, history := runBench(t, noEnv, "--url", base, "--jwt-secret", testSecret, "--admin-token", testAdmin,
+		"--kind", "redpacket", "--stock", "300", "--total-cents", "100000", "--users", "2000", "--dup", "0",
+		"--arrival", "ramp:2s", "--concurrency", "16")
+	checkFlash(t, res, 2000, 0, 300)
+	var sum int64
+	for _, r := range history {
+		sum += r.Amount
+	}
+	if sum != 100000 {
+		t.Fatalf("the winners got %d cents of 100000", sum)
+	}
+	if first, last := history[0].Intended, history[len(history)-1].Intended; last-first < 1_500_000 {
+		t.Fatalf("the ramp sent everything within %d µs, not over 2 s", last-first)
+	}
+}
+
+// TestBenchRefusesBadInput: nonsense gives a clear message and a non-zero exit before any load.
+func TestBenchRefusesBadInput(t *testing.T) {
+	base := startRun(t, testEnv(sqliteDSN(t)))
+	auth := []string{"--url", base, "--jwt-secret", testSecret, "--admin-token", testAdmin}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero users", []string{"--users", "0"}, "--users 0"},
+		{"negative stock", []string{"--stock", "-5"}, "--stock -5"},
+		{"no concurrency", []string{"--concurrency", "0"}, "--concurrency 0"},
+		{"negative dup", []string{"--dup", "-1"}, "--dup -1"},
+		{"unknown kind", []string{"--kind", "coupon"}, "want item or redpacket"},
+		{"bad arrival", []string{"--arrival", "trickle"}, "want burst or ramp"},
+		{"bad ramp", []string{"--arrival", "ramp:soon"}, "ramp:DURATION"},
+		{"red packet too small", []string{"--kind", "redpacket", "--stock", "10", "--total-cents", "5"}, "needs at least 10 cents"},
+		{"stray argument", []string{"now"}, "unexpected arguments"},
+		{"url without secrets", []string{"--url", base}, "needs the server's --jwt-secret"},
+		{"db with url", append([]string{"--db", "sqlite:x"}, auth...), "in-process server"},
+		{"not a url", []string{"--url", "localhost:1", "--jwt-secret", testSecret, "--admin-token", testAdmin}, "want http://host:port"},
+		{"unreachable", []string{"--url", "http://127.0.0.1:1", "--jwt-secret", testSecret, "--admin-token", testAdmin}, "not a running seckill server"},
+		{"short secret", []string{"--url", base, "--jwt-secret", "short", "--admin-token", testAdmin}, "--jwt-secret"},
+		{"wrong secret", []string{"--url", base, "--jwt-secret", strings.Repeat("x", 40), "--admin-token", testAdmin}, "refuses the user tokens"},
+		{"wrong admin token", []string{"--url", base, "--jwt-secret", testSecret, "--admin-token", "nope"}, "refuses the admin token"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := run(context.Background(), append([]string{"bench"}, tc.args...), noEnv, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("bench %v = %v, want an error about %q", tc.args, err, tc.want)
+			}
+		})
+	}
+}

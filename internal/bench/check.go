@@ -1,0 +1,196 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Facts are what the checker learns from the API once the queue has drained: the activity as it
+// was created, each acknowledged grab's order as its owner sees it, and the server's counters.
+type Facts struct {
+	Stock        int64
+	PerUserLimit int64
+	Kind         string // "item" or "redpacket"
+	TotalCents   int64  // red packets: the amount split into Stock shares
+	// Orders holds, for every order token the history acknowledged, the answer of
+	// GET /api/orders/{token} asked as the grab's user.
+	Orders map[string]Order
+	Stats  Stats
+}
+
+// Order is an order as the API shows it to its owner. Found is false for a 404.
+type Order struct {
+	Found       bool
+	Status      string
+	AmountCents int64
+}
+
+// Stats are the server's counters (GET /api/admin/activities/{id}/stats).
+type Stats struct {
+	Stock        int64 `json:"stock"`
+	Remaining    int64 `json:"remaining"`
+	Grabbed      int64 `json:"grabbed"`
+	Orders       int64 `json:"orders"`
+	Created      int64 `json:"created"`
+	Paid         int64 `json:"paid"`
+	Cancelled    int64 `json:"cancelled"`
+	Failed       int64 `json:"failed"`
+	PendingQueue int64 `json:"pending_queue"`
+	DeadLetters  int64 `json:"dead_letters"`
+}
+
+// Verdict is what the checker found. Every field named after a violation is zero in a correct
+// sale; Problems says what each non-zero one is made of.
+type Verdict struct {
+	Requests int64 `json:"requests"`
+	Wins     int64 `json:"wins"` // distinct order tokens acknowledged
+	Stock    int64 `json:"stock"`
+	// Demand is the units the crowd asked for: per user, the lesser of its clicks and the limit.
+	Demand int64 `json:"demand"`
+	// Unanswered requests got no answer or a 5xx: each may have taken a unit unseen.
+	Unanswered int64 `json:"unanswered"`
+	Restocked  int64 `json:"restocked"` // acknowledged grabs whose order was cancelled (the unit went back)
+
+	Oversell   int64 `json:"oversell"`   // units held beyond the stock
+	Undersell  int64 `json:"undersell"`  // units left unsold although the demand exceeded the stock
+	Duplicates int64 `json:"duplicates"` // wins beyond a user's limit, tokens given twice, orders no grab explains
+	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order
+	// SharesOff is how far the red-packet amounts are from the total: the sum of the won
+	// amounts must never exceed it and must equal it once every share is taken; each order's
+	// amount must equal its grab's.
+	SharesOff int64 `json:"shares_off_cents"`
+
+	Problems []string `json:"problems,omitempty"`
+}
+
+// OK reports whether the sale kept every invariant.
+func (v Verdict) OK() bool {
+	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.SharesOff == 0
+}
+
+// maxProblems caps the examples kept per kind of violation.
+const maxProblems = 5
+
+// Check verifies a finished sale from its history and the facts read back from the API.
+func Check(history []Record, f Facts) Verdict {
+	v := Verdict{Requests: int64(len(history)), Stock: f.Stock}
+	seen := map[string]int{} // per kind of problem, how many were reported
+	problem := func(kind, format string, args ...any) {
+		if seen[kind]++; seen[kind] <= maxProblems {
+			v.Problems = append(v.Problems, kind+": "+fmt.Sprintf(format, args...))
+		}
+	}
+
+	clicks := map[string]int64{}
+	owner := map[string]string{} // token -> user
+	amount := map[string]int64{} // token -> amount the grab answered
+	winsOf := map[string]int64{} // user -> distinct tokens won
+	for _, r := range history {
+		clicks[r.User]++
+		if r.unanswered() {
+			v.Unanswered++
+		}
+		if r.Outcome != Won {
+			continue
+		}
+		if r.Token == "" {
+			problem("duplicates", "%s won without an order token", r.User)
+			v.Duplicates++
+			continue
+		}
+		if u, ok := owner[r.Token]; ok {
+			if u != r.User {
+				problem("duplicates", "order token %s given to %s and to %s", r.Token, u, r.User)
+				v.Duplicates++
+			}
+			continue // the same user's repeated key: the first answer again
+		}
+		owner[r.Token] = r.User
+		amount[r.Token] = r.Amount
+		winsOf[r.User]++
+	}
+	v.Wins = int64(len(owner))
+	limit := max(f.PerUserLimit, 1)
+	for _, n := range clicks {
+		v.Demand += min(n, limit)
+	}
+	for _, u := range sortedKeys(winsOf) {
+		if n := winsOf[u]; n > limit {
+			problem("duplicates", "%s won %d units, the limit is %d", u, n, limit)
+			v.Duplicates += n - limit
+		}
+	}
+
+	var held, sum int64 // units held at the end; amounts of the held shares
+	for _, tok := range sortedKeys(owner) {
+		o := f.Orders[tok]
+		switch {
+		case !o.Found:
+			problem("lost", "acknowledged grab %s of %s has no order", tok, owner[tok])
+			v.Lost++
+			continue
+		case o.Status == "CANCELLED":
+			v.Restocked++
+		case o.Status == "CREATED" || o.Status == "PAID":
+			held++
+		default: // PENDING after the drain, FAILED
+			problem("lost", "acknowledged grab %s of %s ended %s", tok, owner[tok], o.Status)
+			v.Lost++
+			continue
+		}
+		if f.Kind == "redpacket" {
+			if o.AmountCents != amount[tok] {
+				problem("shares", "grab %s answered %d cents, its order holds %d", tok, amount[tok], o.AmountCents)
+				v.SharesOff += abs(o.AmountCents - amount[tok])
+			}
+			if o.Status != "CANCELLED" {
+				sum += amount[tok]
+			}
+		}
+	}
+
+	// The server may hold more than the history shows only through unanswered requests.
+	dbHeld := f.Stats.Created + f.Stats.Paid
+	if extra := f.Stats.Created + f.Stats.Paid + f.Stats.Cancelled - v.Wins - v.Unanswered; extra > 0 {
+		problem("duplicates", "%d orders in the database that no acknowledged or unanswered grab accounts for", extra)
+		v.Duplicates += extra
+	}
+	if over := max(held, dbHeld) - f.Stock; over > 0 {
+		problem("oversell", "%d units held (%d by acknowledged grabs, %d orders in the database) of a stock of %d",
+			max(held, dbHeld), held, dbHeld, f.Stock)
+		v.Oversell = over
+	}
+	if v.Demand >= f.Stock+v.Restocked {
+		if short := f.Stock - max(held, dbHeld); short > 0 {
+			problem("undersell", "%d of %d units unsold although %d were asked for", short, f.Stock, v.Demand)
+			v.Undersell = short
+		}
+	}
+	if f.Kind == "redpacket" {
+		switch {
+		case sum > f.TotalCents:
+			problem("shares", "the won shares sum to %d cents, more than the %d split", sum, f.TotalCents)
+			v.SharesOff += sum - f.TotalCents
+		case held == f.Stock && sum != f.TotalCents:
+			problem("shares", "every share is taken but they sum to %d cents, not %d", sum, f.TotalCents)
+			v.SharesOff += f.TotalCents - sum
+		}
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// sale is a correct finished sale: users u0..u(n-1) click twice each; the first `stock` users
+// win once (a second click is 409), the rest are sold out. Red packets split 100 cents per share
+// plus one cent on the last.
+func sale(n, stock int, kind string) ([]Record, Facts) {
+	var h []Record
+	f := Facts{Stock: int64(stock), PerUserLimit: 1, Kind: kind, Orders: map[string]Order{}}
+	for i := range n {
+		u := fmt.Sprint("u", i)
+		if i < stock {
+			tok, amount := fmt.Sprint("t", i), int64(100)
+			if i == stock-1 {
+				amount++
+			}
+			h = append(h, Record{User: u, Outcome: Won, Status: 202, Token: tok, Amount: amount})
+			h = append(h, Record{User: u, Outcome: AlreadyBought, Status: 409})
+			f.Orders[tok] = Order{Found: true, Status: "CREATED", AmountCents: amount}
+			f.TotalCents += amount
+		} else {
+			h = append(h, Record{User: u, Outcome: SoldOut, Status: 410}, Record{User: u, Outcome: SoldOut, Status: 410})
+		}
+	}
+	f.Stats = Stats{Stock: int64(stock), Grabbed: int64(stock), Orders: int64(stock), Created: int64(stock)}
+	return h, f
+}
+
+func TestCheckPassesACorrectSale(t *testing.T) {
+	for _, kind := range []string{"item", "redpacket"} {
+		h, f := sale(50, 10, kind)
+		v := Check(h, f)
+		want := Verdict{Requests: 100, Wins: 10, Stock: 10, Demand: 50}
+		if diff := cmp.Diff(want, v); diff != "" {
+			t.Fatalf("%s: verdict (-want +got):\n%s", kind, diff)
+		}
+		if !v.OK() {
+			t.Fatalf("%s: a correct sale fails: %v", kind, v.Problems)
+		}
+	}
+}
+
+// TestCheckCatchesEachViolation injects one fault at a time into a correct sale; the checker must
+// report it under its name, and only it.
+func TestCheckCatchesEachViolation(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   string
+		inject func(h []Record, f *Facts) []Record
+		want   func(v Verdict) int64
+		phrase string
+	}{
+		{"oversell by the history", "item", func(h []Record, f *Facts) []Record {
+			h[len(h)-1] = Record{User: "u49", Outcome: Won, Status: 202, Token: "extra"}
+			f.Orders["extra"] = Order{Found: true, Status: "CREATED"}
+			f.Stats.Created++
+			return h
+		}, func(v Verdict) int64 { return v.Oversell }, "of a stock of 10"},
+		{"oversell seen only in the database", "item", func(h []Record, f *Facts) []Record {
+			h[len(h)-1] = Record{User: "u49", Outcome: Error, Status: 503}
+			f.Stats.Created++
+			return h
+		}, func(v Verdict) int64 { return v.Oversell }, "orders in the database"},
+		{"two units for one user", "item", func(h []Record, f *Facts) []Record {
+			h[1] = Record{User: "u0", Outcome: Won, Status: 202, Token: "second"} // u0's second click won
+			f.Orders["second"] = Order{Found: true, Status: "CREATED"}
+			f.Stats.Created++
+			return h
+		}, func(v Verdict) int64 { return v.Duplicates }, "u0 won 2 units"},
+		{"one token for two users", "item", func(h []Record, f *Facts) []Record {
+			h[len(h)-1] = Record{User: "u49", Outcome: Won, Status: 202, Token: "t0"}
+			return h
+		}, func(v Verdict) int64 { return v.Duplicates }, "given to u0 and to u49"},
+		{"an order no grab explains", "item", func(h []Record, f *Facts) []Record {
+			f.Stats.Created++
+			return h
+		}, func(v Verdict) int64 { return v.Duplicates }, "no acknowledged or unanswered grab"},
+		{"lost order", "item", func(h []Record, f *Facts) []Record {
+			delete(f.Orders, "t3")
+			f.Stats.Created--
+			return h
+		}, func(v Verdict) int64 { return v.Lost }, "t3 of u3 has no order"},
+		{"order failed after the 202", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t4"] = Order{Found: true, Status: "FAILED"}
+			f.Stats.Created--
+			return h
+		}, func(v Verdict) int64 { return v.Lost }, "ended FAILED"},
+		{"undersell", "item", func(h []Record, f *Facts) []Record {
+			h[0] = Record{User: "u0", Outcome: SoldOut, Status: 410}
+			h[1] = Record{User: "u0", Outcome: SoldOut, Status: 410}
+			delete(f.Orders, "t0")
+			f.Stats.Created--
+			return h
+		}, func(v Verdict) int64 { return v.Undersell }, "1 of 10 units unsold"},
+		{"shares over the total", "redpacket", func(h []Record, f *Facts) []Record {
+			f.TotalCents -= 5
+			return h
+		}, func(v Verdict) int64 { return v.SharesOff }, "more than the"},
+		{"an order's amount differs from its grab's", "redpacket", func(h []Record, f *Facts) []Record {
+			f.Orders["t2"] = Order{Found: true, Status: "CREATED", AmountCents: 7}
+			return h
+		}, func(v Verdict) int64 { return v.SharesOff }, "answered 100 cents, its order holds 7"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h, f := sale(50, 10, tc.kind)
+			h = tc.inject(h, &f)
+			v := Check(h, f)
+			if v.OK() || tc.want(v) == 0 {
+				t.Fatalf("not caught: %+v", v)
+			}
+			if !strings.Contains(strings.Join(v.Problems, "\n"), tc.phrase) {
+				t.Fatalf("problems %q do not say %q", v.Problems, tc.phrase)
+			}
+		})
+	}
+}
+
+// TestCheckAllowsAnUnansweredGrab: a request that got a 503 may have taken a unit (Redis ran the
+// script, the reply was lost); its order is no duplicate.
+func TestCheckAllowsAnUnansweredGrab(t *testing.T) {
+	h, f := sale(50, 10, "item")
+	h[0] = Record{User: "u0", Outcome: Error, Status: 0, Err: "connection reset"}
+	delete(f.Orders, "t0") // the checker never learnt its token
+	v := Check(h, f)
+	if !v.OK() || v.Unanswered != 1 {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// TestCheckCountsRestockedUnits: a cancelled order's unit went back; it is neither held nor lost,
+// and a crowd that did not buy it again is not an undersell only when demand ran out.
+func TestCheckCountsRestockedUnits(t *testing.T) {
+	h, f := sale(10, 10, "item") // every user wins: demand == stock
+	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
+	f.Stats.Created, f.Stats.Cancelled = 9, 1
+	v := Check(h, f)
+	if !v.OK() || v.Restocked != 1 {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+func TestHistoryRoundTrip(t *testing.T) {
+	h, _ := sale(5, 2, "item")
+	h[0].Intended, h[0].Start, h[0].End = 1, 2, 3
+	var buf bytes.Buffer
+	if err := WriteHistory(&buf, h); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(buf.String(), "\n"); n != len(h) {
+		t.Fatalf("%d lines for %d records", n, len(h))
+	}
+	got, err := ReadHistory(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(h, got); diff != "" {
+		t.Fatalf("round trip (-want +got):\n%s", diff)
+	}
+	if _, err := ReadHistory(strings.NewReader("{\"user\":\"a\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("a broken line: %v", err)
+	}
+}

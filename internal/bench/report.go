@@ -1,0 +1,138 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Latency summarises the latencies of some requests, in milliseconds.
+type Latency struct {
+	Count int64   `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P99   float64 `json:"p99_ms"`
+	P999  float64 `json:"p999_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// Load summarises how the server took the crowd.
+type Load struct {
+	Seconds float64 `json:"duration_s"`
+	RPS     float64 `json:"rps"`
+	All     Latency `json:"all"`
+	// Outcomes has the latencies per outcome (only those that occurred).
+	Outcomes map[Outcome]Latency `json:"outcomes"`
+	// PerSecond is the answers received in each second of the run.
+	PerSecond []int64 `json:"per_second"`
+}
+
+// maxLatencyUS is the largest latency the histograms track: the client's timeout, with room.
+const maxLatencyUS = 120_000_000
+
+// Summarize measures a history. A request's latency runs from when it was due (Intended) to its
+// answer, so that in a ramp a server too slow to keep up is charged for the requests that waited
+// for a free connection (coordinated omission), not only for the time it spent on them.
+func Summarize(history []Record) Load {
+	l := Load{Outcomes: map[Outcome]Latency{}}
+	if len(history) == 0 {
+		return l
+	}
+	all := hdrhistogram.New(1, maxLatencyUS, 3)
+	per := map[Outcome]*hdrhistogram.Histogram{}
+	first, last := history[0].Intended, history[0].End
+	for _, r := range history {
+		first, last = min(first, r.Intended), max(last, r.End)
+	}
+	l.PerSecond = make([]int64, (last-first)/1_000_000+1)
+	for _, r := range history {
+		h := per[r.Outcome]
+		if h == nil {
+			h = hdrhistogram.New(1, maxLatencyUS, 3)
+			per[r.Outcome] = h
+		}
+		us := min(max(r.End-r.Intended, 1), maxLatencyUS)
+		h.RecordValue(us)
+		all.RecordValue(us)
+		if r.End >= first {
+			l.PerSecond[(r.End-first)/1_000_000]++
+		}
+	}
+	l.Seconds = float64(last-first) / 1e6
+	if l.Seconds > 0 {
+		l.RPS = float64(len(history)) / l.Seconds
+	}
+	l.All = latencyOf(all)
+	for o, h := range per {
+		l.Outcomes[o] = latencyOf(h)
+	}
+	return l
+}
+
+func latencyOf(h *hdrhistogram.Histogram) Latency {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Latency{Count: h.TotalCount(), P50: ms(h.ValueAtQuantile(50)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max())}
+}
+
+// Result is everything a run reports.
+type Result struct {
+	Verdict
+	Load
+	OK       bool   `json:"ok"`
+	Activity string `json:"activity"`
+	Mode     string `json:"mode"` // "embedded", "redis" or "url"
+	History  string `json:"history"`
+}
+
+// jsonResult flattens the headline figures the way scripts read them.
+type jsonResult struct {
+	Result
+	P50  float64 `json:"p50_ms"`
+	P99  float64 `json:"p99_ms"`
+	P999 float64 `json:"p999_ms"`
+}
+
+// WriteJSON writes the result as one line of JSON.
+func (r Result) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(jsonResult{Result: r, P50: r.All.P50, P99: r.All.P99, P999: r.All.P999})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteText writes the result as tables for a person.
+func (r Result) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "outcome\trequests\tp50 ms\tp99 ms\tp99.9 ms\tmax ms\t\n")
+	for _, o := range Outcomes {
+		if lat, ok := r.Outcomes[o]; ok {
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", o, lat.Count, lat.P50, lat.P99, lat.P999, lat.Max)
+		}
+	}
+	fmt.Fprintf(tw, "all\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", r.All.Count, r.All.P50, r.All.P99, r.All.P999, r.All.Max)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d requests in %.2f s: %.0f requests/s (%s mode, activity %s)\n", r.Requests, r.Seconds, r.RPS, r.Mode, r.Activity)
+	if len(r.PerSecond) > 1 {
+		fmt.Fprintf(w, "answers per second: %v\n", r.PerSecond)
+	}
+	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
+	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  shares off %d cents\n",
+		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.SharesOff)
+	if r.History != "" {
+		fmt.Fprintf(w, "history: %s\n", r.History)
+	}
+	if r.OK {
+		_, err := fmt.Fprintln(w, "OK: every invariant held")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "VIOLATIONS:\n  %s\n", strings.Join(r.Problems, "\n  "))
+	return err
+}
