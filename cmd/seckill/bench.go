@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,7 +19,10 @@ import (
 // benchConfig is what `seckill bench` runs with.
 type benchConfig struct {
 	url, adminToken, secret string
-	db, redis               string // the in-process server's, when there is no url
+	db, redis               string // the in-process server's or the spawned nodes', when there is no url
+	spawn                   int    // nodes of the binary to start; 0: serve in this process
+	binary                  string // the binary to spawn
+	kill                    string // "", "api" or "worker"
 	sale                    bench.Sale
 	jsonOut                 bool
 	history                 string
@@ -28,15 +32,19 @@ type benchConfig struct {
 // parseBench reads bench's flags. The secrets default to the server's environment variables.
 func parseBench(args []string, getenv func(string) string, stderr io.Writer) (benchConfig, error) {
 	var c benchConfig
-	var arrival string
+	var arrival, at string
 	s := &c.sale
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.url, "url", "", "base `URL` of a running server; empty: start one in this process on a free loopback port")
 	fs.StringVar(&c.adminToken, "admin-token", getenv("SECKILL_ADMIN_TOKEN"), "the server's admin `token` (SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&c.secret, "jwt-secret", getenv("SECKILL_JWT_SECRET"), "the server's JWT `secret`, to mint the users' tokens (SECKILL_JWT_SECRET)")
-	fs.StringVar(&c.db, "db", "", "in-process server only: its database (default: SQLite in a temporary directory)")
-	fs.StringVar(&c.redis, "redis", "", "in-process server only: Redis URL or cluster seeds (default: the embedded gate)")
+	fs.StringVar(&c.db, "db", "", "the database of the server bench starts (default: SQLite in a temporary directory)")
+	fs.StringVar(&c.redis, "redis", "", "Redis URL or cluster seeds of the server bench starts (default: the embedded gate)")
+	fs.IntVar(&c.spawn, "spawn", 0, "start this many nodes of --binary (sharing --redis and --db) instead of serving in this process")
+	fs.StringVar(&c.binary, "binary", "", "the seckill binary --spawn starts (default: this program)")
+	fs.StringVar(&c.kill, "kill", "", "with --spawn: api (SIGKILL an API node) or worker (SIGKILL the worker node), then restart it")
+	fs.StringVar(&at, "at", "50%", "when --kill strikes: the share of the clicks answered")
 	fs.IntVar(&s.Users, "users", 20_000, "distinct users")
 	fs.Int64Var(&s.Stock, "stock", 500, "units on sale (shares of a red packet)")
 	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most")
@@ -73,9 +81,12 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	if c.timeout <= 0 {
 		return c, errors.New("--timeout must be positive")
 	}
+	if err := c.parseFleet(at, s); err != nil {
+		return c, err
+	}
 	if c.url != "" {
-		if c.db != "" || c.redis != "" {
-			return c, errors.New("--db and --redis are for the in-process server; with --url the server runs already")
+		if c.db != "" || c.redis != "" || c.spawn > 0 {
+			return c, errors.New("--db, --redis and --spawn are for the servers bench starts; with --url the server runs already")
 		}
 		if c.secret == "" || c.adminToken == "" {
 			return c, errors.New("--url needs the server's --jwt-secret and --admin-token (or SECKILL_JWT_SECRET and SECKILL_ADMIN_TOKEN)")
@@ -88,6 +99,31 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	return c, s.Validate()
 }
 
+// parseFleet checks the flags of the processes bench starts and kills.
+func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
+	sqlite := c.db == "" || strings.HasPrefix(c.db, "sqlite:")
+	switch {
+	case c.spawn < 0 || c.spawn > 16:
+		return fmt.Errorf("--spawn %d: want 1 to 16 nodes", c.spawn)
+	case c.spawn > 1 && (c.redis == "" || sqlite):
+		return errors.New("--spawn of several nodes needs --redis and a MySQL or PostgreSQL --db that they share")
+	case c.kill == "":
+		return nil
+	case c.kill != "api" && c.kill != "worker":
+		return fmt.Errorf("--kill %q: want api or worker", c.kill)
+	case c.spawn == 0:
+		return errors.New("--kill needs --spawn: bench kills only the nodes it started")
+	case c.kill == "worker" && c.redis == "":
+		return errors.New("--kill worker needs --redis: the embedded worker lives in the API process (use --kill api)")
+	}
+	pct, err := strconv.ParseFloat(strings.TrimSuffix(at, "%"), 64)
+	if err != nil {
+		return fmt.Errorf("--at %q: want a share of the clicks such as 50%%", at)
+	}
+	s.Fault = &bench.Fault{Kind: c.kill, At: pct / 100}
+	return nil
+}
+
 // benchCmd runs `seckill bench`: the exit status is non-zero when the run could not be made or
 // the checker found a violation.
 func benchCmd(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -98,24 +134,49 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
-	mode, base := "url", c.url
-	if base == "" {
-		mode = "embedded"
-		if c.redis != "" {
-			mode = "redis"
+	mode, bases := "url", []string{c.url}
+	var fleet *bench.Fleet
+	var fleetIndex []int // fleet index of each base
+	switch {
+	case c.url != "":
+	case c.spawn > 0:
+		if fleet, err = startFleet(ctx, c, stderr); err != nil {
+			return err
 		}
-		var stop func()
-		base, stop, err = startInProcess(ctx, c, stderr)
+		defer fleet.Stop()
+		bases, fleetIndex = fleet.Bases()
+	default:
+		base, stop, err := startInProcess(ctx, c, stderr)
 		if err != nil {
 			return err
 		}
 		defer stop()
+		bases = []string{base}
 	}
-	client, err := bench.NewClient(base, c.adminToken, c.sale.Concurrency)
+	if c.url == "" {
+		mode = "embedded"
+		if c.redis != "" {
+			mode = "redis"
+		}
+	}
+	client, err := bench.NewClient(bases, c.adminToken, c.sale.Concurrency)
 	if err != nil {
 		return err
 	}
 	defer client.Close()
+	if f := c.sale.Fault; f != nil {
+		role, target := "worker", fleet.Find("worker")
+		if f.Kind == "api" {
+			role, target = "api", fleetIndex[0]
+		}
+		f.Inject = func(ctx context.Context) error {
+			base, err := fleet.KillAndRestart(ctx, target)
+			if err == nil && role == "api" {
+				client.SetBase(0, base)
+			}
+			return err
+		}
+	}
 	if isTerminal(stderr) {
 		c.sale.Progress = stderr
 	}
@@ -128,7 +189,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	res.Mode = mode
+	res.Mode, res.Nodes = mode, len(bases)
 	if c.jsonOut {
 		err = res.WriteJSON(stdout)
 	} else {
@@ -172,6 +233,41 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		cancel()
 		return "", nil, fmt.Errorf("the in-process server: %w", err)
 	}
+}
+
+// startFleet starts c.spawn nodes of the binary on c.redis and c.db (a SQLite file in a temporary
+// directory when there is neither), plus a worker node when the worker is to be killed: then the
+// others serve only the API.
+func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fleet, error) {
+	exe := c.binary
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("--binary: %w", err)
+		}
+	}
+	db := c.db
+	if db == "" {
+		dir, err := os.MkdirTemp("", "seckill-bench-")
+		if err != nil {
+			return nil, err
+		}
+		db = "sqlite:" + filepath.Join(dir, "bench.db") // left for a look after the run
+	}
+	roles := make([]string, c.spawn)
+	for i := range roles {
+		roles[i] = roleAll
+		if c.kill == "worker" {
+			roles[i] = roleAPI
+		}
+	}
+	if c.kill == "worker" {
+		roles = append(roles, roleWorker)
+	}
+	env := []string{"SECKILL_DB=" + db, "SECKILL_REDIS=" + c.redis, "SECKILL_JWT_SECRET=" + c.secret,
+		"SECKILL_ADMIN_TOKEN=" + c.adminToken, "SECKILL_LOG_LEVEL=error", "SECKILL_DEMO=0",
+		"SECKILL_CLAIM_IDLE=3s"} // a killed worker's grabs are taken over within the drain
+	return bench.StartFleet(ctx, exe, env, roles, stderr)
 }
 
 // writeHistory writes the history to path, or to a new temporary file when path is empty, and

@@ -151,8 +151,8 @@ func randomSecret() string {
 }
 
 // serve builds every dependency explicitly, serves until ctx ends, then shuts down in order:
-// stop accepting and drain in-flight requests, flush the gate's batcher, stop the worker and the
-// sweeper, close the database.
+// stop accepting and drain in-flight requests, stop the worker and the sweeper, close the gate
+// and its queue, close the database.
 func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
 	secretShown, tokenShown := c.jwtSecret == "", c.adminToken == ""
@@ -246,9 +246,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		err = srv.Shutdown(shut)
 		cancel()
 	}
-	g.close() // the embedded gate flushes its batcher
+	// Every grab answered has been committed (Shutdown waited for the handlers). The worker
+	// finishes its batch and the sweeper its round before the gate and the queue close under
+	// them; the database closes last (deferred).
 	stopBG()
 	wg.Wait()
+	g.close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}

@@ -25,6 +25,23 @@ type Sale struct {
 	DrainTimeout time.Duration // how long to wait for the queue to drain after the crowd
 	// Progress, when set, shows a progress bar there (a terminal).
 	Progress io.Writer
+	// Fault, when set, is injected while the crowd runs.
+	Fault *Fault
+}
+
+// Fault is a failure injected while the crowd runs.
+type Fault struct {
+	Kind string  // what fails, for the report ("api", "worker")
+	At   float64 // when: the fraction of the clicks answered, in (0, 1)
+	// Inject makes the failure and returns once the system is back (a restarted node listens).
+	Inject func(ctx context.Context) error
+}
+
+// FaultReport is what happened to the fault.
+type FaultReport struct {
+	Kind      string  `json:"kind"`
+	AtS       float64 `json:"at_s"`       // seconds after the crowd began
+	RecoveryS float64 `json:"recovery_s"` // from the failure until the system was back
 }
 
 // MaxStock is the largest stock bench asks for (the server's own limit).
@@ -46,6 +63,8 @@ func (s Sale) Validate() error {
 		return fmt.Errorf("--total-cents %d: a red packet of %d shares needs at least %d cents", s.TotalCents, s.Stock, s.Stock)
 	case s.DrainTimeout <= 0:
 		return errors.New("the drain timeout must be positive")
+	case s.Fault != nil && (s.Fault.At <= 0 || s.Fault.At >= 1):
+		return fmt.Errorf("--at %g%%: want between 0 and 100, exclusive", 100*s.Fault.At)
 	}
 	if _, err := auth.New([]byte(s.Secret)); err != nil {
 		return fmt.Errorf("--jwt-secret: %w", err)
@@ -89,11 +108,27 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	}
 
 	var answered atomic.Int64
+	var faults sync.WaitGroup
+	var report *FaultReport
+	var faultErr error
+	began := time.Now()
+	trigger := int64(-1)
+	if s.Fault != nil {
+		trigger = max(int64(s.Fault.At*float64(s.Users*(1+s.Dup))), 1)
+	}
 	stopBar := s.progress(&answered)
-	history := Run(ctx, c, id, s.Crowd, bearer, func() { answered.Add(1) })
+	history := Run(ctx, c, id, s.Crowd, bearer, func() {
+		if answered.Add(1) == trigger {
+			faults.Go(func() { report, faultErr = s.inject(ctx, began) })
+		}
+	})
 	stopBar()
+	faults.Wait()
 	if err := ctx.Err(); err != nil {
 		return Result{}, history, fmt.Errorf("the crowd was stopped: %w", err)
+	}
+	if faultErr != nil {
+		return Result{}, history, faultErr
 	}
 
 	if err := s.drain(ctx, c, id); err != nil {
@@ -104,7 +139,16 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		return Result{}, history, err
 	}
 	v := Check(history, facts)
-	return Result{Verdict: v, Load: Summarize(history), OK: v.OK(), Activity: id}, history, nil
+	return Result{Verdict: v, Load: Summarize(history), OK: v.OK(), Activity: id, Fault: report}, history, nil
+}
+
+// inject makes the fault and times it.
+func (s Sale) inject(ctx context.Context, began time.Time) (*FaultReport, error) {
+	at := time.Now()
+	if err := s.Fault.Inject(ctx); err != nil {
+		return nil, fmt.Errorf("inject the %s fault: %w", s.Fault.Kind, err)
+	}
+	return &FaultReport{Kind: s.Fault.Kind, AtS: at.Sub(began).Seconds(), RecoveryS: time.Since(at).Seconds()}, nil
 }
 
 // progress shows answered/total on s.Progress until the returned stop is called.

@@ -7,25 +7,37 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 )
 
-// Client speaks the server's HTTP API as a crowd and as its admin would.
+// Client speaks the server's HTTP API as a crowd and as its admin would. It may know several
+// nodes of one deployment; requests are spread over them.
 type Client struct {
-	base  string
 	admin string
 	http  *http.Client
+
+	mu    sync.RWMutex
+	bases []string
 }
 
-// NewClient returns a client of the server at base (http://host:port) keeping up to conns
+// NewClient returns a client of the servers at bases (http://host:port) keeping up to conns
 // connections open.
-func NewClient(base, adminToken string, conns int) (*Client, error) {
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("url %q: want http://host:port", base)
+func NewClient(bases []string, adminToken string, conns int) (*Client, error) {
+	if len(bases) == 0 {
+		return nil, errors.New("no server to send the crowd to")
+	}
+	c := &Client{admin: adminToken}
+	for _, b := range bases {
+		u, err := url.Parse(b)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("url %q: want http://host:port", b)
+		}
+		c.bases = append(c.bases, strings.TrimRight(b, "/"))
 	}
 	tr := &http.Transport{
 		MaxIdleConns:        conns,
@@ -33,12 +45,50 @@ func NewClient(base, adminToken string, conns int) (*Client, error) {
 		MaxConnsPerHost:     conns,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Client{base: strings.TrimRight(base, "/"), admin: adminToken,
-		http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}, nil
+	c.http = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	return c, nil
 }
 
 // Close closes the idle connections.
 func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// SetBase points node i at a new address (a node restarted on another port).
+func (c *Client) SetBase(i int, base string) {
+	c.mu.Lock()
+	c.bases[i] = strings.TrimRight(base, "/")
+	c.mu.Unlock()
+}
+
+func (c *Client) base(i int) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.bases[i%len(c.bases)]
+}
+
+// send sends the request mk builds to node i; when the node refuses the connection (it is down:
+// nothing was sent) it tries the next nodes in turn, as a load balancer checking its backends
+// would. It returns the node that answered.
+func (c *Client) send(i int, mk func(base string) (*http.Request, error)) (*http.Response, int, error) {
+	var err error
+	for k := range len(c.bases) {
+		node := (i + k) % len(c.bases)
+		var req *http.Request
+		if req, err = mk(c.base(node)); err != nil {
+			return nil, node, err
+		}
+		var resp *http.Response
+		if resp, err = c.http.Do(req); err == nil || !refused(err) {
+			return resp, node, err
+		}
+	}
+	return nil, i % len(c.bases), err
+}
+
+// refused reports whether err is a connection that could not be made: the request never left.
+func refused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
 
 // apiError is an answer other than the one wanted.
 type apiError struct {
@@ -56,22 +106,24 @@ func (e *apiError) Error() string {
 
 // do sends a request and decodes a JSON answer into out when the status is want.
 func (c *Client) do(ctx context.Context, method, path, bearer string, body any, want int, out any) error {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
 			return err
 		}
-		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if bearer != "" {
-		req.Header.Set("Authorization", "Bearer "+bearer)
-	}
-	resp, err := c.http.Do(req)
+	resp, _, err := c.send(0, func(base string) (*http.Request, error) {
+		var rd io.Reader
+		if payload != nil {
+			rd = bytes.NewReader(payload)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+		if err == nil && bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		return req, err
+	})
 	if err != nil {
 		return err
 	}
@@ -96,7 +148,7 @@ func (c *Client) do(ctx context.Context, method, path, bearer string, body any, 
 // Health checks that a seckill server answers at the base URL.
 func (c *Client) Health(ctx context.Context) error {
 	if err := c.do(ctx, "GET", "/healthz", "", nil, http.StatusOK, nil); err != nil {
-		return fmt.Errorf("%s is not a running seckill server: %w", c.base, err)
+		return fmt.Errorf("%s is not a running seckill server: %w", c.base(0), err)
 	}
 	return nil
 }
@@ -166,19 +218,21 @@ func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error)
 	return Order{Found: true, Status: out.Status, AmountCents: out.AmountCents}, nil
 }
 
-// Grab sends one grab request and records how it went. Times are Unix microseconds.
-func (c *Client) Grab(ctx context.Context, activity, user, bearer string) Record {
+// Grab sends one grab request to node i (or, if it is down, the next one up) and records how it
+// went. Times are Unix microseconds.
+func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {
 	r := Record{User: user}
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/api/activities/"+url.PathEscape(activity)+"/grab", nil)
-	if err != nil {
-		r.Outcome, r.Err = Error, err.Error()
-		return r
-	}
-	req.Header.Set("Authorization", "Bearer "+bearer)
 	r.Start = time.Now().UnixMicro()
-	resp, err := c.http.Do(req)
+	resp, node, err := c.send(i, func(base string) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/activities/"+url.PathEscape(activity)+"/grab", nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		return req, err
+	})
+	r.Node = node
 	if err != nil {
-		r.End, r.Outcome, r.Err = time.Now().UnixMicro(), Error, err.Error()
+		r.End, r.Outcome, r.Err, r.NotSent = time.Now().UnixMicro(), Error, err.Error(), refused(err)
 		return r
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -57,12 +57,14 @@ type Record struct {
 	Token    string  `json:"order_token,omitempty"`
 	Amount   int64   `json:"amount_cents,omitempty"`
 	Err      string  `json:"err,omitempty"`
+	Node     int     `json:"node"`               // the server (index in the client's list) that answered
+	NotSent  bool    `json:"not_sent,omitempty"` // no node took the connection: nothing happened
 }
 
 // unanswered reports whether the request may have taken a unit without the client learning so:
-// it got no answer, or a server error.
+// it was sent and got no answer, or a server error.
 func (r Record) unanswered() bool {
-	return r.Outcome == Error && (r.Status == 0 || r.Status >= 500)
+	return r.Outcome == Error && !r.NotSent && (r.Status == 0 || r.Status >= 500)
 }
 
 // WriteHistory writes records as JSON lines.

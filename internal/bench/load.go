@@ -86,7 +86,7 @@ func Run(ctx context.Context, c *Client, activity string, crowd Crowd, bearer fu
 					}
 				}
 				u := int(clicks[i])
-				r := c.Grab(ctx, activity, crowd.User(u), bearer(u))
+				r := c.Grab(ctx, i, activity, crowd.User(u), bearer(u))
 				if crowd.Ramp > 0 {
 					r.Intended = due.UnixMicro()
 				} else {

@@ -86,6 +86,9 @@ type Result struct {
 	Activity string `json:"activity"`
 	Mode     string `json:"mode"` // "embedded", "redis" or "url"
 	History  string `json:"history"`
+	// Nodes is how many server processes took the crowd; Fault what was done to them.
+	Nodes int          `json:"nodes"`
+	Fault *FaultReport `json:"fault,omitempty"`
 }
 
 // jsonResult flattens the headline figures the way scripts read them.
@@ -119,13 +122,16 @@ func (r Result) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d requests in %.2f s: %.0f requests/s (%s mode, activity %s)\n", r.Requests, r.Seconds, r.RPS, r.Mode, r.Activity)
+	fmt.Fprintf(w, "\n%d requests in %.2f s: %.0f requests/s (%s mode, %d node(s), activity %s)\n", r.Requests, r.Seconds, r.RPS, r.Mode, r.Nodes, r.Activity)
 	if len(r.PerSecond) > 1 {
 		fmt.Fprintf(w, "answers per second: %v\n", r.PerSecond)
 	}
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
 	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  shares off %d cents\n",
 		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.SharesOff)
+	if r.Fault != nil {
+		fmt.Fprintf(w, "fault: %s killed with SIGKILL %.2f s into the crowd, back after %.2f s\n", r.Fault.Kind, r.Fault.AtS, r.Fault.RecoveryS)
+	}
 	if r.History != "" {
 		fmt.Fprintf(w, "history: %s\n", r.History)
 	}

@@ -1,0 +1,158 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Fleet is the server processes bench runs itself (--spawn): nodes of the seckill binary on
+// shared Redis and database servers, so that it can kill them.
+type Fleet struct {
+	exe    string
+	env    []string
+	stderr io.Writer
+
+	mu    sync.Mutex
+	nodes []*node
+}
+
+type node struct {
+	role string
+	cmd  *exec.Cmd
+	base string
+	done chan struct{} // closed when the process has exited
+}
+
+// listenTimeout is how long a node may take to start listening.
+const listenTimeout = 60 * time.Second
+
+// StartFleet starts one node per role ("all", "api" or "worker") of the binary exe with env (the
+// SECKILL_* settings they share); their logs go to stderr.
+func StartFleet(ctx context.Context, exe string, env []string, roles []string, stderr io.Writer) (*Fleet, error) {
+	f := &Fleet{exe: exe, env: env, stderr: stderr}
+	for _, role := range roles {
+		n, err := f.start(ctx, role)
+		if err != nil {
+			f.Stop()
+			return nil, err
+		}
+		f.nodes = append(f.nodes, n)
+	}
+	return f, nil
+}
+
+// start starts a node and waits until it listens.
+func (f *Fleet) start(ctx context.Context, role string) (*node, error) {
+	cmd := exec.Command(f.exe, "serve")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SECKILL_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, f.env...)
+	cmd.Env = append(cmd.Env, "SECKILL_ROLE="+role, "SECKILL_ADDR=127.0.0.1:0")
+	cmd.Stderr = f.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", f.exe, err)
+	}
+	n := &node{role: role, cmd: cmd, done: make(chan struct{})}
+	listening := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if base, ok := strings.CutPrefix(sc.Text(), "seckill listening on "); ok {
+				select {
+				case listening <- base:
+				default:
+				}
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	go func() { cmd.Wait(); close(n.done) }()
+	select {
+	case n.base = <-listening:
+		return n, nil
+	case <-n.done:
+		return nil, fmt.Errorf("a %s node exited before it listened: %v", role, cmd.ProcessState)
+	case <-time.After(listenTimeout):
+	case <-ctx.Done():
+	}
+	n.kill()
+	return nil, fmt.Errorf("a %s node did not listen within %s", role, listenTimeout)
+}
+
+func (n *node) kill() {
+	n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.done
+}
+
+// Bases are the addresses of the nodes that serve the API, and their indexes in the fleet.
+func (f *Fleet) Bases() (bases []string, index []int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, n := range f.nodes {
+		if n.role != "worker" {
+			bases, index = append(bases, n.base), append(index, i)
+		}
+	}
+	return bases, index
+}
+
+// Find returns the index of the first node of the role, or -1.
+func (f *Fleet) Find(role string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, n := range f.nodes {
+		if n.role == role {
+			return i
+		}
+	}
+	return -1
+}
+
+// KillAndRestart kills node i with SIGKILL (no shutdown, no flush), starts it again and returns
+// its new address.
+func (f *Fleet) KillAndRestart(ctx context.Context, i int) (string, error) {
+	f.mu.Lock()
+	old := f.nodes[i]
+	f.mu.Unlock()
+	old.kill()
+	n, err := f.start(ctx, old.role)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	f.nodes[i] = n
+	f.mu.Unlock()
+	return n.base, nil
+}
+
+// Stop shuts every node down (SIGTERM, then SIGKILL after 10 s).
+func (f *Fleet) Stop() {
+	f.mu.Lock()
+	nodes := f.nodes
+	f.mu.Unlock()
+	for _, n := range nodes {
+		n.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, n := range nodes {
+		select {
+		case <-n.done:
+		case <-time.After(10 * time.Second):
+			n.kill()
+		}
+	}
+}
