@@ -53,6 +53,8 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&s.Kind, "kind", "item", "item or redpacket")
 	fs.Int64Var(&s.PerUserLimit, "per-user-limit", 1, "units one user may buy")
 	fs.Int64Var(&s.TotalCents, "total-cents", 0, "red packets: the amount split (default 100 cents per share)")
+	fs.Float64Var(&s.Unpaid, "unpaid", 0, "share of the winners who never pay: their orders expire, the units go back and the losers try again")
+	fs.DurationVar(&s.PayWindow, "pay-window", 0, "the activity's payment window (needed with --unpaid, at most 10m; default the server's 15m)")
 	fs.Uint64Var(&s.Seed, "seed", 1, "orders the clicks; the same seed sends the same sequence")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
 	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")

@@ -36,6 +36,8 @@ type benchResult struct {
 	History    string  `json:"history"`
 	Nodes      int     `json:"nodes"`
 	Unanswered int64   `json:"unanswered"`
+	Restocked  int64   `json:"restocked"`
+	Unreleased int64   `json:"unreleased"`
 	Fault      *struct {
 		Kind      string  `json:"kind"`
 		AtS       float64 `json:"at_s"`
@@ -143,6 +145,23 @@ func TestBenchRedPacketRamp(t *testing.T) {
 	}
 }
 
+// TestBenchUnpaidOrdersAreResold: a fifth of the winners never pay; their orders expire after a
+// 2 s window, the units go back, and the users who lost buy them: in the end the whole stock is
+// held by paid or still-open orders, every paid order is PAID and every unpaid one CANCELLED.
+func TestBenchUnpaidOrdersAreResold(t *testing.T) {
+	res, history := runBench(t, noEnv, "--users", "3000", "--dup", "0", "--stock", "300", "--concurrency", "32",
+		"--unpaid", "0.2", "--pay-window", "2s")
+	if !res.OK || res.Oversell+res.Undersell+res.Duplicates+res.Lost+res.Unreleased != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if res.Restocked < 30 || res.Restocked > 100 || res.Wins != 300+res.Restocked {
+		t.Fatalf("%d wins with %d restocked; want the stock of 300 plus every restocked unit sold again", res.Wins, res.Restocked)
+	}
+	if int64(len(history)) != 3000+(3000-300) {
+		t.Fatalf("%d requests; want 3,000 then one more from each of the 2,700 losers", len(history))
+	}
+}
+
 // TestBenchRefusesBadInput: nonsense gives a clear message and a non-zero exit before any load.
 func TestBenchRefusesBadInput(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t)))
@@ -161,6 +180,14 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"bad ramp", []string{"--arrival", "ramp:soon"}, "ramp:DURATION"},
 		{"red packet too small", []string{"--kind", "redpacket", "--stock", "10", "--total-cents", "5"}, "needs at least 10 cents"},
 		{"stray argument", []string{"now"}, "unexpected arguments"},
+		{"unpaid without a window", []string{"--unpaid", "0.1"}, "needs a --pay-window"},
+		{"unpaid above one", []string{"--unpaid", "1.5", "--pay-window", "2s"}, "--unpaid 1.5"},
+		{"window too long to wait", []string{"--unpaid", "0.1", "--pay-window", "1h"}, "1s to 10m"},
+		{"kill without spawn", []string{"--kill", "api"}, "--kill needs --spawn"},
+		{"kill what", []string{"--spawn", "1", "--kill", "redis"}, "want api or worker"},
+		{"kill the embedded worker", []string{"--spawn", "1", "--kill", "worker"}, "needs --redis"},
+		{"several nodes on sqlite", []string{"--spawn", "2"}, "needs --redis and a MySQL"},
+		{"kill at 100%", []string{"--spawn", "1", "--kill", "api", "--at", "100%"}, "--at 100%"},
 		{"url without secrets", []string{"--url", base}, "needs the server's --jwt-secret"},
 		{"db with url", append([]string{"--db", "sqlite:x"}, auth...), "servers bench starts"},
 		{"not a url", []string{"--url", "localhost:1", "--jwt-secret", testSecret, "--admin-token", testAdmin}, "want http://host:port"},

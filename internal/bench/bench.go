@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +29,14 @@ type Sale struct {
 	Progress io.Writer
 	// Fault, when set, is injected while the crowd runs.
 	Fault *Fault
+	// Unpaid is the share of the winners who never pay: their orders expire after PayWindow
+	// and their units go back on sale, and the users who lost then try again.
+	Unpaid    float64
+	PayWindow time.Duration // the activity's payment window; 0: the server's default (15 min)
 }
+
+// MaxUnpaidWindow bounds the payment window of a run with unpaid orders: bench waits it out.
+const MaxUnpaidWindow = 10 * time.Minute
 
 // Fault is a failure injected while the crowd runs.
 type Fault struct {
@@ -63,6 +72,12 @@ func (s Sale) Validate() error {
 		return fmt.Errorf("--total-cents %d: a red packet of %d shares needs at least %d cents", s.TotalCents, s.Stock, s.Stock)
 	case s.DrainTimeout <= 0:
 		return errors.New("the drain timeout must be positive")
+	case s.Unpaid < 0 || s.Unpaid > 1:
+		return fmt.Errorf("--unpaid %g: want a share between 0 and 1", s.Unpaid)
+	case s.PayWindow < 0 || s.PayWindow > 0 && s.PayWindow < time.Second:
+		return fmt.Errorf("--pay-window %s: want at least 1s", s.PayWindow)
+	case s.Unpaid > 0 && (s.PayWindow == 0 || s.PayWindow > MaxUnpaidWindow):
+		return fmt.Errorf("--unpaid needs a --pay-window of 1s to %s: bench waits for the unpaid orders to expire", MaxUnpaidWindow)
 	case s.Fault != nil && (s.Fault.At <= 0 || s.Fault.At >= 1):
 		return fmt.Errorf("--at %g%%: want between 0 and 100, exclusive", 100*s.Fault.At)
 	}
@@ -97,6 +112,9 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	spec := ActivitySpec{Name: fmt.Sprintf("bench seed %d", s.Seed), Kind: s.Kind, PriceCents: 100,
 		PerUserLimit: s.PerUserLimit, StartAt: now.Add(-time.Second).Format(time.RFC3339),
 		EndAt: now.Add(s.Ramp + time.Hour).Format(time.RFC3339), PayWindowS: 900}
+	if s.PayWindow > 0 {
+		spec.PayWindowS = int64((s.PayWindow + time.Second - 1) / time.Second)
+	}
 	if s.Kind == "redpacket" {
 		spec.Count, spec.TotalCents, spec.PriceCents = &s.Stock, s.TotalCents, 0
 	} else {
@@ -117,7 +135,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		trigger = max(int64(s.Fault.At*float64(s.Users*(1+s.Dup))), 1)
 	}
 	stopBar := s.progress(&answered)
-	history := Run(ctx, c, id, s.Crowd, bearer, func() {
+	history := Run(ctx, c, id, s.Crowd, s.Clicks(), bearer, func() {
 		if answered.Add(1) == trigger {
 			faults.Go(func() { report, faultErr = s.inject(ctx, began) })
 		}
@@ -134,12 +152,108 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	if err := s.drain(ctx, c, id); err != nil {
 		return Result{}, history, err
 	}
+	var paid, unpaid map[string]bool
+	if s.Unpaid > 0 {
+		var again []Record
+		if paid, unpaid, again, err = s.restock(ctx, c, id, history, bearer); err != nil {
+			return Result{}, history, err
+		}
+		history = append(history, again...)
+		if err := s.drain(ctx, c, id); err != nil {
+			return Result{}, history, err
+		}
+	}
 	facts, err := s.facts(ctx, c, id, history, bearer)
 	if err != nil {
 		return Result{}, history, err
 	}
+	facts.Paid, facts.Unpaid = paid, unpaid
 	v := Check(history, facts)
 	return Result{Verdict: v, Load: Summarize(history), OK: v.OK(), Activity: id, Fault: report}, history, nil
+}
+
+// restock settles the first wave: the winners pay, except a share Unpaid of them drawn from the
+// seed (and any whose window closed before bench got to them). Once the server has cancelled the
+// unpaid orders and put their units back, the users who won nothing click once more, so that
+// those units are sold again. It returns the orders paid and left unpaid, and the new clicks.
+func (s Sale) restock(ctx context.Context, c *Client, id string, history []Record, bearer func(int) string) (paid, unpaid map[string]bool, again []Record, err error) {
+	index := make(map[string]int, s.Users)
+	for i := range s.Users {
+		index[s.User(i)] = i
+	}
+	r := rand.New(rand.NewPCG(s.Seed, 0x0bad9a1d))
+	paid, unpaid = map[string]bool{}, map[string]bool{}
+	winners := map[string]bool{}
+	type bill struct{ token, user string }
+	var bills []bill
+	for _, rec := range history {
+		if rec.Outcome != Won || rec.Token == "" || paid[rec.Token] || unpaid[rec.Token] {
+			continue
+		}
+		winners[rec.User] = true
+		if r.Float64() < s.Unpaid {
+			unpaid[rec.Token] = true
+		} else {
+			paid[rec.Token] = true // until the server says otherwise
+			bills = append(bills, bill{rec.Token, rec.User})
+		}
+	}
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	work := make(chan bill)
+	for range min(s.Concurrency, 32) {
+		wg.Go(func() {
+			for b := range work {
+				_, err := c.Pay(ctx, b.token, bearer(index[b.user]))
+				var ae *apiError
+				mu.Lock()
+				switch {
+				case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+					delete(paid, b.token) // its window closed first: it must be cancelled like the others
+					unpaid[b.token] = true
+				case err != nil && firstErr == nil:
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for _, b := range bills {
+		work <- b
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, nil, nil, firstErr
+	}
+
+	deadline := time.Now().Add(s.PayWindow + s.DrainTimeout)
+	for {
+		st, err := c.Stats(ctx, id)
+		if err == nil && st.Cancelled >= int64(len(unpaid)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, nil, nil, fmt.Errorf("%d orders were left unpaid; the server cancelled %d within their window and %s (last error %v)",
+				len(unpaid), st.Cancelled, s.DrainTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+
+	var losers []int32
+	for i := range s.Users {
+		if !winners[s.User(i)] {
+			losers = append(losers, int32(i))
+		}
+	}
+	burst := s.Crowd
+	burst.Ramp = 0
+	return paid, unpaid, Run(ctx, c, id, burst, s.Shuffled(losers, 1), bearer, nil), nil
 }
 
 // inject makes the fault and times it.

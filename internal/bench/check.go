@@ -16,6 +16,9 @@ type Facts struct {
 	// GET /api/orders/{token} asked as the grab's user.
 	Orders map[string]Order
 	Stats  Stats
+	// Paid are the orders bench paid (the server answered PAID); Unpaid those it left to expire.
+	// Both are empty unless the run had --unpaid.
+	Paid, Unpaid map[string]bool
 }
 
 // Order is an order as the API shows it to its owner. Found is false for a 404.
@@ -54,7 +57,9 @@ type Verdict struct {
 	Oversell   int64 `json:"oversell"`   // units held beyond the stock
 	Undersell  int64 `json:"undersell"`  // units left unsold although the demand exceeded the stock
 	Duplicates int64 `json:"duplicates"` // wins beyond a user's limit, tokens given twice, orders no grab explains
-	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order
+	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order; paid orders not PAID
+	// Unreleased are orders left unpaid that still hold their unit after the payment window.
+	Unreleased int64 `json:"unreleased"`
 	// SharesOff is how far the red-packet amounts are from the total: the sum of the won
 	// amounts must never exceed it and must equal it once every share is taken; each order's
 	// amount must equal its grab's.
@@ -65,7 +70,8 @@ type Verdict struct {
 
 // OK reports whether the sale kept every invariant.
 func (v Verdict) OK() bool {
-	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.SharesOff == 0
+	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
+		v.SharesOff == 0
 }
 
 // maxProblems caps the examples kept per kind of violation.
@@ -137,6 +143,14 @@ func Check(history []Record, f Facts) Verdict {
 			problem("lost", "acknowledged grab %s of %s ended %s", tok, owner[tok], o.Status)
 			v.Lost++
 			continue
+		}
+		switch {
+		case f.Paid[tok] && o.Status != "PAID":
+			problem("lost", "order %s of %s was paid and ended %s", tok, owner[tok], o.Status)
+			v.Lost++
+		case f.Unpaid[tok] && o.Status != "CANCELLED":
+			problem("unreleased", "order %s of %s, never paid, is %s after its payment window", tok, owner[tok], o.Status)
+			v.Unreleased++
 		}
 		if f.Kind == "redpacket" {
 			if o.AmountCents != amount[tok] {

@@ -100,6 +100,17 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Stats.Created--
 			return h
 		}, func(v Verdict) int64 { return v.Undersell }, "1 of 10 units unsold"},
+		{"a paid order cancelled", "item", func(h []Record, f *Facts) []Record {
+			f.Paid = map[string]bool{"t5": true}
+			f.Orders["t5"] = Order{Found: true, Status: "CANCELLED"}
+			f.Stats.Created--
+			f.Stats.Cancelled++
+			return h
+		}, func(v Verdict) int64 { return v.Lost }, "t5 of u5 was paid and ended CANCELLED"},
+		{"an unpaid order never released", "item", func(h []Record, f *Facts) []Record {
+			f.Unpaid = map[string]bool{"t6": true}
+			return h
+		}, func(v Verdict) int64 { return v.Unreleased }, "never paid, is CREATED"},
 		{"shares over the total", "redpacket", func(h []Record, f *Facts) []Record {
 			f.TotalCents -= 5
 			return h

@@ -218,6 +218,17 @@ func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error)
 	return Order{Found: true, Status: out.Status, AmountCents: out.AmountCents}, nil
 }
 
+// Pay pays an order as its owner (bearer) and returns the status the server answers.
+func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) {
+	var out struct {
+		Status string `json:"status"`
+	}
+	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/pay", bearer, nil, http.StatusOK, &out); err != nil {
+		return "", fmt.Errorf("pay %s: %w", token, err)
+	}
+	return out.Status, nil
+}
+
 // Grab sends one grab request to node i (or, if it is down, the next one up) and records how it
 // went. Times are Unix microseconds.
 func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {

@@ -53,16 +53,22 @@ func (c Crowd) Clicks() []int32 {
 			clicks = append(clicks, int32(u))
 		}
 	}
-	r := rand.New(rand.NewPCG(c.Seed, 0x5ec4111))
+	return c.Shuffled(clicks, 0)
+}
+
+// Shuffled returns the users' clicks (user indexes) in an order drawn from the crowd's seed and
+// salt.
+func (c Crowd) Shuffled(clicks []int32, salt uint64) []int32 {
+	r := rand.New(rand.NewPCG(c.Seed, 0x5ec4111^salt))
 	r.Shuffle(len(clicks), func(i, j int) { clicks[i], clicks[j] = clicks[j], clicks[i] })
 	return clicks
 }
 
-// Run sends the crowd's clicks at activity and returns every request's record, in the order they
-// were sent. bearer gives user i's token; done, if set, is called after each answer. A cancelled
-// ctx stops the crowd: clicks not yet sent are left out of the history.
-func Run(ctx context.Context, c *Client, activity string, crowd Crowd, bearer func(int) string, done func()) []Record {
-	clicks := crowd.Clicks()
+// Run sends clicks (user indexes) at activity, with the crowd's concurrency and arrival, and
+// returns every request's record, in the order they were sent. bearer gives user i's token; done,
+// if set, is called after each answer. A cancelled ctx stops the crowd: clicks not yet sent are
+// left out of the history.
+func Run(ctx context.Context, c *Client, activity string, crowd Crowd, clicks []int32, bearer func(int) string, done func()) []Record {
 	records := make([]Record, len(clicks))
 	var next atomic.Int64
 	start := time.Now()

@@ -127,8 +127,8 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "answers per second: %v\n", r.PerSecond)
 	}
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
-	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  shares off %d cents\n",
-		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.SharesOff)
+	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents\n",
+		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff)
 	if r.Fault != nil {
 		fmt.Fprintf(w, "fault: %s killed with SIGKILL %.2f s into the crowd, back after %.2f s\n", r.Fault.Kind, r.Fault.AtS, r.Fault.RecoveryS)
 	}
