@@ -5,6 +5,8 @@
 // loopback ports, and stops them when the test ends. The package never skips: if a server cannot
 // start, the test fails with the tail of the server's log. The servers are started with
 // Pdeathsig and their own process group, so they die with the test process even if it is killed.
+// The servers are launched by internal/servers, which seckill bench uses too; this package adds
+// what tests need on top: failing the test, temp dirs and cleanups, and Redis Cluster.
 //
 //	srv := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"})
 //	cfg.Redis = srv.URL()
@@ -14,33 +16,23 @@
 package redistest
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"seckill/internal/servertest"
+	"seckill/internal/servers"
 )
 
 const (
-	readyTimeout   = 20 * time.Second // how long a starting server may take to answer PING
-	stopTimeout    = 5 * time.Second  // how long Stop waits after SIGTERM before SIGKILL
 	clusterTimeout = 30 * time.Second // how long redis-cli --cluster create may take
 	okTimeout      = 20 * time.Second // how long WaitOK waits for cluster_state:ok on every node
-	ioTimeout      = 2 * time.Second  // dial, write and read timeout of one internal command
-	startAttempts  = 3                // tries with fresh ports when a port was taken meanwhile
 
 	// nodeTimeout is the cluster-node-timeout of cluster nodes, in milliseconds. Redis's default
 	// of 15 s would make fault tests slow: a killed master is flagged as failed only after it,
@@ -56,35 +48,10 @@ type Options struct {
 	Fsync string // with AOF, "always" or "everysec" (the default when empty); "no" is accepted too
 }
 
-// args returns the persistence part of redis-server's command line for o.
-func (o Options) args() ([]string, error) {
-	if !o.AOF {
-		if o.Fsync != "" {
-			return nil, fmt.Errorf("Options.Fsync is %q but AOF is off", o.Fsync)
-		}
-		return []string{"--appendonly", "no"}, nil
-	}
-	fsync := o.Fsync
-	switch fsync {
-	case "":
-		fsync = "everysec"
-	case "always", "everysec", "no":
-	default:
-		return nil, fmt.Errorf("Options.Fsync is %q, want \"always\" or \"everysec\"", o.Fsync)
-	}
-	return []string{"--appendonly", "yes", "--appendfsync", fsync}, nil
-}
-
 // Server is one redis-server started by Start or StartCluster. It is stopped when the test
 // that started it ends; its methods are for fault tests.
 type Server struct {
-	bin  string   // path of redis-server
-	dir  string   // working dir: log, AOF, nodes.conf
-	port int      // TCP port on 127.0.0.1
-	args []string // command line after the binary
-
-	mu   sync.Mutex
-	proc *servertest.Process // the last process started
+	redis *servers.Redis
 }
 
 // Start starts a redis-server with opts on a free port of 127.0.0.1, in a temp dir of t, and
@@ -92,73 +59,36 @@ type Server struct {
 // cannot start.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	persistence, err := opts.args()
+	persistence, err := servers.RedisOptions(opts).Args()
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	return startServer(t, persistence, servertest.FreePort)
+	return startServer(t, persistence, servers.FreePort)
 }
 
 // startServer starts one redis-server with extra arguments on a port from pick, trying again
 // with another port if the one picked was taken meanwhile. It fails t if the server cannot start.
 func startServer(t testing.TB, extra []string, pick func() (int, error)) *Server {
 	t.Helper()
-	bin, err := servertest.FindBinary("redis-server", "/usr/bin/redis-server")
-	if err != nil {
-		t.Fatalf("redistest: %v\n%s", err, installHint)
-	}
 	dir := t.TempDir() // removed after the server is stopped: cleanups run last-registered first
-	logPath := filepath.Join(dir, "redis.log")
-	for attempt := 1; ; attempt++ {
-		port, err := pick()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		s := &Server{bin: bin, dir: dir, port: port}
-		s.args = append([]string{
-			"--port", strconv.Itoa(port),
-			"--bind", "127.0.0.1",
-			"--dir", dir,
-			"--logfile", logPath,
-			"--daemonize", "no",
-			"--save", "",
-		}, extra...)
-		s.mu.Lock()
-		err = s.launch()
-		s.mu.Unlock()
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		if attempt < startAttempts && strings.Contains(err.Error(), "Address already in use") {
-			t.Logf("redistest: port %d was taken, trying another: %v", port, err)
-			// Start afresh: a cluster node has already written nodes.conf when it finds its bus
-			// port taken.
-			if err := os.RemoveAll(dir); err != nil {
-				t.Fatalf("redistest: %v", err)
-			}
-			if err := os.Mkdir(dir, 0o700); err != nil {
-				t.Fatalf("redistest: %v", err)
-			}
-			continue
-		}
+	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
+	redis, err := servers.StartRedisArgs(dir, extra, pick, logf)
+	if err != nil {
 		t.Fatalf("redistest: cannot start redis-server: %v\n%s", err, installHint)
 	}
+	t.Cleanup(redis.Stop)
+	return &Server{redis: redis}
 }
 
 // Addr returns the server's address, "127.0.0.1:PORT".
-func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+func (s *Server) Addr() string { return s.redis.Addr() }
 
 // URL returns the server's URL, "redis://127.0.0.1:PORT/0".
-func (s *Server) URL() string { return "redis://" + s.Addr() + "/0" }
+func (s *Server) URL() string { return s.redis.URL() }
 
 // Kill kills the server with SIGKILL, as a crash would, and waits for it to exit. It does
 // nothing if the server is not running.
-func (s *Server) Kill() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.Kill()
-}
+func (s *Server) Kill() { s.redis.Kill() }
 
 // Restart starts the server again with the same dir, port and options, killing it first if it
 // is still running, and waits until it answers PING: with AOF, the data written before is
@@ -166,10 +96,7 @@ func (s *Server) Kill() {
 // cluster's WaitOK before using it. Restart fails t if the server does not come up.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.Kill()
-	if err := s.launch(); err != nil {
+	if err := s.redis.Restart(); err != nil {
 		t.Fatalf("redistest: cannot restart redis-server: %v\n%s", err, installHint)
 	}
 }
@@ -177,48 +104,7 @@ func (s *Server) Restart(t testing.TB) {
 // Stop shuts the server down with SIGTERM, and SIGKILL if it has not exited after 5 s. It does
 // nothing if the server is not running. The test's cleanup calls it; a test may call it earlier,
 // and may Restart the server after it.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.Stop(syscall.SIGTERM, stopTimeout)
-}
-
-// running reports whether the server's process is running.
-func (s *Server) running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.proc != nil && !s.proc.Exited()
-}
-
-// launch starts redis-server and waits until it answers PING. The caller holds s.mu.
-func (s *Server) launch() error {
-	cmd := exec.Command(s.bin, s.args...)
-	cmd.Dir = s.dir
-	// redis-server writes to --logfile itself; its stdout and stderr, where it reports a bad
-	// command line before it opens the log, go to the same file.
-	p, err := servertest.Launch(cmd, filepath.Join(s.dir, "redis.log"), func(p *servertest.Process) error {
-		return waitReady(p, s.Addr())
-	})
-	if err != nil {
-		return fmt.Errorf("redis-server on port %d: %w", s.port, err)
-	}
-	s.proc = p
-	return nil
-}
-
-// waitReady sends PING to addr until it answers PONG, p exits or readyTimeout passes. A server
-// loading its AOF answers LOADING until it is done.
-func waitReady(p *servertest.Process, addr string) error {
-	return p.WaitReady(readyTimeout, 50*time.Millisecond, func() error {
-		// If the port was taken by another program, which might accept the connection and never
-		// answer, the server's exit aborts the PING.
-		reply, err := command(p.Done(), addr, "PING")
-		if err == nil && reply != "PONG" {
-			err = fmt.Errorf("PING answered %q", reply)
-		}
-		return err
-	})
-}
+func (s *Server) Stop() { s.redis.Stop() }
 
 // Cluster is a Redis Cluster of three masters, without replicas, started by StartCluster and
 // stopped when the test that started it ends.
@@ -233,7 +119,7 @@ type Cluster struct {
 // StartCluster fails t if the cluster cannot be formed.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	cli, err := servertest.FindBinary("redis-cli", "/usr/bin/redis-cli")
+	cli, err := servers.FindBinary("redis-cli", "/usr/bin/redis-cli")
 	if err != nil {
 		t.Fatalf("redistest: %v\n%s", err, installHint)
 	}
@@ -253,7 +139,7 @@ func StartCluster(t testing.TB) *Cluster {
 	cmd := exec.CommandContext(ctx, cli, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("redistest: redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, servertest.Tail(out))
+		t.Fatalf("redistest: redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, servers.Tail(out))
 	}
 	c.WaitOK(t)
 	return c
@@ -285,10 +171,10 @@ func (c *Cluster) WaitOK(t testing.TB) {
 	deadline := time.Now().Add(okTimeout)
 	for i, n := range c.nodes {
 		for {
-			if !n.running() {
+			if !n.redis.Running() {
 				t.Fatalf("redistest: cluster node %d (%s) is not running", i, n.Addr())
 			}
-			info, err := command(nil, n.Addr(), "CLUSTER", "INFO")
+			info, err := servers.RedisCommand(n.Addr(), "CLUSTER", "INFO")
 			if err == nil && strings.Contains(info, "cluster_state:ok") {
 				break
 			}
@@ -296,73 +182,15 @@ func (c *Cluster) WaitOK(t testing.TB) {
 				if err == nil {
 					err = errors.New(strings.TrimSpace(info))
 				}
-				nodes, nerr := command(nil, n.Addr(), "CLUSTER", "NODES")
+				nodes, nerr := servers.RedisCommand(n.Addr(), "CLUSTER", "NODES")
 				if nerr != nil {
 					nodes = nerr.Error()
 				}
 				t.Fatalf("redistest: cluster node %d (%s) is not ok after %v: %v\nCLUSTER NODES:\n%s\nserver log ends with:\n%s",
-					i, n.Addr(), okTimeout, err, strings.TrimSpace(nodes), servertest.TailFile(filepath.Join(n.dir, "redis.log")))
+					i, n.Addr(), okTimeout, err, strings.TrimSpace(nodes), servers.TailFile(n.redis.LogPath()))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-	}
-}
-
-// command sends one command to the server at addr, on a connection of its own, and returns its
-// reply, which must be a simple string, an integer or a bulk string. An error reply is returned
-// as an error. It gives up early when abort is closed (a nil abort is never closed).
-func command(abort <-chan struct{}, addr string, args ...string) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, ioTimeout)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if abort != nil {
-		finished := make(chan struct{})
-		defer close(finished)
-		go func() {
-			select {
-			case <-abort:
-				conn.Close() // unblocks the write or read below
-			case <-finished:
-			}
-		}()
-	}
-	conn.SetDeadline(time.Now().Add(ioTimeout))
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&req, "$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return "", err
-	}
-	r := bufio.NewReader(conn)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	line = strings.TrimSuffix(line, "\r\n")
-	if line == "" {
-		return "", errors.New("empty reply")
-	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", errors.New(line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil || n < 0 {
-			return "", fmt.Errorf("unexpected reply %q", line)
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	default:
-		return "", fmt.Errorf("unexpected reply %q", line)
 	}
 }
 

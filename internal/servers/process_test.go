@@ -1,4 +1,4 @@
-package servertest_test
+package servers_test
 
 import (
 	"errors"
@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/servertest"
+	"seckill/internal/servers"
 )
 
 // exitTimeout is how long a process may take to exit; generous, as the machine may be busy.
 const exitTimeout = 10 * time.Second
 
 // start starts name with args as a Process and kills it when t ends.
-func start(t *testing.T, name string, args ...string) *servertest.Process {
+func start(t *testing.T, name string, args ...string) *servers.Process {
 	t.Helper()
-	p, err := servertest.Start(exec.Command(name, args...))
+	p, err := servers.Start(exec.Command(name, args...))
 	if err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -56,7 +56,7 @@ func TestStop(t *testing.T) {
 	if !p.Exited() {
 		t.Fatal("Exited() = false after Stop")
 	}
-	var nilProcess *servertest.Process
+	var nilProcess *servers.Process
 	nilProcess.Stop(syscall.SIGTERM, exitTimeout) // does nothing, as Kill does
 	nilProcess.Kill()
 }
@@ -90,7 +90,7 @@ func TestWaitReady(t *testing.T) {
 func TestLaunchQuotesLogWhenNotReady(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "server.log")
 	cmd := exec.Command("sh", "-c", "echo bad config >&2; exit 1")
-	p, err := servertest.Launch(cmd, logPath, func(p *servertest.Process) error {
+	p, err := servers.Launch(cmd, logPath, func(p *servers.Process) error {
 		return p.WaitReady(exitTimeout, time.Millisecond, func() error { return errors.New("refused") })
 	})
 	if p != nil {
@@ -101,7 +101,7 @@ func TestLaunchQuotesLogWhenNotReady(t *testing.T) {
 		t.Errorf("Launch of a server that exits at once: got error %v, want one saying it exited, then its log", err)
 	}
 
-	p, err = servertest.Launch(exec.Command("sleep", "30"), logPath, func(*servertest.Process) error { return nil })
+	p, err = servers.Launch(exec.Command("sleep", "30"), logPath, func(*servers.Process) error { return nil })
 	if err != nil {
 		t.Fatalf("Launch of a server ready at once: %v", err)
 	}
@@ -112,11 +112,11 @@ func TestLaunchQuotesLogWhenNotReady(t *testing.T) {
 }
 
 func TestTail(t *testing.T) {
-	if got := servertest.Tail([]byte("a\nb\n\n")); got != "a\nb" {
+	if got := servers.Tail([]byte("a\nb\n\n")); got != "a\nb" {
 		t.Errorf("Tail of a short log = %q, want %q", got, "a\nb")
 	}
 	long := strings.Repeat("old line\n", 1000) + "last line\n"
-	got := servertest.Tail([]byte(long))
+	got := servers.Tail([]byte(long))
 	if len(got) > 3<<10 || !strings.HasPrefix(got, "old line\n") || !strings.HasSuffix(got, "\nlast line") {
 		t.Errorf("Tail of a %d-byte log = %d bytes %q...%q, want at most 3 KB of whole lines ending with the last",
 			len(long), len(got), got[:min(len(got), 20)], got[max(0, len(got)-20):])

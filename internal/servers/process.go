@@ -1,11 +1,4 @@
-// Package servertest runs server processes for integration tests: it starts them in a process
-// group of their own that dies with the test process, waits until they are ready while noticing
-// when they exit instead, stops or kills them, finds their binaries and free loopback ports, and
-// quotes the end of their logs in error messages.
-//
-// It is the plumbing shared by mysqltest, pgtest and redistest; what differs from one server to
-// another (its command line, how to tell it is ready) stays in those packages.
-package servertest
+package servers
 
 import (
 	"bytes"
@@ -19,6 +12,12 @@ import (
 	"time"
 )
 
+// This file is the process plumbing shared by the servers: it starts a server in a process group
+// of its own that dies with its parent, waits until it is ready while noticing when it exits
+// instead, stops or kills it, finds binaries and free loopback ports, and quotes the end of a
+// server's log in error messages. What differs from one server to another (its command line, how
+// to tell it is ready) is in redis.go, mariadb.go and postgres.go.
+
 // Process is a server process started by Start, running or exited.
 type Process struct {
 	cmd  *exec.Cmd
@@ -26,9 +25,9 @@ type Process struct {
 }
 
 // Start starts cmd in a process group of its own (Setpgid), which Kill kills as a whole, and with
-// Pdeathsig SIGKILL, so that it dies with the test process even if that is killed. It keeps any
-// other attribute of cmd.SysProcAttr, such as Credential. A goroutine reaps the process when it
-// exits; do not call cmd.Wait.
+// Pdeathsig SIGKILL, so that it dies with the process that started it (a test process, or seckill
+// bench) even if that is killed. It keeps any other attribute of cmd.SysProcAttr, such as
+// Credential. A goroutine reaps the process when it exits; do not call cmd.Wait.
 func Start(cmd *exec.Cmd) (*Process, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
