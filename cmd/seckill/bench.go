@@ -14,18 +14,21 @@ import (
 	"time"
 
 	"seckill/internal/bench"
+	"seckill/internal/servers"
 )
 
 // benchConfig is what `seckill bench` runs with.
 type benchConfig struct {
 	url, adminToken, secret string
-	db, redis               string // the in-process server's or the spawned nodes', when there is no url
-	spawn                   int    // nodes of the binary to start; 0: serve in this process
-	binary                  string // the binary to spawn
-	kill                    string // "", "api" or "worker"
+	db, redis               string        // the in-process server's or the spawned nodes', when there is no url
+	spawn                   int           // nodes of the binary to start; 0: serve in this process
+	binary                  string        // the binary to spawn
+	kill                    string        // "", "api", "worker" or "redis"
+	dbOutage                time.Duration // how long the database is down, 0: no outage
 	sale                    bench.Sale
 	jsonOut                 bool
 	history                 string
+	plot                    string // SVG file of the run over time
 	timeout                 time.Duration
 }
 
@@ -39,12 +42,13 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&c.url, "url", "", "base `URL` of a running server; empty: start one in this process on a free loopback port")
 	fs.StringVar(&c.adminToken, "admin-token", getenv("SECKILL_ADMIN_TOKEN"), "the server's admin `token` (SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&c.secret, "jwt-secret", getenv("SECKILL_JWT_SECRET"), "the server's JWT `secret`, to mint the users' tokens (SECKILL_JWT_SECRET)")
-	fs.StringVar(&c.db, "db", "", "the database of the server bench starts (default: SQLite in a temporary directory)")
-	fs.StringVar(&c.redis, "redis", "", "Redis URL or cluster seeds of the server bench starts (default: the embedded gate)")
+	fs.StringVar(&c.db, "db", "", "the database of the server bench starts (default: SQLite in a temporary directory); spawn:mariadb or spawn:postgres starts one")
+	fs.StringVar(&c.redis, "redis", "", "Redis URL or cluster seeds of the server bench starts (default: the embedded gate); spawn starts a redis-server with appendfsync always")
 	fs.IntVar(&c.spawn, "spawn", 0, "start this many nodes of --binary (sharing --redis and --db) instead of serving in this process")
 	fs.StringVar(&c.binary, "binary", "", "the seckill binary --spawn starts (default: this program)")
-	fs.StringVar(&c.kill, "kill", "", "with --spawn: api (SIGKILL an API node) or worker (SIGKILL the worker node), then restart it")
-	fs.StringVar(&at, "at", "50%", "when --kill strikes: the share of the clicks answered")
+	fs.StringVar(&c.kill, "kill", "", "SIGKILL and restart, at --at: api (an API node) or worker (the worker node), with --spawn; redis, with --redis spawn")
+	fs.DurationVar(&c.dbOutage, "db-outage", 0, "stop the database (--db spawn:...) at --at for this long, then start it again")
+	fs.StringVar(&at, "at", "50%", "when --kill or --db-outage strikes: the share of the clicks answered")
 	fs.IntVar(&s.Users, "users", 20_000, "distinct users")
 	fs.Int64Var(&s.Stock, "stock", 500, "units on sale (shares of a red packet)")
 	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most")
@@ -58,6 +62,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Uint64Var(&s.Seed, "seed", 1, "orders the clicks; the same seed sends the same sequence")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
 	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")
+	fs.StringVar(&c.plot, "plot", "", "draw the answers per second and their p99 latency over time to this SVG `file`")
 	fs.DurationVar(&s.DrainTimeout, "drain-timeout", 2*time.Minute, "how long to wait for the queue to drain after the crowd")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "stop the whole run after this long")
 	if err := fs.Parse(args); err != nil {
@@ -87,7 +92,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 		return c, err
 	}
 	if c.url != "" {
-		if c.db != "" || c.redis != "" || c.spawn > 0 {
+		if c.db != "" || c.redis != "" || c.spawn > 0 || c.dbOutage != 0 {
 			return c, errors.New("--db, --redis and --spawn are for the servers bench starts; with --url the server runs already")
 		}
 		if c.secret == "" || c.adminToken == "" {
@@ -101,7 +106,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	return c, s.Validate()
 }
 
-// parseFleet checks the flags of the processes bench starts and kills.
+// parseFleet checks the flags of the processes bench starts and the fault it injects.
 func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 	sqlite := c.db == "" || strings.HasPrefix(c.db, "sqlite:")
 	switch {
@@ -109,11 +114,23 @@ func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 		return fmt.Errorf("--spawn %d: want 1 to 16 nodes", c.spawn)
 	case c.spawn > 1 && (c.redis == "" || sqlite):
 		return errors.New("--spawn of several nodes needs --redis and a MySQL or PostgreSQL --db that they share")
-	case c.kill == "":
+	case strings.HasPrefix(c.db, "spawn:") && c.db != dbSpawnMariaDB && c.db != dbSpawnPostgres:
+		return fmt.Errorf("--db %q: want %s or %s", c.db, dbSpawnMariaDB, dbSpawnPostgres)
+	case c.dbOutage < 0:
+		return fmt.Errorf("--db-outage %s: want a positive duration", c.dbOutage)
+	case c.dbOutage > 0 && c.kill != "":
+		return errors.New("one fault per run: --kill or --db-outage")
+	case c.dbOutage > 0 && !strings.HasPrefix(c.db, "spawn:"):
+		return errors.New("--db-outage needs --db spawn:mariadb or spawn:postgres: bench stops only a database it started")
+	case c.dbOutage > 10*time.Minute:
+		return fmt.Errorf("--db-outage %s: at most 10m", c.dbOutage)
+	case c.kill == "" && c.dbOutage == 0:
 		return nil
-	case c.kill != "api" && c.kill != "worker":
-		return fmt.Errorf("--kill %q: want api or worker", c.kill)
-	case c.spawn == 0:
+	case c.kill != "" && c.kill != "api" && c.kill != "worker" && c.kill != "redis":
+		return fmt.Errorf("--kill %q: want api, worker or redis", c.kill)
+	case c.kill == "redis" && c.redis != redisSpawn:
+		return errors.New("--kill redis needs --redis spawn: bench kills only a redis-server it started")
+	case (c.kill == "api" || c.kill == "worker") && c.spawn == 0:
 		return errors.New("--kill needs --spawn: bench kills only the nodes it started")
 	case c.kill == "worker" && c.redis == "":
 		return errors.New("--kill worker needs --redis: the embedded worker lives in the API process (use --kill api)")
@@ -122,8 +139,78 @@ func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 	if err != nil {
 		return fmt.Errorf("--at %q: want a share of the clicks such as 50%%", at)
 	}
-	s.Fault = &bench.Fault{Kind: c.kill, At: pct / 100}
+	kind := c.kill
+	if c.dbOutage > 0 {
+		kind = "db"
+	}
+	s.Fault = &bench.Fault{Kind: kind, At: pct / 100}
 	return nil
+}
+
+// The values of --redis and --db that make bench start the server itself.
+const (
+	redisSpawn      = "spawn"
+	dbSpawnMariaDB  = "spawn:mariadb"
+	dbSpawnPostgres = "spawn:postgres"
+)
+
+// restartable is a server bench started and may kill.
+type restartable interface {
+	Kill()
+	Restart() error
+}
+
+// owned are the servers bench started for the run (--redis spawn, --db spawn:...).
+type owned struct {
+	redis, db restartable
+	close     []func()
+}
+
+func (o *owned) stop() {
+	for i := len(o.close) - 1; i >= 0; i-- {
+		o.close[i]()
+	}
+}
+
+// startServers starts the servers c asks bench to run, and points c.redis and c.db at them.
+func startServers(c *benchConfig) (*owned, error) {
+	o := &owned{}
+	if c.redis == redisSpawn {
+		dir, err := os.MkdirTemp("", "seckill-bench-redis-")
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, func() { os.RemoveAll(dir) })
+		srv, err := servers.StartRedis(dir, servers.RedisOptions{AOF: true, Fsync: "always"})
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, srv.Stop)
+		o.redis, c.redis = srv, srv.URL()
+	}
+	switch c.db {
+	case dbSpawnMariaDB:
+		srv, err := servers.StartMariaDB()
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, srv.Close)
+		if c.db, err = srv.CreateDatabase("bench"); err != nil {
+			return o, err
+		}
+		o.db = srv
+	case dbSpawnPostgres:
+		srv, err := servers.StartPostgres()
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, srv.Close)
+		if c.db, err = srv.CreateDatabase("bench"); err != nil {
+			return o, err
+		}
+		o.db = srv
+	}
+	return o, nil
 }
 
 // benchCmd runs `seckill bench`: the exit status is non-zero when the run could not be made or
@@ -136,6 +223,11 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
+	srvs, err := startServers(&c)
+	defer srvs.stop()
+	if err != nil {
+		return err
+	}
 	mode, bases := "url", []string{c.url}
 	var fleet *bench.Fleet
 	var fleetIndex []int // fleet index of each base
@@ -167,17 +259,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer client.Close()
 	if f := c.sale.Fault; f != nil {
-		role, target := "worker", fleet.Find("worker")
-		if f.Kind == "api" {
-			role, target = "api", fleetIndex[0]
-		}
-		f.Inject = func(ctx context.Context) error {
-			base, err := fleet.KillAndRestart(ctx, target)
-			if err == nil && role == "api" {
-				client.SetBase(0, base)
-			}
-			return err
-		}
+		f.Inject = injector(f.Kind, c.dbOutage, fleet, fleetIndex, client, srvs)
 	}
 	if isTerminal(stderr) {
 		c.sale.Progress = stderr
@@ -192,6 +274,11 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	res.Mode, res.Nodes = mode, len(bases)
+	if c.plot != "" {
+		if err := writePlot(c.plot, res); err != nil {
+			return err
+		}
+	}
 	if c.jsonOut {
 		err = res.WriteJSON(stdout)
 	} else {
@@ -234,6 +321,40 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		os.RemoveAll(dir)
 		cancel()
 		return "", nil, fmt.Errorf("the in-process server: %w", err)
+	}
+}
+
+// injector returns how to make the fault of kind: SIGKILL and restart an API node, the worker
+// node or redis-server, or stop the database for outage.
+func injector(kind string, outage time.Duration, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned) func(context.Context) error {
+	restart := func(s restartable, pause time.Duration) func(context.Context) error {
+		return func(ctx context.Context) error {
+			s.Kill()
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			return s.Restart()
+		}
+	}
+	switch kind {
+	case "redis":
+		return restart(srvs.redis, 0)
+	case "db":
+		return restart(srvs.db, outage)
+	case "worker":
+		return func(ctx context.Context) error {
+			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
+			return err
+		}
+	default: // an API node: the crowd moves to the others, and back to it once it listens again
+		return func(ctx context.Context) error {
+			base, err := fleet.KillAndRestart(ctx, fleetIndex[0])
+			if err == nil {
+				client.SetBase(0, base)
+			}
+			return err
+		}
 	}
 }
 
@@ -293,6 +414,19 @@ func writeHistory(path string, history []bench.Record) (string, error) {
 		return "", fmt.Errorf("history: %w", err)
 	}
 	return f.Name(), f.Close()
+}
+
+// writePlot draws the run to an SVG file.
+func writePlot(path string, res bench.Result) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	if err := res.WriteSVG(f); err != nil {
+		f.Close()
+		return fmt.Errorf("plot: %w", err)
+	}
+	return f.Close()
 }
 
 // isTerminal reports whether w is a terminal (for the progress bar).

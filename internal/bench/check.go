@@ -48,7 +48,9 @@ type Verdict struct {
 	Requests int64 `json:"requests"`
 	Wins     int64 `json:"wins"` // distinct order tokens acknowledged
 	Stock    int64 `json:"stock"`
-	// Demand is the units the crowd asked for: per user, the lesser of its clicks and the limit.
+	// Demand is the units the crowd asked for and the server decided on: per user, the lesser of
+	// the limit and its clicks answered won, already bought or sold out (a click that failed or
+	// was turned away by a rate limit asked for nothing the server had to sell).
 	Demand int64 `json:"demand"`
 	// Unanswered requests got no answer or a 5xx: each may have taken a unit unseen.
 	Unanswered int64 `json:"unanswered"`
@@ -92,7 +94,9 @@ func Check(history []Record, f Facts) Verdict {
 	amount := map[string]int64{} // token -> amount the grab answered
 	winsOf := map[string]int64{} // user -> distinct tokens won
 	for _, r := range history {
-		clicks[r.User]++
+		if r.Outcome == Won || r.Outcome == AlreadyBought || r.Outcome == SoldOut {
+			clicks[r.User]++
+		}
 		if r.unanswered() {
 			v.Unanswered++
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -26,8 +27,10 @@ type Load struct {
 	All     Latency `json:"all"`
 	// Outcomes has the latencies per outcome (only those that occurred).
 	Outcomes map[Outcome]Latency `json:"outcomes"`
-	// PerSecond is the answers received in each second of the run.
-	PerSecond []int64 `json:"per_second"`
+	// PerSecond is the answers received in each second of the run, and P99PerSecond the 99th
+	// percentile latency of those answers (ms).
+	PerSecond    []int64   `json:"per_second"`
+	P99PerSecond []float64 `json:"p99_ms_per_second"`
 }
 
 // maxLatencyUS is the largest latency the histograms track: the client's timeout, with room.
@@ -47,7 +50,9 @@ func Summarize(history []Record) Load {
 	for _, r := range history {
 		first, last = min(first, r.Intended), max(last, r.End)
 	}
-	l.PerSecond = make([]int64, (last-first)/1_000_000+1)
+	secs := (last-first)/1_000_000 + 1
+	l.PerSecond = make([]int64, secs)
+	perSecond := make([][]int64, secs) // latencies (µs) of the answers of each second
 	for _, r := range history {
 		h := per[r.Outcome]
 		if h == nil {
@@ -58,7 +63,16 @@ func Summarize(history []Record) Load {
 		h.RecordValue(us)
 		all.RecordValue(us)
 		if r.End >= first {
-			l.PerSecond[(r.End-first)/1_000_000]++
+			sec := (r.End - first) / 1_000_000
+			l.PerSecond[sec]++
+			perSecond[sec] = append(perSecond[sec], us)
+		}
+	}
+	l.P99PerSecond = make([]float64, secs)
+	for i, lat := range perSecond {
+		if len(lat) > 0 {
+			slices.Sort(lat)
+			l.P99PerSecond[i] = float64(lat[(len(lat)*99)/100]) / 1000
 		}
 	}
 	l.Seconds = float64(last-first) / 1e6
@@ -89,6 +103,14 @@ type Result struct {
 	// Nodes is how many server processes took the crowd; Fault what was done to them.
 	Nodes int          `json:"nodes"`
 	Fault *FaultReport `json:"fault,omitempty"`
+}
+
+// faultText says what each kind of fault does.
+var faultText = map[string]string{
+	"api":    "an API node SIGKILLed and restarted",
+	"worker": "the worker node SIGKILLed and restarted",
+	"redis":  "redis-server SIGKILLed and restarted",
+	"db":     "the database SIGKILLed, kept down for --db-outage and restarted",
 }
 
 // jsonResult flattens the headline figures the way scripts read them.
@@ -130,7 +152,7 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents\n",
 		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff)
 	if r.Fault != nil {
-		fmt.Fprintf(w, "fault: %s killed with SIGKILL %.2f s into the crowd, back after %.2f s\n", r.Fault.Kind, r.Fault.AtS, r.Fault.RecoveryS)
+		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s\n", faultText[r.Fault.Kind], r.Fault.AtS, r.Fault.RecoveryS)
 	}
 	if r.History != "" {
 		fmt.Fprintf(w, "history: %s\n", r.History)
