@@ -149,9 +149,11 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		return Result{}, history, faultErr
 	}
 
+	crowdEnd := time.Now()
 	if err := s.drain(ctx, c, id); err != nil {
 		return Result{}, history, err
 	}
+	drained := time.Since(crowdEnd)
 	crowd := len(history) // the flash crowd; the figures are about it, not about a second wave
 	var paid, unpaid map[string]bool
 	if s.Unpaid > 0 {
@@ -170,7 +172,8 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	}
 	facts.Paid, facts.Unpaid = paid, unpaid
 	v := Check(history, facts)
-	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report}, history, nil
+	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report,
+		DrainS: drained.Seconds()}, history, nil
 }
 
 // restock settles the first wave: the winners pay, except a share Unpaid of them drawn from the

@@ -20,8 +20,17 @@ func TestWriteSVG(t *testing.T) {
 		h = append(h, Record{User: "u", Intended: at, Start: at, End: at + lat, Outcome: SoldOut, Status: 410})
 	}
 	r := Result{Load: Summarize(h), Mode: "embedded", Nodes: 1, Fault: &FaultReport{Kind: "api", AtS: 1.0, RecoveryS: 0.2}}
-	if len(r.PerSecond) != 3 || r.P99PerSecond[1] < 79 || r.P99PerSecond[0] > 3 {
-		t.Fatalf("per second %v, p99 %v", r.PerSecond, r.P99PerSecond)
+	// 2.992 s of answers: 30 steps of 0.1 s; the slow second shows in its steps' p99
+	tl := r.Timeline
+	if len(r.PerSecond) != 3 || tl.StepS != 0.1 || len(tl.Answers) != 30 || tl.P99[15] < 79 || tl.P99[5] > 3 {
+		t.Fatalf("per second %v, timeline %+v", r.PerSecond, tl)
+	}
+	var sum int64
+	for _, n := range tl.Answers {
+		sum += n
+	}
+	if sum != 300 {
+		t.Fatalf("the timeline holds %d answers of 300", sum)
 	}
 	var buf bytes.Buffer
 	if err := r.WriteSVG(&buf); err != nil {
@@ -46,8 +55,8 @@ func TestWriteSVG(t *testing.T) {
 			}
 		}
 	}
-	// a background, two panel frames and three bars; one fault marker
-	if rects != 6 || lines != 1 {
+	// a background, two panel frames and 30 bars; one fault marker
+	if rects != 33 || lines != 1 {
 		t.Fatalf("%d rects and %d lines", rects, lines)
 	}
 	var empty bytes.Buffer

@@ -27,11 +27,22 @@ type Load struct {
 	All     Latency `json:"all"`
 	// Outcomes has the latencies per outcome (only those that occurred).
 	Outcomes map[Outcome]Latency `json:"outcomes"`
-	// PerSecond is the answers received in each second of the run, and P99PerSecond the 99th
-	// percentile latency of those answers (ms).
-	PerSecond    []int64   `json:"per_second"`
-	P99PerSecond []float64 `json:"p99_ms_per_second"`
+	// PerSecond is the answers received in each second of the run.
+	PerSecond []int64 `json:"per_second"`
+	// Timeline cuts the run into about 60 steps of StepS seconds (at least 0.1): the answers
+	// received in each and their 99th percentile latency, for the plot.
+	Timeline Timeline `json:"timeline"`
 }
+
+// Timeline is the run over time in equal steps.
+type Timeline struct {
+	StepS   float64   `json:"step_s"`
+	Answers []int64   `json:"answers"`
+	P99     []float64 `json:"p99_ms"`
+}
+
+// timelineSteps is about how many steps a timeline has.
+const timelineSteps = 60
 
 // maxLatencyUS is the largest latency the histograms track: the client's timeout, with room.
 const maxLatencyUS = 120_000_000
@@ -50,9 +61,9 @@ func Summarize(history []Record) Load {
 	for _, r := range history {
 		first, last = min(first, r.Intended), max(last, r.End)
 	}
-	secs := (last-first)/1_000_000 + 1
-	l.PerSecond = make([]int64, secs)
-	perSecond := make([][]int64, secs) // latencies (µs) of the answers of each second
+	l.PerSecond = make([]int64, (last-first)/1_000_000+1)
+	stepUS := max((last-first)/timelineSteps/100_000*100_000, 100_000) // a multiple of 0.1 s
+	perStep := make([][]int64, (last-first)/stepUS+1)                  // latencies (µs) of the answers of each step
 	for _, r := range history {
 		h := per[r.Outcome]
 		if h == nil {
@@ -63,16 +74,17 @@ func Summarize(history []Record) Load {
 		h.RecordValue(us)
 		all.RecordValue(us)
 		if r.End >= first {
-			sec := (r.End - first) / 1_000_000
-			l.PerSecond[sec]++
-			perSecond[sec] = append(perSecond[sec], us)
+			l.PerSecond[(r.End-first)/1_000_000]++
+			step := (r.End - first) / stepUS
+			perStep[step] = append(perStep[step], us)
 		}
 	}
-	l.P99PerSecond = make([]float64, secs)
-	for i, lat := range perSecond {
+	l.Timeline = Timeline{StepS: float64(stepUS) / 1e6, Answers: make([]int64, len(perStep)), P99: make([]float64, len(perStep))}
+	for i, lat := range perStep {
 		if len(lat) > 0 {
 			slices.Sort(lat)
-			l.P99PerSecond[i] = float64(lat[(len(lat)*99)/100]) / 1000
+			l.Timeline.Answers[i] = int64(len(lat))
+			l.Timeline.P99[i] = float64(lat[(len(lat)*99)/100]) / 1000
 		}
 	}
 	l.Seconds = float64(last-first) / 1e6
@@ -103,6 +115,9 @@ type Result struct {
 	// Nodes is how many server processes took the crowd; Fault what was done to them.
 	Nodes int          `json:"nodes"`
 	Fault *FaultReport `json:"fault,omitempty"`
+	// DrainS is how long the queue took to empty after the crowd's last answer: the orders the
+	// workers still had to place (after a fault, the backlog it left).
+	DrainS float64 `json:"drain_s"`
 }
 
 // faultText says what each kind of fault does.
@@ -151,6 +166,7 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
 	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents\n",
 		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff)
+	fmt.Fprintf(w, "queue drained %.2f s after the last answer\n", r.DrainS)
 	if r.Fault != nil {
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s\n", faultText[r.Fault.Kind], r.Fault.AtS, r.Fault.RecoveryS)
 	}

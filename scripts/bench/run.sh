@@ -36,4 +36,4 @@ run unpaid          --users 20000 --stock 500 --dup 0 --concurrency 64 --unpaid 
 run fault-api       "${redis[@]}" --spawn 2 --binary "$tmp/seckill" --kill api --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-worker    "${redis[@]}" --spawn 1 --binary "$tmp/seckill" --kill worker --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-redis     "${redis[@]}" --kill redis --users 20000 --stock 10000 --dup 0 --concurrency 64
-run fault-db        "${redis[@]}" --db-outage 30s --users 20000 --stock 10000 --dup 0 --concurrency 64 --arrival ramp:40s
+run fault-db        "${redis[@]}" --db-outage 30s --at 25% --users 20000 --stock 10000 --dup 0 --concurrency 64 --arrival ramp:40s

@@ -33,6 +33,8 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
+  io.write(string.format("p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms\n",
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000, latency:percentile(99.9) / 1000))
   for _, t in ipairs(threads) do
     local s = t:get("statuses")
     for code, n in pairs(s) do

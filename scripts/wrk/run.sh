@@ -57,7 +57,7 @@ measure() { # name url activity name=pid... (the processes whose CPU to report)
   for i in "${procs[@]}"; do pids+=("${i#*=}"); done
   sleep 2; before=($(ticks "${pids[@]}")); sleep 5; after=($(ticks "${pids[@]}"))
   wait "${pids[0]}"
-  echo "== $name"; grep -E 'Requests/sec|Latency|50%|99%|status' "$tmp/$name.txt"
+  echo "== $name"; grep -E 'Requests/sec|Latency|p99.9|status' "$tmp/$name.txt"
   for i in "${!procs[@]}"; do
     awk -v n="${procs[$i]%%=*}" -v t=$((after[i] - before[i])) -v hz="$(getconf CLK_TCK)" \
       'BEGIN {printf "   cpu %-13s %4.0f%% of a core\n", n, 100 * t / hz / 5}'
