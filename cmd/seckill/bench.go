@@ -188,29 +188,32 @@ func startServers(c *benchConfig) (*owned, error) {
 		o.close = append(o.close, srv.Stop)
 		o.redis, c.redis = srv, srv.URL()
 	}
+	var start func() (database, error)
 	switch c.db {
 	case dbSpawnMariaDB:
-		srv, err := servers.StartMariaDB()
-		if err != nil {
-			return o, err
-		}
-		o.close = append(o.close, srv.Close)
-		if c.db, err = srv.CreateDatabase("bench"); err != nil {
-			return o, err
-		}
-		o.db = srv
+		start = func() (database, error) { return servers.StartMariaDB() }
 	case dbSpawnPostgres:
-		srv, err := servers.StartPostgres()
-		if err != nil {
-			return o, err
-		}
-		o.close = append(o.close, srv.Close)
-		if c.db, err = srv.CreateDatabase("bench"); err != nil {
-			return o, err
-		}
-		o.db = srv
+		start = func() (database, error) { return servers.StartPostgres() }
+	default:
+		return o, nil
 	}
+	srv, err := start()
+	if err != nil {
+		return o, err
+	}
+	o.close = append(o.close, srv.Close)
+	if c.db, err = srv.CreateDatabase("bench"); err != nil {
+		return o, err
+	}
+	o.db = srv
 	return o, nil
+}
+
+// database is a database server bench started.
+type database interface {
+	restartable
+	CreateDatabase(name string) (dsn string, err error)
+	Close()
 }
 
 // benchCmd runs `seckill bench`: the exit status is non-zero when the run could not be made or
