@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,10 +304,17 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 	if db == "" {
 		db = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
+	// The server's own defaults (rate limits and all), as `seckill serve` would take them.
+	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
+		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
+		"SECKILL_DEMO": "0"}
+	cfg, err := parseServe(nil, func(k string) string { return env[k] }, stderr)
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
 	ready := make(chan string, 1)
-	cfg := config{addr: "127.0.0.1:0", db: db, redis: c.redis, jwtSecret: c.secret, adminToken: c.adminToken,
-		logLevel: slog.LevelError, sweepEvery: time.Second, role: roleAll, claimIdle: 30 * time.Second,
-		ready: func(b string) { ready <- b }}
+	cfg.ready = func(b string) { ready <- b }
 	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan error, 1)
 	go func() { done <- serve(srvCtx, cfg, io.Discard, stderr) }()

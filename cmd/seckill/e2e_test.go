@@ -158,6 +158,10 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"worker node without redis", nil, map[string]string{"SECKILL_ROLE": "worker"}, "needs SECKILL_REDIS"},
 		{"bad claim idle", nil, map[string]string{"SECKILL_CLAIM_IDLE": "soon"}, "SECKILL_CLAIM_IDLE"},
 		{"zero claim idle", []string{"-claim-idle", "0s"}, nil, "positive duration"},
+		{"negative user rate", nil, map[string]string{"SECKILL_RATE_USER": "-1"}, "SECKILL_RATE_USER"},
+		{"words for an IP rate", []string{"-rate-ip", "lots"}, nil, "SECKILL_RATE_IP"},
+		{"huge global rate", nil, map[string]string{"SECKILL_RATE_GLOBAL": "99999999999"}, "SECKILL_RATE_GLOBAL"},
+		{"bad trusted proxy", nil, map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8, proxy.example"}, "neither a CIDR nor an address"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -215,4 +219,20 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 	if n < 300 {
 		t.Fatalf("only %d grabs were acknowledged before the shutdown", n)
 	}
+}
+
+// TestRateLimitIsSharedByTheNodes: in distributed mode a user's limit is kept on Redis, so
+// spreading clicks over two nodes gains nothing.
+func TestRateLimitIsSharedByTheNodes(t *testing.T) {
+	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(), "SECKILL_RATE_USER", "2")
+	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
+	id := a.createItem(100, 1, 15*time.Minute)
+	grab := "/api/activities/" + id + "/grab"
+	a.must("POST", grab, a.token("alice"), "", http.StatusAccepted)
+	b.must("POST", grab, b.token("alice"), "", http.StatusConflict)
+	status, body, err := a.call("POST", grab, a.token("alice"), "")
+	if err != nil || status != http.StatusTooManyRequests {
+		t.Fatalf("alice's third click in a second, on the first node again: %d %v %v", status, body, err)
+	}
+	b.must("POST", grab, b.token("bob"), "", http.StatusAccepted)
 }

@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/httpapi"
 	"seckill/internal/memory"
+	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
@@ -74,6 +77,33 @@ type config struct {
 	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
 	// ready, when set, is told the base URL once the server listens (bench's in-process server).
 	ready func(base string)
+	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
+	// X-Forwarded-For is believed.
+	rateUser, rateIP, rateGlobal int
+	trustedProxies               []netip.Prefix
+}
+
+// maxRate bounds the rate limits' settings.
+const maxRate = 10_000_000
+
+// parseProxies reads SECKILL_TRUSTED_PROXIES: comma-separated CIDRs or single addresses.
+func parseProxies(spec string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(spec, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("SECKILL_TRUSTED_PROXIES: %q is neither a CIDR nor an address", f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
@@ -93,7 +123,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		return def
 	}
 	var c config
-	var demo, level, claimIdle string
+	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -105,6 +135,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&level, "log-level", env("SECKILL_LOG_LEVEL", "info"), "debug, info, warn or error (SECKILL_LOG_LEVEL)")
 	fs.DurationVar(&c.sweepEvery, "sweep-every", time.Second, "how often expired payment windows are closed")
 	fs.StringVar(&c.role, "role", env("SECKILL_ROLE", roleAll), "all, api or worker; api and worker need Redis (SECKILL_ROLE)")
+	fs.StringVar(&rateUser, "rate-user", env("SECKILL_RATE_USER", "5"), "grab requests per second per user, token bucket (0: off) (SECKILL_RATE_USER)")
+	fs.StringVar(&rateIP, "rate-ip", env("SECKILL_RATE_IP", "0"), "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN) (SECKILL_RATE_IP)")
+	fs.StringVar(&rateGlobal, "rate-global", env("SECKILL_RATE_GLOBAL", "0"), "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity) (SECKILL_RATE_GLOBAL)")
+	fs.StringVar(&proxies, "trusted-proxies", env("SECKILL_TRUSTED_PROXIES", ""), "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed (SECKILL_TRUSTED_PROXIES)")
 	fs.StringVar(&claimIdle, "claim-idle", env("SECKILL_CLAIM_IDLE", "30s"), "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only (SECKILL_CLAIM_IDLE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -136,6 +170,21 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	default:
 		return c, fmt.Errorf("SECKILL_ROLE=%q: want all, api or worker", c.role)
 	}
+	for _, r := range []struct {
+		name, val string
+		dst       *int
+	}{{"SECKILL_RATE_USER", rateUser, &c.rateUser}, {"SECKILL_RATE_IP", rateIP, &c.rateIP}, {"SECKILL_RATE_GLOBAL", rateGlobal, &c.rateGlobal}} {
+		n, err := strconv.Atoi(r.val)
+		if err != nil || n < 0 || n > maxRate {
+			return c, fmt.Errorf("%s=%q: want requests per second from 0 (off) to %d", r.name, r.val, maxRate)
+		}
+		*r.dst = n
+	}
+	trusted, err := parseProxies(proxies)
+	if err != nil {
+		return c, err
+	}
+	c.trustedProxies = trusted
 	d, err := time.ParseDuration(claimIdle)
 	if err != nil || d <= 0 {
 		return c, fmt.Errorf("SECKILL_CLAIM_IDLE=%q: want a positive duration such as 30s", claimIdle)
@@ -194,6 +243,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	api := httpapi.New(httpapi.Config{
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
 		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), g.ping(ctx)) },
+		Limits: httpapi.Limits{
+			PerIP:       ratelimit.Rule{PerSecond: c.rateIP},
+			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
+			PerActivity: ratelimit.Rule{PerSecond: c.rateGlobal, Burst: c.rateGlobal},
+			Windows:     g.windows, Buckets: g.buckets,
+		},
+		TrustedProxies: c.trustedProxies,
 	})
 	var handler http.Handler = api
 	if c.role == roleWorker {
@@ -267,6 +323,8 @@ type stockGate struct {
 	// linger is the worker's wait after a short batch (see worker.Worker.Linger). The embedded
 	// queue gathers its own batches; a stream hands out whatever has arrived.
 	linger time.Duration
+	// windows and buckets keep the rate limits: in the process, or on Redis for the cluster.
+	windows, buckets ratelimit.Limiter
 }
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
@@ -281,6 +339,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		gate := memory.NewGate(journal, 512, queue.Wake)
 		var once sync.Once
 		return stockGate{gate: gate, queue: queue, ping: journal.Ping,
+			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
 			close: func() { once.Do(func() { gate.Close(); journal.Close() }) }}, nil
 	}
 	rdb, err := redisgate.Dial(ctx, c.redis)
@@ -293,6 +352,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
 	var once sync.Once
 	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue, linger: 50 * time.Millisecond,
+		windows: ratelimit.NewRedisWindows(rdb, time.Now), buckets: ratelimit.NewRedisBuckets(rdb),
 		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		close: func() { once.Do(func() { rdb.Close() }) }}, nil
 }

@@ -89,7 +89,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(w))
 		w.Header()["Retry-After"] = retryAfter
 	case http.StatusTooManyRequests:
-		w.Header()["Retry-After"] = retryAfter
+		if _, set := w.Header()["Retry-After"]; !set { // a limiter may have said when
+			w.Header()["Retry-After"] = retryAfter
+		}
 	}
 	if body, ok := sentinelBodies[err]; ok {
 		writeBody(w, status, body)

@@ -155,9 +155,16 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sale.ErrSoldOut)
 		return
 	}
+	if !s.allow(w, r, s.limits.Windows, "ip:"+s.clientIP(r).String(), s.limits.PerIP) {
+		return
+	}
 	user, err := s.authenticate(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !s.allow(w, r, s.limits.Buckets, "user:"+user, s.limits.PerUser) ||
+		!s.allow(w, r, s.limits.Buckets, "act:"+id, s.limits.PerActivity) {
 		return
 	}
 	g, err := s.svc.Grab(r.Context(), id, user, key)

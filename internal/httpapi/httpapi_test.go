@@ -34,6 +34,11 @@ type fixture struct {
 
 // newFixture serves the API on the embedded wiring with a settable clock at 2026-11-30 12:00.
 func newFixture(t testing.TB, devLogin bool) *fixture {
+	return newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.DevLogin = devLogin })
+}
+
+// newFixtureWith is newFixture with the server's configuration adjusted by set.
+func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
 	t.Helper()
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Embedded(t, clock)
@@ -41,9 +46,10 @@ func newFixture(t testing.TB, devLogin bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := httpapi.New(httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken, DevLogin: devLogin,
-		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)})
-	return &fixture{t: t, h: h, svc: env.Service, store: env.Store, tokens: tokens, clock: clock}
+	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken,
+		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
+	set(&c, clock)
+	return &fixture{t: t, h: httpapi.New(c), svc: env.Service, store: env.Store, tokens: tokens, clock: clock}
 }
 
 type response struct {
@@ -61,7 +67,16 @@ func (r response) code() string {
 
 func (f *fixture) do(method, path, bearer, body string, header ...string) response {
 	f.t.Helper()
+	return f.doFrom("", method, path, bearer, body, header...)
+}
+
+// doFrom is do from the TCP peer remote ("host:port"; empty: httptest's 192.0.2.1:1234).
+func (f *fixture) doFrom(remote, method, path, bearer, body string, header ...string) response {
+	f.t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if remote != "" {
+		req.RemoteAddr = remote
+	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	}

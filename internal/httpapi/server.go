@@ -10,12 +10,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 )
 
@@ -33,6 +35,19 @@ type Config struct {
 	DevLogin   bool                            // serve POST /api/login (demo mode only)
 	Ready      func(ctx context.Context) error // nil error when every dependency answers
 	Log        *slog.Logger
+	// Limits are the grab endpoint's rate limits; the zero value limits nothing.
+	Limits Limits
+	// TrustedProxies are the peers whose X-Forwarded-For names the client; from any other peer
+	// the client is the peer itself.
+	TrustedProxies []netip.Prefix
+}
+
+// Limits are the grab endpoint's three rate limits and where they are kept: per client IP in
+// sliding windows, per user and per activity (the whole crowd) in token buckets. In the embedded
+// mode they live in the process; in the distributed mode on Redis, shared by every node.
+type Limits struct {
+	PerIP, PerUser, PerActivity ratelimit.Rule
+	Windows, Buckets            ratelimit.Limiter
 }
 
 // Server serves the API.
@@ -45,12 +60,21 @@ type Server struct {
 	log        *slog.Logger
 	mux        *http.ServeMux
 	ids        *idSource
+	limits     Limits
+	trusted    []netip.Prefix
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
-		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource()}
+		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
+		trusted: c.TrustedProxies}
+	if s.limits.Windows == nil {
+		s.limits.Windows = ratelimit.NewWindows(time.Now)
+	}
+	if s.limits.Buckets == nil {
+		s.limits.Buckets = ratelimit.NewBuckets(time.Now)
+	}
 	s.routes()
 	return s
 }
