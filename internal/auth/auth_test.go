@@ -130,3 +130,56 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestVerifiedTokensAreRemembered: a token verified once is answered from memory, but never
+// past its expiry (the parser then decides, leeway included), and a token that failed is never
+// remembered.
+func TestVerifiedTokensAreRemembered(t *testing.T) {
+	tk := newTokens(t)
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tk.now = func() time.Time { return now }
+	tok, err := tk.Mint("alice", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := tk.Verify(tok); err != nil || u != "alice" {
+		t.Fatalf("Verify = %q, %v", u, err)
+	}
+	if u, ok := tk.recent.get(tok, now); !ok || u != "alice" {
+		t.Fatal("a verified token is not remembered")
+	}
+	now = now.Add(time.Minute + 2*time.Second) // expired, within the leeway
+	if _, ok := tk.recent.get(tok, now); ok {
+		t.Fatal("remembered past its expiry")
+	}
+	if u, err := tk.Verify(tok); err != nil || u != "alice" {
+		t.Fatalf("within the leeway: %q, %v", u, err)
+	}
+	now = now.Add(10 * time.Second)
+	if _, err := tk.Verify(tok); !errors.Is(err, sale.ErrUnauthorized) {
+		t.Fatalf("past expiry and leeway: %v; memory must not keep a token alive", err)
+	}
+	bad := tok[:len(tok)-2] + "xx"
+	if _, err := tk.Verify(bad); err == nil {
+		t.Fatal("a forged signature passed")
+	}
+	if _, ok := tk.recent.get(bad, now); ok {
+		t.Fatal("a refused token was remembered")
+	}
+}
+
+// TestRememberedTokensAreBounded: however many tokens a crowd sends, memory holds at most
+// shardCap per shard.
+func TestRememberedTokensAreBounded(t *testing.T) {
+	var r recent
+	r.init()
+	exp := time.Now().Add(time.Hour)
+	for i := range 3 * shardCap * len(r.shards) {
+		r.put(strings.Repeat("t", 8)+time.Duration(i).String(), "u", exp)
+	}
+	for i := range r.shards {
+		if n := len(r.shards[i].m); n > shardCap {
+			t.Fatalf("shard %d holds %d tokens, more than %d", i, n, shardCap)
+		}
+	}
+}
