@@ -227,6 +227,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer g.close()
 	svc := sale.NewService(g.gate, g.queue, store, time.Now)
+	if g.restocks != nil {
+		svc.WithRestocks(g.restocks, restockFlagTTL)
+	}
 	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
 		return err
 	}
@@ -269,6 +272,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	if g.restocks != nil {
+		wg.Go(func() { listenRestocks(bg, svc, log) })
+	}
 	if c.role != roleAPI {
 		wg.Go(func() { (&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger}).Run(bg) })
 		wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
@@ -314,6 +320,20 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	return err
 }
 
+// listenRestocks clears this node's sold-out flags when another node restocks, until ctx ends. A
+// subscription that cannot be made (Redis away) is tried again every second.
+func listenRestocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
+	for ctx.Err() == nil {
+		if err := svc.ListenRestocks(ctx); err != nil {
+			log.Warn("restock announcements", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // stockGate is the gate and queue a node runs on, with how to check and close them.
 type stockGate struct {
 	gate  sale.Gate
@@ -325,7 +345,13 @@ type stockGate struct {
 	linger time.Duration
 	// windows and buckets keep the rate limits: in the process, or on Redis for the cluster.
 	windows, buckets ratelimit.Limiter
+	// restocks tells the other nodes of a restock (distributed mode; nil: one node).
+	restocks sale.Restocks
 }
+
+// restockFlagTTL is how long a node of a cluster trusts its sold-out flags: restocks are
+// announced, so this only bounds how long a missed announcement keeps a unit unsold.
+const restockFlagTTL = 5 * time.Second
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
 // SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams).
@@ -353,8 +379,9 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 	var once sync.Once
 	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue, linger: 50 * time.Millisecond,
 		windows: ratelimit.NewRedisWindows(rdb, time.Now), buckets: ratelimit.NewRedisBuckets(rdb),
-		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		close: func() { once.Do(func() { rdb.Close() }) }}, nil
+		restocks: redisgate.NewRestocks(rdb),
+		ping:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		close:    func() { once.Do(func() { rdb.Close() }) }}, nil
 }
 
 // consumerName names this node in the stream's consumer group: unique per process.

@@ -120,3 +120,14 @@ type Store interface {
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }
+
+// Restocks tells every node that units of an activity went back on sale (a cancelled or expired
+// order), so that each clears its local sold-out flag at once instead of when it expires. It is
+// best effort: a node that misses an announcement (a broken connection) still asks the gate again
+// when its flag expires, so nothing stays unsold for longer than that.
+type Restocks interface {
+	// Announce tells the other nodes that activityID has units again.
+	Announce(ctx context.Context, activityID string) error
+	// Listen calls heard with every activity announced, until ctx ends.
+	Listen(ctx context.Context, heard func(activityID string)) error
+}

@@ -21,16 +21,36 @@ type Service struct {
 
 	// soldOut remembers, per activity, until when the gate last said it was sold out: the local
 	// sold-out flag that turns the crowd away before it costs a token check or a gate call.
-	soldOut sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
+	soldOut    sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
+	soldOutTTL time.Duration
+	restocks   Restocks // nil: this node is the only one
 }
 
-// SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again: the
-// longest a unit restocked through another node waits before this node sells it.
+// SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
+// restocks are not announced: the longest a unit restocked through another node waits before
+// this node sells it.
 const SoldOutTTL = time.Second
 
 // NewService returns a Service. now is the clock (time.Now outside tests).
 func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
-	return &Service{gate: g, queue: q, store: s, now: now}
+	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL}
+}
+
+// WithRestocks makes the service announce every restock to the other nodes through r, and trust
+// its sold-out flags for ttl: announcements clear them at once, and ttl only bounds how long a
+// missed announcement can keep a unit unsold. Call ListenRestocks to hear the other nodes.
+func (s *Service) WithRestocks(r Restocks, ttl time.Duration) *Service {
+	s.restocks, s.soldOutTTL = r, ttl
+	return s
+}
+
+// ListenRestocks clears the local sold-out flag of every activity another node restocks, until
+// ctx ends.
+func (s *Service) ListenRestocks(ctx context.Context) error {
+	if s.restocks == nil {
+		return nil
+	}
+	return s.restocks.Listen(ctx, func(activityID string) { s.flagSoldOut(activityID, time.Time{}) })
 }
 
 // Now returns the service's clock reading.
@@ -234,7 +254,7 @@ func (s *Service) Grab(ctx context.Context, activityID, userID, idemKey string) 
 		g, err = s.gate.Grab(ctx, req)
 	}
 	if errors.Is(err, ErrSoldOut) {
-		s.flagSoldOut(activityID, time.Now().Add(SoldOutTTL))
+		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))
 	}
 	return g, err
 }
@@ -335,6 +355,11 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 		return o, fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	s.flagSoldOut(o.ActivityID, time.Time{})
+	if s.restocks != nil {
+		// Best effort: a lost announcement only makes the other nodes wait for their flags
+		// to expire.
+		s.restocks.Announce(context.WithoutCancel(ctx), o.ActivityID)
+	}
 	return o, nil
 }
 

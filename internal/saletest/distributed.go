@@ -29,5 +29,15 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	gate := redisgate.New(rdb, store.Activity)
 	ids := func(ctx context.Context) ([]string, error) { return store.ActivityIDs(ctx, time.Time{}) }
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
-	return start(t, clock, gate, queue, store, rdb.Close, store.Close)
+	env := start(t, clock, gate, queue, store, rdb.Close, store.Close)
+	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL)
+	listen, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { env.Service.ListenRestocks(listen); close(done) }()
+	t.Cleanup(func() { stop(); <-done }) // before rdb closes: cleanups run last-registered first
+	return env
 }
+
+// RestockFlagTTL is how long a distributed test node trusts its sold-out flags: long enough that
+// a test sees a flag cleared by an announcement, not by its expiry.
+const RestockFlagTTL = 10 * time.Second

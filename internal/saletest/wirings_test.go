@@ -534,3 +534,49 @@ func createItem(t *testing.T, svc *sale.Service, clock *saletest.Clock, id strin
 	}
 	return a
 }
+
+// TestSoldOutFlagsClearedOnRestockEverywhere: three nodes on one Redis and MariaDB all learn that
+// an activity is sold out; when an order is cancelled through one of them, the others hear the
+// restock over Redis pub/sub and clear their flags at once (their flags would otherwise stand for
+// RestockFlagTTL), so the unit sells again through any node.
+func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	var nodes []saletest.Env
+	for range 3 {
+		nodes = append(nodes, saletest.Distributed(t, clock, srv.URL(), dsn))
+	}
+	a := createItem(t, nodes[0].Service, clock, "", 1, time.Minute)
+	g, err := nodes[0].Service.Grab(ctx, a.ID, "first", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].Drain(a.ID)
+	for i, n := range nodes {
+		if _, err := n.Service.Grab(ctx, a.ID, fmt.Sprint("late", i), ""); !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("node %d: %v, want sold out", i, err)
+		}
+		if !n.Service.SoldOut(a.ID) {
+			t.Fatalf("node %d has no sold-out flag after the gate said sold out", i)
+		}
+	}
+	if _, err := nodes[0].Service.Cancel(ctx, "first", g.Token); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second) // far inside the flags' 10 s
+	for i, n := range nodes {
+		for n.Service.SoldOut(a.ID) {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d still flags the activity sold out 2 s after the restock", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if _, err := nodes[2].Service.Grab(ctx, a.ID, "second", ""); err != nil {
+		t.Fatalf("the restocked unit through another node: %v", err)
+	}
+	if _, err := nodes[1].Service.Grab(ctx, a.ID, "third", ""); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("after the unit sold again: %v, want sold out", err)
+	}
+}
