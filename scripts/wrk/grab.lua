@@ -22,7 +22,7 @@ function init(args)
 end
 
 function request()
-  local tok = tokens[idx]
+  local tok = tokens[(idx - 1) % #tokens + 1] -- fewer tokens than threads: they share
   idx = idx + nthreads
   if idx > #tokens then idx = id + 1 end
   return wrk.format("POST", path, { ["Authorization"] = tok }, nil)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Measures the grab endpoint with wrk against a trivial net/http handler in the same run on the
-# same machine, for the "flash" profile (stock 2,000, the rest sold out) and "all-win" (a stock
-# no crowd exhausts). Every request is a distinct user. Needs wrk (apt-get install wrk).
+# same machine, for the "flash" profile (stock 2,000, the rest sold out), "all-win" (a stock
+# no crowd exhausts) and "limited" (one user hammering: after the first unit every request is
+# turned away by the per-user rate limit, 429). In flash and all-win every request is a distinct
+# user. Needs wrk (apt-get install wrk).
 #
 #   scripts/wrk/run.sh [duration] [connections]
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
@@ -21,6 +23,7 @@ admin=wrk-admin
 go build -o "$tmp/seckill" ./cmd/seckill
 go build -o "$tmp/trivial" scripts/wrk/trivial.go
 go run scripts/wrk/mint.go -secret "$secret" -n 600000 > "$tmp/tokens.txt"
+go run scripts/wrk/mint.go -secret "$secret" -n 1 -prefix hammer > "$tmp/one-token.txt"
 
 "$tmp/trivial" -addr 127.0.0.1:18081 &
 trivial_pid=$!
@@ -52,7 +55,7 @@ ticks() { for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; } # u
 
 measure() { # name url activity name=pid... (the processes whose CPU to report)
   local name=$1 url=$2 act=$3; shift 3
-  TOKENS="$tmp/tokens.txt" ACTIVITY=$act wrk -t2 -c"$conns" -d"$dur" --latency -s scripts/wrk/grab.lua "$url" -- 2 > "$tmp/$name.txt" &
+  TOKENS="${TOKENS:-$tmp/tokens.txt}" ACTIVITY=$act wrk -t2 -c"$conns" -d"$dur" --latency -s scripts/wrk/grab.lua "$url" -- 2 > "$tmp/$name.txt" &
   local procs=("wrk=$!" "$@") pids=() before after i
   for i in "${procs[@]}"; do pids+=("${i#*=}"); done
   sleep 2; before=($(ticks "${pids[@]}")); sleep 5; after=($(ticks "${pids[@]}"))
@@ -73,6 +76,8 @@ measure seckill-flash http://127.0.0.1:18080 "$flash" "${server[@]}"
 allwin=$(create 50000000)
 measure trivial-allwin http://127.0.0.1:18081 x "trivial=$trivial_pid"
 measure seckill-allwin http://127.0.0.1:18080 "$allwin" "${server[@]}"
+TOKENS="$tmp/one-token.txt" measure trivial-limited http://127.0.0.1:18081 x "trivial=$trivial_pid"
+TOKENS="$tmp/one-token.txt" measure seckill-limited http://127.0.0.1:18080 "$allwin" "${server[@]}"
 curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$flash/stats"; echo
 curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats"; echo
 if [ -n "$redis" ]; then
@@ -81,3 +86,4 @@ if [ -n "$redis" ]; then
 fi
 awk -v s="$(rps "$tmp/seckill-flash.txt")" -v t="$(rps "$tmp/trivial-flash.txt")" 'BEGIN {printf "flash ratio:   %.2f\n", s/t}'
 awk -v s="$(rps "$tmp/seckill-allwin.txt")" -v t="$(rps "$tmp/trivial-allwin.txt")" 'BEGIN {printf "all-win ratio: %.2f\n", s/t}'
+awk -v s="$(rps "$tmp/seckill-limited.txt")" -v t="$(rps "$tmp/trivial-limited.txt")" 'BEGIN {printf "limited ratio: %.2f\n", s/t}'
