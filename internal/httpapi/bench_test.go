@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"seckill/internal/httpapi"
+	"seckill/internal/ratelimit"
+	"seckill/internal/saletest"
 )
 
 // benchGrab runs the grab handler end to end in process (JWT check, gate, SQLite group commit,
@@ -57,3 +61,49 @@ func benchGrab(b *testing.B, stock int, want int) {
 
 func BenchmarkGrabHandlerSoldOut(b *testing.B) { benchGrab(b, 2000, http.StatusGone) }
 func BenchmarkGrabHandlerAllWin(b *testing.B)  { benchGrab(b, 50_000_000, http.StatusAccepted) }
+
+// BenchmarkTrivialHandler is the harness alone (httptest request and recorder, one header) around
+// a handler that writes a constant JSON body: what the grab benchmarks' own cost is measured
+// against.
+func BenchmarkTrivialHandler(b *testing.B) {
+	body := []byte(`{"status":"QUEUED"}`)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		w.Write(body)
+	})
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest("POST", "/api/activities/x/grab", nil)
+			req.Header.Set("Authorization", "Bearer x")
+			h.ServeHTTP(httptest.NewRecorder(), req)
+		}
+	})
+}
+
+// BenchmarkGrabHandlerRateLimited: one user hammering; after its first grab every request is
+// refused by its token bucket (429), the path a bot costs.
+func BenchmarkGrabHandlerRateLimited(b *testing.B) {
+	f := newFixtureWith(b, func(c *httpapi.Config, _ *saletest.Clock) {
+		c.Limits = httpapi.Limits{PerUser: ratelimit.Rule{PerSecond: 5, Burst: 5}}
+	})
+	id := f.create(strings.Replace(validItem, `"stock":2`, `"stock":1000`, 1))
+	bearer := "Bearer " + f.user("hammer")
+	path := "/api/activities/" + id + "/grab"
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req := httptest.NewRequest("POST", path, nil)
+			req.Header.Set("Authorization", bearer)
+			rec := httptest.NewRecorder()
+			f.h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusTooManyRequests && rec.Code != http.StatusConflict && rec.Code != http.StatusAccepted {
+				b.Fatalf("grab: %d %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}

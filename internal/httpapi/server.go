@@ -104,7 +104,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = s.ids.next()
 	}
 	w.Header().Set("X-Request-Id", id)
-	r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	if r.ContentLength != 0 { // a body, or a chunked one of unknown length: bound it
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+	}
 	rec := &recorder{ResponseWriter: w, id: id, method: r.Method}
 	start := time.Now()
 	defer func() {

@@ -6,6 +6,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"sync"
 	"time"
@@ -42,13 +43,22 @@ type Limiter interface {
 const idleAfter = time.Minute
 
 // Buckets are token buckets in this process (golang.org/x/time/rate), one per key, forgotten
-// after a minute unused.
+// after a minute unused. Keys are spread over shards, so that the crowd's requests rarely wait
+// for one another's lock.
 type Buckets struct {
-	now   func() time.Time
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [shards]bucketShard
+}
+
+type bucketShard struct {
 	mu    sync.Mutex
 	m     map[string]*bucket
 	swept time.Time
 }
+
+// shards is how many shards a local limiter's keys are spread over.
+const shards = 16
 
 type bucket struct {
 	lim  *rate.Limiter
@@ -58,7 +68,11 @@ type bucket struct {
 
 // NewBuckets returns local token buckets; now is the clock (time.Now in production).
 func NewBuckets(now func() time.Time) *Buckets {
-	return &Buckets{now: now, m: map[string]*bucket{}, swept: now()}
+	b := &Buckets{now: now, seed: maphash.MakeSeed()}
+	for i := range b.shards {
+		b.shards[i] = bucketShard{m: map[string]*bucket{}, swept: now()}
+	}
+	return b
 }
 
 // Allow implements Limiter.
@@ -67,13 +81,14 @@ func (b *Buckets) Allow(_ context.Context, key string, r Rule) (Decision, error)
 		return Decision{Allowed: true}, nil
 	}
 	now := b.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.sweep(now)
-	k := b.m[key]
+	sh := &b.shards[maphash.String(b.seed, key)%shards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.sweep(now)
+	k := sh.m[key]
 	if k == nil || k.rule != r {
 		k = &bucket{lim: rate.NewLimiter(rate.Limit(r.PerSecond), r.burst()), rule: r}
-		b.m[key] = k
+		sh.m[key] = k
 	}
 	k.used = now
 	res := k.lim.ReserveN(now, 1)
@@ -85,14 +100,14 @@ func (b *Buckets) Allow(_ context.Context, key string, r Rule) (Decision, error)
 }
 
 // sweep forgets the keys unused for idleAfter, at most once per idleAfter. The caller holds mu.
-func (b *Buckets) sweep(now time.Time) {
-	if now.Sub(b.swept) < idleAfter {
+func (sh *bucketShard) sweep(now time.Time) {
+	if now.Sub(sh.swept) < idleAfter {
 		return
 	}
-	b.swept = now
-	for key, k := range b.m {
+	sh.swept = now
+	for key, k := range sh.m {
 		if now.Sub(k.used) >= idleAfter {
-			delete(b.m, key)
+			delete(sh.m, key)
 		}
 	}
 }
@@ -103,7 +118,12 @@ func (b *Buckets) sweep(now time.Time) {
 // PerSecond (its Burst is not used). Unlike a fixed window, a client cannot pass twice the limit
 // across a window's edge.
 type Windows struct {
-	now   func() time.Time
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [shards]windowShard
+}
+
+type windowShard struct {
 	mu    sync.Mutex
 	m     map[string]*window
 	swept time.Time
@@ -116,7 +136,11 @@ type window struct {
 
 // NewWindows returns local sliding windows; now is the clock.
 func NewWindows(now func() time.Time) *Windows {
-	return &Windows{now: now, m: map[string]*window{}, swept: now()}
+	w := &Windows{now: now, seed: maphash.MakeSeed()}
+	for i := range w.shards {
+		w.shards[i] = windowShard{m: map[string]*window{}, swept: now()}
+	}
+	return w
 }
 
 // Allow implements Limiter.
@@ -126,21 +150,22 @@ func (w *Windows) Allow(_ context.Context, key string, r Rule) (Decision, error)
 	}
 	now := w.now()
 	sec := now.Unix()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if sec-w.swept.Unix() >= int64(idleAfter/time.Second) {
-		w.swept = now
-		for k, win := range w.m {
+	sh := &w.shards[maphash.String(w.seed, key)%shards]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sec-sh.swept.Unix() >= int64(idleAfter/time.Second) {
+		sh.swept = now
+		for k, win := range sh.m {
 			if sec-win.start > 1 {
-				delete(w.m, k)
+				delete(sh.m, k)
 			}
 		}
 	}
-	win := w.m[key]
+	win := sh.m[key]
 	switch {
 	case win == nil:
 		win = &window{start: sec}
-		w.m[key] = win
+		sh.m[key] = win
 	case sec == win.start+1:
 		win.start, win.prev, win.curr = sec, win.curr, 0
 	case sec > win.start+1:
@@ -175,5 +200,17 @@ func windowRetry(prev, curr int, elapsed float64, limit int) time.Duration {
 
 // RetryAfterSeconds is the Retry-After header value for d: whole seconds, at least 1.
 func RetryAfterSeconds(d time.Duration) string {
-	return fmt.Sprint(max(int64(math.Ceil(d.Seconds())), 1))
+	s := max(int64(math.Ceil(d.Seconds())), 1)
+	if s < int64(len(smallSeconds)) {
+		return smallSeconds[s]
+	}
+	return fmt.Sprint(s)
 }
+
+// smallSeconds spares the usual answers a conversion.
+var smallSeconds = func() (out [61]string) {
+	for i := range out {
+		out[i] = fmt.Sprint(i)
+	}
+	return out
+}()
