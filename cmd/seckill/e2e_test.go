@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 	"seckill/internal/redistest"
@@ -84,6 +86,37 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	}
 	if rec := c.must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
 		t.Fatalf("reconcile after the sale: %v", rec)
+	}
+	// The node's metrics count the same sale: its wins, its losing clicks, its orders.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	soldOut := 0
+	for _, line := range strings.Split(string(text), "\n") {
+		for _, name := range []string{`seckill_grab_requests_total{outcome="sold_out"} `, `seckill_grab_requests_total{outcome="sold_out_edge"} `} {
+			if n, ok := strings.CutPrefix(line, name); ok {
+				v, _ := strconv.Atoi(n)
+				soldOut += v
+			}
+		}
+	}
+	wants := []string{
+		fmt.Sprintf(`seckill_grab_requests_total{outcome="won"} %d`, stock),
+		fmt.Sprintf(`seckill_orders_total{event="created"} %d`, stock),
+	}
+	if n := codes["ALREADY_BOUGHT"]; n > 0 { // a counter never incremented has no line
+		wants = append(wants, fmt.Sprintf(`seckill_grab_requests_total{outcome="already_bought"} %d`, n))
+	}
+	for _, want := range wants {
+		if !strings.Contains(string(text), want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if soldOut != codes["SOLD_OUT"] {
+		t.Errorf("/metrics counts %d sold-out answers (edge and gate), the crowd got %d", soldOut, codes["SOLD_OUT"])
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/httpapi"
 	"seckill/internal/memory"
+	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
 	"seckill/internal/sale"
@@ -111,7 +112,7 @@ func parseProxies(spec string) ([]netip.Prefix, error) {
 const (
 	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
 	roleAPI    = "api"    // the HTTP API only
-	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz and /readyz
+	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz, /readyz and /metrics
 )
 
 // parseServe reads the flags, each defaulting to its SECKILL_* environment variable.
@@ -243,7 +244,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stats := metrics.New()
 	api := httpapi.New(httpapi.Config{
+		Observe: stats, Metrics: stats.Handler(),
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
 		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), g.ping(ctx)) },
 		Limits: httpapi.Limits{
@@ -259,6 +262,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		health := http.NewServeMux()
 		health.Handle("GET /healthz", api)
 		health.Handle("GET /readyz", api)
+		health.Handle("GET /metrics", api)
 		handler = health
 	}
 	srv := &http.Server{
@@ -276,8 +280,14 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		wg.Go(func() { listenRestocks(bg, svc, log) })
 	}
 	if c.role != roleAPI {
-		wg.Go(func() { (&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger}).Run(bg) })
-		wg.Go(func() { (&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256}).Run(bg) })
+		wg.Go(func() {
+			(&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger,
+				Placed: stats.Placed, Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
+		})
+		wg.Go(func() {
+			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
+				Expired: func(n int) { stats.Order("expired", n) }}).Run(bg)
+		})
 	}
 
 	serveErr := make(chan error, 1)

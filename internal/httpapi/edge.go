@@ -1,33 +1,56 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 )
 
-// allow checks one rate limit and, when it refuses, answers 429 RATE_LIMITED with Retry-After
-// (or 503 BUSY when the limiter cannot decide: fail closed). It reports whether to go on.
-func (s *Server) allow(w http.ResponseWriter, r *http.Request, l ratelimit.Limiter, key string, rule ratelimit.Rule) bool {
+// limit checks one rate limit. When it refuses, it sets Retry-After and returns
+// sale.ErrRateLimited; when it cannot decide, a BUSY error (fail closed).
+func (s *Server) limit(w http.ResponseWriter, r *http.Request, l ratelimit.Limiter, key string, rule ratelimit.Rule) error {
 	if rule.Off() {
-		return true
+		return nil
 	}
 	d, err := l.Allow(r.Context(), key, rule)
 	switch {
 	case err != nil:
-		s.writeError(w, r, fmt.Errorf("%w: %v", sale.ErrBusy, err))
-		return false
+		return fmt.Errorf("%w: %v", sale.ErrBusy, err)
 	case !d.Allowed:
 		w.Header().Set("Retry-After", ratelimit.RetryAfterSeconds(d.RetryAfter))
-		s.writeError(w, r, sale.ErrRateLimited)
-		return false
+		return sale.ErrRateLimited
 	}
-	return true
+	return nil
 }
+
+// limitOutcome names a refusal by limit for the metrics: rate_limited_ip and so on, or busy.
+func limitOutcome(err error, which string) string {
+	if errors.Is(err, sale.ErrRateLimited) {
+		return "rate_limited_" + which
+	}
+	return outcomeOf(err)
+}
+
+// outcomeOf names an error for the metrics: its stable code, in lower case.
+func outcomeOf(err error) string {
+	_, code := Classify(err)
+	return strings.ToLower(code)
+}
+
+// Observer is told what the grab endpoint did, for the metrics.
+type Observer interface {
+	Grab(outcome string, d time.Duration)
+}
+
+type noObserver struct{}
+
+func (noObserver) Grab(string, time.Duration) {}
 
 // clientIP is the address of the client: the TCP peer, unless the peer is a trusted proxy; then
 // the X-Forwarded-For entries are read from the right (the one the trusted proxy appended) and

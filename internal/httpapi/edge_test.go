@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +133,43 @@ func TestLimiterDownIsBusy(t *testing.T) {
 	}
 	if left := f.remaining(id); left != 1000 {
 		t.Fatalf("%v units left, want 1000", left)
+	}
+}
+
+// outcomes records what the grab endpoint reports to the metrics.
+type outcomes struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *outcomes) Grab(outcome string, d time.Duration) {
+	o.mu.Lock()
+	o.seen = append(o.seen, outcome)
+	o.mu.Unlock()
+}
+
+// TestGrabOutcomesAreObserved: every grab is reported once, named by where it was decided.
+func TestGrabOutcomesAreObserved(t *testing.T) {
+	seen := &outcomes{}
+	f := newFixtureWith(t, func(c *httpapi.Config, clock *saletest.Clock) {
+		c.Observe = seen
+		c.Limits = httpapi.Limits{PerUser: ratelimit.Rule{PerSecond: 1, Burst: 1}, Buckets: ratelimit.NewBuckets(clock.Now)}
+	})
+	one := f.create(strings.Replace(validItem, `"stock":2`, `"stock":1`, 1))
+	other := f.create(bigItem)
+	grab := func(id, bearer string) { f.do("POST", "/api/activities/"+id+"/grab", bearer, "") }
+	grab(one, f.user("alice"))   // won
+	grab(one, f.user("bob"))     // the gate: sold out
+	grab(one, f.user("carol"))   // the flag: sold out at the edge
+	grab(other, f.user("alice")) // alice's second grab within the second
+	grab(other, "not-a-token")
+	f.clock.Advance(time.Second)
+	grab(other, f.user("alice")) // won: the refused grab took nothing
+	grab(other, f.user("dave"))
+	f.clock.Advance(time.Second)
+	grab(other, f.user("alice")) // already bought (limit 1 per user)
+	want := []string{"won", "sold_out", "sold_out_edge", "rate_limited_user", "unauthorized", "won", "won", "already_bought"}
+	if strings.Join(seen.seen, " ") != strings.Join(want, " ") {
+		t.Fatalf("observed %v, want %v", seen.seen, want)
 	}
 }

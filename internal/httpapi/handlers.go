@@ -145,31 +145,44 @@ type GrabResponse struct {
 // more than the answer. A retry carrying an Idempotency-Key goes through, as it may be owed its
 // first answer.
 func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
+	start, outcome := time.Now(), "won"
+	defer func() { s.observe.Grab(outcome, time.Since(start)) }()
+	fail := func(err error, name string) {
+		if outcome = name; name == "" {
+			outcome = outcomeOf(err)
+		}
+		s.writeError(w, r, err)
+	}
 	id := r.PathValue("id")
 	key, err := idempotencyKey(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		fail(err, "")
 		return
 	}
 	if key == "" && s.svc.SoldOut(id) {
-		s.writeError(w, r, sale.ErrSoldOut)
+		fail(sale.ErrSoldOut, "sold_out_edge")
 		return
 	}
-	if !s.allow(w, r, s.limits.Windows, "ip:"+s.clientIP(r).String(), s.limits.PerIP) {
+	if err := s.limit(w, r, s.limits.Windows, "ip:"+s.clientIP(r).String(), s.limits.PerIP); err != nil {
+		fail(err, limitOutcome(err, "ip"))
 		return
 	}
 	user, err := s.authenticate(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		fail(err, "")
 		return
 	}
-	if !s.allow(w, r, s.limits.Buckets, "user:"+user, s.limits.PerUser) ||
-		!s.allow(w, r, s.limits.Buckets, "act:"+id, s.limits.PerActivity) {
+	if err := s.limit(w, r, s.limits.Buckets, "user:"+user, s.limits.PerUser); err != nil {
+		fail(err, limitOutcome(err, "user"))
+		return
+	}
+	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, s.limits.PerActivity); err != nil {
+		fail(err, limitOutcome(err, "activity"))
 		return
 	}
 	g, err := s.svc.Grab(r.Context(), id, user, key)
 	if err != nil {
-		s.writeError(w, r, err)
+		fail(err, "")
 		return
 	}
 	writeJSON(w, http.StatusAccepted, GrabResponse{Status: "QUEUED", OrderToken: g.Token, AmountCents: g.AmountCents})

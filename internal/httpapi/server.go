@@ -40,6 +40,10 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client; from any other peer
 	// the client is the peer itself.
 	TrustedProxies []netip.Prefix
+	// Observe, when set, counts every grab by outcome; Metrics, when set, is served at
+	// GET /metrics.
+	Observe Observer
+	Metrics http.Handler
 }
 
 // Limits are the grab endpoint's three rate limits and where they are kept: per client IP in
@@ -62,13 +66,17 @@ type Server struct {
 	ids        *idSource
 	limits     Limits
 	trusted    []netip.Prefix
+	observe    Observer
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
-		trusted: c.TrustedProxies}
+		trusted: c.TrustedProxies, observe: c.Observe}
+	if s.observe == nil {
+		s.observe = noObserver{}
+	}
 	if s.limits.Windows == nil {
 		s.limits.Windows = ratelimit.NewWindows(time.Now)
 	}
@@ -76,6 +84,9 @@ func New(c Config) *Server {
 		s.limits.Buckets = ratelimit.NewBuckets(time.Now)
 	}
 	s.routes()
+	if c.Metrics != nil {
+		s.mux.Handle("GET /metrics", c.Metrics)
+	}
 	return s
 }
 

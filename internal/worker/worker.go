@@ -27,8 +27,10 @@ type Worker struct {
 	// (a grab that keeps killing the workers that take it): the grab goes to the dead letters.
 	MaxDeliveries int
 
-	// Placed, when set, is called with every batch placed (tests and metrics).
+	// Placed, when set, is called with every batch placed (tests and metrics); Buried with how
+	// many grabs went to the dead letters.
 	Placed func([]sale.Placement)
+	Buried func(n int)
 }
 
 // Run consumes until ctx ends. A batch in progress is finished first: its orders are placed and
@@ -116,6 +118,9 @@ func (w *Worker) buryPoison(ctx, call context.Context, ds []sale.Delivery) []sal
 		})
 	}
 	retry(ctx, w.Log, "bury dead letters", func() error { return w.Queue.Bury(call, poison, reason) })
+	if w.Buried != nil {
+		w.Buried(len(poison))
+	}
 	return keep
 }
 
@@ -154,6 +159,8 @@ type Sweeper struct {
 	Log     *slog.Logger
 	Every   time.Duration
 	Batch   int
+	// Expired, when set, is told how many orders each sweep cancelled (metrics).
+	Expired func(n int)
 }
 
 // Run sweeps until ctx ends.
@@ -170,6 +177,9 @@ func (s *Sweeper) Run(ctx context.Context) error {
 			}
 			if n > 0 {
 				s.Log.Info("cancelled expired orders", "count", n)
+				if s.Expired != nil {
+					s.Expired(n)
+				}
 			}
 			if err != nil || n < batch {
 				break
