@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -87,8 +88,82 @@ func (p *Process) Kill() {
 	if p == nil || p.Exited() {
 		return
 	}
+	kids := descendants(p.cmd.Process.Pid)
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // Setpgid: the group id is the pid
+	for _, pid := range kids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	<-p.done
+	waitGone(kids)
+}
+
+// goneTimeout bounds the wait for a killed server's children to exit.
+const goneTimeout = 5 * time.Second
+
+// descendants lists the processes below pid, from /proc. A server's children may have left its
+// process group (PostgreSQL's backends each start a session of their own), so killing the group
+// misses them; and they hold what a restart needs (PostgreSQL's shared memory: "pre-existing
+// shared memory block is still in use") until they have exited.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if parent, ok := parentOf(child); ok {
+			children[parent] = append(children[parent], child)
+		}
+	}
+	var out []int
+	for queue := children[pid]; len(queue) > 0; queue = queue[1:] {
+		out = append(out, queue[0])
+		queue = append(queue, children[queue[0]]...)
+	}
+	return out
+}
+
+// parentOf reads a process's parent from /proc/PID/stat ("pid (comm) state ppid ...", where comm
+// may itself hold spaces and parentheses).
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// gone reports whether pid has exited (a zombie waiting to be reaped counts as exited).
+func gone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+}
+
+// waitGone waits until every pid has exited, at most goneTimeout.
+func waitGone(pids []int) {
+	deadline := time.Now().Add(goneTimeout)
+	for _, pid := range pids {
+		for !gone(pid) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
 }
 
 // Stop sends sig to the process (not to its group), for a clean shutdown, and waits for it to
@@ -98,9 +173,11 @@ func (p *Process) Stop(sig os.Signal, timeout time.Duration) {
 	if p == nil || p.Exited() {
 		return
 	}
+	kids := descendants(p.cmd.Process.Pid)
 	p.cmd.Process.Signal(sig)
 	select {
 	case <-p.done:
+		waitGone(kids)
 	case <-time.After(timeout):
 		p.Kill()
 	}
