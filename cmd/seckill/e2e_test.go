@@ -269,3 +269,22 @@ func TestRateLimitIsSharedByTheNodes(t *testing.T) {
 	}
 	b.must("POST", grab, b.token("bob"), "", http.StatusAccepted)
 }
+
+// TestBlacklistReachesEveryNode: a user blocked through one node is refused by the other once it
+// has reloaded the blacklist (every blocksEvery), and unblocked the same way. The test waits
+// three reload periods rather than probing, since a probe before the reload would be a real grab.
+func TestBlacklistReachesEveryNode(t *testing.T) {
+	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
+	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
+	id := a.createItem(100, 1, 15*time.Minute)
+	grab := "/api/activities/" + id + "/grab"
+	a.must("POST", "/api/admin/blocks", testAdmin, `{"kind":"user","value":"mallory","reason":"bot"}`, http.StatusCreated)
+	a.must("POST", grab, a.token("mallory"), "", http.StatusForbidden) // at once on the node that took it
+	time.Sleep(3 * blocksEvery)
+	if m := b.must("POST", grab, b.token("mallory"), "", http.StatusForbidden); m["error"].(map[string]any)["code"] != "BLOCKED" {
+		t.Fatalf("the other node: %v", m)
+	}
+	a.must("DELETE", "/api/admin/blocks/user/mallory", testAdmin, "", http.StatusNoContent)
+	time.Sleep(3 * blocksEvery)
+	b.must("POST", grab, b.token("mallory"), "", http.StatusAccepted)
+}

@@ -78,6 +78,9 @@ func (c *client) call(method, path, bearer, body string) (int, map[string]any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(raw) == 0 && resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil, nil
+	}
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("%s %s: %d, body not JSON: %q", method, path, resp.StatusCode, raw)

@@ -234,6 +234,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
 		return err
 	}
+	if err := svc.ReloadBlocks(ctx); err != nil {
+		return err
+	}
 	if c.demo {
 		if err := seedDemo(ctx, svc); err != nil {
 			return err
@@ -279,6 +282,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if g.restocks != nil {
 		wg.Go(func() { listenRestocks(bg, svc, log) })
 	}
+	wg.Go(func() { reloadBlocks(bg, svc, log) })
 	if c.role != roleAPI {
 		wg.Go(func() {
 			(&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger,
@@ -328,6 +332,27 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		err = nil
 	}
 	return err
+}
+
+// blocksEvery is how often a node reloads the blacklist: a change made through another node
+// takes effect here within it.
+const blocksEvery = 2 * time.Second
+
+// reloadBlocks keeps this node's copy of the blacklist fresh until ctx ends. A failed reload
+// keeps the copy it had.
+func reloadBlocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
+	t := time.NewTicker(blocksEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("blacklist", "err", err)
+			}
+		}
+	}
 }
 
 // listenRestocks clears this node's sold-out flags when another node restocks, until ctx ends. A

@@ -20,7 +20,7 @@ import (
 const MinSecretLen = 32
 
 // MaxUserLen bounds a user id (the JWT subject).
-const MaxUserLen = 64
+const MaxUserLen = sale.MaxUserIDLen
 
 // Tokens mints and verifies user tokens with one secret.
 type Tokens struct {
@@ -150,17 +150,7 @@ func reason(err error) string {
 }
 
 // ValidUser reports whether s can be a user id: 1 to MaxUserLen printable ASCII characters.
-func ValidUser(s string) bool {
-	if len(s) == 0 || len(s) > MaxUserLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] <= ' ' || s[i] > '~' {
-			return false
-		}
-	}
-	return true
-}
+func ValidUser(s string) bool { return sale.ValidUserID(s) }
 
 // Equal compares a presented secret with the expected one in time independent of where they
 // differ (the admin token check).

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -69,6 +70,42 @@ func FuzzGrabRequest(f *testing.F) {
 		}
 		if rec.Code != 202 && !strings.Contains(rec.Body.String(), `"code":"`) {
 			t.Fatalf("status %d without an error code: %s", rec.Code, rec.Body)
+		}
+	})
+}
+
+// FuzzBlockRequest posts arbitrary blacklist entries: each is stored (201, one more entry) or
+// refused with a stable code (400, nothing written); never anything else.
+func FuzzBlockRequest(f *testing.F) {
+	for _, s := range []string{`{"kind":"user","value":"bot"}`, `{"kind":"ip","value":"203.0.113.0/24","until":"2026-12-01T00:00:00Z"}`,
+		`{"kind":"ip","value":"::ffff:10.0.0.1"}`, `{"kind":"ip","value":"fe80::1%eth0"}`, `{}`, `null`, `{"kind":"user"}`,
+		`{"kind":"user","value":"x","until":"2026-11-30T11:00:00Z"}`, "\xff"} {
+		f.Add(s)
+	}
+	fx := newFixture(f, false)
+	count := func() int {
+		bs, err := fx.store.Blocks(context.Background(), fx.clock.Now())
+		if err != nil {
+			fx.t.Fatal(err)
+		}
+		return len(bs)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		fx.t = t
+		before := count()
+		r := fx.do("POST", "/api/admin/blocks", adminToken, body)
+		after := count()
+		switch r.status {
+		case http.StatusCreated:
+			if after < before || after > before+1 { // a replaced entry keeps the count
+				t.Fatalf("201 but %d entries became %d", before, after)
+			}
+		case http.StatusBadRequest:
+			if r.code() == "" || after != before {
+				t.Fatalf("refused body %q: code %q, entries %d -> %d", body, r.code(), before, after)
+			}
+		default:
+			t.Fatalf("body %q: status %d %s", body, r.status, r.raw)
 		}
 	})
 }

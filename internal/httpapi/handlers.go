@@ -163,13 +163,22 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		fail(sale.ErrSoldOut, "sold_out_edge")
 		return
 	}
-	if err := s.limit(w, r, s.limits.Windows, "ip:"+s.clientIP(r).String(), s.limits.PerIP); err != nil {
+	ip := s.clientIP(r)
+	if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), s.limits.PerIP); err != nil {
 		fail(err, limitOutcome(err, "ip"))
+		return
+	}
+	if s.svc.IPBlocked(ip) {
+		fail(sale.ErrBlocked, "blocked_ip")
 		return
 	}
 	user, err := s.authenticate(r)
 	if err != nil {
 		fail(err, "")
+		return
+	}
+	if s.svc.UserBlocked(user) {
+		fail(sale.ErrBlocked, "blocked_user")
 		return
 	}
 	if err := s.limit(w, r, s.limits.Buckets, "user:"+user, s.limits.PerUser); err != nil {

@@ -87,6 +87,9 @@ func (f *fixture) doFrom(remote, method, path, bearer, body string, header ...st
 	f.h.ServeHTTP(rec, req)
 	raw, _ := io.ReadAll(rec.Body)
 	r := response{status: rec.Code, header: rec.Header(), raw: string(raw)}
+	if len(raw) == 0 && rec.Code == http.StatusNoContent {
+		return r
+	}
 	if err := json.Unmarshal(raw, &r.body); err != nil {
 		f.t.Fatalf("%s %s: body is not JSON: %q", method, path, raw)
 	}

@@ -99,6 +99,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/admin/activities", s.admin(s.createActivity))
 	s.mux.HandleFunc("GET /api/admin/activities/{id}/stats", s.admin(s.stats))
 	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(s.reconcile))
+	s.mux.HandleFunc("POST /api/admin/blocks", s.admin(s.addBlock))
+	s.mux.HandleFunc("GET /api/admin/blocks", s.admin(s.listBlocks))
+	s.mux.HandleFunc("DELETE /api/admin/blocks/{kind}/{value...}", s.admin(s.removeBlock))
 
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)

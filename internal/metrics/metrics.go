@@ -30,7 +30,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests by outcome: won, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
+			Help: "Grab requests by outcome: won, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, blocked_ip/_user, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
 		}, []string{"outcome"}),
 		grabTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_grab_duration_seconds",

@@ -117,6 +117,15 @@ type Store interface {
 	// twice is harmless.
 	DeadLetter(ctx context.Context, g Grab, attempts int, reason string, now time.Time) error
 
+	// AddBlock adds b to the blacklist, replacing an entry of the same kind and value.
+	AddBlock(ctx context.Context, b Block) error
+
+	// RemoveBlock removes the entry of kind and value. Errors: ErrNotFound.
+	RemoveBlock(ctx context.Context, kind BlockKind, value string) error
+
+	// Blocks lists the blacklist's entries still in force at now.
+	Blocks(ctx context.Context, now time.Time) ([]Block, error)
+
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 }

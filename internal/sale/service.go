@@ -12,7 +12,8 @@ import (
 )
 
 // Service runs sales on a gate, a queue and a store. It is what the HTTP layer and the workers
-// call; it holds no state of its own besides its dependencies.
+// call. Besides its dependencies it holds only caches a node may lose at any time: the local
+// sold-out flags and its copy of the blacklist.
 type Service struct {
 	gate  Gate
 	queue Queue
@@ -24,6 +25,8 @@ type Service struct {
 	soldOut    sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
 	soldOutTTL time.Duration
 	restocks   Restocks // nil: this node is the only one
+
+	blocked Blocklist // this node's copy of the blacklist
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when

@@ -51,6 +51,7 @@ var storeTests = []struct {
 	{"Journal", testJournal},
 	{"ReopenKeepsData", testReopenKeepsData},
 	{"PlacementIsWhatWasStored", testPlacementIsWhatWasStored},
+	{"Blocks", testBlocks},
 }
 
 func TestStores(t *testing.T) {
@@ -470,5 +471,47 @@ func testConcurrentPlacementOfOneGrab(t *testing.T, dsn string) {
 	}
 	if sold != users {
 		t.Fatalf("sold = %d, want %d", sold, users)
+	}
+}
+
+// testBlocks: the blacklist round-trips, an entry replaces its namesake, expired entries are not
+// listed, and removing an absent entry is ErrNotFound.
+func testBlocks(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	forever := sale.Block{Kind: sale.BlockUser, Value: "bot-1", Reason: "scalping", CreatedAt: t0}
+	net := sale.Block{Kind: sale.BlockIP, Value: "203.0.113.0/24", Reason: "farm", Until: t0.Add(time.Hour), CreatedAt: t0}
+	short := sale.Block{Kind: sale.BlockUser, Value: "bot-2", Reason: "cadence", Until: t0.Add(time.Minute), CreatedAt: t0}
+	for _, b := range []sale.Block{forever, net, short} {
+		if err := s.AddBlock(ctx, b); err != nil {
+			t.Fatalf("AddBlock(%v): %v", b, err)
+		}
+	}
+	got, err := s.Blocks(ctx, t0.Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]sale.Block{net, forever, short}, got); diff != "" {
+		t.Fatalf("blocks (-want +got):\n%s", diff)
+	}
+	if got, _ := s.Blocks(ctx, t0.Add(2*time.Minute)); len(got) != 2 {
+		t.Fatalf("after bot-2's block ended: %v", got)
+	}
+	renewed := short
+	renewed.Until, renewed.Reason = time.Time{}, "again"
+	if err := s.AddBlock(ctx, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Blocks(ctx, t0.Add(2*time.Minute)); len(got) != 3 || got[2] != renewed {
+		t.Fatalf("the renewed entry: %v", got)
+	}
+	if err := s.RemoveBlock(ctx, sale.BlockUser, "bot-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RemoveBlock(ctx, sale.BlockUser, "bot-1"); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("removing it twice: %v", err)
+	}
+	if got, _ := s.Blocks(ctx, t0); len(got) != 2 {
+		t.Fatalf("after the removal: %v", got)
 	}
 }
