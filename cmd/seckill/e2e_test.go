@@ -84,6 +84,20 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 			t.Fatalf("%s's order %s is %v", user, token, o["status"])
 		}
 	}
+	// Three winners pay (one of them twice), two cancel.
+	n := 0
+	for user, token := range winners {
+		switch {
+		case n < 3:
+			c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusOK)
+			if n == 0 {
+				c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusOK)
+			}
+		case n < 5:
+			c.must("POST", "/api/orders/"+token+"/cancel", c.token(user), "", http.StatusOK)
+		}
+		n++
+	}
 	if rec := c.must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
 		t.Fatalf("reconcile after the sale: %v", rec)
 	}
@@ -106,6 +120,8 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	wants := []string{
 		fmt.Sprintf(`seckill_grab_requests_total{outcome="won"} %d`, stock),
 		fmt.Sprintf(`seckill_orders_total{event="created"} %d`, stock),
+		`seckill_orders_total{event="paid"} 3`,
+		`seckill_orders_total{event="cancelled"} 2`,
 	}
 	if n := codes["ALREADY_BOUGHT"]; n > 0 { // a counter never incremented has no line
 		wants = append(wants, fmt.Sprintf(`seckill_grab_requests_total{outcome="already_bought"} %d`, n))

@@ -62,12 +62,20 @@ func (c *client) token(user string) string {
 
 // call sends a request and decodes the JSON answer; err is set when no answer came.
 func (c *client) call(method, path, bearer, body string) (int, map[string]any, error) {
+	return c.callKeyed(method, path, bearer, "", body)
+}
+
+// callKeyed is call with an Idempotency-Key (none if key is empty).
+func (c *client) callKeyed(method, path, bearer, key, body string) (int, map[string]any, error) {
 	req, err := http.NewRequest(method, c.base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, nil, err
 	}
 	if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/health"
 	"seckill/internal/httpapi"
 	"seckill/internal/memory"
 	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
 	"seckill/internal/worker"
@@ -81,7 +83,14 @@ type config struct {
 	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
 	// X-Forwarded-For is believed.
 	rateUser, rateIP, rateGlobal int
-	trustedProxies               []netip.Prefix
+	// gateLimits and dbLimits are the health thresholds and breaker settings of the stock
+	// gate and of the database.
+	gateLimits, dbLimits health.Thresholds
+	// The risk rules: accounts per IP (0: off), regular cadence, fastest plausible solve (0: off).
+	riskAccounts   int
+	riskCadence    bool
+	riskMinSolve   time.Duration
+	trustedProxies []netip.Prefix
 }
 
 // maxRate bounds the rate limits' settings.
@@ -125,6 +134,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
+	var slowGate, slowDB, breakerOpen, failRate string
+	var riskAccounts, riskCadence, riskSolve string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -141,6 +152,13 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&rateGlobal, "rate-global", env("SECKILL_RATE_GLOBAL", "0"), "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity) (SECKILL_RATE_GLOBAL)")
 	fs.StringVar(&proxies, "trusted-proxies", env("SECKILL_TRUSTED_PROXIES", ""), "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed (SECKILL_TRUSTED_PROXIES)")
 	fs.StringVar(&claimIdle, "claim-idle", env("SECKILL_CLAIM_IDLE", "30s"), "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only (SECKILL_CLAIM_IDLE)")
+	fs.StringVar(&slowGate, "slow-gate", env("SECKILL_SLOW_GATE", "50ms"), "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning (SECKILL_SLOW_GATE)")
+	fs.StringVar(&slowDB, "slow-db", env("SECKILL_SLOW_DB", "200ms"), "mean latency of the database over 10 s above which the node is at level warning (SECKILL_SLOW_DB)")
+	fs.StringVar(&failRate, "fail-rate", env("SECKILL_FAIL_RATE", "0.05"), "error rate of a dependency over 10 s above which the node is at level degraded (SECKILL_FAIL_RATE)")
+	fs.StringVar(&breakerOpen, "breaker-open", env("SECKILL_BREAKER_OPEN", "2s"), "how long a tripped circuit breaker answers BUSY before it lets a probe through (SECKILL_BREAKER_OPEN)")
+	fs.StringVar(&riskAccounts, "risk-accounts-per-ip", env("SECKILL_RISK_ACCOUNTS_PER_IP", "0"), "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN (SECKILL_RISK_ACCOUNTS_PER_IP)")
+	fs.StringVar(&riskCadence, "risk-cadence", env("SECKILL_RISK_CADENCE", "on"), "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge (SECKILL_RISK_CADENCE)")
+	fs.StringVar(&riskSolve, "risk-min-solve", env("SECKILL_RISK_MIN_SOLVE", "1s"), "a challenge answered faster than this is refused; 0: off (SECKILL_RISK_MIN_SOLVE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -186,12 +204,58 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, err
 	}
 	c.trustedProxies = trusted
-	d, err := time.ParseDuration(claimIdle)
-	if err != nil || d <= 0 {
-		return c, fmt.Errorf("SECKILL_CLAIM_IDLE=%q: want a positive duration such as 30s", claimIdle)
+	c.gateLimits, c.dbLimits = health.GateThresholds, health.DatabaseThresholds
+	for _, d := range []struct {
+		name, val, example string
+		dst                []*time.Duration
+	}{
+		{"SECKILL_CLAIM_IDLE", claimIdle, "30s", []*time.Duration{&c.claimIdle}},
+		{"SECKILL_SLOW_GATE", slowGate, "50ms", []*time.Duration{&c.gateLimits.SlowAfter}},
+		{"SECKILL_SLOW_DB", slowDB, "200ms", []*time.Duration{&c.dbLimits.SlowAfter}},
+		{"SECKILL_BREAKER_OPEN", breakerOpen, "2s", []*time.Duration{&c.gateLimits.OpenFor, &c.dbLimits.OpenFor}},
+	} {
+		v, err := time.ParseDuration(d.val)
+		if err != nil || v <= 0 {
+			return c, fmt.Errorf("%s=%q: want a positive duration such as %s", d.name, d.val, d.example)
+		}
+		for _, dst := range d.dst {
+			*dst = v
+		}
 	}
-	c.claimIdle = d
+	rate, err := strconv.ParseFloat(failRate, 64)
+	if err != nil || !(rate > 0 && rate < 1) {
+		return c, fmt.Errorf("SECKILL_FAIL_RATE=%q: want a fraction between 0 and 1 such as 0.05", failRate)
+	}
+	c.gateLimits.FailRate, c.dbLimits.FailRate = rate, rate
+	if c.riskAccounts, err = strconv.Atoi(riskAccounts); err != nil || c.riskAccounts < 0 || c.riskAccounts > 1_000_000 {
+		return c, fmt.Errorf("SECKILL_RISK_ACCOUNTS_PER_IP=%q: want a number of users, 0 for off", riskAccounts)
+	}
+	switch riskCadence {
+	case "on", "1", "true":
+		c.riskCadence = true
+	case "off", "0", "false":
+	default:
+		return c, fmt.Errorf("SECKILL_RISK_CADENCE=%q: want on or off", riskCadence)
+	}
+	if c.riskMinSolve, err = time.ParseDuration(riskSolve); err != nil || c.riskMinSolve < 0 {
+		return c, fmt.Errorf("SECKILL_RISK_MIN_SOLVE=%q: want a duration such as 1s, or 0 for off", riskSolve)
+	}
 	return c, nil
+}
+
+// riskRules builds the risk engine of c: the rules switched on.
+func riskRules(c config) *risk.Engine {
+	var rules []risk.Rule
+	if c.riskAccounts > 0 {
+		rules = append(rules, &risk.AccountsPerIP{ChallengeAbove: c.riskAccounts, BlockAt: 5 * c.riskAccounts, Window: time.Minute})
+	}
+	if c.riskCadence {
+		rules = append(rules, &risk.Cadence{Clicks: 8, Slowest: 5 * time.Second, Jitter: 0.05})
+	}
+	if c.riskMinSolve > 0 {
+		rules = append(rules, risk.SolveTime{Fastest: c.riskMinSolve})
+	}
+	return risk.New(rules...)
 }
 
 func randomSecret() string {
@@ -222,12 +286,16 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	dbGuard := health.NewGuard("database", c.dbLimits, time.Now)
+	db := health.Store(store, dbGuard)
 	g, err := openGate(ctx, c, store)
 	if err != nil {
 		return err
 	}
 	defer g.close()
-	svc := sale.NewService(g.gate, g.queue, store, time.Now)
+	monitor := health.NewMonitor(g.guard, dbGuard)
+	stats := metrics.New().Watch(monitor)
+	svc := sale.NewService(g.gate, g.queue, db, time.Now).WithChallenges(g.challenges).WithEvents(stats.Order)
 	if g.restocks != nil {
 		svc.WithRestocks(g.restocks, restockFlagTTL)
 	}
@@ -247,11 +315,17 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stats := metrics.New()
+	rules := riskRules(c)
+	rules.Observe = stats.Risk
 	api := httpapi.New(httpapi.Config{
 		Observe: stats, Metrics: stats.Handler(),
-		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log,
-		Ready: func(ctx context.Context) error { return errors.Join(store.Ping(ctx), g.ping(ctx)) },
+		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log, Health: monitor,
+		Risk: rules,
+		Ready: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready
+			defer cancel()
+			return errors.Join(store.Ping(ctx), g.ping(ctx))
+		},
 		Limits: httpapi.Limits{
 			PerIP:       ratelimit.Rule{PerSecond: c.rateIP},
 			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
@@ -282,10 +356,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if g.restocks != nil {
 		wg.Go(func() { listenRestocks(bg, svc, log) })
 	}
-	wg.Go(func() { reloadBlocks(bg, svc, log) })
+	wg.Go(func() { reloadCaches(bg, svc, log) })
 	if c.role != roleAPI {
 		wg.Go(func() {
-			(&worker.Worker{Queue: g.queue, Store: store, Log: log, Batch: 256, Linger: g.linger,
+			(&worker.Worker{Queue: g.queue, Store: db, Log: log, Batch: 256, Linger: g.linger,
 				Placed: stats.Placed, Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
 		})
 		wg.Go(func() {
@@ -334,13 +408,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	return err
 }
 
-// blocksEvery is how often a node reloads the blacklist: a change made through another node
-// takes effect here within it.
+// blocksEvery is how often a node reloads the blacklist and the activities: a change made
+// through another node (an entry, an activity with its own rate limits) takes effect here within it.
 const blocksEvery = 2 * time.Second
 
-// reloadBlocks keeps this node's copy of the blacklist fresh until ctx ends. A failed reload
-// keeps the copy it had.
-func reloadBlocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
+// reloadCaches keeps this node's copies of the blacklist and of the activities fresh until ctx
+// ends. A failed reload keeps the copy it had.
+func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
 	t := time.NewTicker(blocksEvery)
 	defer t.Stop()
 	for {
@@ -350,6 +424,9 @@ func reloadBlocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
 		case <-t.C:
 			if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("blacklist", "err", err)
+			}
+			if err := svc.ReloadActivities(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("activities", "err", err)
 			}
 		}
 	}
@@ -382,11 +459,19 @@ type stockGate struct {
 	windows, buckets ratelimit.Limiter
 	// restocks tells the other nodes of a restock (distributed mode; nil: one node).
 	restocks sale.Restocks
+	// challenges keeps the anti-bot questions until they are answered.
+	challenges sale.Challenges
+	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
+	// embedded journal), through which every call above goes.
+	guard *health.Guard
 }
 
 // restockFlagTTL is how long a node of a cluster trusts its sold-out flags: restocks are
 // announced, so this only bounds how long a missed announcement keeps a unit unsold.
 const restockFlagTTL = 5 * time.Second
+
+// maxChallenges bounds the unanswered challenges one embedded node keeps (about 100 B each).
+const maxChallenges = 1 << 20
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
 // SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams).
@@ -398,9 +483,11 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		}
 		queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
 		gate := memory.NewGate(journal, 512, queue.Wake)
+		guard := health.NewGuard("journal", c.gateLimits, time.Now)
 		var once sync.Once
-		return stockGate{gate: gate, queue: queue, ping: journal.Ping,
-			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
+		return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
+			challenges: memory.NewChallenges(maxChallenges),
+			windows:    ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
 			close: func() { once.Do(func() { gate.Close(); journal.Close() }) }}, nil
 	}
 	rdb, err := redisgate.Dial(ctx, c.redis)
@@ -411,12 +498,15 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		return store.ActivityIDs(ctx, time.Now().Add(-sale.MaxPayWindow))
 	}
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
+	guard := health.NewGuard("redis", c.gateLimits, time.Now)
 	var once sync.Once
-	return stockGate{gate: redisgate.New(rdb, store.Activity), queue: queue, linger: 50 * time.Millisecond,
-		windows: ratelimit.NewRedisWindows(rdb, time.Now), buckets: ratelimit.NewRedisBuckets(rdb),
-		restocks: redisgate.NewRestocks(rdb),
-		ping:     func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		close:    func() { once.Do(func() { rdb.Close() }) }}, nil
+	return stockGate{gate: health.Gate(redisgate.New(rdb, store.Activity), guard), guard: guard, queue: queue,
+		linger:   50 * time.Millisecond,
+		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
+		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
+		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
+		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		close: func() { once.Do(func() { rdb.Close() }) }}, nil
 }
 
 // consumerName names this node in the stream's consumer group: unique per process.

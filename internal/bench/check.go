@@ -40,6 +40,8 @@ type Stats struct {
 	Failed       int64 `json:"failed"`
 	PendingQueue int64 `json:"pending_queue"`
 	DeadLetters  int64 `json:"dead_letters"`
+	// Shed names what a degraded server left out (then the counts above are not zeros but unknown).
+	Shed []string `json:"shed,omitempty"`
 }
 
 // Verdict is what the checker found. Every field named after a violation is zero in a correct

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,9 +93,10 @@ func refused(err error) bool {
 
 // apiError is an answer other than the one wanted.
 type apiError struct {
-	Status int
-	Code   string
-	Msg    string
+	Status     int
+	Code       string
+	Msg        string
+	RetryAfter time.Duration // from the header; at least 100 ms
 }
 
 func (e *apiError) Error() string {
@@ -104,8 +106,31 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("HTTP %d %s: %s", e.Status, e.Code, e.Msg)
 }
 
-// do sends a request and decodes a JSON answer into out when the status is want.
+// busyFor is how long a read keeps asking a server that answers 503 BUSY (a dependency coming
+// back, a circuit breaker probing) before it reports the 503.
+const busyFor = 30 * time.Second
+
+// do sends a request and decodes a JSON answer into out when the status is want. A GET answered
+// 503 is asked again after the server's Retry-After, as a well-behaved client would, for up to
+// busyFor.
 func (c *Client) do(ctx context.Context, method, path, bearer string, body any, want int, out any) error {
+	deadline := time.Now().Add(busyFor)
+	for {
+		err := c.doOnce(ctx, method, path, bearer, body, want, out)
+		var ae *apiError
+		if method != http.MethodGet || !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable ||
+			time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(min(ae.RetryAfter, time.Second)):
+		}
+	}
+}
+
+func (c *Client) doOnce(ctx context.Context, method, path, bearer string, body any, want int, out any) error {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -137,7 +162,9 @@ func (c *Client) do(ctx context.Context, method, path, bearer string, body any, 
 			Error struct{ Code, Message string } `json:"error"`
 		}
 		json.Unmarshal(data, &e)
-		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Msg: e.Error.Message}
+		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Msg: e.Error.Message,
+			RetryAfter: max(time.Duration(retry)*time.Second, 100*time.Millisecond)}
 	}
 	if out == nil {
 		return nil
@@ -192,11 +219,15 @@ func (c *Client) CreateActivity(ctx context.Context, a ActivitySpec) (string, er
 	return out.ID, nil
 }
 
-// Stats reads the server's counters of an activity.
+// Stats reads the server's counters of an activity. A degraded server sheds the database's
+// counts; that is an error here, so that nobody mistakes a missing count for a zero.
 func (c *Client) Stats(ctx context.Context, id string) (Stats, error) {
 	var st Stats
 	if err := c.do(ctx, "GET", "/api/admin/activities/"+url.PathEscape(id)+"/stats", c.admin, nil, http.StatusOK, &st); err != nil {
 		return Stats{}, fmt.Errorf("stats of %s: %w", id, err)
+	}
+	if len(st.Shed) > 0 {
+		return Stats{}, fmt.Errorf("stats of %s: the server is degraded and shed %v", id, st.Shed)
 	}
 	return st, nil
 }

@@ -71,6 +71,13 @@ type CreateActivityRequest struct {
 	Count            *int64 `json:"count"`
 	RequireChallenge bool   `json:"require_challenge"`
 	Admission        string `json:"admission"`
+	// RateLimits override the node's grab rate limits for this activity, in requests per
+	// second; 0 switches one off, and one left out keeps the node's.
+	RateLimits *struct {
+		PerUser *int64 `json:"per_user"`
+		PerIP   *int64 `json:"per_ip"`
+		Global  *int64 `json:"global"`
+	} `json:"rate_limits"`
 }
 
 // DefaultPayWindow applies when a create request names none.
@@ -88,6 +95,8 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		TotalCents: c.TotalCents,
 		PayWindow:  DefaultPayWindow,
 		Admission:  sale.Admission(c.Admission),
+
+		RequireChallenge: c.RequireChallenge,
 	}
 	if a.Kind == "" {
 		a.Kind = sale.KindItem
@@ -118,8 +127,22 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		}
 		a.PayWindow = time.Duration(*c.PayWindowS) * time.Second
 	}
-	if c.RequireChallenge {
-		return bad("require_challenge is not available yet")
+	if rl := c.RateLimits; rl != nil {
+		for _, r := range []struct {
+			name string
+			in   *int64
+			out  *int64
+		}{{"per_user", rl.PerUser, &a.Rates.PerUser}, {"per_ip", rl.PerIP, &a.Rates.PerIP}, {"global", rl.Global, &a.Rates.Global}} {
+			switch {
+			case r.in == nil:
+			case *r.in < 0 || *r.in > sale.MaxRate:
+				return bad(fmt.Sprintf("rate_limits.%s must be between 0 (off) and %d requests per second", r.name, sale.MaxRate))
+			case *r.in == 0:
+				*r.out = sale.RateOff
+			default:
+				*r.out = *r.in
+			}
+		}
 	}
 	var err error
 	if c.StartAt == "" || c.EndAt == "" {

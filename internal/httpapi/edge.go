@@ -43,14 +43,17 @@ func outcomeOf(err error) string {
 	return strings.ToLower(code)
 }
 
-// Observer is told what the grab endpoint did, for the metrics.
+// Observer is told what the edge endpoints did, for the metrics: every grab's outcome and
+// latency, every challenge's outcome ("issued", "solved", or the refusal).
 type Observer interface {
 	Grab(outcome string, d time.Duration)
+	Challenge(outcome string)
 }
 
 type noObserver struct{}
 
 func (noObserver) Grab(string, time.Duration) {}
+func (noObserver) Challenge(string)           {}
 
 // clientIP is the address of the client: the TCP peer, unless the peer is a trusted proxy; then
 // the X-Forwarded-For entries are read from the right (the one the trusted proxy appended) and

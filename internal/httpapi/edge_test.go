@@ -148,6 +148,8 @@ func (o *outcomes) Grab(outcome string, d time.Duration) {
 	o.mu.Unlock()
 }
 
+func (o *outcomes) Challenge(outcome string) { o.Grab("challenge:"+outcome, 0) }
+
 // TestGrabOutcomesAreObserved: every grab is reported once, named by where it was decided.
 func TestGrabOutcomesAreObserved(t *testing.T) {
 	seen := &outcomes{}
@@ -171,5 +173,41 @@ func TestGrabOutcomesAreObserved(t *testing.T) {
 	want := []string{"won", "sold_out", "sold_out_edge", "rate_limited_user", "unauthorized", "won", "won", "already_bought"}
 	if strings.Join(seen.seen, " ") != strings.Join(want, " ") {
 		t.Fatalf("observed %v, want %v", seen.seen, want)
+	}
+}
+
+// TestActivityRateLimits: an activity's own limits override the node's, each on its own, and 0
+// switches one off; bad values are refused.
+func TestActivityRateLimits(t *testing.T) {
+	f := newFixtureWith(t, func(c *httpapi.Config, clock *saletest.Clock) {
+		c.Limits = httpapi.Limits{PerUser: ratelimit.Rule{PerSecond: 5, Burst: 5},
+			PerActivity: ratelimit.Rule{PerSecond: 3, Burst: 3}, Buckets: ratelimit.NewBuckets(clock.Now)}
+	})
+	withLimits := func(limits string) string {
+		return f.create(strings.Replace(bigItem, `"stock":1000`, `"stock":1000,"per_user_limit":10,"rate_limits":`+limits, 1))
+	}
+	slow, open, plain := withLimits(`{"per_user":1}`), withLimits(`{"global":0,"per_user":100}`), f.create(bigItem)
+	codes := func(id string, users ...string) string {
+		var out []string
+		for _, u := range users {
+			r := f.do("POST", "/api/activities/"+id+"/grab", f.user(u), "")
+			out = append(out, fmt.Sprint(r.status))
+		}
+		return strings.Join(out, " ")
+	}
+	if got := codes(slow, "alice", "alice", "bob"); got != "202 429 202" {
+		t.Errorf("one grab a second per user: %s", got)
+	}
+	if got := codes(open, "a", "b", "c", "d", "e", "a", "a", "a", "a", "a", "a"); got != "202 202 202 202 202 202 202 202 202 202 202" {
+		t.Errorf("the activity's limit off and the user's raised: %s", got)
+	}
+	if got := codes(plain, "p", "q", "r", "s"); got != "202 202 202 429" {
+		t.Errorf("the node's activity limit of 3 a second: %s", got)
+	}
+	for _, bad := range []string{`{"per_user":-1}`, `{"global":1000001}`, `{"per_ip":"5"}`, `{"burst":5}`, `[]`} {
+		body := strings.Replace(bigItem, `"stock":1000`, `"stock":1000,"rate_limits":`+bad, 1)
+		if r := f.do("POST", "/api/admin/activities", adminToken, body); r.status != http.StatusBadRequest || r.code() != "INVALID_ARGUMENT" {
+			t.Errorf("rate_limits %s: %d %s, want 400 INVALID_ARGUMENT", bad, r.status, r.raw)
+		}
 	}
 }

@@ -18,6 +18,7 @@ const (
 	CodeNotStarted        = "NOT_STARTED"
 	CodeEnded             = "ENDED"
 	CodeChallengeRequired = "CHALLENGE_REQUIRED"
+	CodeChallengeFailed   = "CHALLENGE_FAILED"
 	CodeBlocked           = "BLOCKED"
 	CodeNotFound          = "NOT_FOUND"
 	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
@@ -46,6 +47,7 @@ var classes = []struct {
 	{sale.ErrNotStarted, http.StatusForbidden, CodeNotStarted},
 	{sale.ErrEnded, http.StatusForbidden, CodeEnded},
 	{sale.ErrChallengeRequired, http.StatusForbidden, CodeChallengeRequired},
+	{sale.ErrChallengeFailed, http.StatusForbidden, CodeChallengeFailed},
 	{sale.ErrBlocked, http.StatusForbidden, CodeBlocked},
 	{sale.ErrNotFound, http.StatusNotFound, CodeNotFound},
 	{sale.ErrInvalidState, http.StatusConflict, CodeInvalidState},

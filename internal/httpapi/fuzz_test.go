@@ -109,3 +109,42 @@ func FuzzBlockRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzChallengeAnswer posts arbitrary answers and path tokens for a guarded activity: nothing but
+// a right answer earns a path, no made-up path grabs, and every refusal has a stable code.
+func FuzzChallengeAnswer(f *testing.F) {
+	for _, s := range []string{`{}`, `{"challenge_id":"c1","answer":7}`, `{"challenge_id":"","answer":-1}`,
+		`{"challenge_id":"c1","answer":1e30}`, `{"challenge_id":"\u0000","answer":0}`, "\xff"} {
+		f.Add(s, "p-made-up")
+	}
+	fx := newFixture(f, false)
+	id := fx.create(guardedItem)
+	alice := fx.user("alice")
+	f.Fuzz(func(t *testing.T, body, pass string) {
+		fx.t = t
+		r := fx.do("POST", "/api/activities/"+id+"/challenge/answer", alice, body)
+		switch r.status {
+		case http.StatusBadRequest, http.StatusForbidden, http.StatusRequestEntityTooLarge:
+			if r.code() == "" {
+				t.Fatalf("status %d without an error code: %s", r.status, r.raw)
+			}
+		default: // no challenge was ever put, so no answer can be right
+			t.Fatalf("answer %q: status %d %s", body, r.status, r.raw)
+		}
+		req := httptest.NewRequest("POST", "/api/activities/x/grab/y", nil)
+		req.URL.Path = "/api/activities/" + id + "/grab/" + pass
+		req.URL.RawPath = "/api/activities/" + id + "/grab/" + url.PathEscape(pass)
+		req.Header["Authorization"] = []string{"Bearer " + alice}
+		rec := httptest.NewRecorder()
+		fx.h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case 403, 404, 405: // refused
+		case 301, 307: // a path like "." or "a/../b": the mux redirects to the clean path
+		default:
+			t.Fatalf("grab with pass %q: status %d %s", pass, rec.Code, rec.Body)
+		}
+		if rem, err := fx.svc.Remaining(context.Background(), id); err != nil || rem != 3 {
+			t.Fatalf("remaining %d, %v after a grab with pass %q; want all 3", rem, err, pass)
+		}
+	})
+}

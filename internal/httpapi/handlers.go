@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
 	"time"
 
+	"seckill/internal/health"
+	"seckill/internal/ratelimit"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -11,12 +15,26 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// ReadyResponse is /readyz's answer: ready or not (every dependency answers a ping), and the
+// node's health level with each dependency's report.
+type ReadyResponse struct {
+	Status       string          `json:"status"` // ready, or unavailable
+	Level        health.Level    `json:"level"`
+	Dependencies []health.Report `json:"dependencies"`
+	Error        *errorDetail    `json:"error,omitempty"`
+}
+
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	h := s.health.Status()
+	resp := ReadyResponse{Status: "ready", Level: h.Level, Dependencies: h.Dependencies}
 	if err := s.ready(r.Context()); err != nil {
-		s.writeError(w, r, err)
+		s.log.WarnContext(r.Context(), "not ready", "err", err)
+		resp.Status, resp.Error = "unavailable", &errorDetail{Code: CodeBusy, Message: err.Error()}
+		w.Header()["Retry-After"] = retryAfter
+		writeJSON(w, http.StatusServiceUnavailable, resp)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) time(w http.ResponseWriter, r *http.Request) {
@@ -70,13 +88,40 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"id": a.ID})
 }
 
+// StatsResponse is an activity's stats with the node's health.
+type StatsResponse struct {
+	sale.Stats
+	Health health.Level `json:"health"`
+}
+
+// ShedStatsResponse is what a degraded node answers instead: the gate's numbers only, the
+// database's counts shed.
+type ShedStatsResponse struct {
+	Stock     int64        `json:"stock"`
+	Remaining int64        `json:"remaining"`
+	Grabbed   int64        `json:"grabbed"`
+	Health    health.Level `json:"health"`
+	Shed      []string     `json:"shed"`
+}
+
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.svc.Stats(r.Context(), r.PathValue("id"))
+	id, level := r.PathValue("id"), s.health.Level()
+	if level == health.Degraded {
+		st, err := s.svc.GateStats(r.Context(), id)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
+			Health: level, Shed: []string{"counts"}})
+		return
+	}
+	st, err := s.svc.Stats(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, StatsResponse{Stats: st, Health: level})
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {
@@ -95,7 +140,7 @@ type ActivityResponse struct {
 	Kind         sale.Kind `json:"kind"`
 	Status       string    `json:"status"` // upcoming, active, sold_out, ended
 	Stock        int64     `json:"stock"`
-	Remaining    int64     `json:"remaining"` // approximate: the gate's count when asked
+	Remaining    *int64    `json:"remaining"` // approximate: the gate's count when asked; null when shed
 	PriceCents   int64     `json:"price_cents,omitempty"`
 	TotalCents   int64     `json:"total_cents,omitempty"`
 	PerUserLimit int64     `json:"per_user_limit"`
@@ -103,6 +148,8 @@ type ActivityResponse struct {
 	EndAt        time.Time `json:"end_at"`
 	PayWindowS   int64     `json:"pay_window_s"`
 	NowMS        int64     `json:"now_ms"`
+	// RequireChallenge says grabs need a solved challenge's path token.
+	RequireChallenge bool `json:"require_challenge"`
 }
 
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
@@ -111,10 +158,17 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	rem, err := s.svc.Remaining(r.Context(), a.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	// The remaining count is a courtesy that costs a gate call per page view: a node that is not
+	// at level normal sheds it and says sold out only when its local flag knows.
+	var rem *int64
+	soldOut := s.svc.SoldOut(a.ID)
+	if s.health.Level() == health.Normal {
+		n, err := s.svc.Remaining(r.Context(), a.ID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		rem, soldOut = &n, n == 0
 	}
 	now := s.svc.Now()
 	status := "active"
@@ -123,13 +177,14 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		status = "upcoming"
 	case !now.Before(a.EndAt):
 		status = "ended"
-	case rem == 0:
+	case soldOut:
 		status = "sold_out"
 	}
 	writeJSON(w, http.StatusOK, ActivityResponse{
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
+		RequireChallenge: a.RequireChallenge,
 	})
 }
 
@@ -143,58 +198,101 @@ type GrabResponse struct {
 // grab is the hot path. Once an activity is sold out, the crowd is turned away by the local
 // sold-out flag before its token is even checked: 410 is public knowledge, and the check costs
 // more than the answer. A retry carrying an Idempotency-Key goes through, as it may be owed its
-// first answer.
+// first answer. The route with a path token ({pass}) is the hidden grab path a solved challenge
+// reveals; the gate spends the token with the grab.
 func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	start, outcome := time.Now(), "won"
 	defer func() { s.observe.Grab(outcome, time.Since(start)) }()
-	fail := func(err error, name string) {
-		if outcome = name; name == "" {
-			outcome = outcomeOf(err)
-		}
-		s.writeError(w, r, err)
-	}
 	id := r.PathValue("id")
 	key, err := idempotencyKey(r)
 	if err != nil {
-		fail(err, "")
+		outcome = outcomeOf(err)
+		s.writeError(w, r, err)
 		return
 	}
-	if key == "" && s.svc.SoldOut(id) {
-		fail(sale.ErrSoldOut, "sold_out_edge")
-		return
+	pass := r.PathValue("pass")
+	user, name, err := s.edge(w, r, id, key != "")
+	if err == nil {
+		name, err = s.vet(r, id, user, pass)
+	}
+	if err == nil {
+		var g sale.Grab
+		g, err = s.svc.Grab(r.Context(), sale.GrabRequest{ActivityID: id, UserID: user, IdempotencyKey: key, Pass: pass})
+		if err == nil {
+			writeJSON(w, http.StatusAccepted, GrabResponse{Status: "QUEUED", OrderToken: g.Token, AmountCents: g.AmountCents})
+			return
+		}
+	}
+	outcome = outcomeOr(name, err)
+	s.writeError(w, r, err)
+}
+
+// override applies an activity's own rate (sale.Pick) to the node's rule; the burst of a token
+// bucket follows its rate (a window has none).
+func override(node ratelimit.Rule, own int64) ratelimit.Rule {
+	if own == 0 {
+		return node
+	}
+	r := int(sale.Pick(own, int64(node.PerSecond)))
+	return ratelimit.Rule{PerSecond: r, Burst: r}
+}
+
+// vet asks the risk rules about a grab that passed the edge: a blocked one is refused, and one
+// the rules want challenged must carry a pass (which the gate then checks). A degraded node
+// skips the rules: the blacklist and the token are its whole defence, as the design documents
+// have it.
+func (s *Server) vet(r *http.Request, id, user, pass string) (outcome string, err error) {
+	if s.risk == nil || s.health.Level() == health.Degraded {
+		return "", nil
+	}
+	v := s.risk.Grab(risk.Signal{IP: s.clientIP(r), User: user, Activity: id, At: s.svc.Now()})
+	switch {
+	case v.Decision == risk.Block:
+		return "risk_block", fmt.Errorf("%w: refused by the risk rule %s", sale.ErrBlocked, v.Rule)
+	case v.Decision == risk.Challenge && pass == "":
+		return "risk_challenge", fmt.Errorf("%w: the risk rule %s asks for a challenge", sale.ErrChallengeRequired, v.Rule)
+	}
+	return "", nil
+}
+
+// edge runs the layers in front of the gate for a request about activity id, cheapest first:
+// the local sold-out flag (unless retry, a request that may be owed an earlier answer), the
+// client IP's rate limit and block, the user's token and block, the user's and the activity's
+// rate limits. It returns the user, or the error to answer with and, when the error alone does
+// not say which layer refused, the outcome to count.
+func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry bool) (user, outcome string, err error) {
+	if !retry && s.svc.SoldOut(id) {
+		return "", "sold_out_edge", sale.ErrSoldOut
+	}
+	// An activity may set its own limits; it is known here once this node has read it.
+	perIP, perUser, perAct := s.limits.PerIP, s.limits.PerUser, s.limits.PerActivity
+	userKey := "user:"
+	if a, ok := s.svc.Known(id); ok && a.Rates != (sale.Rates{}) {
+		perIP = override(perIP, a.Rates.PerIP)
+		perUser = override(perUser, a.Rates.PerUser)
+		perAct = override(perAct, a.Rates.Global)
+		userKey = "user:" + id + ":" // its own budget, apart from the node's
 	}
 	ip := s.clientIP(r)
-	if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), s.limits.PerIP); err != nil {
-		fail(err, limitOutcome(err, "ip"))
-		return
+	if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), perIP); err != nil {
+		return "", limitOutcome(err, "ip"), err
 	}
 	if s.svc.IPBlocked(ip) {
-		fail(sale.ErrBlocked, "blocked_ip")
-		return
+		return "", "blocked_ip", sale.ErrBlocked
 	}
-	user, err := s.authenticate(r)
-	if err != nil {
-		fail(err, "")
-		return
+	if user, err = s.authenticate(r); err != nil {
+		return "", "", err
 	}
 	if s.svc.UserBlocked(user) {
-		fail(sale.ErrBlocked, "blocked_user")
-		return
+		return "", "blocked_user", sale.ErrBlocked
 	}
-	if err := s.limit(w, r, s.limits.Buckets, "user:"+user, s.limits.PerUser); err != nil {
-		fail(err, limitOutcome(err, "user"))
-		return
+	if err := s.limit(w, r, s.limits.Buckets, userKey+user, perUser); err != nil {
+		return "", limitOutcome(err, "user"), err
 	}
-	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, s.limits.PerActivity); err != nil {
-		fail(err, limitOutcome(err, "activity"))
-		return
+	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, perAct); err != nil {
+		return "", limitOutcome(err, "activity"), err
 	}
-	g, err := s.svc.Grab(r.Context(), id, user, key)
-	if err != nil {
-		fail(err, "")
-		return
-	}
-	writeJSON(w, http.StatusAccepted, GrabResponse{Status: "QUEUED", OrderToken: g.Token, AmountCents: g.AmountCents})
+	return user, "", nil
 }
 
 // OrderResponse is an order as its owner sees it.

@@ -24,12 +24,13 @@ const adminToken = "admin-secret-for-tests"
 var secret = []byte("0123456789abcdef0123456789abcdef")
 
 type fixture struct {
-	t      testing.TB
-	h      http.Handler
-	svc    *sale.Service
-	store  sale.Store
-	tokens *auth.Tokens
-	clock  *saletest.Clock
+	t       testing.TB
+	h       http.Handler
+	svc     *sale.Service
+	store   sale.Store
+	tokens  *auth.Tokens
+	clock   *saletest.Clock
+	answers *saletest.Answers
 }
 
 // newFixture serves the API on the embedded wiring with a settable clock at 2026-11-30 12:00.
@@ -40,8 +41,17 @@ func newFixture(t testing.TB, devLogin bool) *fixture {
 // newFixtureWith is newFixture with the server's configuration adjusted by set.
 func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
 	t.Helper()
+	return newFixtureOn(t, "", set)
+}
+
+// newFixtureOn is newFixtureWith on the database dsn ("": SQLite in t's temp dir).
+func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
+	t.Helper()
 	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	env := saletest.Embedded(t, clock)
+	if dsn != "" {
+		env = saletest.EmbeddedOn(t, clock, dsn)
+	}
 	tokens, err := auth.New(secret)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +59,8 @@ func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Cl
 	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
 	set(&c, clock)
-	return &fixture{t: t, h: httpapi.New(c), svc: env.Service, store: env.Store, tokens: tokens, clock: clock}
+	return &fixture{t: t, h: httpapi.New(c), svc: env.Service, store: env.Store, tokens: tokens, clock: clock,
+		answers: env.Answers}
 }
 
 type response struct {
@@ -190,7 +201,7 @@ func TestCreateActivityBadInput(t *testing.T) {
 		{"zero pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":0`, 1), 400, "INVALID_ARGUMENT"},
 		{"huge pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":99999999999`, 1), 400, "INVALID_ARGUMENT"},
 		{"unknown admission", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"admission":"raffle"`, 1), 400, "INVALID_ARGUMENT"},
-		{"challenge not available", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"require_challenge":true`, 1), 400, "INVALID_ARGUMENT"},
+		{"require_challenge not a bool", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"require_challenge":"yes"`, 1), 400, "INVALID_ARGUMENT"},
 		{"count on an item", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"count":2`, 1), 400, "INVALID_ARGUMENT"},
 		{"red packet without count", adminToken, `{"name":"RP","kind":"redpacket","total_cents":100,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
 		{"red packet under a cent a share", adminToken, `{"name":"RP","kind":"redpacket","count":10,"total_cents":9,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},

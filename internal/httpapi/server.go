@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -17,7 +18,9 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/health"
 	"seckill/internal/ratelimit"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -44,6 +47,11 @@ type Config struct {
 	// GET /metrics.
 	Observe Observer
 	Metrics http.Handler
+	// Health is the node's health: shown by /readyz and the admin stats, and what decides
+	// which non-core work is shed. Nil: always normal.
+	Health *health.Monitor
+	// Risk scores grabs and challenge answers; nil: no risk rules.
+	Risk *risk.Engine
 }
 
 // Limits are the grab endpoint's three rate limits and where they are kept: per client IP in
@@ -67,13 +75,17 @@ type Server struct {
 	limits     Limits
 	trusted    []netip.Prefix
 	observe    Observer
+	health     *health.Monitor
+	risk       *risk.Engine
+	csrf       *http.CrossOriginProtection
 }
 
 // New returns a Server.
 func New(c Config) *Server {
 	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
-		trusted: c.TrustedProxies, observe: c.Observe}
+		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk,
+		csrf: http.NewCrossOriginProtection()}
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
@@ -105,6 +117,9 @@ func (s *Server) routes() {
 
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)
+	s.mux.HandleFunc("POST /api/activities/{id}/grab/{pass}", s.grab)
+	s.mux.HandleFunc("POST /api/activities/{id}/challenge", s.challenge)
+	s.mux.HandleFunc("POST /api/activities/{id}/challenge/answer", s.answer)
 	s.mux.HandleFunc("GET /api/orders/{ref}", s.user(s.order))
 	s.mux.HandleFunc("POST /api/orders/{ref}/pay", s.user(s.pay))
 	s.mux.HandleFunc("POST /api/orders/{ref}/cancel", s.user(s.cancel))
@@ -139,6 +154,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"duration", time.Since(start), "request_id", id)
 		}
 	}()
+	// A browser on another site may not make a user's browser change anything here. Bearer
+	// tokens already keep plain forms out; this also refuses scripts, by the browser's own
+	// Sec-Fetch-Site and Origin headers.
+	if err := s.csrf.Check(r); err != nil {
+		s.writeError(rec, r, fmt.Errorf("%w: cross-origin request refused", sale.ErrForbidden))
+		return
+	}
 	s.mux.ServeHTTP(rec, r)
 }
 

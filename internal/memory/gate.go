@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"seckill/internal/sale"
 )
@@ -51,6 +52,14 @@ type activity struct {
 	keyed     map[string]*answer // user + "\x00" + idempotency key -> first answer
 	released  map[string]bool    // tokens already restocked
 	shares    []sale.Share       // red packet: free shares, taken from the end
+	passes    map[string]pass    // one-time path tokens not yet spent
+	issued    int                // passes issued since expired ones were last swept
+}
+
+// pass is a path token's owner and end. Spent passes are deleted.
+type pass struct {
+	user    string
+	expires time.Time
 }
 
 // answer is the outcome of a grab, shared with retries of the same idempotency key that arrive
@@ -77,6 +86,7 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 		held:     map[string]int64{},
 		keyed:    map[string]*answer{},
 		released: map[string]bool{},
+		passes:   map[string]pass{},
 	}
 	for _, h := range st.Held {
 		act.held[h.UserID]++
@@ -139,7 +149,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	if err := act.a.Open(r.Now); err != nil {
 		return sale.Grab{}, err
 	}
-	if r.IdempotencyKey == "" && act.soldOut.Load() {
+	if r.IdempotencyKey == "" && r.Pass == "" && act.soldOut.Load() {
 		return sale.Grab{}, sale.ErrSoldOut
 	}
 
@@ -152,6 +162,10 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 			<-first.done
 			return first.grab, first.err
 		}
+	}
+	if err := act.spend(r); err != nil {
+		act.mu.Unlock()
+		return sale.Grab{}, err
 	}
 	if act.held[r.UserID] >= act.a.PerUserLimit {
 		act.mu.Unlock()
@@ -193,6 +207,44 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	}
 	close(ans.done)
 	return ans.grab, ans.err
+}
+
+// spend spends the pass of r, or refuses a grab without one from an activity that requires it;
+// the caller holds act.mu.
+func (act *activity) spend(r sale.GrabRequest) error {
+	if r.Pass == "" {
+		if act.a.RequireChallenge {
+			return sale.ErrChallengeRequired
+		}
+		return nil
+	}
+	p, ok := act.passes[r.Pass]
+	if !ok || p.user != r.UserID || !r.Now.Before(p.expires) {
+		return fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
+	}
+	delete(act.passes, r.Pass)
+	return nil
+}
+
+// IssuePass implements sale.Gate.
+func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token string, now, expires time.Time) error {
+	act, err := g.activity(a.ID)
+	if err != nil {
+		return err
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	if act.issued++; act.issued >= 1024 {
+		// Forget the passes nobody spent, now and then, so abandoned ones cannot pile up.
+		act.issued = 0
+		for t, p := range act.passes {
+			if !now.Before(p.expires) {
+				delete(act.passes, t)
+			}
+		}
+	}
+	act.passes[token] = pass{user: userID, expires: expires}
+	return nil
 }
 
 // undo gives back a unit taken for grab; the caller holds act.mu.

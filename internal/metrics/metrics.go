@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"seckill/internal/health"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -22,6 +24,8 @@ type Metrics struct {
 	grabTime *prometheus.HistogramVec
 	orders   *prometheus.CounterVec
 	batch    prometheus.Histogram
+	chals    *prometheus.CounterVec
+	risks    *prometheus.CounterVec
 }
 
 // New returns the collectors, registered with the Go runtime's and the process's.
@@ -30,7 +34,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests by outcome: won, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, blocked_ip/_user, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
+			Help: "Grab requests by outcome: won, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, blocked_ip/_user, risk_block, risk_challenge, challenge_required, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
 		}, []string{"outcome"}),
 		grabTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_grab_duration_seconds",
@@ -46,10 +50,56 @@ func New() *Metrics {
 			Help:    "Grabs placed per worker transaction.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10),
 		}),
+		chals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_challenges_total",
+			Help: "Challenge requests by outcome: issued, solved, challenge_failed (a wrong, spent, expired or someone else's answer), and the edge's refusals as for grabs.",
+		}, []string{"outcome"}),
+		risks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_risk_decisions_total",
+			Help: "Requests the risk rules challenged or blocked, by rule (accounts_per_ip, cadence, solve_time) and decision.",
+		}, []string{"rule", "decision"}),
 	}
-	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch,
+	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Watch exports the health of m's node, read from monitor at every scrape: the level
+// (seckill_health_level: 0 normal, 1 warning, 2 degraded) and each dependency's breaker state,
+// error rate and mean latency over the last 10 s.
+func (m *Metrics) Watch(monitor *health.Monitor) *Metrics {
+	m.reg.MustRegister(healthCollector{monitor})
+	return m
+}
+
+var (
+	levelDesc = prometheus.NewDesc("seckill_health_level",
+		"The node's health level: 0 normal, 1 warning (a dependency is slow), 2 degraded (a dependency fails).", nil, nil)
+	breakerDesc = prometheus.NewDesc("seckill_breaker_open",
+		"A dependency's circuit breaker: 0 closed, 0.5 half-open (probing), 1 open (answering BUSY without calling).", []string{"dependency"}, nil)
+	errorRateDesc = prometheus.NewDesc("seckill_dependency_error_rate",
+		"A dependency's share of failed calls over the last 10 s.", []string{"dependency"}, nil)
+	latencyDesc = prometheus.NewDesc("seckill_dependency_latency_seconds",
+		"A dependency's mean call latency over the last 10 s.", []string{"dependency"}, nil)
+)
+
+type healthCollector struct{ monitor *health.Monitor }
+
+func (c healthCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{levelDesc, breakerDesc, errorRateDesc, latencyDesc} {
+		ch <- d
+	}
+}
+
+func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.monitor.Status()
+	ch <- prometheus.MustNewConstMetric(levelDesc, prometheus.GaugeValue, float64(st.Level))
+	for _, d := range st.Dependencies {
+		open := map[string]float64{"closed": 0, "half-open": 0.5, "open": 1}[d.Breaker]
+		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, open, d.Name)
+		ch <- prometheus.MustNewConstMetric(errorRateDesc, prometheus.GaugeValue, d.ErrorRate, d.Name)
+		ch <- prometheus.MustNewConstMetric(latencyDesc, prometheus.GaugeValue, d.MeanMS/1000, d.Name)
+	}
 }
 
 // Handler serves the registry in the Prometheus text format.
@@ -62,6 +112,12 @@ func (m *Metrics) Grab(outcome string, d time.Duration) {
 	m.grabs.WithLabelValues(outcome).Inc()
 	m.grabTime.WithLabelValues(outcome).Observe(d.Seconds())
 }
+
+// Challenge counts one challenge request (a question or an answer) by outcome.
+func (m *Metrics) Challenge(outcome string) { m.chals.WithLabelValues(outcome).Inc() }
+
+// Risk counts a risk rule's challenge or block.
+func (m *Metrics) Risk(v risk.Verdict) { m.risks.WithLabelValues(v.Rule, v.Decision.String()).Inc() }
 
 // Order counts an order event ("paid", "cancelled", "expired", "dead_lettered").
 func (m *Metrics) Order(event string, n int) {

@@ -56,7 +56,8 @@ func New(rdb redis.UniversalClient, activity func(ctx context.Context, id string
 }
 
 // Dial connects to Redis: a redis://host:port/db URL for one server, or comma-separated
-// host:port seeds of a cluster. It checks that Redis answers.
+// host:port seeds of a cluster. It checks that Redis answers. Calls honour their context's
+// deadline, so a guard's deadline bounds a call to a Redis that hangs.
 func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 	var rdb redis.UniversalClient
 	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
@@ -65,6 +66,7 @@ func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("%w: redis %q: %v", sale.ErrInvalid, spec, err)
 		}
 		opts.DisableIdentity = true // Redis 7.0 answers CLIENT SETINFO with an error
+		opts.ContextTimeoutEnabled = true
 		rdb = redis.NewClient(opts)
 	} else {
 		seeds := strings.Split(spec, ",")
@@ -73,7 +75,7 @@ func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 				return nil, fmt.Errorf("%w: redis %q: want redis://host:port/db or host:port,host:port,...", sale.ErrInvalid, spec)
 			}
 		}
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, DisableIdentity: true})
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, DisableIdentity: true, ContextTimeoutEnabled: true})
 	}
 	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -215,9 +217,13 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		return sale.Grab{}, err
 	}
 	k := keysOf(a.ID)
-	res, err := grabScript.Run(ctx, g.grabs, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream},
+	require := "0"
+	if a.RequireChallenge {
+		require = "1"
+	}
+	res, err := grabScript.Run(ctx, g.grabs, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, passKey(a.ID, r.Pass)},
 		sale.NewToken("g"), r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.EndAt.UnixMilli(),
-		a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID).Slice()
+		a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, r.Pass).Slice()
 	if err != nil {
 		return sale.Grab{}, fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, err)
 	}
@@ -240,9 +246,32 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		return sale.Grab{}, sale.ErrAlreadyBought
 	case -5:
 		return sale.Grab{}, sale.ErrSoldOut
+	case -6:
+		if r.Pass == "" {
+			return sale.Grab{}, sale.ErrChallengeRequired
+		}
+		return sale.Grab{}, fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
 	default:
 		return sale.Grab{}, fmt.Errorf("grab on redis: script answered %v", res)
 	}
+}
+
+// passKey is the key of a pass, in the activity's slot: the grab script reads it with the stock.
+func passKey(activityID, pass string) string { return "{act:" + activityID + "}:pass:" + pass }
+
+// IssuePass implements sale.Gate.
+func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token string, now, expires time.Time) error {
+	ttl := expires.Sub(now)
+	if ttl <= 0 {
+		return fmt.Errorf("%w: pass expires before it is issued", sale.ErrInvalid)
+	}
+	// Redis expires the key (a little after the pass, so that the script, not a vanished key,
+	// says "expired"); the script checks the expiry itself against the grab's clock.
+	err := g.rdb.Set(ctx, passKey(a.ID, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
+	if err != nil {
+		return fmt.Errorf("%w: issue a pass on redis: %v", sale.ErrBusy, err)
+	}
+	return nil
 }
 
 // Release implements sale.Gate.

@@ -47,14 +47,17 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	k := keysOf(a.ID)
 	run := func(args ...any) []any {
 		t.Helper()
-		res, err := grabScript.Run(ctx, rdb, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream}, args...).Slice()
+		pass, _ := args[len(args)-1].(string)
+		act, _ := args[9].(string)
+		k := keysOf(act)
+		res, err := grabScript.Run(ctx, rdb, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, passKey(act, pass)}, args...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return res
 	}
 	now := a.StartAt.UnixMilli() + 1
-	args := []any{"gtoken", "u1", "", now, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 3, "item", 100, a.ID}
+	args := []any{"gtoken", "u1", "", now, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 3, "item", 100, a.ID, "0", ""}
 	if res := run(args...); res[0] != int64(0) {
 		t.Fatalf("first run = %v, want granted", res)
 	}
@@ -70,11 +73,12 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 
 	// Bad arguments are refused before anything is written.
 	for _, bad := range [][]any{
-		{"", "u1", "", now, 0, 1, 1, "item", 1, a.ID},
-		{"t", "u1", "", "soon", 0, 1, 1, "item", 1, a.ID},
-		{"t", "u1", "", now, 0, 1, 0, "item", 1, a.ID},
-		{"t", "u1", "", now, 0, 1, 1, "car", 1, a.ID},
-		{"t", "u1", "", now, 0, 1, 1, "item", -1, a.ID},
+		{"", "u1", "", now, 0, 1, 1, "item", 1, a.ID, "0", ""},
+		{"t", "u1", "", "soon", 0, 1, 1, "item", 1, a.ID, "0", ""},
+		{"t", "u1", "", now, 0, 1, 0, "item", 1, a.ID, "0", ""},
+		{"t", "u1", "", now, 0, 1, 1, "car", 1, a.ID, "0", ""},
+		{"t", "u1", "", now, 0, 1, 1, "item", -1, a.ID, "0", ""},
+		{"t", "u1", "", now, 0, 1, 1, "item", 1, a.ID, "yes", ""},
 	} {
 		if res := run(bad...); res[0] != int64(-9) {
 			t.Errorf("args %v: %v, want -9", bad, res)
@@ -82,6 +86,28 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	}
 	if n, _ := g.Remaining(ctx, a.ID); n != 4 {
 		t.Fatalf("remaining = %d after refused calls, want 4", n)
+	}
+
+	// A retried run spends its pass once and answers as the first run did, even when that answer
+	// was a refusal; another grab with the spent pass is refused.
+	b := item("retry-pass", 1, 1)
+	b.RequireChallenge = true
+	taken := sale.Grab{Token: "g0", ActivityID: b.ID, UserID: "u0", At: b.StartAt}
+	if err := g.Load(ctx, b, sale.GateState{Held: []sale.Grab{taken}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.IssuePass(ctx, b, "u1", "pass1", b.StartAt, b.StartAt.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	withPass := []any{"t2", "u1", "", now, b.StartAt.UnixMilli(), b.EndAt.UnixMilli(), 1, "item", 100, b.ID, "1", "pass1"}
+	for i := range 2 {
+		if res := run(withPass...); res[0] != int64(-5) {
+			t.Fatalf("run %d with the pass on a sold-out sale = %v, want -5 (sold out)", i+1, res)
+		}
+	}
+	withPass[0] = "t3"
+	if res := run(withPass...); res[0] != int64(-6) {
+		t.Fatalf("another grab with the spent pass = %v, want -6", res)
 	}
 }
 

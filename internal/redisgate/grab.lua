@@ -9,21 +9,24 @@
 -- KEYS[4] answers  hash: user NUL idempotency key -> token NL record
 -- KEYS[5] grabs    hash: token -> record, every unit held now (a release deletes it)
 -- KEYS[6] stream   the activity's stream of grabs for the workers
+-- KEYS[7] pass     string: the path token's "user NL expiry (ms)"; once spent, "NL grab token"
 -- ARGV: 1 token, 2 user, 3 idempotency key ("" for none), 4 now (Unix ms), 5 start (ms),
 --       6 end (ms), 7 per-user limit, 8 kind ("item" or "redpacket"), 9 price (cents),
---       10 activity id
+--       10 activity id, 11 "1" if the activity requires a pass, 12 the pass ("" for none)
 -- A record is "user NL key NL share NL amount NL at". Returns {code, token, record}:
 --   0 granted, 1 the first answer again, -1 activity not loaded, -2 not started, -3 ended,
---   -4 per-user limit reached, -5 sold out, -9 bad arguments.
+--   -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments.
 
 local token, user, key = ARGV[1], ARGV[2], ARGV[3]
 local now, startAt, endAt = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local limit, kind, price, activity = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10]
+local requirePass, pass = ARGV[11], ARGV[12]
 
 -- Validate everything before the first write.
 if token == '' or user == '' or activity == '' or not now or not startAt or not endAt
     or not limit or limit < 1 or not price or price < 0
-    or (kind ~= 'item' and kind ~= 'redpacket') then
+    or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
+    or pass == nil then
   return {-9}
 end
 
@@ -49,6 +52,21 @@ if now < startAt then
 end
 if now >= endAt then
   return {-3}
+end
+-- The pass is spent whatever comes next, but a retry of this very call (same grab token) may
+-- pass again, so that the retry gets the same answer as the first run.
+if pass ~= '' then
+  local p = redis.call('GET', KEYS[7])
+  if p ~= '\n' .. token then
+    local nl = p and string.find(p, '\n', 1, true)
+    if not nl or nl == 1 or string.sub(p, 1, nl - 1) ~= user
+        or now >= (tonumber(string.sub(p, nl + 1)) or 0) then
+      return {-6}
+    end
+    redis.call('SET', KEYS[7], '\n' .. token, 'KEEPTTL')
+  end
+elseif requirePass == '1' then
+  return {-6}
 end
 if tonumber(redis.call('HGET', KEYS[3], user) or '0') >= limit then
   return {-4}

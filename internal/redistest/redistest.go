@@ -106,6 +106,24 @@ func (s *Server) Restart(t testing.TB) {
 // and may Restart the server after it.
 func (s *Server) Stop() { s.redis.Stop() }
 
+// Pause freezes the server (SIGSTOP), as when a server hangs; Resume thaws it. The test's
+// cleanup resumes it before stopping it.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	if err := s.redis.Pause(); err != nil {
+		t.Fatalf("redistest: pause redis-server: %v", err)
+	}
+	t.Cleanup(func() { s.redis.Resume() })
+}
+
+// Resume thaws a paused server.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.redis.Resume(); err != nil {
+		t.Fatalf("redistest: resume redis-server: %v", err)
+	}
+}
+
 // Cluster is a Redis Cluster of three masters, without replicas, started by StartCluster and
 // stopped when the test that started it ends.
 type Cluster struct {

@@ -16,6 +16,7 @@ var (
 	ErrNotStarted        = errors.New("the sale has not started")
 	ErrEnded             = errors.New("the sale has ended")
 	ErrChallengeRequired = errors.New("a challenge must be solved first")
+	ErrChallengeFailed   = errors.New("the challenge was not solved")
 	ErrBlocked           = errors.New("blocked")
 	ErrAlreadyBought     = errors.New("the per-user limit is reached")
 	ErrSoldOut           = errors.New("sold out")
@@ -30,3 +31,22 @@ var (
 // (Redis restarted without its AOF, a failover to an empty replica). It is a kind of ErrBusy; the
 // service answers it by rebuilding the activity in the gate from the database and the queue.
 var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBusy)
+
+// answers are the errors that are the sale's answer to a request, not a failure of a dependency.
+var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
+	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
+	ErrExists, ErrRateLimited, ErrTooLarge}
+
+// IsAnswer reports whether err is one of the sale's answers (sold out, not found, ...) rather
+// than a failure: a dependency down, or something unforeseen.
+func IsAnswer(err error) bool {
+	if errors.Is(err, ErrBusy) {
+		return false
+	}
+	for _, a := range answers {
+		if errors.Is(err, a) {
+			return true
+		}
+	}
+	return false
+}

@@ -20,9 +20,16 @@ type Gate interface {
 	Warm(ctx context.Context, a Activity, st GateState) (bool, error)
 
 	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
-	// returns the first grab again and takes nothing. Errors: ErrNotFound, ErrNotStarted,
-	// ErrEnded, ErrAlreadyBought, ErrSoldOut, ErrBusy.
+	// returns the first grab again and takes nothing. Otherwise a pass in r.Pass is spent first:
+	// it must be one issued to r.UserID for this activity and not expired at r.Now, and a grab
+	// without one is refused if the activity requires a challenge. Errors: ErrNotFound,
+	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrBusy.
 	Grab(ctx context.Context, r GrabRequest) (Grab, error)
+
+	// IssuePass stores, at now, a one-time pass (a path token) that lets userID grab from a
+	// until expires. A grab that carries a pass spends it whatever its outcome, and a grab from
+	// an activity that requires a challenge must carry one. Errors: ErrNotFound, ErrBusy.
+	IssuePass(ctx context.Context, a Activity, userID, token string, now, expires time.Time) error
 
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
 	// returns and the buyer may grab again. It is idempotent per grab token. Errors: ErrBusy.

@@ -57,7 +57,31 @@ type Activity struct {
 	TotalCents       int64 // red packet only: the sum of all shares
 	RequireChallenge bool
 	Admission        Admission
+	Rates            Rates // this activity's own rate limits, overriding the node's
 	CreatedAt        time.Time
+}
+
+// Rates are an activity's own grab rate limits in requests per second: per user, per client IP
+// and for the whole activity. Zero keeps the node's setting; RateOff switches a limit off.
+type Rates struct {
+	PerUser, PerIP, Global int64
+}
+
+// RateOff switches a rate limit off for one activity.
+const RateOff = -1
+
+// MaxRate bounds a rate limit, in requests per second.
+const MaxRate = 1_000_000
+
+// Pick returns the rate to apply: r unless it is zero (the node's), with RateOff as 0 (off).
+func Pick(r, node int64) int64 {
+	switch {
+	case r == 0:
+		return node
+	case r == RateOff:
+		return 0
+	}
+	return r
 }
 
 // Validate reports the first thing wrong with a, wrapped in ErrInvalid.
@@ -86,6 +110,11 @@ func (a Activity) Validate() error {
 		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
 	case a.Admission != AdmitDirect:
 		return bad("admission %q is not available; use %q", a.Admission, AdmitDirect)
+	}
+	for _, r := range []int64{a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global} {
+		if r < RateOff || r > MaxRate {
+			return bad("rate limits must be between 0 (off) and %d requests per second", MaxRate)
+		}
 	}
 	switch a.Kind {
 	case KindItem:
@@ -134,8 +163,12 @@ type GrabRequest struct {
 	ActivityID     string
 	UserID         string
 	IdempotencyKey string
+	Pass           string // the one-time path token of a solved challenge; "" for none
 	Now            time.Time
 }
+
+// MaxPassLen bounds a pass (path token) from a client.
+const MaxPassLen = 40
 
 // Status is the state of an order.
 type Status string

@@ -27,6 +27,13 @@ type Service struct {
 	restocks   Restocks // nil: this node is the only one
 
 	blocked Blocklist // this node's copy of the blacklist
+
+	challenges Challenges // nil: challenges cannot be handed out
+
+	event func(name string, n int) // told of orders paid and cancelled by their buyers
+
+	// acts caches the activities this node has read: they never change once created.
+	acts sync.Map // id -> Activity
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
@@ -36,7 +43,14 @@ const SoldOutTTL = time.Second
 
 // NewService returns a Service. now is the clock (time.Now outside tests).
 func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
-	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL}
+	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL, event: func(string, int) {}}
+}
+
+// WithEvents makes the service tell event of every order a buyer pays ("paid") or cancels
+// ("cancelled"), for the metrics.
+func (s *Service) WithEvents(event func(name string, n int)) *Service {
+	s.event = event
+	return s
 }
 
 // WithRestocks makes the service announce every restock to the other nodes through r, and trust
@@ -92,6 +106,7 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	if err := s.store.CreateActivity(ctx, a, shares); err != nil {
 		return Activity{}, fmt.Errorf("create activity %s: %w", a.ID, err)
 	}
+	s.acts.Store(a.ID, a)
 	if err := s.gate.Load(ctx, a, st); err != nil {
 		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
 	}
@@ -108,6 +123,7 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		return fmt.Errorf("warm up: %w", err)
 	}
 	for _, a := range acts {
+		s.acts.Store(a.ID, a)
 		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
 		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
@@ -221,10 +237,40 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 
 // Activity returns an activity. Errors: ErrNotFound.
 func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
+	if a, ok := s.Known(id); ok {
+		return a, nil
+	}
 	if !ValidID(id) {
 		return Activity{}, ErrNotFound
 	}
-	return s.store.Activity(ctx, id)
+	a, err := s.store.Activity(ctx, id)
+	if err == nil {
+		s.acts.Store(a.ID, a)
+	}
+	return a, err
+}
+
+// Known returns an activity this node has read already, without asking the database: the edge
+// uses it to apply an activity's own rate limits without a query per request.
+func (s *Service) Known(id string) (Activity, bool) {
+	v, ok := s.acts.Load(id)
+	if !ok {
+		return Activity{}, false
+	}
+	return v.(Activity), true
+}
+
+// ReloadActivities reads the activities that have not ended into the node's cache, so that one
+// created through another node is Known here within a reload.
+func (s *Service) ReloadActivities(ctx context.Context) error {
+	acts, err := s.store.Activities(ctx, s.now())
+	if err != nil {
+		return fmt.Errorf("reload activities: %w", err)
+	}
+	for _, a := range acts {
+		s.acts.Store(a.ID, a)
+	}
+	return nil
 }
 
 // Remaining reports the units an activity has left, as the gate sees them, rebuilding the
@@ -240,12 +286,17 @@ func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
 	return n, err
 }
 
-// Grab takes one unit of an activity for a user. See Gate.Grab for the errors.
-func (s *Service) Grab(ctx context.Context, activityID, userID, idemKey string) (Grab, error) {
-	if !ValidID(activityID) {
+// Grab takes one unit of an activity for a user, at the service's clock (req.Now is ignored).
+// See Gate.Grab for the errors.
+func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
+	if !ValidID(req.ActivityID) {
 		return Grab{}, ErrNotFound
 	}
-	req := GrabRequest{ActivityID: activityID, UserID: userID, IdempotencyKey: idemKey, Now: s.now()}
+	if len(req.Pass) > MaxPassLen {
+		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
+	}
+	activityID := req.ActivityID
+	req.Now = s.now()
 	g, err := s.gate.Grab(ctx, req)
 	if errors.Is(err, ErrUnloaded) {
 		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
@@ -329,7 +380,11 @@ func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
 	if o.Status == StatusPending {
 		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
 	}
-	return s.store.Pay(ctx, o.Token, s.now())
+	paid, err := s.store.Pay(ctx, o.Token, s.now())
+	if err == nil && o.Status != StatusPaid {
+		s.event("paid", 1)
+	}
+	return paid, err
 }
 
 // Cancel cancels userID's unpaid order ref and restocks its unit exactly once. Cancelling twice
@@ -342,7 +397,11 @@ func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error)
 	if o.Status == StatusPending {
 		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
 	}
-	return s.cancel(ctx, o.Token, "cancelled by the buyer")
+	c, err := s.cancel(ctx, o.Token, "cancelled by the buyer")
+	if err == nil && o.Status != StatusCancelled {
+		s.event("cancelled", 1)
+	}
+	return c, err
 }
 
 // cancel moves an order to CANCELLED; the caller whose conditional update won gives the unit
@@ -389,11 +448,7 @@ func (s *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
 
 // Stats reports an activity's gate and database counters.
 func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
-	a, err := s.Activity(ctx, id)
-	if err != nil {
-		return Stats{}, err
-	}
-	rem, err := s.Remaining(ctx, id)
+	st, err := s.GateStats(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -405,9 +460,21 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{
-		Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem,
-		Orders: c.Orders, Created: c.Created, Paid: c.Paid, Cancelled: c.Cancelled, Failed: c.Failed,
-		PendingQueue: depth, DeadLetters: c.DeadLetters,
-	}, nil
+	st.Orders, st.Created, st.Paid, st.Cancelled, st.Failed = c.Orders, c.Created, c.Paid, c.Cancelled, c.Failed
+	st.PendingQueue, st.DeadLetters = depth, c.DeadLetters
+	return st, nil
+}
+
+// GateStats is the part of Stats the gate knows, without the database's counts (which scan the
+// activity's orders): what a node under strain still answers.
+func (s *Service) GateStats(ctx context.Context, id string) (Stats, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	rem, err := s.Remaining(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	return Stats{Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem}, nil
 }

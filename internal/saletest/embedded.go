@@ -36,7 +36,10 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
-	return start(t, clock, gate, queue, store, gate.Close, journal.Close, store.Close)
+	env := start(t, clock, gate, queue, store, gate.Close, journal.Close, store.Close)
+	env.Answers = NewAnswers(memory.NewChallenges(1 << 16))
+	env.Service.WithChallenges(env.Answers)
+	return env
 }
 
 // drainer returns a Drain that waits until the queue holds none of an activity's grabs. A queue

@@ -35,6 +35,7 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("LoadCountsHoldings", func(t *testing.T) { gateLoad(t, newGate(t)) })
 	t.Run("RedPacketShares", func(t *testing.T) { gateRedPacket(t, newGate(t)) })
 	t.Run("Crowd", func(t *testing.T) { gateCrowd(t, newGate(t)) })
+	t.Run("Passes", func(t *testing.T) { gatePasses(t, newGate(t)) })
 }
 
 func load(t *testing.T, g sale.Gate, a sale.Activity, st sale.GateState) {
@@ -239,5 +240,68 @@ func gateCrowd(t *testing.T, g sale.Gate) {
 	}
 	if rem := remaining(t, g, "crowd"); rem != 0 {
 		t.Fatalf("remaining = %d, want 0", rem)
+	}
+}
+
+// gatePasses checks the one-time path tokens: required where the activity says so, spent by the
+// grab that carries one whatever its outcome, bound to one user and one activity, and expiring.
+func gatePasses(t *testing.T, g sale.Gate) {
+	ctx := context.Background()
+	guarded := GateItem("ps1", 2, 1)
+	guarded.RequireChallenge = true
+	other := GateItem("ps2", 5, 1)
+	other.RequireChallenge = true
+	open := GateItem("ps3", 5, 1)
+	for _, a := range []sale.Activity{guarded, other, open} {
+		load(t, g, a, sale.GateState{})
+	}
+	issue := func(a sale.Activity, user string, ttl time.Duration) string {
+		t.Helper()
+		tok := sale.NewToken("p")
+		if err := g.IssuePass(ctx, a, user, tok, gateT0, gateT0.Add(ttl)); err != nil {
+			t.Fatalf("IssuePass: %v", err)
+		}
+		return tok
+	}
+	alice := issue(guarded, "alice", time.Minute)
+	late := issue(guarded, "bob", time.Second)
+	keyed := issue(guarded, "carol", time.Minute)
+	stray := issue(open, "dave", time.Minute)
+	at := gateT0.Add(500 * time.Millisecond)
+	steps := []struct {
+		name string
+		req  sale.GrabRequest
+		want error
+	}{
+		{"a bare grab", sale.GrabRequest{ActivityID: "ps1", UserID: "alice"}, sale.ErrChallengeRequired},
+		{"a made-up pass", sale.GrabRequest{ActivityID: "ps1", UserID: "alice", Pass: "p-made-up"}, sale.ErrChallengeRequired},
+		{"alice's pass used by mallory", sale.GrabRequest{ActivityID: "ps1", UserID: "mallory", Pass: alice}, sale.ErrChallengeRequired},
+		{"alice's pass on another activity", sale.GrabRequest{ActivityID: "ps2", UserID: "alice", Pass: alice}, sale.ErrChallengeRequired},
+		{"alice's pass", sale.GrabRequest{ActivityID: "ps1", UserID: "alice", Pass: alice}, nil},
+		{"alice's pass replayed", sale.GrabRequest{ActivityID: "ps1", UserID: "alice", Pass: alice}, sale.ErrChallengeRequired},
+		{"bob's pass after it expired", sale.GrabRequest{ActivityID: "ps1", UserID: "bob", Pass: late, Now: gateT0.Add(time.Second)}, sale.ErrChallengeRequired},
+		{"carol's pass with a key", sale.GrabRequest{ActivityID: "ps1", UserID: "carol", Pass: keyed, IdempotencyKey: "k"}, nil},
+		{"carol's retry owed its first answer", sale.GrabRequest{ActivityID: "ps1", UserID: "carol", Pass: keyed, IdempotencyKey: "k"}, nil},
+		{"a pass on an open activity is checked too", sale.GrabRequest{ActivityID: "ps3", UserID: "erin", Pass: stray}, sale.ErrChallengeRequired},
+		{"a bare grab on an open activity", sale.GrabRequest{ActivityID: "ps3", UserID: "erin"}, nil},
+		{"dave's pass on the open activity", sale.GrabRequest{ActivityID: "ps3", UserID: "dave", Pass: stray}, nil},
+	}
+	for _, s := range steps {
+		if s.req.Now.IsZero() {
+			s.req.Now = at
+		}
+		if _, err := g.Grab(ctx, s.req); !errors.Is(err, s.want) {
+			t.Fatalf("%s: got %v, want %v", s.name, err, s.want)
+		}
+	}
+	if rem := remaining(t, g, "ps1"); rem != 0 {
+		t.Fatalf("ps1 remaining %d, want 0: alice and carol hold the two units", rem)
+	}
+	// A pass is spent even when the grab it carried finds nothing left.
+	frank := issue(guarded, "frank", time.Minute)
+	for _, want := range []error{sale.ErrSoldOut, sale.ErrChallengeRequired} {
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ps1", UserID: "frank", Pass: frank, Now: at}); !errors.Is(err, want) {
+			t.Fatalf("frank's pass on a sold-out sale: got %v, want %v", err, want)
+		}
 	}
 }

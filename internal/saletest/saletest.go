@@ -41,6 +41,8 @@ type Env struct {
 	Clock   *Clock
 	// Drain returns once every acknowledged grab of the activity has its order.
 	Drain func(activityID string)
+	// Answers knows the answer of every challenge the service put.
+	Answers *Answers
 }
 
 // NewEnv builds a fresh, empty Env whose service runs on clock; it stops when t's cleanup runs.
@@ -106,7 +108,7 @@ func Property(t *testing.T, newEnv NewEnv) {
 			"grab": func(rt *rapid.T) {
 				u := user.Draw(rt, "who")
 				key := rapid.SampledFrom([]string{"", "", "k1", "k2"}).Draw(rt, "key")
-				g, err := env.Service.Grab(ctx, a.ID, u, key)
+				g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: key})
 				switch {
 				case err == nil:
 					if first, ok := m.keyed[u+key]; ok && key != "" {

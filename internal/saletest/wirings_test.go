@@ -107,7 +107,7 @@ func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	tokens := map[string]string{}
 	for u := range stock {
 		user := fmt.Sprint("u", u)
-		g, err := env.Service.Grab(ctx, a.ID, user, "")
+		g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	won := 0
 	grab := func(user string) {
 		t.Helper()
-		_, err := env.Service.Grab(ctx, a.ID, user, "")
+		_, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
 		switch {
 		case err == nil:
 			won++
@@ -239,7 +239,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				user := fmt.Sprint(prefix, u)
-				g, err := env.Service.Grab(ctx, a.ID, user, "")
+				g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -294,7 +294,7 @@ func TestDatabaseOutage(t *testing.T) {
 	acked := map[string]string{}
 	grab := func(user string) {
 		t.Helper()
-		g, err := env.Service.Grab(ctx, a.ID, user, "")
+		g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
 		if err != nil {
 			t.Fatalf("grab by %s: %v", user, err)
 		}
@@ -358,7 +358,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	const n = 40
 	a := createItem(t, svc, clock, "dead", n, time.Hour)
 	for u := range n {
-		if _, err := svc.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
+		if _, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -413,7 +413,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Hour)
 	for u := range 3 {
-		if _, err := env.Service.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err != nil {
+		if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -440,7 +440,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 	}
 	won := 0
 	for u := 3; u < 30; u++ {
-		if _, err := env.Service.Grab(ctx, a.ID, fmt.Sprint("u", u), ""); err == nil {
+		if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u)}); err == nil {
 			won++
 		} else if !errors.Is(err, sale.ErrSoldOut) {
 			t.Fatal(err)
@@ -479,7 +479,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	}
 	svc := sale.NewService(redisgate.New(rdb, store.Activity), consumer("first"), store, clock.Now)
 	a := createItem(t, svc, clock, "poison", 5, time.Hour)
-	g, err := svc.Grab(ctx, a.ID, "u1", "")
+	g, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,13 +548,13 @@ func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 		nodes = append(nodes, saletest.Distributed(t, clock, srv.URL(), dsn))
 	}
 	a := createItem(t, nodes[0].Service, clock, "", 1, time.Minute)
-	g, err := nodes[0].Service.Grab(ctx, a.ID, "first", "")
+	g, err := nodes[0].Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "first"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodes[0].Drain(a.ID)
 	for i, n := range nodes {
-		if _, err := n.Service.Grab(ctx, a.ID, fmt.Sprint("late", i), ""); !errors.Is(err, sale.ErrSoldOut) {
+		if _, err := n.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("late", i)}); !errors.Is(err, sale.ErrSoldOut) {
 			t.Fatalf("node %d: %v, want sold out", i, err)
 		}
 		if !n.Service.SoldOut(a.ID) {
@@ -573,10 +573,22 @@ func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	if _, err := nodes[2].Service.Grab(ctx, a.ID, "second", ""); err != nil {
+	if _, err := nodes[2].Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "second"}); err != nil {
 		t.Fatalf("the restocked unit through another node: %v", err)
 	}
-	if _, err := nodes[1].Service.Grab(ctx, a.ID, "third", ""); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := nodes[1].Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "third"}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("after the unit sold again: %v, want sold out", err)
 	}
+}
+
+// TestChallengeJourney runs the challenge and its one-time pass on the embedded wiring and on a
+// Redis Cluster, where the pass must sit in its activity's slot for the grab script to spend it.
+func TestChallengeJourney(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t.Run("Embedded", func(t *testing.T) {
+		saletest.ChallengeJourney(t, saletest.Embedded(t, saletest.NewClock(t0)))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		saletest.ChallengeJourney(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), mysqltest.DSN(t)))
+	})
 }

@@ -68,6 +68,15 @@ func Launch(cmd *exec.Cmd, logPath string, waitReady func(*Process) error) (*Pro
 	return p, nil
 }
 
+// Signal sends sig to the process (SIGSTOP freezes it as a hung server would be; SIGCONT
+// thaws it). It does nothing once the process has exited.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if p == nil || p.Exited() {
+		return nil
+	}
+	return syscall.Kill(p.cmd.Process.Pid, sig)
+}
+
 // Done returns a channel that is closed once the process has exited and been reaped.
 func (p *Process) Done() <-chan struct{} { return p.done }
 

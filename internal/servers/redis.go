@@ -171,6 +171,21 @@ func (s *Redis) Stop() {
 	s.proc.Stop(syscall.SIGTERM, redisStopTimeout)
 }
 
+// Pause freezes the server (SIGSTOP): connections stay open and nothing answers, as when a
+// server hangs. Resume thaws it.
+func (s *Redis) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.Signal(syscall.SIGSTOP)
+}
+
+// Resume thaws a paused server (SIGCONT).
+func (s *Redis) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc.Signal(syscall.SIGCONT)
+}
+
 // Running reports whether the server's process is running.
 func (s *Redis) Running() bool {
 	s.mu.Lock()

@@ -25,14 +25,14 @@ func fromMS(v int64) time.Time {
 }
 
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
-	pay_window_ms, total_cents, require_challenge, admission, created_at`
+	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global`
 
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
 	var start, end, window, created int64
 	var challenge int
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
-		&window, &a.TotalCents, &challenge, &a.Admission, &created)
+		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global)
 	a.StartAt, a.EndAt, a.CreatedAt = fromMS(start), fromMS(end), fromMS(created)
 	a.PayWindow = time.Duration(window) * time.Millisecond
 	a.RequireChallenge = challenge != 0
@@ -47,9 +47,10 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			challenge = 1
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
-			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt))
+			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt),
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global)
 		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}

@@ -113,6 +113,8 @@ func statuses(ps []sale.Placement) []sale.Status {
 func testActivityRoundTrip(t *testing.T, dsn string) {
 	s := openStore(t, dsn)
 	a := item("a1", 10, 2)
+	a.RequireChallenge = true
+	a.Rates = sale.Rates{PerUser: 3, PerIP: sale.RateOff, Global: 0}
 	create(t, s, a)
 	got, err := s.Activity(context.Background(), "a1")
 	if err != nil {

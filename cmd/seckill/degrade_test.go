@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/redistest"
+)
+
+// TestHungRedisFailsFastAndRecovers freezes Redis (SIGSTOP: connections stay open and nothing
+// answers) in the middle of a sale. Grabs must be answered 503 BUSY, each within the gate's call
+// deadline (1 s) and then at once from the tripped breaker, never hanging on the client's
+// timeouts; /readyz and /metrics must say degraded with the breaker tripped. A grab answered BUSY
+// at its deadline may still run when Redis thaws, so its user retries with the same
+// Idempotency-Key and learns its fate. When Redis thaws the sale resumes, and in the end exactly
+// the stock is sold, once per user.
+func TestHungRedisFailsFastAndRecovers(t *testing.T) {
+	const stock = 60
+	rs := redistest.Start(t, redistest.Options{})
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"))
+	c := newClient(t, base)
+	id := c.createItem(stock, 1, 15*time.Minute)
+
+	winners := map[string]bool{}
+	grab := func(user string) (int, string) {
+		t.Helper()
+		status, body, err := c.callKeyed("POST", "/api/activities/"+id+"/grab", c.token(user), "key-"+user, "")
+		if err != nil {
+			t.Fatalf("grab by %s: %v", user, err)
+		}
+		if status == http.StatusAccepted {
+			if winners[user] {
+				t.Fatalf("%s won twice", user)
+			}
+			winners[user] = true
+			return status, ""
+		}
+		e, _ := body["error"].(map[string]any)
+		code, _ := e["code"].(string)
+		return status, code
+	}
+	for i := range stock / 2 {
+		if status, code := grab(fmt.Sprint("before-", i)); status != http.StatusAccepted {
+			t.Fatalf("grab before the outage: %d %s", status, code)
+		}
+	}
+
+	rs.Pause(t)
+	for i := range 20 {
+		start := time.Now()
+		status, code := grab(fmt.Sprint("during-", i))
+		if took := time.Since(start); status != http.StatusServiceUnavailable || code != "BUSY" || took > 3*time.Second {
+			t.Fatalf("grab %d with Redis hung: %d %s after %v; want 503 BUSY within the 1 s deadline", i, status, code, took)
+		}
+	}
+	status, ready, err := c.call("GET", "/readyz", "", "")
+	if err != nil || status != http.StatusServiceUnavailable || ready["level"] != "degraded" {
+		t.Fatalf("/readyz with Redis hung: %d %v %v; want 503 and level degraded", status, ready, err)
+	}
+	metrics := scrape(t, base)
+	for _, want := range []string{"seckill_health_level 2\n", `seckill_breaker_open{dependency="redis"} 1` + "\n",
+		`seckill_grab_requests_total{outcome="busy"} 20` + "\n"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics with Redis hung lacks %q", want)
+		}
+	}
+	if strings.Contains(metrics, `seckill_breaker_open{dependency="redis"} 0`+"\n") {
+		t.Errorf("/metrics with Redis hung says the breaker is closed")
+	}
+
+	rs.Resume(t)
+	deadline := time.Now().Add(20 * time.Second)
+	retry := func(user string) {
+		t.Helper()
+		for {
+			status, code := grab(user)
+			switch {
+			case status == http.StatusAccepted || status == http.StatusGone:
+				return
+			case status == http.StatusServiceUnavailable && time.Now().Before(deadline):
+				time.Sleep(50 * time.Millisecond) // the breaker lets a probe through after 2 s
+			default:
+				t.Fatalf("grab by %s after Redis thawed: %d %s", user, status, code)
+			}
+		}
+	}
+	for i := range 20 {
+		retry(fmt.Sprint("during-", i))
+	}
+	for i := 0; len(winners) < stock; i++ {
+		retry(fmt.Sprint("after-", i))
+	}
+	for i := range 10 {
+		if status, code := grab(fmt.Sprint("late-", i)); status != http.StatusGone {
+			t.Fatalf("grab after the stock is gone: %d %s, want 410", status, code)
+		}
+	}
+	st := c.drained(id)
+	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
+		t.Fatalf("stats after the sale: %v; want exactly %d orders, none left", st, stock)
+	}
+}
+
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

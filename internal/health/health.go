@@ -1,0 +1,311 @@
+// Package health watches the dependencies a node calls (the stock gate's Redis or journal, the
+// database) and keeps the system failing closed and fast when one of them fails. Every call goes
+// through a Guard: a circuit breaker (github.com/sony/gobreaker) that stops calling a dependency
+// that keeps failing and answers sale.ErrBusy at once, plus a rolling record of the calls' error
+// rate and latency. A Monitor turns the guards' records into the node's health level:
+//
+//   - normal:   everything answers, and fast;
+//   - warning:  a dependency is slow (its mean latency over the last 10 s above its threshold:
+//     50 ms for the gate, 200 ms for the database): non-core work is shed;
+//   - degraded: a dependency fails (error rate above 5 % over the last 10 s, or its breaker open):
+//     only the sale itself is served, and a grab that cannot be decided is 503 BUSY.
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+
+	"seckill/internal/sale"
+)
+
+// Level is a node's health.
+type Level int
+
+// The levels, in order of trouble.
+const (
+	Normal Level = iota
+	Warning
+	Degraded
+)
+
+func (l Level) String() string {
+	switch l {
+	case Normal:
+		return "normal"
+	case Warning:
+		return "warning"
+	default:
+		return "degraded"
+	}
+}
+
+// MarshalText writes the level's name.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// Thresholds of the levels and the breaker. The zero value of a field takes its default.
+type Thresholds struct {
+	SlowAfter  time.Duration // mean latency above which a dependency is slow (warning)
+	FailRate   float64       // error rate above which a dependency is failing (degraded); default 0.05
+	MinCalls   int           // calls in the window before the error rate counts; default 20
+	OpenFor    time.Duration // how long the breaker stays open before it lets a probe through; default 2 s
+	TripAfter  int           // consecutive failures that open the breaker; default 5
+	TripRate   float64       // error rate (with MinCalls) that opens the breaker; default 0.5
+	CallWithin time.Duration // the deadline of one call; 0: none (the client's own timeouts apply)
+}
+
+func (t Thresholds) withDefaults() Thresholds {
+	if t.FailRate == 0 {
+		t.FailRate = 0.05
+	}
+	if t.MinCalls == 0 {
+		t.MinCalls = 20
+	}
+	if t.OpenFor == 0 {
+		t.OpenFor = 2 * time.Second
+	}
+	if t.TripAfter == 0 {
+		t.TripAfter = 5
+	}
+	if t.TripRate == 0 {
+		t.TripRate = 0.5
+	}
+	return t
+}
+
+// Defaults for the two kinds of dependency.
+var (
+	GateThresholds     = Thresholds{SlowAfter: 50 * time.Millisecond, CallWithin: time.Second}
+	DatabaseThresholds = Thresholds{SlowAfter: 200 * time.Millisecond, CallWithin: 5 * time.Second}
+)
+
+// window is how far back a guard's record reaches, in one-second buckets.
+const window = 10
+
+// Guard protects the calls to one dependency.
+type Guard struct {
+	name string
+	th   Thresholds
+	now  func() time.Time
+	cb   *gobreaker.TwoStepCircuitBreaker[struct{}]
+
+	mu      sync.Mutex
+	buckets [window]bucket
+}
+
+type bucket struct {
+	sec      int64 // the Unix second it counts
+	calls    int64
+	failures int64
+	latency  time.Duration // summed
+}
+
+// NewGuard returns a guard named name (it names the dependency in /readyz and /metrics).
+func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
+	th = th.withDefaults()
+	g := &Guard{name: name, th: th, now: now}
+	g.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         name,
+		MaxRequests:  3,
+		Interval:     window * time.Second,
+		BucketPeriod: time.Second,
+		Timeout:      th.OpenFor,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return int(c.ConsecutiveFailures) >= th.TripAfter ||
+				int(c.Requests) >= th.MinCalls && float64(c.TotalFailures) > th.TripRate*float64(c.Requests)
+		},
+		IsSuccessful: func(err error) bool { return !Failed(err) },
+		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) },
+	})
+	return g
+}
+
+// Failed reports whether err says the dependency failed, rather than answered: the sale's
+// answers (sold out, not found, ...) are successes for the breaker, and a caller that gave up
+// (context.Canceled) is neither.
+func Failed(err error) bool {
+	return err != nil && !sale.IsAnswer(err) && !errors.Is(err, context.Canceled)
+}
+
+// Name is the dependency's name.
+func (g *Guard) Name() string { return g.name }
+
+// Do runs call unless the breaker is open (then it answers sale.ErrBusy at once), bounded by
+// the guard's deadline, and records its outcome and latency.
+func (g *Guard) Do(ctx context.Context, call func(ctx context.Context) error) error {
+	_, err := Call(ctx, g, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
+	return err
+}
+
+// Slow is Do without the deadline, for the calls whose time grows with an activity's size
+// (loading a gate, reading its state): they are guarded, but only the client's timeouts bound
+// them.
+func (g *Guard) Slow(ctx context.Context, call func(ctx context.Context) error) error {
+	_, err := guarded(ctx, g, 0, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
+	return err
+}
+
+// Call runs f through g like Guard.Do and returns its result.
+//
+// The deadline does not rely on the dependency's client honouring its context (go-redis's
+// automatic pipelining runs batches on a context of its own): when it passes, the caller is
+// answered BUSY at once and f finishes in the background, its result dropped. Such a call may
+// still have taken effect (a grab that took its unit): the client learns its fate by retrying
+// with the same Idempotency-Key, and an order nobody claims expires unpaid and restocks.
+func Call[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error)) (T, error) {
+	return guarded(ctx, g, g.th.CallWithin, f)
+}
+
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	done, err := g.cb.Allow()
+	if err != nil {
+		return zero, fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, err)
+	}
+	start := g.now()
+	var v T
+	if within <= 0 {
+		v, err = f(ctx)
+	} else {
+		callCtx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		res := make(chan result[T], 1)
+		go func() {
+			v, err := f(callCtx)
+			res <- result[T]{v, err}
+		}()
+		select {
+		case r := <-res:
+			v, err = r.v, r.err
+		case <-callCtx.Done():
+			v, err = zero, callCtx.Err()
+		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The caller gave up (a client hung up): that says nothing of the dependency.
+		done(context.Canceled)
+		return v, err
+	}
+	g.record(start, g.now().Sub(start), err)
+	done(err)
+	if Failed(err) && !errors.Is(err, sale.ErrBusy) {
+		// A failure the adapter did not name (a driver's error, a deadline): the dependency
+		// is unavailable, and the client is told so.
+		err = fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, err)
+	}
+	return v, err
+}
+
+func (g *Guard) record(at time.Time, d time.Duration, err error) {
+	sec := at.Unix()
+	g.mu.Lock()
+	b := &g.buckets[sec%window]
+	if b.sec != sec {
+		*b = bucket{sec: sec}
+	}
+	b.calls++
+	b.latency += d
+	if Failed(err) {
+		b.failures++
+	}
+	g.mu.Unlock()
+}
+
+// Report is what a guard saw over the last 10 s, and its breaker's state.
+type Report struct {
+	Name      string        `json:"name"`
+	Level     Level         `json:"level"`
+	Breaker   string        `json:"breaker"` // closed, half-open, open
+	Calls     int64         `json:"calls"`
+	ErrorRate float64       `json:"error_rate"`
+	MeanMS    float64       `json:"mean_latency_ms"`
+	mean      time.Duration // MeanMS as a duration
+}
+
+// Report summarises the guard's window at now.
+func (g *Guard) Report() Report {
+	now := g.now().Unix()
+	var calls, failures int64
+	var latency time.Duration
+	g.mu.Lock()
+	for _, b := range g.buckets {
+		if b.sec > now-window && b.sec <= now {
+			calls += b.calls
+			failures += b.failures
+			latency += b.latency
+		}
+	}
+	g.mu.Unlock()
+	r := Report{Name: g.name, Breaker: g.cb.State().String(), Calls: calls}
+	if calls > 0 {
+		r.ErrorRate = float64(failures) / float64(calls)
+		r.mean = latency / time.Duration(calls)
+		r.MeanMS = float64(r.mean) / float64(time.Millisecond)
+	}
+	switch {
+	case g.cb.State() != gobreaker.StateClosed,
+		calls >= int64(g.th.MinCalls) && r.ErrorRate > g.th.FailRate:
+		r.Level = Degraded
+	case calls > 0 && g.th.SlowAfter > 0 && r.mean > g.th.SlowAfter:
+		r.Level = Warning
+	}
+	return r
+}
+
+// Monitor is a node's set of guards.
+type Monitor struct {
+	guards []*Guard
+	// level caches the last level computed, and when (Unix ns), for the hot path.
+	level, at atomic.Int64
+}
+
+// NewMonitor watches guards.
+func NewMonitor(guards ...*Guard) *Monitor { return &Monitor{guards: guards} }
+
+// levelFresh is how long Level trusts the last level it computed.
+const levelFresh = 100 * time.Millisecond
+
+// Status is the node's level and each dependency's report.
+type Status struct {
+	Level        Level    `json:"level"`
+	Dependencies []Report `json:"dependencies"`
+}
+
+// Status reports the node's health: the worst level of its dependencies.
+func (m *Monitor) Status() Status {
+	if m == nil {
+		return Status{Dependencies: []Report{}}
+	}
+	st := Status{Dependencies: make([]Report, 0, len(m.guards))}
+	for _, g := range m.guards {
+		r := g.Report()
+		st.Dependencies = append(st.Dependencies, r)
+		st.Level = max(st.Level, r.Level)
+	}
+	return st
+}
+
+// Level is Status().Level, computed at most every 100 ms: the grab path asks it on every request.
+func (m *Monitor) Level() Level {
+	if m == nil {
+		return Normal
+	}
+	now := time.Now().UnixNano()
+	if now-m.at.Load() < int64(levelFresh) {
+		return Level(m.level.Load())
+	}
+	l := m.Status().Level
+	m.level.Store(int64(l))
+	m.at.Store(now)
+	return l
+}

@@ -1,0 +1,157 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+)
+
+func newTestGuard(th Thresholds) (*Guard, *saletest.Clock) {
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	return NewGuard("redis", th, clock.Now), clock
+}
+
+var errDown = fmt.Errorf("%w: redis: connection refused", sale.ErrBusy)
+
+func TestBreakerOpensAndFailsFast(t *testing.T) {
+	g, _ := newTestGuard(Thresholds{SlowAfter: 50 * time.Millisecond, OpenFor: 50 * time.Millisecond})
+	ctx := context.Background()
+	calls := 0
+	failing := func(context.Context) error { calls++; return errDown }
+	for range 5 {
+		if err := g.Do(ctx, failing); !errors.Is(err, sale.ErrBusy) {
+			t.Fatalf("failing call: %v, want ErrBusy", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "open" || r.Level != Degraded {
+		t.Fatalf("after 5 failures: %+v, want an open breaker and degraded", r)
+	}
+	for range 100 {
+		if err := g.Do(ctx, failing); !errors.Is(err, sale.ErrBusy) {
+			t.Fatalf("call with the breaker open: %v, want ErrBusy", err)
+		}
+	}
+	if calls != 5 {
+		t.Fatalf("the dependency was called %d times, want 5: an open breaker must not call it", calls)
+	}
+	// After OpenFor the breaker lets probes through; successes close it.
+	deadline := time.Now().Add(5 * time.Second)
+	for g.cb.State().String() == "open" {
+		if time.Now().After(deadline) {
+			t.Fatal("the breaker stayed open for 5 s with OpenFor 50 ms")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 3 {
+		if err := g.Do(ctx, func(context.Context) error { return nil }); err != nil {
+			t.Fatalf("probe: %v", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "closed" {
+		t.Fatalf("after 3 good probes the breaker is %s, want closed", r.Breaker)
+	}
+}
+
+func TestAnswersAreNotFailures(t *testing.T) {
+	g, _ := newTestGuard(GateThresholds)
+	for _, answer := range []error{sale.ErrSoldOut, sale.ErrAlreadyBought, sale.ErrNotFound, sale.ErrChallengeRequired, nil} {
+		for range 20 {
+			if err := g.Do(context.Background(), func(context.Context) error { return answer }); err != answer {
+				t.Fatalf("answer %v came back as %v", answer, err)
+			}
+		}
+	}
+	if r := g.Report(); r.Level != Normal || r.Breaker != "closed" || r.ErrorRate != 0 || r.Calls != 100 {
+		t.Fatalf("after 100 answers: %+v, want normal, closed, no errors", r)
+	}
+}
+
+func TestErrorRateDegrades(t *testing.T) {
+	g, clock := newTestGuard(GateThresholds)
+	ctx := context.Background()
+	for i := range 100 {
+		err := error(nil)
+		if i%16 == 0 { // 7 of 100, never twice in a row
+			err = errDown
+		}
+		g.Do(ctx, func(context.Context) error { return err })
+	}
+	r := g.Report()
+	if r.Breaker != "closed" || r.Level != Degraded || r.ErrorRate != 0.07 {
+		t.Fatalf("7 %% errors: %+v, want degraded with the breaker closed", r)
+	}
+	clock.Advance(11 * time.Second) // the window has moved past them
+	if r := g.Report(); r.Level != Normal || r.Calls != 0 {
+		t.Fatalf("11 s later: %+v, want normal and no calls in the window", r)
+	}
+	for i := range 100 {
+		err := error(nil)
+		if i%25 == 0 { // 4 of 100: under the threshold
+			err = errDown
+		}
+		g.Do(ctx, func(context.Context) error { return err })
+	}
+	if r := g.Report(); r.Level != Normal {
+		t.Fatalf("4 %% errors: %+v, want normal", r)
+	}
+}
+
+func TestSlowDependencyWarns(t *testing.T) {
+	g, clock := newTestGuard(GateThresholds)
+	ctx := context.Background()
+	for range 10 {
+		g.Do(ctx, func(context.Context) error { clock.Advance(40 * time.Millisecond); return nil })
+	}
+	if r := g.Report(); r.Level != Normal || r.MeanMS != 40 {
+		t.Fatalf("40 ms calls: %+v, want normal at a 40 ms mean", r)
+	}
+	for range 10 {
+		g.Do(ctx, func(context.Context) error { clock.Advance(80 * time.Millisecond); return nil })
+	}
+	if r := g.Report(); r.Level != Warning || r.MeanMS != 60 {
+		t.Fatalf("then 80 ms calls: %+v, want warning at a 60 ms mean", r)
+	}
+	m := NewMonitor(g, NewGuard("database", DatabaseThresholds, clock.Now))
+	if st := m.Status(); st.Level != Warning || len(st.Dependencies) != 2 {
+		t.Fatalf("monitor: %+v, want warning from the slow gate", st)
+	}
+}
+
+func TestUnnamedFailuresBecomeBusy(t *testing.T) {
+	g, _ := newTestGuard(DatabaseThresholds)
+	err := g.Do(context.Background(), func(context.Context) error { return errors.New("driver: bad connection") })
+	if !errors.Is(err, sale.ErrBusy) {
+		t.Fatalf("a driver's error came back as %v, want ErrBusy", err)
+	}
+	if r := g.Report(); r.ErrorRate != 1 {
+		t.Fatalf("%+v, want the failure counted", r)
+	}
+}
+
+func TestDeadlineBoundsACall(t *testing.T) {
+	g, _ := newTestGuard(Thresholds{CallWithin: 20 * time.Millisecond})
+	err := g.Do(context.Background(), func(ctx context.Context) error {
+		<-ctx.Done() // a dependency that never answers
+		return ctx.Err()
+	})
+	if !errors.Is(err, sale.ErrBusy) {
+		t.Fatalf("a hung call: %v, want ErrBusy", err)
+	}
+}
+
+func TestCallerHangingUpIsNotAFailure(t *testing.T) {
+	g, _ := newTestGuard(GateThresholds)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 10 {
+		g.Do(ctx, func(ctx context.Context) error { return fmt.Errorf("%w: %v", sale.ErrBusy, ctx.Err()) })
+	}
+	if r := g.Report(); r.Calls != 0 || r.Breaker != "closed" {
+		t.Fatalf("%+v, want nothing recorded for callers that hung up", r)
+	}
+}

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"time"
+
+	"seckill/internal/captcha"
+	"seckill/internal/health"
+	"seckill/internal/risk"
+	"seckill/internal/sale"
+)
+
+// ChallengeResponse is the 201 answer to POST /api/activities/{id}/challenge. The question is
+// only in the image.
+type ChallengeResponse struct {
+	ChallengeID string    `json:"challenge_id"`
+	Image       string    `json:"image"` // a data: URL of a PNG
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// AnswerRequest is the body of POST /api/activities/{id}/challenge/answer.
+type AnswerRequest struct {
+	ChallengeID string `json:"challenge_id"`
+	Answer      *int64 `json:"answer"`
+}
+
+// PassResponse is the 200 answer to a right answer: the hidden grab path, usable once.
+type PassResponse struct {
+	PathToken string    `json:"path_token"`
+	GrabPath  string    `json:"grab_path"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// challenge puts a question to the user. It passes the same edge as a grab: a sold-out, blocked
+// or rate-limited client gets no challenge either.
+func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	user, outcome, err := s.edge(w, r, id, false)
+	if err != nil {
+		s.observe.Challenge(outcomeOr(outcome, err))
+		s.writeError(w, r, err)
+		return
+	}
+	c, err := s.svc.Challenge(r.Context(), id, user)
+	if err != nil {
+		s.observe.Challenge(outcomeOf(err))
+		s.writeError(w, r, err)
+		return
+	}
+	img, err := captcha.PNG(c.Question)
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("draw challenge: %w", err))
+		return
+	}
+	s.observe.Challenge("issued")
+	writeJSON(w, http.StatusCreated, ChallengeResponse{ChallengeID: c.ID,
+		Image: "data:image/png;base64," + base64.StdEncoding.EncodeToString(img), ExpiresAt: c.IssuedAt.Add(sale.ChallengeTTL)})
+}
+
+// answer checks an answer and, when it is right, reveals the grab path.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	user, outcome, err := s.edge(w, r, id, false)
+	if err != nil {
+		s.observe.Challenge(outcomeOr(outcome, err))
+		s.writeError(w, r, err)
+		return
+	}
+	var req AnswerRequest
+	if err := decode(r, &req); err != nil {
+		s.observe.Challenge(outcomeOf(err))
+		s.writeError(w, r, err)
+		return
+	}
+	if req.ChallengeID == "" || req.Answer == nil {
+		s.observe.Challenge(outcomeOf(sale.ErrInvalid))
+		s.writeError(w, r, fmt.Errorf("%w: challenge_id and answer are required", sale.ErrInvalid))
+		return
+	}
+	ip := s.clientIP(r)
+	p, err := s.svc.Answer(r.Context(), id, user, req.ChallengeID, *req.Answer, func(solve time.Duration) error {
+		if s.risk == nil || s.health.Level() == health.Degraded {
+			return nil
+		}
+		v := s.risk.Answer(risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Solve: solve})
+		if v.Decision == risk.Block {
+			return fmt.Errorf("%w: answered in %v, faster than a person reads the picture (rule %s)", sale.ErrChallengeFailed,
+				solve.Round(time.Millisecond), v.Rule)
+		}
+		return nil
+	})
+	if err != nil {
+		s.observe.Challenge(outcomeOf(err))
+		s.writeError(w, r, err)
+		return
+	}
+	s.observe.Challenge("solved")
+	writeJSON(w, http.StatusOK, PassResponse{PathToken: p.Token, ExpiresAt: p.ExpiresAt,
+		GrabPath: "/api/activities/" + id + "/grab/" + p.Token})
+}
+
+func outcomeOr(outcome string, err error) string {
+	if outcome != "" {
+		return outcome
+	}
+	return outcomeOf(err)
+}

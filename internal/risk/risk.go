@@ -1,0 +1,271 @@
+// Package risk scores the requests in front of a sale with pluggable rules and decides: allow,
+// challenge (the grab must carry a solved challenge's one-time pass) or block (this request is
+// refused). The rules here are the classic signals of scalping bots (OWASP OAT-005): many
+// accounts behind one address, clicks at a machine's regular cadence, and challenges solved
+// faster than a person reads them. They keep their state in this process, bounded in memory;
+// each node judges the traffic it sees.
+package risk
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Decision is what the rules make of a request.
+type Decision int
+
+// The decisions, in order of severity.
+const (
+	Allow Decision = iota
+	Challenge
+	Block
+)
+
+func (d Decision) String() string {
+	switch d {
+	case Allow:
+		return "allow"
+	case Challenge:
+		return "challenge"
+	default:
+		return "block"
+	}
+}
+
+// Signal is what a rule sees of one request.
+type Signal struct {
+	IP       netip.Addr
+	User     string
+	Activity string
+	At       time.Time
+	// Solve is how long the user took to answer a challenge; zero for a grab.
+	Solve time.Duration
+}
+
+// Rule judges requests. Grab sees every grab; Answer every right answer to a challenge. A rule
+// that has no opinion allows.
+type Rule interface {
+	Name() string
+	Grab(s Signal) Decision
+	Answer(s Signal) Decision
+}
+
+// Verdict is the engine's decision and the rule that made it ("" when every rule allowed).
+type Verdict struct {
+	Decision Decision
+	Rule     string
+}
+
+// Engine runs the rules; the most severe decision wins.
+type Engine struct {
+	rules []Rule
+	// Observe, when set, is told of every decision other than allow.
+	Observe func(v Verdict)
+}
+
+// New returns an engine with rules.
+func New(rules ...Rule) *Engine { return &Engine{rules: rules} }
+
+// Grab judges a grab. A nil engine allows everything.
+func (e *Engine) Grab(s Signal) Verdict {
+	return e.judge(s, Rule.Grab)
+}
+
+// Answer judges a right answer to a challenge.
+func (e *Engine) Answer(s Signal) Verdict {
+	return e.judge(s, Rule.Answer)
+}
+
+func (e *Engine) judge(s Signal, ask func(Rule, Signal) Decision) Verdict {
+	var v Verdict
+	if e == nil {
+		return v
+	}
+	for _, r := range e.rules {
+		if d := ask(r, s); d > v.Decision {
+			v = Verdict{Decision: d, Rule: r.Name()}
+		}
+	}
+	if v.Decision != Allow && e.Observe != nil {
+		e.Observe(v)
+	}
+	return v
+}
+
+// shards spreads a rule's state over locks, so the crowd rarely waits for itself.
+const shards = 64
+
+var seed = maphash.MakeSeed()
+
+func shardOf(key string) int { return int(maphash.String(seed, key) % shards) }
+
+// AccountsPerIP counts the distinct users seen grabbing from one client address within Window:
+// beyond ChallengeAbove of them every grab from the address needs a challenge, and from BlockAt
+// on it is blocked. Enable it only where clients reach the service directly: behind a NAT or a
+// CDN many honest users share an address.
+type AccountsPerIP struct {
+	ChallengeAbove, BlockAt int
+	Window                  time.Duration
+
+	shard [shards]struct {
+		mu    sync.Mutex
+		addrs map[netip.Addr]*accounts
+		swept time.Time
+	}
+}
+
+type accounts struct {
+	seen map[string]time.Time // user -> last grab; at most BlockAt users are remembered
+}
+
+// Name implements Rule.
+func (r *AccountsPerIP) Name() string { return "accounts_per_ip" }
+
+// Answer implements Rule.
+func (r *AccountsPerIP) Answer(Signal) Decision { return Allow }
+
+// Grab implements Rule.
+func (r *AccountsPerIP) Grab(s Signal) Decision {
+	if !s.IP.IsValid() {
+		return Allow
+	}
+	sh := &r.shard[shardOf(s.IP.String())]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.addrs == nil {
+		sh.addrs = map[netip.Addr]*accounts{}
+	}
+	if s.At.Sub(sh.swept) > r.Window { // forget what the window has left behind
+		for ip, a := range sh.addrs {
+			for u, at := range a.seen {
+				if s.At.Sub(at) > r.Window {
+					delete(a.seen, u)
+				}
+			}
+			if len(a.seen) == 0 {
+				delete(sh.addrs, ip)
+			}
+		}
+		sh.swept = s.At
+	}
+	a := sh.addrs[s.IP]
+	if a == nil {
+		a = &accounts{seen: map[string]time.Time{}}
+		sh.addrs[s.IP] = a
+	}
+	if len(a.seen) > r.ChallengeAbove { // a suspect: count only who is still in the window
+		for u, at := range a.seen {
+			if s.At.Sub(at) > r.Window {
+				delete(a.seen, u)
+			}
+		}
+	}
+	if _, ok := a.seen[s.User]; ok || len(a.seen) < r.BlockAt {
+		a.seen[s.User] = s.At
+	}
+	switch n := len(a.seen); {
+	case n >= r.BlockAt:
+		return Block
+	case n > r.ChallengeAbove:
+		return Challenge
+	}
+	return Allow
+}
+
+// Cadence challenges a user whose last Clicks grabs came at a machine's regular beat: intervals
+// under Slowest on average whose spread (standard deviation) is under Jitter of their mean.
+// People click irregularly; a script's timer does not.
+type Cadence struct {
+	Clicks  int           // grabs looked at; 8 if zero
+	Slowest time.Duration // mean interval above which nobody is suspected
+	Jitter  float64       // spread / mean below which the beat is a machine's
+
+	shard [shards]struct {
+		mu    sync.Mutex
+		users map[string]*beat
+		swept time.Time
+	}
+}
+
+type beat struct {
+	at   []time.Time // ring of the last Clicks grab times
+	next int
+}
+
+// Name implements Rule.
+func (r *Cadence) Name() string { return "cadence" }
+
+// Answer implements Rule.
+func (r *Cadence) Answer(Signal) Decision { return Allow }
+
+// Grab implements Rule.
+func (r *Cadence) Grab(s Signal) Decision {
+	clicks := r.Clicks
+	if clicks < 3 {
+		clicks = 8
+	}
+	sh := &r.shard[shardOf(s.User)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.users == nil {
+		sh.users = map[string]*beat{}
+	}
+	if forget := time.Duration(clicks) * r.Slowest; s.At.Sub(sh.swept) > forget {
+		for u, b := range sh.users {
+			if s.At.Sub(b.at[(b.next+clicks-1)%clicks]) > forget {
+				delete(sh.users, u)
+			}
+		}
+		sh.swept = s.At
+	}
+	b := sh.users[s.User]
+	if b == nil {
+		b = &beat{at: make([]time.Time, clicks)}
+		sh.users[s.User] = b
+	}
+	b.at[b.next] = s.At
+	b.next = (b.next + 1) % clicks
+	// Oldest to newest: the ring starts at next.
+	var sum, sumSq float64
+	for i := 1; i < clicks; i++ {
+		prev, cur := b.at[(b.next+i-1)%clicks], b.at[(b.next+i)%clicks]
+		if prev.IsZero() {
+			return Allow // not enough clicks yet
+		}
+		d := float64(cur.Sub(prev))
+		sum += d
+		sumSq += d * d
+	}
+	n := float64(clicks - 1)
+	mean := sum / n
+	if mean <= 0 || mean > float64(r.Slowest) {
+		return Allow
+	}
+	variance := sumSq/n - mean*mean
+	if variance < 0 {
+		variance = 0
+	}
+	if variance < (r.Jitter*mean)*(r.Jitter*mean) {
+		return Challenge
+	}
+	return Allow
+}
+
+// SolveTime blocks a right answer given faster than a person reads the picture and types.
+type SolveTime struct{ Fastest time.Duration }
+
+// Name implements Rule.
+func (r SolveTime) Name() string { return "solve_time" }
+
+// Grab implements Rule.
+func (r SolveTime) Grab(Signal) Decision { return Allow }
+
+// Answer implements Rule.
+func (r SolveTime) Answer(s Signal) Decision {
+	if s.Solve < r.Fastest {
+		return Block
+	}
+	return Allow
+}
