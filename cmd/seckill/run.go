@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/netip"
 	"net/url"
 	"os"
@@ -91,6 +92,7 @@ type config struct {
 	riskCadence    bool
 	riskMinSolve   time.Duration
 	trustedProxies []netip.Prefix
+	pprofAddr      string // where to serve net/http/pprof; empty: nowhere
 }
 
 // maxRate bounds the rate limits' settings.
@@ -150,6 +152,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&rateUser, "rate-user", env("SECKILL_RATE_USER", "5"), "grab requests per second per user, token bucket (0: off) (SECKILL_RATE_USER)")
 	fs.StringVar(&rateIP, "rate-ip", env("SECKILL_RATE_IP", "0"), "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN) (SECKILL_RATE_IP)")
 	fs.StringVar(&rateGlobal, "rate-global", env("SECKILL_RATE_GLOBAL", "0"), "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity) (SECKILL_RATE_GLOBAL)")
+	fs.StringVar(&c.pprofAddr, "pprof", env("SECKILL_PPROF", ""), "`address` (loopback or an internal network) to serve Go's /debug/pprof profiles on; empty: off (SECKILL_PPROF)")
 	fs.StringVar(&proxies, "trusted-proxies", env("SECKILL_TRUSTED_PROXIES", ""), "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed (SECKILL_TRUSTED_PROXIES)")
 	fs.StringVar(&claimIdle, "claim-idle", env("SECKILL_CLAIM_IDLE", "30s"), "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only (SECKILL_CLAIM_IDLE)")
 	fs.StringVar(&slowGate, "slow-gate", env("SECKILL_SLOW_GATE", "50ms"), "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning (SECKILL_SLOW_GATE)")
@@ -315,6 +318,18 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if c.pprofAddr != "" {
+		pl, err := net.Listen("tcp", c.pprofAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("SECKILL_PPROF: %w", err)
+		}
+		ps := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
+		go ps.Serve(pl)
+		defer ps.Close()
+		log.Info("profiles", "addr", pl.Addr().String())
+	}
+
 	rules := riskRules(c)
 	rules.Observe = stats.Risk
 	api := httpapi.New(httpapi.Config{
@@ -343,12 +358,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		handler = health
 	}
 	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Handler: handler,
+		// One read deadline for the headers and the (at most 64 KiB) body together: a slow
+		// client gets 5 s, and the server sets one deadline per request instead of two.
+		ReadTimeout:  5 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
@@ -507,6 +523,17 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
 		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		close: func() { once.Do(func() { rdb.Close() }) }}, nil
+}
+
+// pprofMux serves Go's profiles: never on the API's listener, only on the SECKILL_PPROF one.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 // consumerName names this node in the stream's consumer group: unique per process.

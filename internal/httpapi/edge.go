@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,18 +24,43 @@ func (s *Server) limit(w http.ResponseWriter, r *http.Request, l ratelimit.Limit
 	case err != nil:
 		return fmt.Errorf("%w: %v", sale.ErrBusy, err)
 	case !d.Allowed:
-		w.Header().Set("Retry-After", ratelimit.RetryAfterSeconds(d.RetryAfter))
+		w.Header()["Retry-After"] = retryAfterHeader(d.RetryAfter)
 		return sale.ErrRateLimited
 	}
 	return nil
 }
 
+// retryAfterHeaders are the Retry-After header values of the usual waits, shared by every
+// answer (net/http never writes into a header's values), so a refusal costs no allocation.
+var retryAfterHeaders = func() (out [61][]string) {
+	for i := range out {
+		out[i] = []string{ratelimit.RetryAfterSeconds(time.Duration(i) * time.Second)}
+	}
+	return out
+}()
+
+func retryAfterHeader(d time.Duration) []string {
+	v := ratelimit.RetryAfterSeconds(d)
+	if n, err := strconv.Atoi(v); err == nil && n < len(retryAfterHeaders) {
+		return retryAfterHeaders[n]
+	}
+	return []string{v}
+}
+
 // limitOutcome names a refusal by limit for the metrics: rate_limited_ip and so on, or busy.
 func limitOutcome(err error, which string) string {
-	if errors.Is(err, sale.ErrRateLimited) {
-		return "rate_limited_" + which
+	if !errors.Is(err, sale.ErrRateLimited) {
+		return outcomeOf(err)
 	}
-	return outcomeOf(err)
+	switch which {
+	case "ip":
+		return "rate_limited_ip"
+	case "user":
+		return "rate_limited_user"
+	case "activity":
+		return "rate_limited_activity"
+	}
+	return "rate_limited_" + which
 }
 
 // outcomeOf names an error for the metrics: its stable code, in lower case.

@@ -60,6 +60,11 @@ var classes = []struct {
 
 // Classify returns the HTTP status and the stable code for err.
 func Classify(err error) (status int, code string) {
+	for _, c := range classes { // the crowd's answers come bare: a comparison each
+		if err == c.err {
+			return c.status, c.code
+		}
+	}
 	for _, c := range classes {
 		if errors.Is(err, c.err) {
 			return c.status, c.code
@@ -95,7 +100,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header()["Retry-After"] = retryAfter
 		}
 	}
-	if body, ok := sentinelBodies[err]; ok {
+	if body := sentinelBody(err); body != nil {
 		writeBody(w, status, body)
 		return
 	}
@@ -104,19 +109,30 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 var retryAfter = []string{"1"}
 
-// sentinelBodies holds the encoded answer to each bare domain error: the crowd's 410s and 409s
-// are served without encoding JSON each time.
-var sentinelBodies = func() map[error][]byte {
-	m := map[error][]byte{}
-	for _, c := range classes {
+// sentinelBodies holds the encoded answer to each bare domain error, in the order of classes:
+// the crowd's 410s and 409s are served without encoding JSON each time.
+var sentinelBodies = func() [][]byte {
+	out := make([][]byte, len(classes))
+	for i, c := range classes {
 		b, err := json.Marshal(errorBody{Error: errorDetail{Code: c.code, Message: c.err.Error()}})
 		if err != nil {
 			panic(err)
 		}
-		m[c.err] = append(b, '\n')
+		out[i] = append(b, '\n')
 	}
-	return m
+	return out
 }()
+
+// sentinelBody is the encoded answer to err if it is a bare domain error, else nil. It compares
+// rather than hashes: an error of a type that cannot be hashed must not panic here.
+func sentinelBody(err error) []byte {
+	for i, c := range classes {
+		if err == c.err {
+			return sentinelBodies[i]
+		}
+	}
+	return nil
+}
 
 // logLevelFor keeps 4xx answers out of the error log: they are the crowd, not faults.
 func logLevelFor(status int) slog.Level {

@@ -136,8 +136,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.ContentLength != 0 { // a body, or a chunked one of unknown length: bound it
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 	}
-	rec := &recorder{ResponseWriter: w, id: id, method: r.Method}
 	start := time.Now()
+	rec := &recorder{ResponseWriter: w, id: id, method: r.Method, start: start}
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -170,8 +170,17 @@ type recorder struct {
 	http.ResponseWriter
 	id      string
 	method  string
+	start   time.Time // when ServeHTTP took the request
 	status  int
 	swallow bool // the mux's plain-text body is being dropped
+}
+
+// requestStart is when ServeHTTP took the request w answers (now, outside ServeHTTP).
+func requestStart(w http.ResponseWriter) time.Time {
+	if rec, ok := w.(*recorder); ok {
+		return rec.start
+	}
+	return time.Now()
 }
 
 func (r *recorder) WriteHeader(status int) {

@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,15 @@ type Metrics struct {
 	batch    prometheus.Histogram
 	chals    *prometheus.CounterVec
 	risks    *prometheus.CounterVec
+
+	// outcomes caches each grab outcome's counter and histogram, so the hot path does not hash
+	// its label on every request. Outcomes are a small fixed set.
+	outcomes sync.Map // outcome -> *outcomeSeries
+}
+
+type outcomeSeries struct {
+	count   prometheus.Counter
+	latency prometheus.Observer
 }
 
 // New returns the collectors, registered with the Go runtime's and the process's.
@@ -109,8 +119,13 @@ func (m *Metrics) Handler() http.Handler {
 
 // Grab counts one grab request and its latency.
 func (m *Metrics) Grab(outcome string, d time.Duration) {
-	m.grabs.WithLabelValues(outcome).Inc()
-	m.grabTime.WithLabelValues(outcome).Observe(d.Seconds())
+	v, ok := m.outcomes.Load(outcome)
+	if !ok {
+		v, _ = m.outcomes.LoadOrStore(outcome, &outcomeSeries{m.grabs.WithLabelValues(outcome), m.grabTime.WithLabelValues(outcome)})
+	}
+	o := v.(*outcomeSeries)
+	o.count.Inc()
+	o.latency.Observe(d.Seconds())
 }
 
 // Challenge counts one challenge request (a question or an answer) by outcome.

@@ -6,6 +6,7 @@
 # user. Needs wrk (apt-get install wrk).
 #
 #   scripts/wrk/run.sh [duration] [connections]
+#   ROUNDS=5 PROFILES="flash limited" scripts/wrk/run.sh ...   # rounds per profile (3), which profiles
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
@@ -67,23 +68,39 @@ measure() { # name url activity name=pid... (the processes whose CPU to report)
   done
 }
 
-echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}"
-flash=$(create 2000)
+echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}; ${ROUNDS:-3} rounds"
 server=("seckill=$seckill_pid")
 [ -n "$redis_pid" ] && server+=("redis-server=$redis_pid")
-measure trivial-flash http://127.0.0.1:18081 x "trivial=$trivial_pid"
-measure seckill-flash http://127.0.0.1:18080 "$flash" "${server[@]}"
-allwin=$(create 50000000)
-measure trivial-allwin http://127.0.0.1:18081 x "trivial=$trivial_pid"
-measure seckill-allwin http://127.0.0.1:18080 "$allwin" "${server[@]}"
-TOKENS="$tmp/one-token.txt" measure trivial-limited http://127.0.0.1:18081 x "trivial=$trivial_pid"
-TOKENS="$tmp/one-token.txt" measure seckill-limited http://127.0.0.1:18080 "$allwin" "${server[@]}"
-curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$flash/stats"; echo
-curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats"; echo
+
+# round profile activity [TOKENS]: trivial then seckill, printing both and the round's ratio.
+round() {
+  local p=$1 act=$2 r=$3
+  measure "trivial-$p-$r" http://127.0.0.1:18081 x "trivial=$trivial_pid"
+  measure "seckill-$p-$r" http://127.0.0.1:18080 "$act" "${server[@]}"
+  awk -v s="$(rps "$tmp/seckill-$p-$r.txt")" -v t="$(rps "$tmp/trivial-$p-$r.txt")" 'BEGIN {printf "%.3f\n", s/t}' >> "$tmp/ratios-$p"
+}
+
+# The runs of a profile alternate with the trivial server's, and the ratio reported is the
+# median of the rounds': on two shared cores one run can be 10 % off another.
+profiles=${PROFILES:-flash allwin limited}
+flash= allwin=
+for r in $(seq "${ROUNDS:-3}"); do
+  for p in $profiles; do
+    case $p in
+      flash) [ -n "$flash" ] || flash=$(create 2000); round flash "$flash" "$r" ;;
+      allwin) allwin=$(create 50000000); round allwin "$allwin" "$r" ;; # fresh: the tokens start over
+      limited) [ -n "$allwin" ] || allwin=$(create 50000000); TOKENS="$tmp/one-token.txt" round limited "$allwin" "$r" ;;
+    esac
+  done
+done
+for a in $flash $allwin; do
+  curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$a/stats"; echo
+done
 if [ -n "$redis" ]; then
-  echo "redis-server time per command (microseconds), both profiles:"
+  echo "redis-server time per command (microseconds), every profile:"
   redis-cli -p 18379 info commandstats | awk -F'[:,=]' '/^cmdstat_/ {printf "   %-12s calls %8d  usec/call %7s\n", substr($1, 9), $3, $7}'
 fi
-awk -v s="$(rps "$tmp/seckill-flash.txt")" -v t="$(rps "$tmp/trivial-flash.txt")" 'BEGIN {printf "flash ratio:   %.2f\n", s/t}'
-awk -v s="$(rps "$tmp/seckill-allwin.txt")" -v t="$(rps "$tmp/trivial-allwin.txt")" 'BEGIN {printf "all-win ratio: %.2f\n", s/t}'
-awk -v s="$(rps "$tmp/seckill-limited.txt")" -v t="$(rps "$tmp/trivial-limited.txt")" 'BEGIN {printf "limited ratio: %.2f\n", s/t}'
+for p in $profiles; do
+  printf "%-8s ratio: median %s of rounds %s\n" "$p" "$(sort -n "$tmp/ratios-$p" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')" \
+    "$(paste -sd' ' "$tmp/ratios-$p")"
+done
