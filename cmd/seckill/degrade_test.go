@@ -118,3 +118,32 @@ func scrape(t *testing.T, base string) string {
 	}
 	return string(b)
 }
+
+// TestRiskRulesInTheBinary: SECKILL_RISK_ACCOUNTS_PER_IP reaches the edge. From one address, the
+// fourth account must solve a challenge and the fifteenth is blocked; /metrics counts both.
+func TestRiskRulesInTheBinary(t *testing.T) {
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_RISK_ACCOUNTS_PER_IP", "3"))
+	c := newClient(t, base)
+	id := c.createItem(100, 1, 15*time.Minute)
+	var got []string
+	for i := range 15 {
+		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("farmed-", i)), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, _ := body["error"].(map[string]any)
+		got = append(got, fmt.Sprintf("%d %v", status, e["code"]))
+	}
+	want := strings.Repeat("202 <nil> ", 3) + strings.Repeat("403 CHALLENGE_REQUIRED ", 11) + "403 BLOCKED"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("answers %v, want %s", got, want)
+	}
+	m := scrape(t, base)
+	for _, line := range []string{`seckill_risk_decisions_total{decision="challenge",rule="accounts_per_ip"} 11`,
+		`seckill_risk_decisions_total{decision="block",rule="accounts_per_ip"} 1`,
+		`seckill_grab_requests_total{outcome="risk_challenge"} 11`} {
+		if !strings.Contains(m, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}

@@ -211,6 +211,14 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"words for an IP rate", []string{"-rate-ip", "lots"}, nil, "SECKILL_RATE_IP"},
 		{"huge global rate", nil, map[string]string{"SECKILL_RATE_GLOBAL": "99999999999"}, "SECKILL_RATE_GLOBAL"},
 		{"bad trusted proxy", nil, map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8, proxy.example"}, "neither a CIDR nor an address"},
+		{"slow gate in words", nil, map[string]string{"SECKILL_SLOW_GATE": "slow"}, "SECKILL_SLOW_GATE"},
+		{"zero slow database", []string{"-slow-db", "0s"}, nil, "SECKILL_SLOW_DB"},
+		{"fail rate over one", nil, map[string]string{"SECKILL_FAIL_RATE": "5"}, "SECKILL_FAIL_RATE"},
+		{"negative breaker", []string{"-breaker-open", "-2s"}, nil, "SECKILL_BREAKER_OPEN"},
+		{"negative accounts per IP", nil, map[string]string{"SECKILL_RISK_ACCOUNTS_PER_IP": "-1"}, "SECKILL_RISK_ACCOUNTS_PER_IP"},
+		{"cadence maybe", nil, map[string]string{"SECKILL_RISK_CADENCE": "maybe"}, "SECKILL_RISK_CADENCE"},
+		{"negative solve time", []string{"-risk-min-solve", "-1s"}, nil, "SECKILL_RISK_MIN_SOLVE"},
+		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
