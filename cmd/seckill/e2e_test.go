@@ -312,3 +312,40 @@ func TestBlacklistReachesEveryNode(t *testing.T) {
 	time.Sleep(3 * blocksEvery)
 	b.must("POST", grab, b.token("mallory"), "", http.StatusAccepted)
 }
+
+// TestRedPacketLeaderboardInTheBinary: the binary wires the leaderboard to its workers: after a
+// rain its board lists every share, largest first, and /metrics says what it costs.
+func TestRedPacketLeaderboardInTheBinary(t *testing.T) {
+	base := startRun(t, testEnv(sqliteDSN(t)))
+	c := newClient(t, base)
+	now := time.Now().UTC()
+	id := c.must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
+		`{"name":"rain","kind":"redpacket","count":20,"total_cents":2000,"start_at":%q,"end_at":%q}`,
+		now.Add(-time.Second).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339)), http.StatusCreated)["id"].(string)
+	for i := range 30 {
+		status, _, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("u", i)), "")
+		if err != nil || (status != http.StatusAccepted && status != http.StatusGone) {
+			t.Fatalf("grab %d: %d %v", i, status, err)
+		}
+	}
+	c.drained(id)
+	board := c.must("GET", "/api/activities/"+id+"/leaderboard?limit=100", "", "", http.StatusOK)
+	entries, _ := board["entries"].([]any)
+	if len(entries) != 20 || board["strategy"] != "exact" {
+		t.Fatalf("leaderboard after the rain: %v", board)
+	}
+	sum, prev := 0.0, 1e18
+	for _, e := range entries {
+		a := e.(map[string]any)["amount_cents"].(float64)
+		if a > prev {
+			t.Fatalf("the board is not largest first: %v", entries)
+		}
+		prev, sum = a, sum+a
+	}
+	if sum != 2000 {
+		t.Fatalf("the board's shares sum to %v, want 2000", sum)
+	}
+	if m := scrape(t, base); !strings.Contains(m, `seckill_leaderboard_bytes{activity="`+id+`",strategy="exact"}`) {
+		t.Errorf("/metrics lacks the leaderboard's memory")
+	}
+}

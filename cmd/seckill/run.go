@@ -93,6 +93,7 @@ type config struct {
 	riskMinSolve   time.Duration
 	trustedProxies []netip.Prefix
 	pprofAddr      string // where to serve net/http/pprof; empty: nowhere
+	rankExactMax   int64  // the most shares a red packet's leaderboard keeps exactly
 }
 
 // maxRate bounds the rate limits' settings.
@@ -137,7 +138,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
 	var slowGate, slowDB, breakerOpen, failRate string
-	var riskAccounts, riskCadence, riskSolve string
+	var riskAccounts, riskCadence, riskSolve, rankExact string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -161,6 +162,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&breakerOpen, "breaker-open", env("SECKILL_BREAKER_OPEN", "2s"), "how long a tripped circuit breaker answers BUSY before it lets a probe through (SECKILL_BREAKER_OPEN)")
 	fs.StringVar(&riskAccounts, "risk-accounts-per-ip", env("SECKILL_RISK_ACCOUNTS_PER_IP", "0"), "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN (SECKILL_RISK_ACCOUNTS_PER_IP)")
 	fs.StringVar(&riskCadence, "risk-cadence", env("SECKILL_RISK_CADENCE", "on"), "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge (SECKILL_RISK_CADENCE)")
+	fs.StringVar(&rankExact, "rank-exact-max", env("SECKILL_RANK_EXACT_MAX", "1000000"), "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound (SECKILL_RANK_EXACT_MAX)")
 	fs.StringVar(&riskSolve, "risk-min-solve", env("SECKILL_RISK_MIN_SOLVE", "1s"), "a challenge answered faster than this is refused; 0: off (SECKILL_RISK_MIN_SOLVE)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -243,6 +245,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.riskMinSolve, err = time.ParseDuration(riskSolve); err != nil || c.riskMinSolve < 0 {
 		return c, fmt.Errorf("SECKILL_RISK_MIN_SOLVE=%q: want a duration such as 1s, or 0 for off", riskSolve)
 	}
+	if c.rankExactMax, err = strconv.ParseInt(rankExact, 10, 64); err != nil || c.rankExactMax < 0 || c.rankExactMax > sale.MaxStock {
+		return c, fmt.Errorf("SECKILL_RANK_EXACT_MAX=%q: want a number of shares from 0 to %d", rankExact, sale.MaxStock)
+	}
 	return c, nil
 }
 
@@ -298,7 +303,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	defer g.close()
 	monitor := health.NewMonitor(g.guard, dbGuard)
 	stats := metrics.New().Watch(monitor)
-	svc := sale.NewService(g.gate, g.queue, db, time.Now).WithChallenges(g.challenges).WithEvents(stats.Order)
+	svc := sale.NewService(g.gate, g.queue, db, time.Now).WithChallenges(g.challenges).WithEvents(stats.Order).
+		WithRanking(g.ranking, health.Leaders(store, dbGuard))
+	stats.WatchLeaderboards(svc.LeaderboardUsages)
 	if g.restocks != nil {
 		svc.WithRestocks(g.restocks, restockFlagTTL)
 	}
@@ -376,7 +383,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.role != roleAPI {
 		wg.Go(func() {
 			(&worker.Worker{Queue: g.queue, Store: db, Log: log, Batch: 256, Linger: g.linger,
-				Placed: stats.Placed, Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
+				Placed: func(ps []sale.Placement) {
+					stats.Placed(ps)
+					if err := svc.OrdersPlaced(bg, ps); err != nil {
+						log.Warn("leaderboard", "err", err) // the database fallback still answers
+					}
+				},
+				Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
 		})
 		wg.Go(func() {
 			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
@@ -480,6 +493,8 @@ type stockGate struct {
 	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
 	// embedded journal), through which every call above goes.
 	guard *health.Guard
+	// ranking keeps the red packets' leaderboards beside the gate.
+	ranking sale.Ranking
 }
 
 // restockFlagTTL is how long a node of a cluster trusts its sold-out flags: restocks are
@@ -502,8 +517,8 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		guard := health.NewGuard("journal", c.gateLimits, time.Now)
 		var once sync.Once
 		return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
-			challenges: memory.NewChallenges(maxChallenges),
-			windows:    ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
+			challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
+			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
 			close: func() { once.Do(func() { gate.Close(); journal.Close() }) }}, nil
 	}
 	rdb, err := redisgate.Dial(ctx, c.redis)
@@ -521,8 +536,9 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
-		ping:  func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
-		close: func() { once.Do(func() { rdb.Close() }) }}, nil
+		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
+		ping:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
 }
 
 // pprofMux serves Go's profiles: never on the API's listener, only on the SECKILL_PPROF one.

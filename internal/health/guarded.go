@@ -157,3 +157,71 @@ func (x guardedStore) Blocks(ctx context.Context, now time.Time) ([]sale.Block, 
 }
 
 func (x guardedStore) Ping(ctx context.Context) error { return x.s.Ping(ctx) }
+
+// Ranking returns r with every call guarded by guard (the leaderboards kept on Redis).
+func Ranking(r sale.Ranking, guard *Guard) sale.Ranking { return guardedRanking{r, guard} }
+
+type guardedRanking struct {
+	r     sale.Ranking
+	guard *Guard
+}
+
+func (x guardedRanking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, max int64) error {
+	return x.guard.Slow(ctx, func(ctx context.Context) error { return x.r.Load(ctx, a, held, max) })
+}
+
+func (x guardedRanking) Add(ctx context.Context, gs []sale.Grab) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.r.Add(ctx, gs) })
+}
+
+func (x guardedRanking) Remove(ctx context.Context, gs []sale.Grab) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.r.Remove(ctx, gs) })
+}
+
+func (x guardedRanking) Top(ctx context.Context, activityID string, n int) ([]sale.Standing, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Standing, error) { return x.r.Top(ctx, activityID, n) })
+}
+
+func (x guardedRanking) Rank(ctx context.Context, g sale.Grab) (int64, int64, string, error) {
+	type r struct {
+		rank, bound int64
+		strategy    string
+	}
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (r, error) {
+		rank, bound, strategy, err := x.r.Rank(ctx, g)
+		return r{rank, bound, strategy}, err
+	})
+	return v.rank, v.bound, v.strategy, err
+}
+
+func (x guardedRanking) Usage(ctx context.Context, activityID string) (string, int64, error) {
+	type r struct {
+		strategy string
+		bytes    int64
+	}
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (r, error) {
+		s, b, err := x.r.Usage(ctx, activityID)
+		return r{s, b}, err
+	})
+	return v.strategy, v.bytes, err
+}
+
+// Leaders returns l with every call guarded by guard (the database's leaderboard queries).
+func Leaders(l sale.LeaderStore, guard *Guard) sale.LeaderStore { return guardedLeaders{l, guard} }
+
+type guardedLeaders struct {
+	l     sale.LeaderStore
+	guard *Guard
+}
+
+func (x guardedLeaders) TopGrabs(ctx context.Context, activityID string, n int) ([]sale.Standing, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Standing, error) { return x.l.TopGrabs(ctx, activityID, n) })
+}
+
+func (x guardedLeaders) RankOf(ctx context.Context, g sale.Grab) (int64, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.l.RankOf(ctx, g) })
+}
+
+func (x guardedLeaders) BestGrab(ctx context.Context, activityID, userID string) (sale.Grab, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.l.BestGrab(ctx, activityID, userID) })
+}

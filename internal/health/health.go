@@ -295,6 +295,19 @@ func (m *Monitor) Status() Status {
 	return st
 }
 
+// LevelOf is the level of the dependency named name alone (normal if it is not watched).
+func (m *Monitor) LevelOf(name string) Level {
+	if m == nil {
+		return Normal
+	}
+	for _, g := range m.guards {
+		if g.name == name {
+			return g.Report().Level
+		}
+	}
+	return Normal
+}
+
 // Level is Status().Level, computed at most every 100 ms: the grab path asks it on every request.
 func (m *Monitor) Level() Level {
 	if m == nil {

@@ -88,10 +88,12 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]string{"id": a.ID})
 }
 
-// StatsResponse is an activity's stats with the node's health.
+// StatsResponse is an activity's stats with the node's health, and for a red packet the
+// strategy and memory of its leaderboard.
 type StatsResponse struct {
 	sale.Stats
-	Health health.Level `json:"health"`
+	Health      health.Level     `json:"health"`
+	Leaderboard *sale.BoardUsage `json:"leaderboard,omitempty"`
 }
 
 // ShedStatsResponse is what a degraded node answers instead: the gate's numbers only, the
@@ -121,7 +123,11 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, StatsResponse{Stats: st, Health: level})
+	resp := StatsResponse{Stats: st, Health: level}
+	if u, err := s.svc.LeaderboardUsage(r.Context(), id); err == nil {
+		resp.Leaderboard = &u
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {

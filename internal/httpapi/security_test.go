@@ -54,6 +54,7 @@ func TestSecuritySuite(t *testing.T) {
 		if r := f.do("POST", path, alice, ""); r.status != http.StatusAccepted {
 			t.Fatalf("alice's own path: %d %s", r.status, r.raw)
 		}
+		f.drain(id) // alice's order is written: from here on nothing may change
 		before, beforeOther := f.holdings(id), f.holdings(other)
 		for name, req := range map[string][2]string{
 			"replayed":           {path, alice},

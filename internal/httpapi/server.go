@@ -118,6 +118,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab/{pass}", s.grab)
+	s.mux.HandleFunc("GET /api/activities/{id}/leaderboard", s.leaderboard)
+	s.mux.HandleFunc("GET /api/activities/{id}/rank", s.user(s.rank))
 	s.mux.HandleFunc("POST /api/activities/{id}/challenge", s.challenge)
 	s.mux.HandleFunc("POST /api/activities/{id}/challenge/answer", s.answer)
 	s.mux.HandleFunc("GET /api/orders/{ref}", s.user(s.order))

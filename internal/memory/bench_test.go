@@ -68,3 +68,32 @@ func BenchmarkGateSoldOutParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkGateGrabRedPacketParallel is BenchmarkGateGrabParallel on a red packet of ten million
+// shares: each grab pops a share instead of decrementing a count. Run it with -benchtime of at
+// most 10000000x, so that every grab wins.
+func BenchmarkGateGrabRedPacketParallel(b *testing.B) {
+	const shares = 10_000_000
+	g := NewGate(&nullJournal{}, 512, nil)
+	b.Cleanup(func() { g.Close() })
+	a := item("rp", shares, 1)
+	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 100*shares
+	st := sale.GateState{Shares: make([]sale.Share, shares)}
+	for i := range st.Shares {
+		st.Shares[i] = sale.Share{Index: int64(i), AmountCents: 100}
+	}
+	ctx := context.Background()
+	if err := g.Load(ctx, a, st); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+				b.Fatal(err) // sold out too: keep -benchtime under the shares
+			}
+		}
+	})
+}

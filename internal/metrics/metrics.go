@@ -5,6 +5,7 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -109,6 +110,31 @@ func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(breakerDesc, prometheus.GaugeValue, open, d.Name)
 		ch <- prometheus.MustNewConstMetric(errorRateDesc, prometheus.GaugeValue, d.ErrorRate, d.Name)
 		ch <- prometheus.MustNewConstMetric(latencyDesc, prometheus.GaugeValue, d.MeanMS/1000, d.Name)
+	}
+}
+
+// WatchLeaderboards exports, at every scrape, the strategy and memory of the leaderboard of
+// every red packet usages reports: seckill_leaderboard_bytes{activity,strategy}.
+func (m *Metrics) WatchLeaderboards(usages func(ctx context.Context) []sale.BoardUsage) *Metrics {
+	m.reg.MustRegister(boardCollector{usages})
+	return m
+}
+
+var boardDesc = prometheus.NewDesc("seckill_leaderboard_bytes",
+	"Memory held by a red packet's leaderboard, by activity and strategy (exact, approximate; database holds none).",
+	[]string{"activity", "strategy"}, nil)
+
+type boardCollector struct {
+	usages func(ctx context.Context) []sale.BoardUsage
+}
+
+func (c boardCollector) Describe(ch chan<- *prometheus.Desc) { ch <- boardDesc }
+
+func (c boardCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, u := range c.usages(ctx) {
+		ch <- prometheus.MustNewConstMetric(boardDesc, prometheus.GaugeValue, float64(u.Bytes), u.ActivityID, u.Strategy)
 	}
 }
 

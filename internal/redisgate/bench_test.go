@@ -2,9 +2,15 @@ package redisgate
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
@@ -41,6 +47,39 @@ func BenchmarkRedisGrabParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkRedisGrabRedPacketParallel is BenchmarkRedisGrabParallel on a red packet of two
+// million shares: grab.lua pops a share (RPOP) besides the count. Keep -benchtime under the
+// shares, so that every grab wins.
+func BenchmarkRedisGrabRedPacketParallel(b *testing.B) {
+	const shares = 2_000_000
+	rdb, err := Dial(context.Background(), redistest.Start(b, redistest.Options{}).URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	g := New(rdb, notFound)
+	a := item("rp", shares, 1)
+	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 100*shares
+	st := sale.GateState{Shares: make([]sale.Share, shares)}
+	for i := range st.Shares {
+		st.Shares[i] = sale.Share{Index: int64(i), AmountCents: 100}
+	}
+	if err := g.Load(context.Background(), a, st); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "rp", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // BenchmarkRedisSoldOutParallel: the script's answer after the last unit.
 func BenchmarkRedisSoldOutParallel(b *testing.B) {
 	g := benchGate(b, 1)
@@ -57,4 +96,83 @@ func BenchmarkRedisSoldOutParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRedisLeaderboardRank builds a red packet's sorted set of 1 M and 20 M members on a
+// fresh Redis (ZADD in pipelines of 5,000) and measures one exact rank query (ZREVRANK) and the
+// memory Redis reports for the key (MEMORY USAGE ... SAMPLES 0) and in all (used_memory):
+//
+//	go test -run '^$' -bench RedisLeaderboardRank -benchtime 20000x -timeout 30m ./internal/redisgate
+func BenchmarkRedisLeaderboardRank(b *testing.B) {
+	for _, n := range []int{1_000_000, 20_000_000} {
+		b.Run(strconv.Itoa(n/1_000_000)+"M", func(b *testing.B) {
+			ctx := context.Background()
+			srv := redistest.Start(b, redistest.Options{})
+			rdb, err := Dial(ctx, srv.URL())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rdb.Close()
+			// MEMORY USAGE ... SAMPLES 0 walks every member: longer than any read timeout.
+			patient := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: -1, DisableIdentity: true})
+			defer patient.Close()
+			r := NewRanking(rdb, sale.MaxStock)
+			a := sale.Activity{ID: "rain", Kind: sale.KindRedPacket, Stock: int64(n)}
+			if err := r.Load(ctx, a, nil, 200); err != nil {
+				b.Fatal(err)
+			}
+			before := usedMemory(b, rdb)
+			rng := rand.New(rand.NewPCG(uint64(n), 1))
+			grabs := make([]sale.Grab, 0, 5000)
+			member := func(i int) sale.Grab {
+				return sale.Grab{Token: fmt.Sprintf("g%024d", i), ActivityID: a.ID, UserID: fmt.Sprintf("%024d", i),
+					AmountCents: 1 + rng.Int64N(200), At: t0.Add(time.Duration(i) * time.Microsecond)}
+			}
+			k := rankKeysOf(a.ID)
+			for lo := 0; lo < n; lo += 5000 {
+				grabs = grabs[:0]
+				zs := make([]redis.Z, 0, 5000)
+				for i := lo; i < min(lo+5000, n); i++ {
+					g := member(i)
+					grabs = append(grabs, g)
+					zs = append(zs, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)})
+				}
+				if err := rdb.ZAdd(ctx, k.zset, zs...).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			all := usedMemory(b, rdb) - before
+			key, err := patient.MemoryUsage(ctx, k.zset, 0).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			probe := rand.New(rand.NewPCG(5, 6))
+			b.ResetTimer()
+			for range b.N {
+				i := probe.IntN(len(grabs)) // the last batch's grabs: their members are known
+				if _, _, _, err := r.Rank(ctx, grabs[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(key)/float64(n), "B/member")
+			b.ReportMetric(float64(key)/1e6, "keyMB")
+			b.ReportMetric(float64(all)/1e6, "usedMB")
+		})
+	}
+}
+
+func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal("no used_memory in INFO")
+	return 0
 }

@@ -3,6 +3,7 @@ package sale
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -55,4 +56,44 @@ func TestSplitRedPacketIsNotDegenerate(t *testing.T) {
 	if len(distinct) < 20 {
 		t.Errorf("100 shares of 100.00 took only %d distinct amounts; the split is not random", len(distinct))
 	}
+}
+
+// FuzzSplitRedPacket: any (total, count) is either refused as invalid or split into count
+// shares of at least a cent summing to total, the same shares for the same seed.
+func FuzzSplitRedPacket(f *testing.F) {
+	for _, s := range [][3]int64{{100, 10, 1}, {1, 1, 2}, {5, 6, 3}, {MaxCents, 1000, 4}, {0, 0, 5}, {-5, 2, 6}, {7, MaxStock + 1, 7}} {
+		f.Add(s[0], s[1], uint64(s[2]))
+	}
+	f.Fuzz(func(t *testing.T, total, count int64, seed uint64) {
+		if count > 100_000 {
+			count %= 100_000 // bounded work per input; the bounds checks are in the seeds
+		}
+		split := func() ([]int64, error) {
+			return SplitRedPacket(total, count, rand.New(rand.NewPCG(seed, 9)).Int64N)
+		}
+		shares, err := split()
+		if count < 1 || total < count || total > MaxCents {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("SplitRedPacket(%d, %d) = %v, want ErrInvalid", total, count, err)
+			}
+			return
+		}
+		if err != nil || int64(len(shares)) != count {
+			t.Fatalf("SplitRedPacket(%d, %d): %d shares, %v", total, count, len(shares), err)
+		}
+		var sum int64
+		for _, s := range shares {
+			if s < 1 {
+				t.Fatalf("a share of %d cents", s)
+			}
+			sum += s
+		}
+		if sum != total {
+			t.Fatalf("shares sum to %d, want %d", sum, total)
+		}
+		again, _ := split()
+		if !slices.Equal(shares, again) {
+			t.Fatal("the same seed split differently")
+		}
+	})
 }

@@ -34,6 +34,9 @@ type Service struct {
 
 	// acts caches the activities this node has read: they never change once created.
 	acts sync.Map // id -> Activity
+
+	ranking Ranking     // red packets' leaderboards beside the gate; nil: none
+	leaders LeaderStore // the database's answer to leaderboards; nil: none
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
@@ -110,6 +113,9 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	if err := s.gate.Load(ctx, a, st); err != nil {
 		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
 	}
+	if err := s.loadRanking(ctx, a, st, nil); err != nil {
+		return Activity{}, fmt.Errorf("open the leaderboard of %s: %w", a.ID, err)
+	}
 	return a, nil
 }
 
@@ -129,12 +135,15 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
-		st, err := s.gateState(ctx, a)
+		st, queued, err := s.gateState(ctx, a)
 		if err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
 		if _, err := s.gate.Warm(ctx, a, st); err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+		if err := s.loadRanking(ctx, a, st, queued); err != nil {
+			return fmt.Errorf("warm up the leaderboard of %s: %w", a.ID, err)
 		}
 	}
 	return nil
@@ -146,23 +155,31 @@ func (s *Service) warmOne(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.gateState(ctx, a)
+	st, queued, err := s.gateState(ctx, a)
 	if err != nil {
 		return fmt.Errorf("rebuild activity %s: %w", id, err)
 	}
-	if _, err := s.gate.Warm(ctx, a, st); err != nil {
+	loaded, err := s.gate.Warm(ctx, a, st)
+	if err != nil {
 		return fmt.Errorf("rebuild activity %s: %w", id, err)
+	}
+	if loaded {
+		if err := s.loadRanking(ctx, a, st, queued); err != nil {
+			return fmt.Errorf("rebuild the leaderboard of %s: %w", id, err)
+		}
 	}
 	return nil
 }
 
-// gateState is what the gate of a must hold: the database's orders plus the queue's grabs.
-func (s *Service) gateState(ctx context.Context, a Activity) (GateState, error) {
+// gateState is what the gate of a must hold: the database's orders plus the queue's grabs,
+// which it returns too.
+func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab, error) {
 	unacked, err := s.queue.Unacked(ctx, a.ID)
 	if err != nil {
-		return GateState{}, err
+		return GateState{}, nil, err
 	}
-	return s.store.GateState(ctx, a, unacked)
+	st, err := s.store.GateState(ctx, a, unacked)
+	return st, unacked, err
 }
 
 // Reconciliation compares the gate with the database for one activity.
@@ -200,7 +217,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		if st, err = s.gateState(ctx, a); err != nil {
+		if st, _, err = s.gateState(ctx, a); err != nil {
 			return Reconciliation{}, err
 		}
 		after, err := s.gate.Remaining(ctx, id)
@@ -415,6 +432,11 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
 	if err := s.gate.Release(ctx, g); err != nil {
 		return o, fmt.Errorf("restock order %s: %w", o.Token, err)
+	}
+	if s.ranking != nil && s.isRedPacket(ctx, o.ActivityID) {
+		// Best effort: a share left on the leaderboard is fixed by the next load; the
+		// database fallback never counts a cancelled order.
+		s.ranking.Remove(ctx, []Grab{g})
 	}
 	s.flagSoldOut(o.ActivityID, time.Time{})
 	if s.restocks != nil {

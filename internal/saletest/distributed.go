@@ -29,7 +29,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	gate := redisgate.New(rdb, store.Activity)
 	ids := func(ctx context.Context) ([]string, error) { return store.ActivityIDs(ctx, time.Time{}) }
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
-	env := start(t, clock, gate, queue, store, rdb.Close, store.Close)
+	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
 	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL)
 	env.Answers = NewAnswers(redisgate.NewChallenges(rdb))
 	env.Service.WithChallenges(env.Answers)

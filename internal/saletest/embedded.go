@@ -36,11 +36,15 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
-	env := start(t, clock, gate, queue, store, gate.Close, journal.Close, store.Close)
+	env := start(t, clock, gate, queue, store, memory.NewRanking(ExactMax), gate.Close, journal.Close, store.Close)
 	env.Answers = NewAnswers(memory.NewChallenges(1 << 16))
 	env.Service.WithChallenges(env.Answers)
 	return env
 }
+
+// ExactMax is how many shares a test activity's leaderboard keeps exactly; beyond it the
+// leaderboard is a histogram.
+const ExactMax = 2_000
 
 // drainer returns a Drain that waits until the queue holds none of an activity's grabs. A queue
 // that is briefly unreachable (a Redis that has just restarted: the client redials within a
@@ -63,10 +67,17 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 
 // start runs a service on gate, queue and store with a worker in the background; when t ends it
 // stops the worker and calls closers in order.
-func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, closers ...func() error) Env {
+func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, ranking sale.Ranking, closers ...func() error) Env {
+	svc := sale.NewService(gate, queue, store, clock.Now)
+	if leaders, ok := store.(sale.LeaderStore); ok {
+		svc.WithRanking(ranking, leaders)
+	}
 	run, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { (&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16}).Run(run) })
+	wg.Go(func() {
+		(&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16,
+			Placed: func(ps []sale.Placement) { svc.OrdersPlaced(run, ps) }}).Run(run)
+	})
 	t.Cleanup(func() {
 		stop()
 		wg.Wait()
@@ -74,6 +85,5 @@ func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store s
 			c()
 		}
 	})
-	svc := sale.NewService(gate, queue, store, clock.Now)
 	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue)}
 }

@@ -592,3 +592,12 @@ func TestChallengeJourney(t *testing.T) {
 		saletest.ChallengeJourney(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), mysqltest.DSN(t)))
 	})
 }
+
+// TestLeaderboard runs the red-packet rain and its leaderboards in process and on Redis.
+func TestLeaderboard(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t.Run("Embedded", func(t *testing.T) { saletest.LeaderboardTests(t, saletest.Embedded(t, saletest.NewClock(t0))) })
+	t.Run("Redis", func(t *testing.T) {
+		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+	})
+}

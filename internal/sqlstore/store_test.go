@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,6 +54,7 @@ var storeTests = []struct {
 	{"ReopenKeepsData", testReopenKeepsData},
 	{"PlacementIsWhatWasStored", testPlacementIsWhatWasStored},
 	{"Blocks", testBlocks},
+	{"LeaderboardQueries", testLeaderboardQueries},
 }
 
 func TestStores(t *testing.T) {
@@ -515,5 +518,72 @@ func testBlocks(t *testing.T, dsn string) {
 	}
 	if got, _ := s.Blocks(ctx, t0); len(got) != 2 {
 		t.Fatalf("after the removal: %v", got)
+	}
+}
+
+// testLeaderboardQueries: the database's leaderboard (the fallback) against a sorting oracle, on
+// a red packet with many equal amounts and equal times, so that every tie-break is exercised; a
+// cancelled order leaves it.
+func testLeaderboardQueries(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	ctx := context.Background()
+	const n = 300
+	rng := rand.New(rand.NewPCG(4, 2))
+	shares := make([]int64, n)
+	for i := range shares {
+		shares[i] = 1 + rng.Int64N(8)
+	}
+	a := sale.Activity{ID: "lb", Name: "rain", Kind: sale.KindRedPacket, Stock: n, TotalCents: 0, PerUserLimit: 1,
+		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Hour, Admission: sale.AdmitDirect, CreatedAt: t0}
+	for _, v := range shares {
+		a.TotalCents += v
+	}
+	create(t, s, a, shares...)
+	gs := make([]sale.Grab, n)
+	for i := range gs {
+		gs[i] = sale.Grab{Token: fmt.Sprintf("g%03d", rng.IntN(1000)) + fmt.Sprint(i), ActivityID: "lb", UserID: fmt.Sprint("u", i),
+			Share: int64(i), AmountCents: shares[i], At: t0.Add(time.Duration(rng.IntN(5)) * time.Millisecond)}
+	}
+	place(t, s, gs...)
+	cancelled := gs[7]
+	if _, won, err := s.Cancel(ctx, cancelled.Token, "test", t0); err != nil || !won {
+		t.Fatalf("cancel: %v %v", won, err)
+	}
+	var live []sale.Grab
+	for _, g := range gs {
+		if g.Token != cancelled.Token {
+			live = append(live, g)
+		}
+	}
+	slices.SortFunc(live, func(x, y sale.Grab) int {
+		switch {
+		case x.AmountCents > y.AmountCents:
+			return -1
+		case x.AmountCents < y.AmountCents:
+			return 1
+		case !x.At.Equal(y.At):
+			return x.At.Compare(y.At)
+		}
+		return strings.Compare(x.Token, y.Token)
+	})
+	top, err := s.TopGrabs(ctx, "lb", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range top {
+		if st.Rank != int64(i+1) || st.UserID != live[i].UserID || st.AmountCents != live[i].AmountCents || !st.GrabbedAt.Equal(live[i].At) {
+			t.Fatalf("top %d = %+v, the oracle says %+v", i, st, live[i])
+		}
+	}
+	for i, g := range live {
+		if r, err := s.RankOf(ctx, g); err != nil || r != int64(i+1) {
+			t.Fatalf("RankOf(%s) = %d, %v; the oracle says %d", g.Token, r, err, i+1)
+		}
+		if best, err := s.BestGrab(ctx, "lb", g.UserID); err != nil || best.Token != g.Token {
+			t.Fatalf("BestGrab(%s) = %+v, %v", g.UserID, best, err)
+		}
+	}
+	if _, err := s.BestGrab(ctx, "lb", cancelled.UserID); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("BestGrab of a cancelled share: %v, want ErrNotFound", err)
 	}
 }

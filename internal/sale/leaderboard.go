@@ -1,0 +1,248 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The red packet's leaderboard (手气榜): who got the largest shares, largest first, ties broken
+// by the earlier grab. It is fed by the orders the workers place, so once the queue is drained it
+// agrees with the database exactly. Three strategies answer it:
+//
+//   - exact: an in-memory order-statistic tree (embedded) or a Redis sorted set (distributed);
+//   - approximate, for activities with more shares than the exact one should hold: a histogram
+//     of amounts of a few kilobytes estimates a rank within a stated bound, and the top of the
+//     board is read from the database's covering index;
+//   - database, when the cache cannot answer: the covering index (activity, amount, time)
+//     gives the top with a bounded range scan and a rank with COUNT(*)+1.
+
+// The strategies, as they are named in answers, stats and metrics.
+const (
+	RankExact    = "exact"
+	RankApprox   = "approximate"
+	RankDatabase = "database"
+)
+
+// Standing is a place on a leaderboard.
+type Standing struct {
+	Rank        int64     `json:"rank"`
+	UserID      string    `json:"user"`
+	AmountCents int64     `json:"amount_cents"`
+	GrabbedAt   time.Time `json:"grabbed_at"`
+}
+
+// Board is a leaderboard's top, or one user's standing.
+type Board struct {
+	Entries  []Standing `json:"entries"`
+	Exact    bool       `json:"exact"`
+	Bound    int64      `json:"bound,omitempty"` // approximate: the most a rank may be off
+	Strategy string     `json:"strategy"`
+}
+
+// MaxBoard bounds the entries a leaderboard answer may hold.
+const MaxBoard = 100
+
+// Ranking keeps red packets' leaderboards beside the gate. Members are grabs with placed orders,
+// identified by their tokens: each is added once (when its order is created, or by Load) and
+// removed at most once (when its order is cancelled).
+type Ranking interface {
+	// Load replaces the leaderboard of a with held; max is the largest share of the split.
+	Load(ctx context.Context, a Activity, held []Grab, max int64) error
+	// Add puts grabs on their activities' leaderboards; Remove takes them off.
+	Add(ctx context.Context, gs []Grab) error
+	Remove(ctx context.Context, gs []Grab) error
+	// Top returns the first n of an exact leaderboard. ErrApproximate: the leaderboard is a
+	// histogram, which has no top.
+	Top(ctx context.Context, activityID string, n int) ([]Standing, error)
+	// Rank returns the rank of grab g, exactly (bound 0) or estimated within bound, and the
+	// strategy that answered. ErrNotFound: g is not on the leaderboard.
+	Rank(ctx context.Context, g Grab) (rank, bound int64, strategy string, err error)
+	// Usage names the strategy of an activity's leaderboard and the memory it holds.
+	Usage(ctx context.Context, activityID string) (strategy string, bytes int64, err error)
+}
+
+// ErrApproximate says a leaderboard is kept as a histogram: it ranks, but has no top.
+var ErrApproximate = errors.New("the leaderboard is approximate")
+
+// LeaderStore is what the database answers for leaderboards, over the covering index of
+// orders (activity, amount, time).
+type LeaderStore interface {
+	// TopGrabs returns the first n orders holding a share of activityID as standings.
+	TopGrabs(ctx context.Context, activityID string, n int) ([]Standing, error)
+	// RankOf returns 1 + the orders holding a share that rank above g.
+	RankOf(ctx context.Context, g Grab) (int64, error)
+	// BestGrab returns the largest share userID holds in activityID. Errors: ErrNotFound.
+	BestGrab(ctx context.Context, activityID, userID string) (Grab, error)
+}
+
+// WithRanking gives the service its leaderboards: r kept beside the gate, db the fallback.
+func (s *Service) WithRanking(r Ranking, db LeaderStore) *Service {
+	s.ranking, s.leaders = r, db
+	return s
+}
+
+// redPacket returns the red packet id, or an error if it is not one.
+func (s *Service) redPacket(ctx context.Context, id string) (Activity, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Activity{}, err
+	}
+	if a.Kind != KindRedPacket {
+		return Activity{}, fmt.Errorf("%w: activity %s is not a red packet: it has no leaderboard", ErrNotFound, id)
+	}
+	if s.leaders == nil {
+		return Activity{}, fmt.Errorf("%w: no leaderboard store", ErrBusy)
+	}
+	return a, nil
+}
+
+// Leaderboard returns the first n of a red packet's leaderboard: from the exact leaderboard, or
+// from the database when the leaderboard is approximate or cannot answer.
+func (s *Service) Leaderboard(ctx context.Context, id string, n int) (Board, error) {
+	a, err := s.redPacket(ctx, id)
+	if err != nil {
+		return Board{}, err
+	}
+	n = min(max(n, 1), MaxBoard)
+	if s.ranking != nil {
+		top, err := s.ranking.Top(ctx, a.ID, n)
+		if err == nil {
+			return Board{Entries: top, Exact: true, Strategy: RankExact}, nil
+		}
+		if !errors.Is(err, ErrApproximate) && !errors.Is(err, ErrBusy) && !errors.Is(err, ErrNotFound) {
+			return Board{}, err
+		}
+	}
+	top, err := s.leaders.TopGrabs(ctx, a.ID, n)
+	if err != nil {
+		return Board{}, err
+	}
+	return Board{Entries: top, Exact: true, Strategy: RankDatabase}, nil
+}
+
+// Rank returns userID's standing on a red packet's leaderboard (their largest share). Errors:
+// ErrNotFound (not a red packet, or no share placed for the user yet).
+func (s *Service) Rank(ctx context.Context, id, userID string) (Board, error) {
+	a, err := s.redPacket(ctx, id)
+	if err != nil {
+		return Board{}, err
+	}
+	g, err := s.leaders.BestGrab(ctx, a.ID, userID)
+	if err != nil {
+		return Board{}, err
+	}
+	st := Standing{UserID: userID, AmountCents: g.AmountCents, GrabbedAt: g.At}
+	if s.ranking != nil {
+		r, bound, strategy, err := s.ranking.Rank(ctx, g)
+		if err == nil {
+			st.Rank = r
+			return Board{Entries: []Standing{st}, Exact: bound == 0, Bound: bound, Strategy: strategy}, nil
+		}
+		if !errors.Is(err, ErrBusy) && !errors.Is(err, ErrNotFound) {
+			return Board{}, err
+		}
+	}
+	if st.Rank, err = s.leaders.RankOf(ctx, g); err != nil {
+		return Board{}, err
+	}
+	return Board{Entries: []Standing{st}, Exact: true, Strategy: RankDatabase}, nil
+}
+
+// OrdersPlaced puts the red-packet shares of newly created orders on their leaderboards. The
+// worker calls it after each batch; a failure is the leaderboard's, not the order's, and the
+// database fallback still answers.
+func (s *Service) OrdersPlaced(ctx context.Context, ps []Placement) error {
+	if s.ranking == nil {
+		return nil
+	}
+	var gs []Grab
+	for _, p := range ps {
+		if p.New && p.Order.Status.Holds() && s.isRedPacket(ctx, p.Order.ActivityID) {
+			gs = append(gs, grabOf(p.Order))
+		}
+	}
+	if len(gs) == 0 {
+		return nil
+	}
+	return s.ranking.Add(ctx, gs)
+}
+
+func (s *Service) isRedPacket(ctx context.Context, id string) bool {
+	a, err := s.Activity(ctx, id)
+	return err == nil && a.Kind == KindRedPacket
+}
+
+func grabOf(o Order) Grab {
+	return Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share,
+		AmountCents: o.AmountCents, At: o.CreatedAt}
+}
+
+// loadRanking rebuilds a red packet's leaderboard from what the gate is loaded with: the grabs
+// that hold a share, less those still queued (the worker adds them when it places their orders).
+func (s *Service) loadRanking(ctx context.Context, a Activity, st GateState, queued []Grab) error {
+	if s.ranking == nil || a.Kind != KindRedPacket {
+		return nil
+	}
+	pending := make(map[string]bool, len(queued))
+	for _, g := range queued {
+		pending[g.Token] = true
+	}
+	var top int64
+	for _, sh := range st.Shares {
+		top = max(top, sh.AmountCents)
+	}
+	placed := make([]Grab, 0, len(st.Held))
+	for _, h := range st.Held {
+		top = max(top, h.AmountCents)
+		if !pending[h.Token] {
+			placed = append(placed, h)
+		}
+	}
+	return s.ranking.Load(ctx, a, placed, top)
+}
+
+// BoardUsage is what one red packet's leaderboard costs.
+type BoardUsage struct {
+	ActivityID string `json:"activity"`
+	Strategy   string `json:"strategy"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// LeaderboardUsage names the strategy of a red packet's leaderboard and the memory it holds.
+func (s *Service) LeaderboardUsage(ctx context.Context, id string) (BoardUsage, error) {
+	a, err := s.redPacket(ctx, id)
+	if err != nil {
+		return BoardUsage{}, err
+	}
+	u := BoardUsage{ActivityID: a.ID, Strategy: RankDatabase}
+	if s.ranking == nil {
+		return u, nil
+	}
+	strategy, n, err := s.ranking.Usage(ctx, a.ID)
+	switch {
+	case err == nil:
+		u.Strategy, u.Bytes = strategy, n
+	case !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrBusy):
+		return BoardUsage{}, err
+	}
+	return u, nil
+}
+
+// LeaderboardUsages reports the leaderboards of every red packet this node knows that has not
+// ended, for the metrics.
+func (s *Service) LeaderboardUsages(ctx context.Context) []BoardUsage {
+	var out []BoardUsage
+	now := s.now()
+	s.acts.Range(func(_, v any) bool {
+		a := v.(Activity)
+		if a.Kind == KindRedPacket && now.Before(a.EndAt) {
+			if u, err := s.LeaderboardUsage(ctx, a.ID); err == nil {
+				out = append(out, u)
+			}
+		}
+		return true
+	})
+	return out
+}
