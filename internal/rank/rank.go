@@ -207,6 +207,14 @@ func NewApprox(max int64, buckets int) *Approx {
 // Bucket is the index of the bucket that counts amount (the last for amounts above max).
 func (h *Approx) Bucket(amount int64) int { return h.bucket(amount) }
 
+// BucketOf is Bucket for a histogram of buckets slices of [0, max], without one.
+func BucketOf(amount, max int64, buckets int) int {
+	if amount >= max || max <= 0 {
+		return buckets - 1
+	}
+	return int(amount * int64(buckets) / max)
+}
+
 // Counts returns the buckets' counts.
 func (h *Approx) Counts() []int64 { return append([]int64(nil), h.counts...) }
 
@@ -218,12 +226,7 @@ func (h *Approx) Set(i int, n int64) {
 	}
 }
 
-func (h *Approx) bucket(amount int64) int {
-	if amount >= h.max || h.max <= 0 {
-		return len(h.counts) - 1
-	}
-	return int(amount * int64(len(h.counts)) / h.max)
-}
+func (h *Approx) bucket(amount int64) int { return BucketOf(amount, h.max, len(h.counts)) }
 
 // Add counts a member of amount; Remove uncounts one.
 func (h *Approx) Add(amount int64) { h.add(amount, 1) }

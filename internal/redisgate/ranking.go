@@ -126,33 +126,37 @@ func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, e
 	return m["strategy"], max, nil
 }
 
+// change adds or removes gs in one pipeline (a worker's batch is one round trip).
 func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
-	for _, g := range gs {
-		strategy, max, err := r.meta(ctx, g.ActivityID)
-		if errors.Is(err, sale.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		k := rankKeysOf(g.ActivityID)
-		switch {
-		case strategy == sale.RankExact && add:
-			err = r.rdb.ZAdd(ctx, k.zset, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)}).Err()
-		case strategy == sale.RankExact:
-			err = r.rdb.ZRem(ctx, k.zset, rankMember(g)).Err()
-		default:
-			d := int64(1)
-			if !add {
-				d = -1
-			}
-			err = r.rdb.HIncrBy(ctx, k.hist, strconv.Itoa(rank.NewApprox(max, histogramBuckets).Bucket(g.AmountCents)), d).Err()
-		}
-		if err != nil {
-			return fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, g.ActivityID, err)
-		}
+	d := int64(1)
+	if !add {
+		d = -1
 	}
-	return nil
+	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, g := range gs {
+			strategy, max, err := r.meta(ctx, g.ActivityID)
+			if errors.Is(err, sale.ErrNotFound) {
+				continue // no leaderboard loaded: the next load reads the database
+			}
+			if err != nil {
+				return err
+			}
+			k := rankKeysOf(g.ActivityID)
+			switch {
+			case strategy == sale.RankExact && add:
+				p.ZAdd(ctx, k.zset, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)})
+			case strategy == sale.RankExact:
+				p.ZRem(ctx, k.zset, rankMember(g))
+			default:
+				p.HIncrBy(ctx, k.hist, strconv.Itoa(rank.BucketOf(g.AmountCents, max, histogramBuckets)), d)
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, sale.ErrBusy) {
+		return fmt.Errorf("%w: leaderboard: %v", sale.ErrBusy, err)
+	}
+	return err
 }
 
 // Add implements sale.Ranking.
