@@ -33,20 +33,34 @@ type PassResponse struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// challenge puts a question to the user. It passes the same edge as a grab: a sold-out, blocked
-// or rate-limited client gets no challenge either.
-func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+// challengeEdge runs a challenge request through the same edge as a grab (a sold-out, blocked or
+// rate-limited client gets no challenge either) and returns its user; ok is false when it has
+// answered the refusal.
+func (s *Server) challengeEdge(w http.ResponseWriter, r *http.Request, id string) (user string, ok bool) {
 	user, outcome, err := s.edge(w, r, id, false)
 	if err != nil {
-		s.observe.Challenge(outcomeOr(outcome, err))
-		s.writeError(w, r, err)
+		s.refuseChallenge(w, r, outcome, err)
+		return "", false
+	}
+	return user, true
+}
+
+// refuseChallenge answers err to a challenge request and counts it (as outcome if set).
+func (s *Server) refuseChallenge(w http.ResponseWriter, r *http.Request, outcome string, err error) {
+	s.observe.Challenge(outcomeOr(outcome, err))
+	s.writeError(w, r, err)
+}
+
+// challenge puts a question to the user.
+func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	user, ok := s.challengeEdge(w, r, id)
+	if !ok {
 		return
 	}
 	c, err := s.svc.Challenge(r.Context(), id, user)
 	if err != nil {
-		s.observe.Challenge(outcomeOf(err))
-		s.writeError(w, r, err)
+		s.refuseChallenge(w, r, "", err)
 		return
 	}
 	img, err := captcha.PNG(c.Question)
@@ -62,21 +76,17 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 // answer checks an answer and, when it is right, reveals the grab path.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	user, outcome, err := s.edge(w, r, id, false)
-	if err != nil {
-		s.observe.Challenge(outcomeOr(outcome, err))
-		s.writeError(w, r, err)
+	user, ok := s.challengeEdge(w, r, id)
+	if !ok {
 		return
 	}
 	var req AnswerRequest
 	if err := decode(r, &req); err != nil {
-		s.observe.Challenge(outcomeOf(err))
-		s.writeError(w, r, err)
+		s.refuseChallenge(w, r, "", err)
 		return
 	}
 	if req.ChallengeID == "" || req.Answer == nil {
-		s.observe.Challenge(outcomeOf(sale.ErrInvalid))
-		s.writeError(w, r, fmt.Errorf("%w: challenge_id and answer are required", sale.ErrInvalid))
+		s.refuseChallenge(w, r, "", fmt.Errorf("%w: challenge_id and answer are required", sale.ErrInvalid))
 		return
 	}
 	ip := s.clientIP(r)
@@ -92,8 +102,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	if err != nil {
-		s.observe.Challenge(outcomeOf(err))
-		s.writeError(w, r, err)
+		s.refuseChallenge(w, r, "", err)
 		return
 	}
 	s.observe.Challenge("solved")

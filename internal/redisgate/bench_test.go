@@ -16,14 +16,19 @@ import (
 	"seckill/internal/sale"
 )
 
-// benchGate is a gate on a fresh real Redis (no AOF) with one activity of the given stock.
-func benchGate(b *testing.B, stock int64) *Gate {
+// benchRedis dials a fresh real Redis (no AOF), closed when b ends.
+func benchRedis(b *testing.B) redis.UniversalClient {
 	rdb, err := Dial(context.Background(), redistest.Start(b, redistest.Options{}).URL())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rdb.Close() })
-	g := New(rdb, notFound)
+	return rdb
+}
+
+// benchGate is a gate on a fresh real Redis with one activity of the given stock.
+func benchGate(b *testing.B, stock int64) *Gate {
+	g := New(benchRedis(b), notFound)
 	if err := g.Load(context.Background(), item("a", stock, 1), sale.GateState{}); err != nil {
 		b.Fatal(err)
 	}
@@ -52,12 +57,7 @@ func BenchmarkRedisGrabParallel(b *testing.B) {
 // shares, so that every grab wins.
 func BenchmarkRedisGrabRedPacketParallel(b *testing.B) {
 	const shares = 2_000_000
-	rdb, err := Dial(context.Background(), redistest.Start(b, redistest.Options{}).URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rdb.Close() })
-	g := New(rdb, notFound)
+	g := New(benchRedis(b), notFound)
 	a := item("rp", shares, 1)
 	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 100*shares
 	st := sale.GateState{Shares: make([]sale.Share, shares)}
