@@ -205,6 +205,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 	}
 	var rec Reconciliation
 	var st GateState
+	var queued []Grab
 	for round := 0; round < 2; round++ {
 		if round > 0 {
 			select {
@@ -217,7 +218,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		if st, _, err = s.gateState(ctx, a); err != nil {
+		if st, queued, err = s.gateState(ctx, a); err != nil {
 			return Reconciliation{}, err
 		}
 		after, err := s.gate.Remaining(ctx, id)
@@ -247,8 +248,11 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 	if err := s.gate.Load(ctx, a, st); err != nil {
 		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
 	}
+	if err := s.loadRanking(ctx, a, st, queued); err != nil {
+		return rec, fmt.Errorf("repair the leaderboard of %s: %w", id, err)
+	}
 	rec.Repaired = true
-	rec.Note = "the gate was reloaded from the database and the queue"
+	rec.Note = "the gate (and a red packet's leaderboard) was reloaded from the database and the queue"
 	return rec, nil
 }
 

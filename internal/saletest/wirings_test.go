@@ -601,3 +601,53 @@ func TestLeaderboard(t *testing.T) {
 		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
 	})
 }
+
+// TestReconcileRepairsARedPacketsLeaderboard: Redis loses a share from a red packet's list and a
+// member from its leaderboard; reconcile finds the drift and reloads both from the database.
+func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "rain", Kind: sale.KindRedPacket, Stock: 10,
+		TotalCents: 1000, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range 4 {
+		if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Drain(a.ID)
+	before, err := env.Service.Leaderboard(ctx, a.ID, 10)
+	if err != nil || len(before.Entries) != 4 {
+		t.Fatalf("leaderboard: %+v, %v", before, err)
+	}
+	rdb, err := redisgate.Dial(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	p := "{act:" + a.ID + "}:"
+	if err := rdb.RPop(ctx, p+"shares").Err(); err != nil { // a share lost
+		t.Fatal(err)
+	}
+	if err := rdb.Decr(ctx, p+"stock").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZPopMax(ctx, p+"leaders").Err(); err != nil { // the winner lost
+		t.Fatal(err)
+	}
+	rec, err := env.Service.Reconcile(ctx, a.ID)
+	if err != nil || !rec.Repaired || rec.Drift != -1 {
+		t.Fatalf("reconcile: %+v, %v; want a drift of -1 repaired", rec, err)
+	}
+	after, err := env.Service.Leaderboard(ctx, a.ID, 10)
+	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("leaderboard after the repair: %+v, %v; want %+v", after, err, before)
+	}
+	if rem, _ := env.Service.Remaining(ctx, a.ID); rem != 6 {
+		t.Fatalf("remaining after repair = %d, want 6", rem)
+	}
+}
