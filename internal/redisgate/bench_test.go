@@ -38,14 +38,18 @@ func benchGate(b *testing.B, stock int64) *Gate {
 // BenchmarkRedisGrabParallel: every grab wins (a new user each), 16 goroutines per CPU, each
 // grab one EVALSHA of grab.lua.
 func BenchmarkRedisGrabParallel(b *testing.B) {
-	g := benchGate(b, sale.MaxStock)
+	winners(b, benchGate(b, sale.MaxStock), "a")
+}
+
+// winners grabs activity from 16 goroutines per CPU, a new user each time; every grab must win.
+func winners(b *testing.B, g *Gate, activity string) {
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: activity, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -67,17 +71,7 @@ func BenchmarkRedisGrabRedPacketParallel(b *testing.B) {
 	if err := g.Load(context.Background(), a, st); err != nil {
 		b.Fatal(err)
 	}
-	var n atomic.Int64
-	b.ReportAllocs()
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "rp", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+	winners(b, g, "rp")
 }
 
 // BenchmarkRedisSoldOutParallel: the script's answer after the last unit.
