@@ -91,12 +91,12 @@ func (b *Buckets) Allow(_ context.Context, key string, r Rule) (Decision, error)
 		sh.m[key] = k
 	}
 	k.used = now
-	res := k.lim.ReserveN(now, 1)
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
-		return Decision{RetryAfter: d}, nil
+	if k.lim.AllowN(now, 1) {
+		return Decision{Allowed: true}, nil
 	}
-	return Decision{Allowed: true}, nil
+	// Refused, and nothing taken: the wait is for the one token missing.
+	missing := 1 - k.lim.TokensAt(now)
+	return Decision{RetryAfter: time.Duration(missing / float64(k.lim.Limit()) * float64(time.Second))}, nil
 }
 
 // sweep forgets the keys unused for idleAfter, at most once per idleAfter. The caller holds mu.
