@@ -287,8 +287,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		err = res.WriteText(stdout)
 	}
 	if err == nil && !res.OK {
-		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents",
-			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff)
+		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents, leaderboard off %d",
+			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff, res.BoardOff)
 	}
 	return err
 }

@@ -358,5 +358,10 @@ func (s Sale) facts(ctx context.Context, c *Client, id string, history []Record,
 		return Facts{}, err
 	}
 	f.Stats = st
+	if s.Kind == "redpacket" {
+		if f.Board, err = c.Board(ctx, id, 100); err != nil {
+			return Facts{}, err
+		}
+	}
 	return f, nil
 }

@@ -19,6 +19,9 @@ type Facts struct {
 	// Paid are the orders bench paid (the server answered PAID); Unpaid those it left to expire.
 	// Both are empty unless the run had --unpaid.
 	Paid, Unpaid map[string]bool
+	// Board is a red packet's leaderboard as the server lists it (the amounts of its top
+	// entries, in order); nil when none was read.
+	Board []int64
 }
 
 // Order is an order as the API shows it to its owner. Found is false for a 404.
@@ -68,6 +71,9 @@ type Verdict struct {
 	// amounts must never exceed it and must equal it once every share is taken; each order's
 	// amount must equal its grab's.
 	SharesOff int64 `json:"shares_off_cents"`
+	// BoardOff counts the places where a red packet's leaderboard disagrees with the orders:
+	// its top must list the largest held shares, largest first.
+	BoardOff int64 `json:"board_off"`
 
 	Problems []string `json:"problems,omitempty"`
 }
@@ -75,7 +81,7 @@ type Verdict struct {
 // OK reports whether the sale kept every invariant.
 func (v Verdict) OK() bool {
 	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
-		v.SharesOff == 0
+		v.SharesOff == 0 && v.BoardOff == 0
 }
 
 // maxProblems caps the examples kept per kind of violation.
@@ -134,6 +140,7 @@ func Check(history []Record, f Facts) Verdict {
 	}
 
 	var held, sum int64 // units held at the end; amounts of the held shares
+	var heldAmounts []int64
 	for _, tok := range sortedKeys(owner) {
 		o := f.Orders[tok]
 		switch {
@@ -165,6 +172,7 @@ func Check(history []Record, f Facts) Verdict {
 			}
 			if o.Status != "CANCELLED" {
 				sum += amount[tok]
+				heldAmounts = append(heldAmounts, o.AmountCents)
 			}
 		}
 	}
@@ -194,6 +202,21 @@ func Check(history []Record, f Facts) Verdict {
 		case held == f.Stock && sum != f.TotalCents:
 			problem("shares", "every share is taken but they sum to %d cents, not %d", sum, f.TotalCents)
 			v.SharesOff += f.TotalCents - sum
+		}
+		if f.Board != nil {
+			sort.Slice(heldAmounts, func(i, j int) bool { return heldAmounts[i] > heldAmounts[j] })
+			want := heldAmounts[:min(len(heldAmounts), len(f.Board))]
+			if len(f.Board) > len(heldAmounts) {
+				problem("leaderboard", "the leaderboard lists %d shares, the orders hold %d", len(f.Board), len(heldAmounts))
+				v.BoardOff += int64(len(f.Board) - len(heldAmounts))
+			}
+			for i, a := range want {
+				if f.Board[i] != a {
+					problem("leaderboard", "place %d of the leaderboard is %d cents, the orders' %d largest share is %d",
+						i+1, f.Board[i], i+1, a)
+					v.BoardOff++
+				}
+			}
 		}
 	}
 	return v

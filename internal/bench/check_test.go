@@ -31,6 +31,12 @@ func sale(n, stock int, kind string) ([]Record, Facts) {
 		}
 	}
 	f.Stats = Stats{Stock: int64(stock), Grabbed: int64(stock), Orders: int64(stock), Created: int64(stock)}
+	if kind == "redpacket" { // the leaderboard: the last share (one cent more) first
+		f.Board = []int64{101}
+		for range stock - 1 {
+			f.Board = append(f.Board, 100)
+		}
+	}
 	return h, f
 }
 
@@ -119,6 +125,14 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Orders["t2"] = Order{Found: true, Status: "CREATED", AmountCents: 7}
 			return h
 		}, func(v Verdict) int64 { return v.SharesOff }, "answered 100 cents, its order holds 7"},
+		{"the leaderboard out of order", "redpacket", func(h []Record, f *Facts) []Record {
+			f.Board[0], f.Board[1] = f.Board[1], f.Board[0]
+			return h
+		}, func(v Verdict) int64 { return v.BoardOff }, "place 1 of the leaderboard is 100 cents"},
+		{"the leaderboard lists a share nobody holds", "redpacket", func(h []Record, f *Facts) []Record {
+			f.Board = append(f.Board, 55)
+			return h
+		}, func(v Verdict) int64 { return v.BoardOff }, "lists 11 shares, the orders hold 10"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -249,6 +249,23 @@ func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error)
 	return Order{Found: true, Status: out.Status, AmountCents: out.AmountCents}, nil
 }
 
+// Board reads the amounts of a red packet's leaderboard, top n in order.
+func (c *Client) Board(ctx context.Context, id string, n int) ([]int64, error) {
+	var out struct {
+		Entries []struct {
+			AmountCents int64 `json:"amount_cents"`
+		} `json:"entries"`
+	}
+	if err := c.do(ctx, "GET", "/api/activities/"+url.PathEscape(id)+"/leaderboard?limit="+strconv.Itoa(n), "", nil, http.StatusOK, &out); err != nil {
+		return nil, fmt.Errorf("leaderboard of %s: %w", id, err)
+	}
+	amounts := make([]int64, len(out.Entries))
+	for i, e := range out.Entries {
+		amounts[i] = e.AmountCents
+	}
+	return amounts, nil
+}
+
 // Pay pays an order as its owner (bearer) and returns the status the server answers.
 func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) {
 	var out struct {

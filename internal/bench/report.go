@@ -164,8 +164,8 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "answers per second: %v\n", r.PerSecond)
 	}
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
-	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents\n",
-		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff)
+	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents  leaderboard off %d\n",
+		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff, r.BoardOff)
 	fmt.Fprintf(w, "queue drained %.2f s after the last answer\n", r.DrainS)
 	if r.Fault != nil {
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s\n", faultText[r.Fault.Kind], r.Fault.AtS, r.Fault.RecoveryS)
