@@ -600,6 +600,9 @@ func TestLeaderboard(t *testing.T) {
 	t.Run("Redis", func(t *testing.T) {
 		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
 	})
+	t.Run("Cluster", func(t *testing.T) {
+		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+	})
 }
 
 // TestReconcileRepairsARedPacketsLeaderboard: Redis loses a share from a red packet's list and a
