@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -145,6 +147,47 @@ func FuzzChallengeAnswer(f *testing.F) {
 		}
 		if rem, err := fx.svc.Remaining(context.Background(), id); err != nil || rem != 3 {
 			t.Fatalf("remaining %d, %v after a grab with pass %q; want all 3", rem, err, pass)
+		}
+	})
+}
+
+// FuzzLeaderboardQuery asks a red packet's leaderboard with arbitrary query strings: the answer is
+// a 200 with at most 100 entries in rank order, or a 400 with a code; never anything else.
+func FuzzLeaderboardQuery(f *testing.F) {
+	for _, q := range []string{"", "limit=10", "limit=0", "limit=101", "limit=-1", "limit=1e3", "limit=%00", "limit=5&limit=6", "x=1"} {
+		f.Add(q)
+	}
+	fx := newFixture(f, false)
+	id := fx.create(redPacket)
+	for i := range 3 {
+		fx.do("POST", "/api/activities/"+id+"/grab", fx.user(fmt.Sprint("u", i)), "")
+	}
+	fx.drain(id)
+	f.Fuzz(func(t *testing.T, query string) {
+		fx.t = t
+		req := httptest.NewRequest("GET", "/api/activities/"+id+"/leaderboard", nil)
+		req.URL.RawQuery = query
+		rec := httptest.NewRecorder()
+		fx.h.ServeHTTP(rec, req)
+		switch rec.Code {
+		case http.StatusOK:
+			var b struct {
+				Entries []struct{ Rank int64 } `json:"entries"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || len(b.Entries) > 100 {
+				t.Fatalf("query %q: %s", query, rec.Body)
+			}
+			for i, e := range b.Entries {
+				if e.Rank != int64(i+1) {
+					t.Fatalf("query %q: entry %d has rank %d", query, i, e.Rank)
+				}
+			}
+		case http.StatusBadRequest:
+			if !strings.Contains(rec.Body.String(), `"code":"INVALID_ARGUMENT"`) {
+				t.Fatalf("query %q: 400 without its code: %s", query, rec.Body)
+			}
+		default:
+			t.Fatalf("query %q: status %d %s", query, rec.Code, rec.Body)
 		}
 	})
 }
