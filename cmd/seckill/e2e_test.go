@@ -122,6 +122,9 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 		fmt.Sprintf(`seckill_orders_total{event="created"} %d`, stock),
 		`seckill_orders_total{event="paid"} 3`,
 		`seckill_orders_total{event="cancelled"} 2`,
+		// the two cancelled units are back in the gate, and the queue is drained
+		fmt.Sprintf(`seckill_stock_remaining{activity="%s"} 2`, id),
+		fmt.Sprintf(`seckill_queue_depth{activity="%s"} 0`, id),
 	}
 	if n := codes["ALREADY_BOUGHT"]; n > 0 { // a counter never incremented has no line
 		wants = append(wants, fmt.Sprintf(`seckill_grab_requests_total{outcome="already_bought"} %d`, n))

@@ -305,7 +305,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	stats := metrics.New().Watch(monitor)
 	svc := sale.NewService(g.gate, g.queue, db, time.Now).WithChallenges(g.challenges).WithEvents(stats.Order).
 		WithRanking(g.ranking, health.Leaders(store, dbGuard))
-	stats.WatchLeaderboards(svc.LeaderboardUsages)
+	stats.WatchLeaderboards(svc.LeaderboardUsages).WatchActivities(svc.Gauges)
 	if g.restocks != nil {
 		svc.WithRestocks(g.restocks, restockFlagTTL)
 	}

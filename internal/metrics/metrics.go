@@ -138,6 +138,39 @@ func (c boardCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// WatchActivities exports, at every scrape, each open activity's units left in the gate
+// (seckill_stock_remaining) and grabs still queued for the workers (seckill_queue_depth): the
+// numbers behind the backlog and drift alerts.
+func (m *Metrics) WatchActivities(gauges func(ctx context.Context) []sale.Gauge) *Metrics {
+	m.reg.MustRegister(activityCollector{gauges})
+	return m
+}
+
+var (
+	remainingDesc = prometheus.NewDesc("seckill_stock_remaining",
+		"Units (or red-packet shares) an open activity has left in the stock gate.", []string{"activity"}, nil)
+	queueDesc = prometheus.NewDesc("seckill_queue_depth",
+		"Acknowledged grabs of an open activity not yet placed as orders by a worker.", []string{"activity"}, nil)
+)
+
+type activityCollector struct {
+	gauges func(ctx context.Context) []sale.Gauge
+}
+
+func (c activityCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- remainingDesc
+	ch <- queueDesc
+}
+
+func (c activityCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, g := range c.gauges(ctx) {
+		ch <- prometheus.MustNewConstMetric(remainingDesc, prometheus.GaugeValue, float64(g.Remaining), g.ActivityID)
+		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(g.Queued), g.ActivityID)
+	}
+}
+
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

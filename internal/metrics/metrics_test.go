@@ -1,13 +1,18 @@
 package metrics_test
 
 import (
+	"context"
 	"io"
 	"net/http/httptest"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"seckill/internal/health"
 	"seckill/internal/metrics"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -49,5 +54,53 @@ func TestMetricsAreServed(t *testing.T) {
 	}
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		t.Errorf("Content-Type %q", ct)
+	}
+}
+
+// TestDashboardAndAlertsQueryRealMetrics: every seckill_ metric the Grafana dashboard and the
+// alerting rules in docs/grafana name is one this package exports, so a renamed metric cannot
+// leave a panel or an alert silently empty.
+func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
+	m := metrics.New().
+		Watch(health.NewMonitor(health.NewGuard("redis", health.GateThresholds, time.Now))).
+		WatchLeaderboards(func(context.Context) []sale.BoardUsage {
+			return []sale.BoardUsage{{ActivityID: "a", Strategy: sale.RankExact, Bytes: 1}}
+		}).
+		WatchActivities(func(context.Context) []sale.Gauge { return []sale.Gauge{{ActivityID: "a"}} })
+	m.Grab("won", time.Millisecond)
+	m.Challenge("issued")
+	m.Risk(risk.Verdict{Decision: risk.Block, Rule: "cadence"})
+	m.Order("paid", 1)
+	m.Placed([]sale.Placement{{New: true, Order: sale.Order{Status: sale.StatusCreated}}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	exported := map[string]bool{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			exported[strings.Fields(name)[0]] = true
+		}
+	}
+	name := regexp.MustCompile(`seckill_[a-z_]+`)
+	for _, file := range []string{"../../docs/grafana/seckill.json", "../../docs/grafana/alerts.yml"} {
+		text, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := name.FindAllString(string(text), -1)
+		if len(used) < 5 {
+			t.Fatalf("%s names only %v", file, used)
+		}
+		for _, n := range used {
+			base := n
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if b, ok := strings.CutSuffix(n, suffix); ok && exported[b] {
+					base = b
+				}
+			}
+			if !exported[base] {
+				t.Errorf("%s queries %s, which is not exported", file, n)
+			}
+		}
 	}
 }

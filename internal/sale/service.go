@@ -504,3 +504,35 @@ func (s *Service) GateStats(ctx context.Context, id string) (Stats, error) {
 	}
 	return Stats{Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem}, nil
 }
+
+// Gauge is one activity's live numbers for the metrics: what the gate has left and what the
+// queue still holds.
+type Gauge struct {
+	ActivityID string
+	Remaining  int64
+	Queued     int64
+}
+
+// Gauges reads the gate and the queue for every activity this node knows that has not ended.
+// An activity the gate or the queue cannot answer for is left out.
+func (s *Service) Gauges(ctx context.Context) []Gauge {
+	var out []Gauge
+	now := s.now()
+	s.acts.Range(func(_, v any) bool {
+		a := v.(Activity)
+		if !now.Before(a.EndAt) {
+			return true
+		}
+		rem, err := s.gate.Remaining(ctx, a.ID)
+		if err != nil {
+			return true
+		}
+		depth, err := s.queue.Depth(ctx, a.ID)
+		if err != nil {
+			return true
+		}
+		out = append(out, Gauge{ActivityID: a.ID, Remaining: rem, Queued: depth})
+		return true
+	})
+	return out
+}
