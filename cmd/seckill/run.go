@@ -294,7 +294,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	dbGuard := health.NewGuard("database", c.dbLimits, time.Now)
+	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
 	db := health.Store(store, dbGuard)
 	g, err := openGate(ctx, c, store)
 	if err != nil {

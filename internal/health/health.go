@@ -78,6 +78,9 @@ func (t Thresholds) withDefaults() Thresholds {
 	return t
 }
 
+// Database names the database's guard: the dependency whose failure sheds the leaderboards.
+const Database = "database"
+
 // Defaults for the two kinds of dependency.
 var (
 	GateThresholds     = Thresholds{SlowAfter: 50 * time.Millisecond, CallWithin: time.Second}

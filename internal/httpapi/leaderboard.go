@@ -12,7 +12,7 @@ import (
 // shedLeaderboard says whether leaderboards are shed now: they are the first non-core feature to
 // go, when the database (their fallback, and the sale's final guard) is failing.
 func (s *Server) shedLeaderboard(w http.ResponseWriter, r *http.Request) bool {
-	if s.health.LevelOf("database") < health.Degraded {
+	if s.health.LevelOf(health.Database) < health.Degraded {
 		return false
 	}
 	s.writeError(w, r, fmt.Errorf("%w: leaderboards are shed while the database is degraded", sale.ErrBusy))

@@ -12,16 +12,13 @@ import (
 var _ sale.Ranking = (*Ranking)(nil)
 
 // Ranking keeps red packets' leaderboards in this process: an exact order-statistic tree for an
-// activity of up to ExactMax shares, a histogram of HistogramBuckets buckets beyond.
+// activity of up to ExactMax shares, a histogram of rank.Buckets buckets beyond.
 type Ranking struct {
 	exactMax int64
 
 	mu     sync.RWMutex
 	boards map[string]*board
 }
-
-// HistogramBuckets is the resolution of an approximate leaderboard: 8 KiB of counts.
-const HistogramBuckets = 1024
 
 type board struct {
 	mu     sync.Mutex
@@ -45,7 +42,7 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 	if a.Stock <= r.exactMax {
 		b.exact = rank.NewExact()
 	} else {
-		b.approx = rank.NewApprox(max, HistogramBuckets)
+		b.approx = rank.NewApprox(max, rank.Buckets)
 	}
 	for _, g := range held {
 		b.add(g)

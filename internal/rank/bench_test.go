@@ -57,7 +57,7 @@ func board(n int) *built {
 	}
 	b.exactB = heap() - before
 	before = heap()
-	b.approx = NewApprox(200, 1024)
+	b.approx = NewApprox(200, Buckets)
 	for i := range n {
 		b.approx.Add(b.amount[i])
 	}

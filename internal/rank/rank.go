@@ -16,7 +16,7 @@ type Member struct {
 	ID     string // the grab's token: unique
 	User   string
 	Amount int64 // cents
-	At     int64 // when it was grabbed, Unix microseconds
+	At     int64 // when it was grabbed, Unix milliseconds (the database's precision)
 }
 
 // before reports whether a ranks above b.
@@ -180,14 +180,9 @@ func (t *Exact) Top(n int) []Member {
 	return out
 }
 
-// Get returns member id.
-func (t *Exact) Get(id string) (Member, bool) {
-	m, ok := t.byID[id]
-	if !ok {
-		return Member{}, false
-	}
-	return *m, true
-}
+// Buckets is the resolution of an approximate leaderboard, in process or on Redis: 8 KiB of
+// counts.
+const Buckets = 1024
 
 // Approx is a histogram of amounts: buckets equal slices of [0, max] (the last one also counts
 // anything above), and a count in each. It costs 8 bytes a bucket whatever the number of
@@ -196,16 +191,12 @@ func (t *Exact) Get(id string) (Member, bool) {
 type Approx struct {
 	max    int64
 	counts []int64
-	n      int64
 }
 
 // NewApprox returns an empty histogram of buckets slices of [0, max].
 func NewApprox(max int64, buckets int) *Approx {
 	return &Approx{max: max, counts: make([]int64, buckets)}
 }
-
-// Bucket is the index of the bucket that counts amount (the last for amounts above max).
-func (h *Approx) Bucket(amount int64) int { return h.bucket(amount) }
 
 // BucketOf is Bucket for a histogram of buckets slices of [0, max], without one.
 func BucketOf(amount, max int64, buckets int) int {
@@ -221,7 +212,6 @@ func (h *Approx) Counts() []int64 { return append([]int64(nil), h.counts...) }
 // Set sets bucket i's count, as read back from a copy of Counts.
 func (h *Approx) Set(i int, n int64) {
 	if i >= 0 && i < len(h.counts) {
-		h.n += n - h.counts[i]
 		h.counts[i] = n
 	}
 }
@@ -235,12 +225,8 @@ func (h *Approx) Add(amount int64) { h.add(amount, 1) }
 func (h *Approx) Remove(amount int64) { h.add(amount, -1) }
 
 func (h *Approx) add(amount, d int64) {
-	h.n += d
 	h.counts[h.bucket(amount)] += d
 }
-
-// Len is the number of members counted.
-func (h *Approx) Len() int64 { return h.n }
 
 // Bytes is the memory the histogram holds.
 func (h *Approx) Bytes() int64 { return 8*int64(len(h.counts)) + 48 }

@@ -87,7 +87,7 @@ func TestApproxIsWithinItsBound(t *testing.T) {
 func TestApproxBoundIsSmallOnARealSplit(t *testing.T) {
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(1, 2))
-	h := NewApprox(2*100, 1024) // mean 100 cents: shares are drawn from [1, 200]
+	h := NewApprox(2*100, Buckets) // mean 100 cents: shares are drawn from [1, 200]
 	worst := int64(0)
 	for range n {
 		h.Add(1 + rng.Int64N(200))

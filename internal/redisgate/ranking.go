@@ -87,7 +87,7 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 			}
 			return nil
 		}
-		h := rank.NewApprox(max, histogramBuckets)
+		h := rank.NewApprox(max, rank.Buckets)
 		for _, g := range held {
 			h.Add(g.AmountCents)
 		}
@@ -105,9 +105,6 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 	r.metas.Delete(a.ID)
 	return nil
 }
-
-// histogramBuckets is the resolution of an approximate leaderboard on Redis.
-const histogramBuckets = 1024
 
 // meta reads an activity's strategy and, for a histogram, its range.
 func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, error) {
@@ -148,7 +145,7 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
 			case strategy == sale.RankExact:
 				p.ZRem(ctx, k.zset, rankMember(g))
 			default:
-				p.HIncrBy(ctx, k.hist, strconv.Itoa(rank.BucketOf(g.AmountCents, max, histogramBuckets)), d)
+				p.HIncrBy(ctx, k.hist, strconv.Itoa(rank.BucketOf(g.AmountCents, max, rank.Buckets)), d)
 			}
 		}
 		return nil
@@ -211,7 +208,7 @@ func (r *Ranking) Rank(ctx context.Context, g sale.Grab) (int64, int64, string, 
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, g.ActivityID, err)
 	}
-	h := rank.NewApprox(max, histogramBuckets)
+	h := rank.NewApprox(max, rank.Buckets)
 	for b, n := range counts {
 		i, err1 := strconv.Atoi(b)
 		c, err2 := strconv.ParseInt(n, 10, 64)
