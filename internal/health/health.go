@@ -48,6 +48,17 @@ func (l Level) String() string {
 // MarshalText writes the level's name.
 func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
+// UnmarshalText reads a level's name, so a client can decode what MarshalText wrote.
+func (l *Level) UnmarshalText(b []byte) error {
+	for _, c := range []Level{Normal, Warning, Degraded} {
+		if string(b) == c.String() {
+			*l = c
+			return nil
+		}
+	}
+	return fmt.Errorf("health level %q: want normal, warning or degraded", b)
+}
+
 // Thresholds of the levels and the breaker. The zero value of a field takes its default.
 type Thresholds struct {
 	SlowAfter  time.Duration // mean latency above which a dependency is slow (warning)

@@ -376,8 +376,8 @@ func TestOrderLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Remaining != 2 || st.Paid != 1 || st.Cancelled != 2 {
-		t.Fatalf("stats after the sale: %+v; want 2 remaining (two restocked), 1 paid, 2 cancelled", st)
+	if st.Remaining != 2 || st.Paid != 1 || st.Cancelled != 2 || st.Expired != 1 {
+		t.Fatalf("stats after the sale: %+v; want 2 remaining (two restocked), 1 paid, 2 cancelled (1 expired)", st)
 	}
 }
 

@@ -216,12 +216,16 @@ type GateState struct {
 	Shares []Share // red packet: the shares nobody holds
 }
 
+// ReasonExpired is the reason of an order cancelled because its payment window closed.
+const ReasonExpired = "payment window closed"
+
 // Counts are an activity's orders by status, as the database sees them.
 type Counts struct {
 	Orders    int64 // every order row, failed ones included
 	Created   int64
 	Paid      int64
 	Cancelled int64
+	Expired   int64 // the cancelled orders whose payment window closed (ReasonExpired)
 	Failed    int64
 	// DeadLetters are grabs the workers gave up on (not orders).
 	DeadLetters int64
@@ -236,6 +240,7 @@ type Stats struct {
 	Created      int64 `json:"created"`
 	Paid         int64 `json:"paid"`
 	Cancelled    int64 `json:"cancelled"`
+	Expired      int64 `json:"expired"` // of the cancelled, those whose payment window closed
 	Failed       int64 `json:"failed"`
 	PendingQueue int64 `json:"pending_queue"`
 	DeadLetters  int64 `json:"dead_letters"`

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -281,6 +283,27 @@ func (s *Service) Known(id string) (Activity, bool) {
 	return v.(Activity), true
 }
 
+// Current returns the activities this node knows that have not ended, soonest start first: what
+// the front page lists. It reads the node's cache (reloaded with ReloadActivities), never the
+// database, so a crowd on the front page costs no queries.
+func (s *Service) Current() []Activity {
+	now := s.now()
+	var out []Activity
+	s.acts.Range(func(_, v any) bool {
+		if a := v.(Activity); now.Before(a.EndAt) {
+			out = append(out, a)
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b Activity) int {
+		if c := a.StartAt.Compare(b.StartAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
 // ReloadActivities reads the activities that have not ended into the node's cache, so that one
 // created through another node is Known here within a reload.
 func (s *Service) ReloadActivities(ctx context.Context) error {
@@ -460,7 +483,7 @@ func (s *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
 	}
 	n := 0
 	for _, o := range expired {
-		got, err := s.cancel(ctx, o.Token, "payment window closed")
+		got, err := s.cancel(ctx, o.Token, ReasonExpired)
 		switch {
 		case errors.Is(err, ErrInvalidState): // paid meanwhile, or cancelled by a racing sweeper
 		case err != nil:
@@ -487,6 +510,7 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 		return Stats{}, err
 	}
 	st.Orders, st.Created, st.Paid, st.Cancelled, st.Failed = c.Orders, c.Created, c.Paid, c.Cancelled, c.Failed
+	st.Expired = c.Expired
 	st.PendingQueue, st.DeadLetters = depth, c.DeadLetters
 	return st, nil
 }

@@ -17,8 +17,12 @@ import (
 	"seckill/internal/sale"
 )
 
-// Clock is a settable clock for the service.
-type Clock struct{ ns atomic.Int64 }
+// Clock is a settable clock for the service: standing still unless advanced, or (RealClock)
+// running with the real time, ahead of it by whatever Advance added.
+type Clock struct {
+	ns   atomic.Int64 // the reading; for a real clock, the offset from the real time
+	real bool
+}
 
 // NewClock returns a clock reading t.
 func NewClock(t time.Time) *Clock {
@@ -27,8 +31,16 @@ func NewClock(t time.Time) *Clock {
 	return c
 }
 
+// RealClock returns a clock that runs with the real time: what a browser test's server needs.
+func RealClock() *Clock { return &Clock{real: true} }
+
 // Now reads the clock.
-func (c *Clock) Now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *Clock) Now() time.Time {
+	if c.real {
+		return time.Now().Add(time.Duration(c.ns.Load())).UTC()
+	}
+	return time.Unix(0, c.ns.Load()).UTC()
+}
 
 // Advance moves the clock forward.
 func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }

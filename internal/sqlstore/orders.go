@@ -362,7 +362,8 @@ func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]sale.O
 
 // Counts implements sale.Store.
 func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT status, COUNT(*) FROM orders WHERE activity_id = ? GROUP BY status`, activityID)
+	rows, err := s.r.QueryContext(ctx, `SELECT status, COUNT(*), SUM(CASE WHEN reason = ? THEN 1 ELSE 0 END)
+		FROM orders WHERE activity_id = ? GROUP BY status`, sale.ReasonExpired, activityID)
 	if err != nil {
 		return sale.Counts{}, err
 	}
@@ -370,8 +371,8 @@ func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, err
 	var c sale.Counts
 	for rows.Next() {
 		var st sale.Status
-		var n int64
-		if err := rows.Scan(&st, &n); err != nil {
+		var n, expired int64
+		if err := rows.Scan(&st, &n, &expired); err != nil {
 			return c, err
 		}
 		c.Orders += n
@@ -381,7 +382,7 @@ func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, err
 		case sale.StatusPaid:
 			c.Paid = n
 		case sale.StatusCancelled:
-			c.Cancelled = n
+			c.Cancelled, c.Expired = n, expired
 		case sale.StatusFailed:
 			c.Failed = n
 		}

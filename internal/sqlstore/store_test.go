@@ -238,6 +238,16 @@ func testPayAndCancelTransitions(t *testing.T, dsn string) {
 	if err != nil || len(exp) != 1 || exp[0].Token != late {
 		t.Fatalf("Expired = %v, %v; want just %s", exp, err, late)
 	}
+	if _, won, err := s.Cancel(ctx, late, sale.ReasonExpired, t0.Add(time.Hour)); err != nil || !won {
+		t.Fatalf("Cancel of the expired order = %v, %v", won, err)
+	}
+	c, err := s.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sale.Counts{Orders: 3, Paid: 1, Cancelled: 2, Expired: 1}, c); diff != "" {
+		t.Errorf("counts: one paid, one cancelled by its buyer, one expired (-want +got):\n%s", diff)
+	}
 	if _, err := s.Pay(ctx, "nope", in); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("Pay of an unknown order: got %v, want ErrNotFound", err)
 	}
