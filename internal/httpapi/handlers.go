@@ -176,7 +176,12 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		}
 		rem, soldOut = &n, n == 0
 	}
-	now := s.svc.Now()
+	writeJSON(w, http.StatusOK, publicView(a, rem, soldOut, s.svc.Now()))
+}
+
+// publicView is what anyone may see of activity a at now: rem is the gate's remaining count, or
+// nil when it was not asked (soldOut then says what this node's flag knows).
+func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) ActivityResponse {
 	status := "active"
 	switch {
 	case now.Before(a.StartAt):
@@ -186,12 +191,12 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	case soldOut:
 		status = "sold_out"
 	}
-	writeJSON(w, http.StatusOK, ActivityResponse{
+	return ActivityResponse{
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
 		RequireChallenge: a.RequireChallenge,
-	})
+	}
 }
 
 // GrabResponse is the 202 answer to a grab.
@@ -207,9 +212,14 @@ type GrabResponse struct {
 // first answer. The route with a path token ({pass}) is the hidden grab path a solved challenge
 // reveals; the gate spends the token with the grab.
 func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
-	start, outcome := requestStart(w), "won"
-	defer func() { s.observe.Grab(outcome, time.Since(start)) }()
-	id := r.PathValue("id")
+	start, outcome, id := requestStart(w), "won", r.PathValue("id")
+	defer func() {
+		d := time.Since(start)
+		s.observe.Grab(outcome, d)
+		if _, known := s.svc.Known(id); known { // made-up ids must not grow the tracker
+			s.live.Record(id, stageOf(outcome), d)
+		}
+	}()
 	key, err := idempotencyKey(r)
 	if err != nil {
 		outcome = outcomeOf(err)

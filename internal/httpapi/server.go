@@ -14,11 +14,13 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"seckill/internal/auth"
 	"seckill/internal/health"
+	"seckill/internal/live"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -52,6 +54,13 @@ type Config struct {
 	Health *health.Monitor
 	// Risk scores grabs and challenge answers; nil: no risk rules.
 	Risk *risk.Engine
+	// Live records every grab of a known activity for the admin dashboard's live view; nil: a
+	// tracker of the server's own.
+	Live *live.Tracker
+	// Pages, when set, serves the web pages at each of PagePatterns (ServeMux patterns), with
+	// the API's request ids, logging and cross-origin check.
+	Pages        http.Handler
+	PagePatterns []string
 }
 
 // Limits are the grab endpoint's three rate limits and where they are kept: per client IP in
@@ -78,6 +87,10 @@ type Server struct {
 	health     *health.Monitor
 	risk       *risk.Engine
 	csrf       *http.CrossOriginProtection
+	live       *live.Tracker
+	streams    atomic.Int32  // live streams open
+	stop       chan struct{} // closed by StopStreams
+	stopOnce   sync.Once
 }
 
 // New returns a Server.
@@ -85,7 +98,7 @@ func New(c Config) *Server {
 	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
 		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk,
-		csrf: http.NewCrossOriginProtection()}
+		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
@@ -95,9 +108,17 @@ func New(c Config) *Server {
 	if s.limits.Buckets == nil {
 		s.limits.Buckets = ratelimit.NewBuckets(time.Now)
 	}
+	if s.live == nil {
+		s.live = live.New(s.svc.Now)
+	}
 	s.routes()
 	if c.Metrics != nil {
 		s.mux.Handle("GET /metrics", c.Metrics)
+	}
+	if c.Pages != nil {
+		for _, p := range c.PagePatterns {
+			s.mux.Handle(p, c.Pages)
+		}
 	}
 	return s
 }
@@ -111,10 +132,12 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/admin/activities", s.admin(s.createActivity))
 	s.mux.HandleFunc("GET /api/admin/activities/{id}/stats", s.admin(s.stats))
 	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(s.reconcile))
+	s.mux.HandleFunc("GET /api/admin/activities/{id}/events", s.admin(s.events))
 	s.mux.HandleFunc("POST /api/admin/blocks", s.admin(s.addBlock))
 	s.mux.HandleFunc("GET /api/admin/blocks", s.admin(s.listBlocks))
 	s.mux.HandleFunc("DELETE /api/admin/blocks/{kind}/{value...}", s.admin(s.removeBlock))
 
+	s.mux.HandleFunc("GET /api/activities", s.activities)
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)
 	s.mux.HandleFunc("POST /api/activities/{id}/grab/{pass}", s.grab)

@@ -1,0 +1,148 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/live"
+	"seckill/internal/sale"
+)
+
+// stageOf places a grab's outcome (as the metrics name it) in the dashboard's funnel.
+func stageOf(outcome string) live.Stage {
+	switch {
+	case outcome == "won":
+		return live.Won
+	case strings.HasPrefix(outcome, "rate_limited"):
+		return live.RateLimited
+	case strings.HasPrefix(outcome, "blocked"), outcome == "risk_block":
+		return live.Blocked
+	case outcome == "risk_challenge", strings.HasPrefix(outcome, "challenge_"):
+		return live.Challenged
+	case strings.HasPrefix(outcome, "sold_out"):
+		return live.SoldOut
+	case outcome == "already_bought":
+		return live.AlreadyBought
+	case outcome == "busy":
+		return live.Busy
+	}
+	return live.Other
+}
+
+// activities lists the activities that have not ended, from the node's cache: the front page's
+// data, which costs no query however many visitors load it.
+func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
+	now := s.svc.Now()
+	acts := s.svc.Current()
+	out := make([]ActivityResponse, 0, len(acts))
+	for _, a := range acts {
+		out = append(out, publicView(a, nil, s.svc.SoldOut(a.ID), now))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"activities": out, "now_ms": now.UnixMilli()})
+}
+
+// LiveEvent is one event of an activity's live stream: the stats (or, on a degraded node, what
+// is left of them), the node's health, and the funnel and per-second series of this node's grab
+// endpoint. StatsError says why the stats are missing, when they are.
+type LiveEvent struct {
+	AtMS       int64        `json:"at_ms"`
+	Health     health.Level `json:"health"`
+	Stats      any          `json:"stats,omitempty"`
+	StatsError *errorDetail `json:"stats_error,omitempty"`
+	Node       live.View    `json:"node"`
+}
+
+// MaxStreams bounds the live streams one node serves at once: each reads the stats every tick.
+const MaxStreams = 32
+
+// StreamTick is how often a live stream sends an event.
+const StreamTick = time.Second
+
+// events streams an activity's live view as Server-Sent Events, one "stats" event per
+// StreamTick, until the client goes away or the server shuts down (StopStreams). The admin
+// token travels in the Authorization header, so the dashboard reads the stream with fetch
+// rather than EventSource (which cannot send headers) and no token ever sits in a URL or a log.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.svc.Activity(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if n := s.streams.Add(1); n > MaxStreams {
+		s.streams.Add(-1)
+		s.writeError(w, r, fmt.Errorf("%w: %d live streams are open on this node already", sale.ErrBusy, MaxStreams))
+		return
+	}
+	defer s.streams.Add(-1)
+
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // a proxy in front must not hold events back
+	w.WriteHeader(http.StatusOK)
+	tick := time.NewTicker(StreamTick)
+	defer tick.Stop()
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", 2*StreamTick/time.Millisecond); err != nil {
+		return
+	}
+	for {
+		b, err := json.Marshal(s.liveEvent(r, id))
+		if err != nil {
+			s.log.ErrorContext(r.Context(), "encode live event", "err", err)
+			return
+		}
+		// Each write gets its own deadline: the server's WriteTimeout would end the stream.
+		rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(w, "event: stats\ndata: %s\n\n", b); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// liveEvent reads an activity's stats the way the stats endpoint does (shed on a degraded node).
+func (s *Server) liveEvent(r *http.Request, id string) LiveEvent {
+	ev := LiveEvent{AtMS: s.svc.Now().UnixMilli(), Health: s.health.Level(), Node: s.live.View(id)}
+	var err error
+	if ev.Health == health.Degraded {
+		var st sale.Stats
+		if st, err = s.svc.GateStats(r.Context(), id); err == nil {
+			ev.Stats = ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
+				Health: ev.Health, Shed: []string{"counts"}}
+		}
+	} else {
+		var st sale.Stats
+		if st, err = s.svc.Stats(r.Context(), id); err == nil {
+			ev.Stats = StatsResponse{Stats: st, Health: ev.Health}
+		}
+	}
+	if err != nil {
+		_, code := Classify(err)
+		msg := err.Error()
+		if code == CodeInternal {
+			msg = "internal error"
+		}
+		ev.StatsError = &errorDetail{Code: code, Message: msg}
+	}
+	return ev
+}
+
+// StopStreams ends every live stream, as the server shuts down: http.Server.Shutdown waits for
+// handlers, and a stream would otherwise hold it until its timeout.
+func (s *Server) StopStreams() {
+	s.stopOnce.Do(func() { close(s.stop) })
+}

@@ -1,0 +1,4 @@
+package httpapi
+
+// StageOf is stageOf, for the tests.
+var StageOf = stageOf
