@@ -1,9 +1,10 @@
 # The whole test suite: installs what it needs, then vet and the race-enabled tests.
-.PHONY: test deps run bench wrk
+.PHONY: test deps run bench wrk screenshots
 
 test: deps
 	go vet ./...
-	go test -race ./...
+	rm -rf artifacts && mkdir artifacts
+	go test -race -artifacts -outputdir "$(CURDIR)/artifacts" ./...
 
 deps:
 	@scripts/test-deps.sh
@@ -18,3 +19,11 @@ bench:
 # The grab endpoint under wrk against a trivial net/http handler (needs wrk).
 wrk:
 	scripts/wrk/run.sh
+
+# The README's screenshots, from the pages' browser tests (docs/img/).
+screenshots: deps
+	rm -rf artifacts && mkdir artifacts
+	go test -run 'TestProductPageJourney|TestDashboardLive|TestProductPageOnAPhone|TestRedPacketPage' \
+		-artifacts -outputdir "$(CURDIR)/artifacts" ./internal/web/
+	for f in product-created dashboard product-phone redpacket; do \
+		cp "$$(find artifacts -name "$$f.png" | head -1)" docs/img/$$f.png; done

@@ -4,9 +4,12 @@
 set -euo pipefail
 
 # "program package": the race detector builds with cgo (gcc); the store and gate tests run on
-# real MariaDB, PostgreSQL and Redis servers (redis-cli creates the test cluster).
+# real MariaDB, PostgreSQL and Redis servers (redis-cli creates the test cluster); the pages'
+# tests drive Chromium, headless, and its screenshots need a font.
 needs=(
   "gcc gcc"
+  "/usr/bin/chromium chromium"
+  "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf fonts-dejavu-core"
   "redis-server redis-server"
   "redis-cli redis-tools"
   "mariadbd mariadb-server"

@@ -8,22 +8,31 @@ import (
 	"seckill/internal/sale"
 )
 
-// demoID names the demo activity.
-const demoID = "demo"
+// demoID and demoPacketID name the demo activities.
+const (
+	demoID       = "demo"
+	demoPacketID = "demo-redpacket"
+)
 
-// seedDemo creates the demo activity (stock 100, on sale from now for 30 days) unless it exists.
+// seedDemo creates the demo activities unless they exist: a flash sale (stock 100) and a red
+// packet (100 shares of 100.00), each on from now for 30 days.
 func seedDemo(ctx context.Context, svc *sale.Service) error {
-	if _, err := svc.Activity(ctx, demoID); !errors.Is(err, sale.ErrNotFound) {
-		return err
-	}
 	now := time.Now()
-	_, err := svc.CreateActivity(ctx, sale.Activity{
-		ID: demoID, Name: "Demo flash sale", Kind: sale.KindItem, Stock: 100, PriceCents: 999,
-		PerUserLimit: 1, StartAt: now, EndAt: now.Add(30 * 24 * time.Hour), PayWindow: 15 * time.Minute,
-		Admission: sale.AdmitDirect,
-	})
-	if errors.Is(err, sale.ErrExists) {
-		return nil // another node, starting at the same time, seeded it
+	for _, a := range []sale.Activity{
+		{ID: demoID, Name: "Demo flash sale", Kind: sale.KindItem, Stock: 100, PriceCents: 999},
+		{ID: demoPacketID, Name: "Demo red packet", Kind: sale.KindRedPacket, Stock: 100, TotalCents: 10_000},
+	} {
+		if _, err := svc.Activity(ctx, a.ID); !errors.Is(err, sale.ErrNotFound) {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		a.PerUserLimit, a.StartAt, a.EndAt = 1, now, now.Add(30*24*time.Hour)
+		a.PayWindow, a.Admission = 15*time.Minute, sale.AdmitDirect
+		if _, err := svc.CreateActivity(ctx, a); err != nil && !errors.Is(err, sale.ErrExists) {
+			return err // ErrExists: another node, starting at the same time, seeded it
+		}
 	}
-	return err
+	return nil
 }

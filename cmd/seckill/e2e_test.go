@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -8,14 +9,17 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
-	"seckill/internal/redistest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/browsertest"
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
+	"seckill/internal/redistest"
 )
 
 // TestFlashCrowd: 10,000 users, many clicking more than once, on a stock of 100, through the
@@ -181,13 +185,60 @@ func TestZeroSetupStart(t *testing.T) {
 	if st := c.must("GET", "/api/admin/activities/demo/stats", admin, "", http.StatusOK); st["stock"] != 100.0 {
 		t.Fatalf("demo stats: %v", st)
 	}
+	pages(t, base, admin)
+
+	// An admin watching the live stream does not hold the shutdown up.
+	req, _ := http.NewRequest("GET", base+"/api/admin/activities/demo/events", nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("live stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	bufio.NewReader(resp.Body).ReadString('\n')
+	stopped := time.Now()
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if !strings.Contains(out.String(), "/api/activities/demo") {
-		t.Fatalf("the demo URL was not printed: %q", out.String())
+	if d := time.Since(stopped); d > 10*time.Second { // Shutdown would wait 30 s for the stream
+		t.Errorf("shutdown took %v with a live stream open", d)
 	}
+	for _, want := range []string{"/activity/demo", "/activity/demo-redpacket", "/admin"} {
+		if !strings.Contains(out.String(), base+want) {
+			t.Errorf("%s was not printed: %q", base+want, out.String())
+		}
+	}
+}
+
+// pages checks that the binary serves the pages, and that the demo's product page and red
+// packet page come up in a real browser.
+func pages(t *testing.T, base, admin string) {
+	t.Helper()
+	for path, want := range map[string]string{"/": "<title>seckill — sales</title>", "/activity/demo": `src="/static/activity.js?v=`,
+		"/admin": "<title>seckill — dashboard</title>"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), want) || resp.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: %d, CSP %q, body %.100q; want %q", path, resp.StatusCode,
+				resp.Header.Get("Content-Security-Policy"), b, want)
+		}
+	}
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(base + "/"))
+	b.WaitFor(`document.querySelectorAll("#activities li").length === 2`, 10*time.Second, "the two demo activities listed")
+	b.Do(chromedp.Navigate(base + "/activity/demo-redpacket"))
+	b.WaitFor(`!document.getElementById("product").hidden && document.getElementById("name").textContent === "Demo red packet"`,
+		10*time.Second, "the demo red packet's page")
+	b.Do(chromedp.Navigate(base + "/admin"))
+	b.Do(chromedp.WaitVisible(chromedp.ID("token")))
+	b.Do(chromedp.SendKeys(chromedp.ID("token"), admin),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("auth").requestSubmit()`))
+	b.WaitFor(`document.getElementById("pick").options.length === 3`, 10*time.Second, "the dashboard's activity list")
 }
 
 func TestRunRefusesBadConfiguration(t *testing.T) {

@@ -30,6 +30,7 @@ import (
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
+	"seckill/internal/web"
 	"seckill/internal/worker"
 )
 
@@ -339,7 +340,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	rules := riskRules(c)
 	rules.Observe = stats.Risk
+	pages, err := web.Handler()
+	if err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
 	api := httpapi.New(httpapi.Config{
+		Pages: pages, PagePatterns: web.Patterns,
 		Observe: stats, Metrics: stats.Handler(),
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log, Health: monitor,
 		Risk: rules,
@@ -373,6 +379,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(api.StopStreams) // Shutdown waits for handlers; live streams never end
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -408,9 +415,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if secretShown {
 		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.jwtSecret)
 	}
+	if c.role != roleWorker {
+		fmt.Fprintf(stdout, "pages: %s/  dashboard: %s/admin\n", base, base)
+	}
 	if c.demo {
-		fmt.Fprintf(stdout, "demo activity: %s/api/activities/%s  (dev login: POST %s/api/login {\"user\":\"alice\"})\n",
-			base, demoID, base)
+		fmt.Fprintf(stdout, "demo sale: %s/activity/%s  red packet: %s/activity/%s  (dev login on the page, or POST %s/api/login {\"user\":\"alice\"})\n",
+			base, demoID, base, demoPacketID, base)
 	}
 	if c.ready != nil {
 		c.ready(base)

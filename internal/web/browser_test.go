@@ -1,0 +1,411 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/auth"
+	"seckill/internal/browsertest"
+	"seckill/internal/httpapi"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+	"seckill/internal/web"
+)
+
+const admin = "admin-token-for-the-browser-tests"
+
+// skew is how far the server's clock runs ahead of the browser's: a page that counted down on
+// its own clock would be an hour late.
+const skew = time.Hour
+
+// site is the whole server (API, pages, a worker) on the embedded wiring, on a clock an hour
+// ahead of the browser's.
+type site struct {
+	t      *testing.T
+	url    string
+	env    saletest.Env
+	tokens *auth.Tokens
+	api    *httpapi.Server
+}
+
+func newSite(t *testing.T) *site {
+	t.Helper()
+	clock := saletest.RealClock()
+	clock.Advance(skew)
+	env := saletest.Embedded(t, clock)
+	tokens, err := auth.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := web.Handler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httpapi.New(httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: admin, DevLogin: true,
+		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns})
+	srv := httptest.NewServer(api)
+	t.Cleanup(func() {
+		api.StopStreams()
+		srv.Close()
+	})
+	return &site{t: t, url: srv.URL, env: env, tokens: tokens, api: api}
+}
+
+// create makes an activity starting in (server time) start from now and running for an hour.
+func (s *site) create(a sale.Activity, start time.Duration) sale.Activity {
+	s.t.Helper()
+	now := s.env.Clock.Now()
+	if a.PerUserLimit == 0 {
+		a.PerUserLimit = 1
+	}
+	a.StartAt, a.EndAt, a.PayWindow = now.Add(start), now.Add(start+time.Hour), 15*time.Minute
+	a, err := s.env.Service.CreateActivity(context.Background(), a)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return a
+}
+
+// grab grabs through the API as user, returning the status code.
+func (s *site) grab(id, user string) int {
+	s.t.Helper()
+	tok, err := s.tokens.Mint(user, time.Now(), time.Hour)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", s.url+"/api/activities/"+id+"/grab", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Error(err)
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// signIn signs user in through the product page's demo login.
+func signIn(b *browsertest.Browser, user string) {
+	b.Do(chromedp.WaitVisible(chromedp.ID("login")),
+		chromedp.SendKeys(chromedp.ID("user"), user),
+		submit("login"))
+	b.WaitFor(`document.getElementById("login").hidden && document.getElementById("session").textContent.includes(`+
+		strconv.Quote(user)+`)`, 10*time.Second, user+" signed in")
+}
+
+// submit submits a form the way its submit button does (chromedp.Submit calls form.submit(),
+// which skips the page's submit handler).
+func submit(form string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`document.getElementById(` + strconv.Quote(form) + `).requestSubmit()`)
+}
+
+// setValue sets an input's value as a script would.
+func setValue(id, v string) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](`document.getElementById(` + strconv.Quote(id) + `).value = ` + strconv.Quote(v))
+}
+
+func signOut(b *browsertest.Browser) {
+	b.Do(chromedp.Click(chromedp.CSS("#session button")))
+	b.WaitFor(`!document.getElementById("login").hidden`, 10*time.Second, "signed out")
+}
+
+func status(b *browsertest.Browser) string { return b.Text("status") }
+
+func TestProductPageJourney(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900, PerUserLimit: 2}, 4*time.Second)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	b.WaitFor(`!document.getElementById("product").hidden`, 10*time.Second, "the product shown")
+	if got := b.Text("name"); got != "Phone X" {
+		t.Errorf("name = %q", got)
+	}
+	if got := b.Text("price"); got != "999.00" {
+		t.Errorf("price = %q, want 999.00", got)
+	}
+	// The countdown runs on the server's clock, an hour ahead of the browser's: it shows
+	// seconds, not an hour.
+	b.WaitFor(`/^00:00:0[1-4]$/.test(document.getElementById("clock").textContent)`, 5*time.Second,
+		"a countdown of a few seconds")
+	if got := b.Text("clock-label"); got != "Starts in" {
+		t.Errorf("clock label = %q before the start", got)
+	}
+	if got := b.Text("grab"); got != "Sign in to grab" || !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) {
+		t.Errorf("button before sign-in: %q", got)
+	}
+	signIn(b, "alice")
+	if !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) || b.Text("grab") != "Not started yet" {
+		t.Errorf("button before the start: %q, disabled %v", b.Text("grab"),
+			browsertest.Eval[bool](b, `document.getElementById("grab").disabled`))
+	}
+	b.Screenshot("product-countdown")
+
+	// The countdown reaches zero and the button opens, not before the server says the sale is on.
+	b.WaitFor(`!document.getElementById("grab").disabled`, 15*time.Second, "the button to open at the start")
+	if now := s.env.Clock.Now(); now.Before(a.StartAt.Add(-time.Second)) {
+		t.Errorf("the button opened at %v (server time), the sale starts at %v", now, a.StartAt)
+	}
+	if got := b.Text("clock-label"); got != "Ends in" {
+		t.Errorf("clock label = %q after the start", got)
+	}
+
+	// A double click grabs once: the button rests after the first click. (The limit is 2, so a
+	// second grab would have been sold.)
+	b.Do(chromedp.Evaluate[chromedp.Void](`(() => { const g = document.getElementById("grab"); g.click(); g.click(); })()`))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second,
+		"the order to be created")
+	if got := b.Text("order-amount"); got != "999.00" {
+		t.Errorf("order amount = %q", got)
+	}
+	if due := b.Text("order-due"); !strings.HasPrefix(due, "00:1") {
+		t.Errorf("pay within %q, want about 15 minutes", due)
+	}
+	b.Screenshot("product-created")
+	b.Do(chromedp.Click(chromedp.ID("pay")))
+	b.WaitFor(`document.getElementById("order-status").textContent === "Paid"`, 10*time.Second, "the order paid")
+	if got := status(b); got != "Paid. Thank you!" {
+		t.Errorf("status = %q", got)
+	}
+	b.Screenshot("product-paid")
+
+	st, err := s.env.Service.Stats(context.Background(), a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Grabbed != 1 || st.Paid != 1 {
+		t.Errorf("after a double click and a payment: %+v; want 1 grabbed, 1 paid", st)
+	}
+
+	// A reload finds the order again.
+	b.Do(chromedp.Reload())
+	b.WaitFor(`document.getElementById("order-status").textContent === "Paid"`, 10*time.Second, "the paid order after a reload")
+}
+
+func TestAlreadyBoughtAndSoldOut(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Two left", Kind: sale.KindItem, Stock: 2, PriceCents: 500}, 0)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "alice's order")
+
+	// Alice on another device: the page does not know her order, the server does.
+	b.Do(chromedp.Evaluate[chromedp.Void](`localStorage.removeItem("seckill.order.`+a.ID+`.alice")`), chromedp.Reload())
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open again")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("status").textContent === "You already bought this."`, 10*time.Second, "already bought")
+	if got := b.Text("grab"); got != "Already bought" || !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) {
+		t.Errorf("button after ALREADY_BOUGHT: %q", got)
+	}
+
+	if code := s.grab(a.ID, "bob"); code != http.StatusAccepted {
+		t.Fatalf("bob's grab: %d", code)
+	}
+	signOut(b)
+	signIn(b, "carol")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open for carol")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("status").textContent === "Sold out."`, 10*time.Second, "sold out")
+	if got := b.Text("grab"); got != "Sold out" || !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) {
+		t.Errorf("button after SOLD_OUT: %q", got)
+	}
+	b.Screenshot("product-sold-out")
+}
+
+func TestChallengeOnThePage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Guarded", Kind: sale.KindItem, Stock: 3, PriceCents: 100, RequireChallenge: true}, 0)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`!document.getElementById("challenge").hidden && document.getElementById("challenge-img").complete &&
+		document.getElementById("challenge-img").naturalWidth > 0`, 10*time.Second, "the challenge's picture")
+	first := browsertest.Eval[string](b, `document.getElementById("challenge").dataset.challenge`)
+	wrong := s.env.Answers.Of(t, first) + 1
+	b.Do(chromedp.SendKeys(chromedp.ID("answer"), fmt.Sprint(wrong)), submit("challenge"))
+	b.WaitFor(`document.getElementById("status").textContent === "Wrong answer: try this one." &&
+		document.getElementById("challenge").dataset.challenge !== `+strconv.Quote(first), 10*time.Second, "a new challenge after a wrong answer")
+	b.Screenshot("product-challenge")
+	second := browsertest.Eval[string](b, `document.getElementById("challenge").dataset.challenge`)
+	b.Do(chromedp.SendKeys(chromedp.ID("answer"), fmt.Sprint(s.env.Answers.Of(t, second))), submit("challenge"))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second,
+		"the order after the right answer")
+	if st, err := s.env.Service.Stats(context.Background(), a.ID); err != nil || st.Grabbed != 1 {
+		t.Errorf("stats %+v, %v; want one grab", st, err)
+	}
+}
+
+func TestRedPacketPage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Lucky rain", Kind: sale.KindRedPacket, Stock: 3, TotalCents: 3_000}, 0)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	b.WaitFor(`!document.getElementById("product").hidden && !document.getElementById("board").hidden`, 10*time.Second,
+		"the red packet and its leaderboard")
+	if got := b.Text("price"); got != "30.00" {
+		t.Errorf("total = %q, want 30.00", got)
+	}
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	if got := b.Text("grab"); got != "Grab a red packet" {
+		t.Errorf("button = %q", got)
+	}
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("amount").textContent.startsWith("You got ")`, 10*time.Second, "the amount won")
+	won := strings.TrimPrefix(b.Text("amount"), "You got ")
+
+	// The leaderboard refreshes on its own: alice, then bob and carol (who grab elsewhere).
+	b.WaitFor(`document.querySelectorAll("#leaders tr").length === 1`, 10*time.Second, "alice on the board")
+	for _, u := range []string{"bob", "carol"} {
+		if code := s.grab(a.ID, u); code != http.StatusAccepted {
+			t.Fatalf("%s's grab: %d", u, code)
+		}
+	}
+	b.WaitFor(`document.querySelectorAll("#leaders tr").length === 3`, 10*time.Second, "three on the board")
+	rows := browsertest.Eval[[][]string](b, `[...document.querySelectorAll("#leaders tr")].map(r => [...r.cells].map(c => c.textContent))`)
+	var sum int64
+	found := false
+	for i, r := range rows {
+		if r[0] != fmt.Sprint(i+1) {
+			t.Errorf("row %d: rank %s", i, r[0])
+		}
+		found = found || r[1] == "alice" && r[2] == won
+		c, err := strconv.ParseFloat(r[2], 64)
+		if err != nil {
+			t.Fatalf("row %d amount %q", i, r[2])
+		}
+		sum += int64(c*100 + 0.5)
+	}
+	if !found || sum != 3_000 {
+		t.Errorf("board %v: want alice with %s, and the three shares summing to 30.00", rows, won)
+	}
+	b.WaitFor(`document.getElementById("my-rank").textContent.startsWith("Your rank: ")`, 10*time.Second, "alice's rank")
+	b.WaitFor(`document.getElementById("order-status").textContent === "Ready to claim"`, 10*time.Second, "the share's order")
+	b.Do(chromedp.Click(chromedp.ID("pay")))
+	b.WaitFor(`document.getElementById("order-status").textContent === "Claimed"`, 10*time.Second, "the share claimed")
+	b.Screenshot("redpacket")
+}
+
+func TestProductPageOnAPhone(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Limited sneakers, size 42", Kind: sale.KindItem, Stock: 50, PriceCents: 129_900}, 90*time.Second)
+	b := browsertest.New(t, 390, 844)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	// Nothing sticks out sideways, and the button is tall enough to hit.
+	if w := browsertest.Eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the page is %dpx wide on a 390px screen", w)
+	}
+	if h := browsertest.Eval[float64](b, `document.getElementById("grab").getBoundingClientRect().height`); h < 44 {
+		t.Errorf("the grab button is %.0fpx tall, want at least 44", h)
+	}
+	b.Screenshot("product-phone")
+}
+
+func TestDashboardLive(t *testing.T) {
+	s := newSite(t)
+	b := browsertest.New(t, 1280, 1000)
+	b.Do(chromedp.Navigate(s.url + "/admin"))
+	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), "wrong"),
+		submit("auth"))
+	b.WaitFor(`document.getElementById("auth-error").textContent !== ""`, 10*time.Second, "the wrong token refused")
+	b.Do(setValue("token", ""), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
+	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	if browsertest.Eval[string](b, `sessionStorage.getItem("seckill.admin")`) != admin ||
+		browsertest.Eval[string](b, `localStorage.getItem("seckill.admin") || ""`) != "" {
+		t.Error("the admin token must live in the session storage only")
+	}
+
+	// The form refuses what the API would, field by field, and creates nothing.
+	b.Do(submit("create"))
+	b.WaitFor(`document.getElementById("e-name").textContent === "A name is required."`, 5*time.Second, "the name required")
+	if msg := b.Text("e-stock"); msg == "" {
+		t.Error("no stock error for an empty stock")
+	}
+	if n := len(s.env.Service.Current()); n != 0 {
+		t.Fatalf("%d activities after an invalid form", n)
+	}
+	start := time.Now().Add(-time.Minute).Format("2006-01-02T15:04:05") // in the browser's (UTC) zone
+	b.Do(chromedp.SendKeys(chromedp.ID("c-name"), "Flash burst"),
+		chromedp.SendKeys(chromedp.ID("c-stock"), "50"),
+		chromedp.SendKeys(chromedp.ID("c-money"), "19.90"),
+		setValue("c-start", start),
+		setValue("c-end", time.Now().Add(-2*time.Minute).Format("2006-01-02T15:04:05")),
+		submit("create"))
+	b.WaitFor(`document.getElementById("e-end").textContent === "The end must come after the start."`, 5*time.Second,
+		"an end before the start refused")
+	// The server's clock runs an hour ahead of the browser's: the sale is open on it.
+	b.Do(setValue("c-start", time.Now().Add(skew-time.Minute).Format("2006-01-02T15:04:05")),
+		setValue("c-end", time.Now().Add(skew+time.Hour).Format("2006-01-02T15:04:05")),
+		submit("create"))
+	b.WaitFor(`document.getElementById("create-result").textContent.startsWith("Created ")`, 10*time.Second, "the activity created")
+	acts := s.env.Service.Current()
+	if len(acts) != 1 || acts[0].Name != "Flash burst" || acts[0].Stock != 50 || acts[0].PriceCents != 1990 {
+		t.Fatalf("created %+v", acts)
+	}
+	id := acts[0].ID
+	b.WaitFor(`!document.getElementById("live").hidden && document.getElementById("t-stock").textContent === "50"`,
+		10*time.Second, "the live view of the new activity")
+
+	// A burst of grabs, spread over three seconds, while the dashboard watches.
+	var wg sync.WaitGroup
+	codes := make(chan int, 300)
+	for i := range 300 {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * 10 * time.Millisecond)
+			codes <- s.grab(id, fmt.Sprint("u", i))
+		})
+	}
+	b.WaitFor(`Number(document.getElementById("t-rate").textContent.replace(/,/g, "")) > 0`, 10*time.Second,
+		"grabs per second above zero during the burst")
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for c := range codes {
+		count[c]++
+	}
+	if count[http.StatusAccepted] != 50 || count[http.StatusGone] != 250 {
+		t.Fatalf("burst answers %v, want 50 × 202 and 250 × 410", count)
+	}
+	s.env.Drain(id)
+	b.WaitFor(`document.getElementById("t-remaining").textContent === "0" &&
+		document.querySelector('[data-stage="won"] .n').textContent === "50" &&
+		document.querySelector('[data-stage="ordered"] .n').textContent === "50" &&
+		document.querySelector('[data-stage="sold_out"] .n').textContent === "250"`, 10*time.Second,
+		"the funnel after the burst: 50 won and ordered, 250 sold out")
+	if h := b.Text("t-health"); h != "normal" {
+		t.Errorf("health tile = %q", h)
+	}
+	// The charts were drawn: the rate chart's red (won) line rises above its zero line
+	// somewhere, below the legend.
+	if !browsertest.Eval[bool](b, `(() => { const c = document.getElementById("c-rate"), r = window.devicePixelRatio || 1;
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		for (let y = Math.ceil(24 * r); y < c.height - Math.ceil(22 * r); y++)
+			for (let x = 0; x < c.width; x++) { const i = (y * c.width + x) * 4;
+				if (d[i] > 150 && d[i+1] < 80 && d[i+2] < 80) return true; }
+		return false; })()`) {
+		t.Error("the grabs-per-second chart has no won line above zero")
+	}
+	b.Screenshot("dashboard")
+
+	b.Do(chromedp.Click(chromedp.ID("reconcile")))
+	b.WaitFor(`document.getElementById("reconcile-result").textContent.startsWith("In agreement")`, 10*time.Second, "reconcile")
+
+	if got := b.Text("t-queue"); got != "0" {
+		t.Errorf("queue depth after draining = %q", got)
+	}
+}

@@ -1,0 +1,272 @@
+// The admin dashboard: the token (kept in this tab only), a live view of one activity over
+// Server-Sent Events, the reconcile button, and the form that creates activities.
+"use strict";
+
+(() => {
+  const { api, errorCode, money, $, el } = seckill;
+  const TOKEN = "seckill.admin";
+  let stream = null; // the AbortController of the open live stream
+
+  const token = () => sessionStorage.getItem(TOKEN) || "";
+
+  // ---- the token ----
+
+  async function open(ev) {
+    if (ev) ev.preventDefault();
+    const t = ev ? $("token").value.trim() : token();
+    if (!t) return;
+    const r = await api("GET", "/api/admin/blocks", { token: t });
+    if (r.status !== 200) {
+      sessionStorage.removeItem(TOKEN);
+      $("auth-error").textContent = r.status === 401 ? "That token is not the admin token." :
+        "Could not check the token (" + (errorCode(r) || r.status) + ").";
+      return;
+    }
+    sessionStorage.setItem(TOKEN, t);
+    $("token").value = "";
+    $("auth-error").textContent = "";
+    $("auth").hidden = true;
+    $("desk").hidden = false;
+    $("logout").hidden = false;
+    await loadList();
+  }
+
+  function forget() {
+    sessionStorage.removeItem(TOKEN);
+    if (stream) stream.abort();
+    $("desk").hidden = true;
+    $("logout").hidden = true;
+    $("auth").hidden = false;
+  }
+
+  // ---- the activity picker ----
+
+  async function loadList(select) {
+    const r = await api("GET", "/api/activities");
+    if (r.status !== 200) return;
+    const pick = $("pick");
+    const keep = select || pick.value;
+    pick.replaceChildren(el("option", { value: "", text: "— choose an activity —" }),
+      ...r.body.activities.map((a) => el("option", { value: a.id, text: a.name + " (" + a.id + ", " + a.status + ")" })));
+    if (keep && [...pick.options].some((o) => o.value === keep)) pick.value = keep;
+    watch(pick.value);
+  }
+
+  // ---- the live view ----
+
+  let watching = "";
+
+  function watch(id) {
+    if (id === watching) return;
+    watching = id;
+    if (stream) stream.abort();
+    $("live").hidden = !id;
+    $("reconcile-result").textContent = "";
+    if (!id) return;
+    $("live-title").textContent = "Live: " + id;
+    stream = new AbortController();
+    listen(id, stream.signal);
+  }
+
+  // listen reads the activity's event stream (with fetch: EventSource cannot send the token) and
+  // reconnects after a pause when it breaks, until aborted.
+  async function listen(id, signal) {
+    while (!signal.aborted) {
+      try {
+        const resp = await fetch("/api/admin/activities/" + encodeURIComponent(id) + "/events", {
+          headers: { Authorization: "Bearer " + token(), Accept: "text/event-stream" }, signal, cache: "no-store",
+        });
+        if (resp.status === 401) { forget(); return; }
+        if (!resp.ok) throw new Error("HTTP " + resp.status);
+        $("live-state").textContent = "Live: updated every second.";
+        const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let cut;
+          while ((cut = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            let name = "message", data = "";
+            for (const line of block.split("\n")) {
+              if (line.startsWith("event: ")) name = line.slice(7);
+              else if (line.startsWith("data: ")) data += line.slice(6);
+            }
+            if (name === "stats" && data) show(JSON.parse(data));
+          }
+        }
+      } catch (e) {
+        if (signal.aborted) return;
+        $("live-state").textContent = "Reconnecting (" + e.message + ")…";
+      }
+      if (signal.aborted) return;
+      await new Promise((ok) => setTimeout(ok, 2000));
+    }
+  }
+
+  const FUNNEL = [
+    ["rate_limited", "Rate limited", "node"],
+    ["blocked", "Blocked", "node"],
+    ["challenged", "Challenged", "node"],
+    ["sold_out", "Sold out", "node"],
+    ["already_bought", "Already bought", "node"],
+    ["won", "Won", "stats", (s) => s.grabbed],
+    ["queued", "Queued", "stats", (s) => s.pending_queue],
+    ["ordered", "Ordered", "stats", (s) => s.orders === undefined ? undefined : s.orders - s.failed],
+    ["paid", "Paid", "stats", (s) => s.paid],
+    ["expired", "Expired", "stats", (s) => s.expired],
+    ["dead_letters", "Dead letters", "stats", (s) => s.dead_letters],
+  ];
+
+  function show(ev) {
+    const s = ev.stats || {};
+    const num = (v) => (v === undefined || v === null ? "–" : Number(v).toLocaleString("en-US"));
+    $("t-stock").textContent = num(s.stock);
+    $("t-remaining").textContent = num(s.remaining);
+    $("t-queue").textContent = num(s.pending_queue);
+    const h = $("t-health");
+    h.textContent = ev.health;
+    h.className = "v level-" + ev.health;
+    const secs = ev.node.seconds;
+    const last = secs[secs.length - 1] || { requests: 0, p99_us: 0 };
+    $("t-rate").textContent = num(last.requests);
+    $("t-p99").textContent = last.requests ? (last.p99_us / 1000).toFixed(1) + " ms" : "–";
+    if (ev.stats_error) {
+      $("live-state").textContent = "Stats unavailable: " + ev.stats_error.code + " (" + ev.stats_error.message + ")";
+    } else if (s.shed) {
+      $("live-state").textContent = "Degraded: the database's counts are shed.";
+    } else {
+      $("live-state").textContent = "Live: updated every second.";
+    }
+
+    const rows = FUNNEL.map(([key, label, from, pick]) => {
+      const v = from === "node" ? ev.node.totals[key] : pick(s);
+      return { key, label: label + (from === "node" ? " (this node)" : ""), v };
+    });
+    const top = Math.max(1, ...rows.map((r) => r.v || 0));
+    $("funnel").replaceChildren(...rows.map((r) => {
+      const fill = el("div", { class: "fill" });
+      fill.style.width = ((r.v || 0) / top * 100).toFixed(1) + "%";
+      return el("div", { class: "bar", role: "listitem", "data-stage": r.key },
+        el("span", { text: r.label }), el("div", { class: "track", "aria-hidden": "true" }, fill),
+        el("span", { class: "n", text: num(r.v) }));
+    }));
+
+    lineChart.draw($("c-rate"), [
+      { label: "requests", color: "#1357b8", values: secs.map((p) => p.requests) },
+      { label: "won", color: "#b3261e", values: secs.map((p) => p.won) },
+    ], (v) => Math.round(v).toLocaleString("en-US"));
+    lineChart.draw($("c-p99"), [
+      { label: "p99", color: "#7a4b00", values: secs.map((p) => p.p99_us / 1000) },
+      { label: "p50", color: "#17652f", values: secs.map((p) => p.p50_us / 1000) },
+    ], (v) => v.toFixed(v < 10 ? 1 : 0));
+  }
+
+  async function reconcile() {
+    const id = watching;
+    if (!id) return;
+    $("reconcile").disabled = true;
+    $("reconcile-result").textContent = "Reconciling…";
+    const r = await api("POST", "/api/admin/activities/" + encodeURIComponent(id) + "/reconcile", { token: token() });
+    $("reconcile").disabled = false;
+    if (r.status !== 200) {
+      $("reconcile-result").textContent = "Failed: " + (errorCode(r) || r.status);
+      return;
+    }
+    const b = r.body;
+    $("reconcile-result").textContent = (b.ok ? "In agreement" : "Drift of " + b.drift + (b.repaired ? ", repaired" : "")) +
+      ": the gate has " + b.gate_remaining + " left, the database and queue say " + b.expected_remaining + ".";
+  }
+
+  // ---- the create form ----
+
+  function kindChanged() {
+    const packet = $("c-kind").value === "redpacket";
+    $("l-stock").textContent = packet ? "Shares" : "Stock";
+    $("l-money").textContent = packet ? "Total" : "Price";
+  }
+
+  function localInput(d) {
+    const two = (n) => String(n).padStart(2, "0");
+    return d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate()) + "T" +
+      two(d.getHours()) + ":" + two(d.getMinutes()) + ":" + two(d.getSeconds());
+  }
+
+  // cents reads a decimal amount with at most two decimals as integer cents, or NaN.
+  function cents(text) {
+    const m = /^\s*(\d{1,10})(?:\.(\d{1,2}))?\s*$/.exec(text);
+    if (!m) return NaN;
+    return Number(m[1]) * 100 + Number((m[2] || "0").padEnd(2, "0"));
+  }
+
+  // validate returns the request body, or null after marking the fields that are wrong.
+  function validate() {
+    const errs = {};
+    const name = $("c-name").value.trim();
+    const kind = $("c-kind").value;
+    const stock = Number($("c-stock").value);
+    const amount = cents($("c-money").value);
+    const limit = Number($("c-limit").value);
+    const start = new Date($("c-start").value);
+    const end = new Date($("c-end").value);
+    const win = Number($("c-window").value);
+    if (!name) errs.name = "A name is required.";
+    if (!Number.isInteger(stock) || stock < 1 || stock > 100000000) errs.stock = "A whole number from 1 to 100,000,000.";
+    if (Number.isNaN(amount)) errs.money = "An amount such as 9.99.";
+    else if (kind === "redpacket" && Number.isInteger(stock) && amount < stock) errs.money = "At least 0.01 per share.";
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) errs.limit = "A whole number from 1 to 1,000.";
+    if (Number.isNaN(start.getTime())) errs.start = "A start time is required.";
+    if (Number.isNaN(end.getTime())) errs.end = "An end time is required.";
+    else if (!errs.start && end <= start) errs.end = "The end must come after the start.";
+    if (!Number.isInteger(win) || win < 1 || win > 604800) errs.window = "Seconds, from 1 to 604,800 (a week).";
+    for (const f of ["name", "stock", "money", "limit", "start", "end", "window"]) {
+      $("e-" + f).textContent = errs[f] || "";
+      const input = $("c-" + f);
+      if (errs[f]) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
+    }
+    if (Object.keys(errs).length) {
+      $("c-" + Object.keys(errs)[0]).focus();
+      return null;
+    }
+    const body = { name, kind, per_user_limit: limit, start_at: start.toISOString(), end_at: end.toISOString(),
+      pay_window_s: win, require_challenge: $("c-challenge").checked };
+    if (kind === "redpacket") Object.assign(body, { count: stock, total_cents: amount });
+    else Object.assign(body, { stock, price_cents: amount });
+    return body;
+  }
+
+  async function create(ev) {
+    ev.preventDefault();
+    const body = validate();
+    if (!body) {
+      $("create-result").textContent = "Please fix the marked fields.";
+      return;
+    }
+    const r = await api("POST", "/api/admin/activities", { token: token(), body });
+    if (r.status !== 201) {
+      $("create-result").textContent = "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
+      return;
+    }
+    $("create-result").textContent = "Created " + r.body.id + " (" + (body.kind === "redpacket" ?
+      body.count + " shares of " + money(body.total_cents) : body.stock + " at " + money(body.price_cents)) + ").";
+    await loadList(r.body.id);
+  }
+
+  function main() {
+    $("auth").addEventListener("submit", open);
+    $("logout").addEventListener("click", forget);
+    $("pick").addEventListener("change", () => watch($("pick").value));
+    $("refresh-list").addEventListener("click", () => loadList());
+    $("reconcile").addEventListener("click", reconcile);
+    $("create").addEventListener("submit", create);
+    $("c-kind").addEventListener("change", kindChanged);
+    const now = new Date();
+    now.setMilliseconds(0);
+    $("c-start").value = localInput(new Date(now.getTime() + 60000));
+    $("c-end").value = localInput(new Date(now.getTime() + 3600000));
+    if (token()) open();
+  }
+  main();
+})();
