@@ -17,6 +17,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/browsertest"
 	"seckill/internal/httpapi"
+	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 	"seckill/internal/web"
@@ -40,6 +41,12 @@ type site struct {
 
 func newSite(t *testing.T) *site {
 	t.Helper()
+	return newSiteWith(t, func(*httpapi.Config) {})
+}
+
+// newSiteWith is newSite with the server's configuration adjusted by set.
+func newSiteWith(t *testing.T, set func(c *httpapi.Config)) *site {
+	t.Helper()
 	clock := saletest.RealClock()
 	clock.Advance(skew)
 	env := saletest.Embedded(t, clock)
@@ -51,8 +58,10 @@ func newSite(t *testing.T) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: admin, DevLogin: true,
-		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns})
+	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: admin, DevLogin: true,
+		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns}
+	set(&c)
+	api := httpapi.New(c)
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() {
 		api.StopStreams()
@@ -222,6 +231,35 @@ func TestAlreadyBoughtAndSoldOut(t *testing.T) {
 		t.Errorf("button after SOLD_OUT: %q", got)
 	}
 	b.Screenshot("product-sold-out")
+}
+
+func TestRateLimitedOnThePage(t *testing.T) {
+	// The activity takes one grab a second, on buckets whose clock stands still: once bob has
+	// taken the second's grab, every other is refused until the test ends.
+	frozen := time.Now()
+	s := newSiteWith(t, func(c *httpapi.Config) {
+		c.Limits.Buckets = ratelimit.NewBuckets(func() time.Time { return frozen })
+	})
+	a := s.create(sale.Activity{Name: "Throttled", Kind: sale.KindItem, Stock: 10, PriceCents: 100,
+		Rates: sale.Rates{Global: 1}}, 0)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	if code := s.grab(a.ID, "bob"); code != http.StatusAccepted {
+		t.Fatalf("bob's grab: %d", code)
+	}
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("status").textContent === "Too many tries: wait 1 s."`, 10*time.Second, "rate limited")
+	// The button rests (at least the 3 s debounce), then opens again for another try.
+	if !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) || !strings.HasPrefix(b.Text("grab"), "Wait ") {
+		t.Errorf("button right after a 429: %q", b.Text("grab"))
+	}
+	b.WaitFor(`!document.getElementById("grab").disabled && document.getElementById("grab").textContent === "Grab"`,
+		10*time.Second, "the button open again after the wait")
+	if st, err := s.env.Service.Stats(context.Background(), a.ID); err != nil || st.Grabbed != 1 {
+		t.Errorf("stats %+v, %v; want bob's grab only", st, err)
+	}
 }
 
 func TestChallengeOnThePage(t *testing.T) {

@@ -106,3 +106,37 @@ func FuzzPagePaths(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryFieldHasALabel: each input and select of the pages is named by a <label for=...>, or
+// sits inside a label; each image has alt text; each canvas has a role and a label.
+func TestEveryFieldHasALabel(t *testing.T) {
+	h := serve(t)
+	field := regexp.MustCompile(`<(input|select)\b[^>]*\bid="([^"]+)"`)
+	wrapped := regexp.MustCompile(`<label[^>]*>\s*<input\b[^>]*\bid="([^"]+)"`)
+	for _, path := range []string{"/", "/activity/x", "/admin"} {
+		body := get(t, h, path).Body.String()
+		inLabel := map[string]bool{}
+		for _, m := range wrapped.FindAllStringSubmatch(body, -1) {
+			inLabel[m[1]] = true
+		}
+		fields := field.FindAllStringSubmatch(body, -1)
+		for _, m := range fields {
+			if id := m[2]; !inLabel[id] && !strings.Contains(body, `<label for="`+id+`"`) {
+				t.Errorf("%s: <%s id=%q> has no label", path, m[1], id)
+			}
+		}
+		for _, img := range regexp.MustCompile(`<img\b[^>]*>`).FindAllString(body, -1) {
+			if !regexp.MustCompile(`\balt="[^"]+"`).MatchString(img) {
+				t.Errorf("%s: %s has no alt text", path, img)
+			}
+		}
+		for _, c := range regexp.MustCompile(`<canvas\b[^>]*>`).FindAllString(body, -1) {
+			if !strings.Contains(c, `role="img"`) || !strings.Contains(c, `aria-label="`) {
+				t.Errorf("%s: %s is not labelled", path, c)
+			}
+		}
+		if path == "/admin" && len(fields) < 8 {
+			t.Errorf("%s: found %d fields; the check is not reading the page", path, len(fields))
+		}
+	}
+}

@@ -155,7 +155,7 @@
       return;
     case "RATE_LIMITED": {
       const wait = Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
-      restUntil = Date.now() + wait * 1000;
+      restUntil = Math.max(restUntil, Date.now() + wait * 1000); // never shorter than the debounce
       say("Too many tries: wait " + wait + " s.", "warn");
       return;
     }
