@@ -56,6 +56,98 @@ func winners(b *testing.B, g *Gate, activity string) {
 	})
 }
 
+// BenchmarkRedisHotItem: one hot item, every grab a winner (a new user each), 64 goroutines
+// per CPU, through three designs of the gate:
+//
+//   - per-request: one EVALSHA per grab on a connection of its own (the blog recipe);
+//   - pipelined: one EVALSHA per grab, concurrent ones sharing a pipeline (before coalescing);
+//   - coalesced: the gate as it is, grabs that arrive together leaving in one call.
+//
+// The grabs per second and per script call are reported beside the time per grab.
+func BenchmarkRedisHotItem(b *testing.B) {
+	for _, design := range []string{"per-request", "pipelined", "coalesced"} {
+		b.Run(design, func(b *testing.B) {
+			rdb := benchRedis(b)
+			g := New(rdb, notFound)
+			switch design {
+			case "per-request":
+				g.grabs = rdb
+				g.WithBatching(Batching{MaxBatch: 1})
+			case "pipelined":
+				g.WithBatching(Batching{MaxBatch: 1})
+			}
+			if err := g.Load(context.Background(), item("a", sale.MaxStock, 1), sale.GateState{}); err != nil {
+				b.Fatal(err)
+			}
+			calls, usec := scriptCallsB(b, rdb)
+			cpu := redisCPU(b, rdb)
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(64)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "grabs/s")
+			calls2, usec2 := scriptCallsB(b, rdb)
+			b.ReportMetric(float64(b.N)/float64(calls2-calls), "grabs/call")
+			b.ReportMetric(float64(usec2-usec)/float64(b.N), "script-µs/grab")
+			b.ReportMetric((redisCPU(b, rdb)-cpu)*1e6/float64(b.N), "redis-cpu-µs/grab")
+		})
+	}
+}
+
+// redisCPU reads the CPU seconds Redis has used (user and system, all its threads).
+func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s float64
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, k := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(line, k); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				s += f
+			}
+		}
+	}
+	return s
+}
+
+// scriptCallsB reads how many script calls Redis has run and the microseconds it spent in them.
+func scriptCallsB(b *testing.B, rdb redis.UniversalClient) (calls, usec int64) {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			rest, ok := strings.CutPrefix(line, cmd)
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(rest, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				n, _ := strconv.ParseInt(v, 10, 64)
+				switch k {
+				case "calls":
+					calls += n
+				case "usec":
+					usec += n
+				}
+			}
+		}
+	}
+	return calls, usec
+}
+
 // BenchmarkRedisGrabRedPacketParallel is BenchmarkRedisGrabParallel on a red packet of two
 // million shares: grab.lua pops a share (RPOP) besides the count. Keep -benchtime under the
 // shares, so that every grab wins.

@@ -44,14 +44,31 @@ type Gate struct {
 
 	mu   sync.RWMutex
 	acts map[string]sale.Activity // activities never change once created
+
+	batching Batching
+	lanes    sync.Map // activity id -> *lane, the grabs waiting to leave together
 }
 
-// New returns a gate on rdb. activity is how it learns of activities created by other nodes.
+// New returns a gate on rdb that coalesces grabs by DefaultBatching. activity is how it learns
+// of activities created by other nodes.
 func New(rdb redis.UniversalClient, activity func(ctx context.Context, id string) (sale.Activity, error)) *Gate {
-	g := &Gate{rdb: rdb, grabs: rdb, activity: activity, acts: map[string]sale.Activity{}}
+	g := &Gate{rdb: rdb, grabs: rdb, activity: activity, acts: map[string]sale.Activity{}, batching: DefaultBatching}
 	if ap, err := rdb.AutoPipeline(); err == nil {
 		g.grabs = ap
 	}
+	return g
+}
+
+// WithBatching sets how the gate coalesces grabs (zero fields keep their defaults; MaxBatch 1
+// sends every grab in a script call of its own).
+func (g *Gate) WithBatching(b Batching) *Gate {
+	if b.MaxBatch <= 0 {
+		b.MaxBatch = DefaultBatching.MaxBatch
+	}
+	if b.InFlight <= 0 {
+		b.InFlight = DefaultBatching.InFlight
+	}
+	g.batching = b
 	return g
 }
 
@@ -216,44 +233,12 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	if err != nil {
 		return sale.Grab{}, err
 	}
-	k := keysOf(a.ID)
-	require := "0"
-	if a.RequireChallenge {
-		require = "1"
+	if g.batching.MaxBatch <= 1 {
+		c := &call{req: r, token: sale.NewToken("g"), done: make(chan struct{})}
+		g.flush(a, []*call{c})
+		return c.res, c.err
 	}
-	res, err := grabScript.Run(ctx, g.grabs, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, passKey(a.ID, r.Pass)},
-		sale.NewToken("g"), r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.EndAt.UnixMilli(),
-		a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, r.Pass).Slice()
-	if err != nil {
-		return sale.Grab{}, fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, err)
-	}
-	code, _ := res[0].(int64)
-	switch code {
-	case 0, 1:
-		if len(res) != 3 {
-			return sale.Grab{}, fmt.Errorf("grab on redis: unexpected answer %v", res)
-		}
-		token, _ := res[1].(string)
-		rec, _ := res[2].(string)
-		return parseRecord(a.ID, token, rec)
-	case -1:
-		return sale.Grab{}, fmt.Errorf("activity %s: %w", a.ID, sale.ErrUnloaded)
-	case -2:
-		return sale.Grab{}, sale.ErrNotStarted
-	case -3:
-		return sale.Grab{}, sale.ErrEnded
-	case -4:
-		return sale.Grab{}, sale.ErrAlreadyBought
-	case -5:
-		return sale.Grab{}, sale.ErrSoldOut
-	case -6:
-		if r.Pass == "" {
-			return sale.Grab{}, sale.ErrChallengeRequired
-		}
-		return sale.Grab{}, fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
-	default:
-		return sale.Grab{}, fmt.Errorf("grab on redis: script answered %v", res)
-	}
+	return g.coalesce(ctx, a, r)
 }
 
 // passKey is the key of a pass, in the activity's slot: the grab script reads it with the stock.

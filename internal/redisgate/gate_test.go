@@ -3,7 +3,10 @@ package redisgate
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,12 +48,19 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := keysOf(a.ID)
+	// run calls the script with one grab: token, user, key, now, start, end, limit, kind, price,
+	// activity, "1" if a pass is required, the pass.
 	run := func(args ...any) []any {
 		t.Helper()
-		pass, _ := args[len(args)-1].(string)
+		pass, _ := args[11].(string)
 		act, _ := args[9].(string)
 		k := keysOf(act)
-		res, err := grabScript.Run(ctx, rdb, []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, passKey(act, pass)}, args...).Slice()
+		keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream}
+		idx := 0
+		if pass != "" {
+			keys, idx = append(keys, passKey(act, pass)), 7
+		}
+		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), args[0], args[1], args[2], args[3], idx, pass)...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +119,145 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	if res := run(withPass...); res[0] != int64(-6) {
 		t.Fatalf("another grab with the spent pass = %v, want -6", res)
 	}
+}
+
+// TestBatchAnswersEachGrabAsAlone: one call of the script with many grabs answers each as if it
+// had run alone, in order, and a retry of the whole call takes nothing more.
+func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := item("batch", 3, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	k := keysOf(a.ID)
+	now := a.StartAt.UnixMilli()
+	args := []any{a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 1, "item", 100, a.ID, "0"}
+	grabs := []struct {
+		token, user, key string
+		want             int64
+		wantToken        string
+	}{
+		{"t1", "u1", "", 0, "t1"},
+		{"t2", "u1", "", -4, ""},   // the limit counts the grab before it in the batch
+		{"t3", "u2", "k", 0, "t3"}, // a keyed grab
+		{"t4", "u2", "k", 1, "t3"}, // the same key again: the first answer
+		{"", "u9", "", -9, ""},     // bad arguments refuse that grab only
+		{"t5", "u3", "", 0, "t5"},  // the last unit
+		{"t6", "u4", "", -5, ""},   // sold out
+		{"t7", "u5", "k", -5, ""},  // sold out, keyed: nothing remembered
+	}
+	for _, gr := range grabs {
+		args = append(args, gr.token, gr.user, gr.key, now, 0, "")
+	}
+	keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream}
+	for run := range 2 { // the second run is go-redis retrying the whole call
+		res, err := grabScript.Run(ctx, rdb, keys, args...).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 3*len(grabs) {
+			t.Fatalf("run %d: %d values for %d grabs: %v", run, len(res), len(grabs), res)
+		}
+		for i, gr := range grabs {
+			want := gr.want
+			if run == 1 && want == 0 {
+				want = 1 // granted the first time, the first answer now
+			}
+			if res[3*i] != want || res[3*i+1] != gr.wantToken {
+				t.Errorf("run %d, grab %d (%s of %s): %v %v, want %d %q", run, i, gr.token, gr.user, res[3*i], res[3*i+1], want, gr.wantToken)
+			}
+		}
+	}
+	if n, _ := g.Remaining(ctx, a.ID); n != 0 {
+		t.Errorf("remaining = %d, want 0", n)
+	}
+	if n := rdb.XLen(ctx, k.stream).Val(); n != 3 {
+		t.Errorf("stream has %d entries, want one per unit (3)", n)
+	}
+	if n := rdb.HLen(ctx, k.answers).Val(); n != 1 {
+		t.Errorf("%d remembered keyed answers, want 1", n)
+	}
+}
+
+// TestCoalescedCrowd: grabs of many goroutines through one gate leave in batches (the script's
+// calls are fewer than the grabs) and the crowd gets exactly the stock, once per user, each
+// duplicate click its first answer.
+func TestCoalescedCrowd(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	a := item("crowd", 300, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	before := scriptCalls(t, rdb)
+	const users = 1000
+	type result struct {
+		user  int
+		token string
+		err   error
+	}
+	results := make(chan result, 2*users)
+	var wg sync.WaitGroup
+	for u := range users {
+		for range 2 { // every user clicks twice with the same key
+			wg.Go(func() {
+				gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u), IdempotencyKey: "click", Now: a.StartAt})
+				results <- result{u, gr.Token, err}
+			})
+		}
+	}
+	wg.Wait()
+	close(results)
+	won := map[int]string{}
+	for r := range results {
+		switch {
+		case r.err == nil:
+			if first, ok := won[r.user]; ok && first != r.token {
+				t.Fatalf("user %d won twice: %s and %s", r.user, first, r.token)
+			}
+			won[r.user] = r.token
+		case errors.Is(r.err, sale.ErrSoldOut):
+		default:
+			t.Fatalf("user %d: %v", r.user, r.err)
+		}
+	}
+	if len(won) != 300 {
+		t.Fatalf("%d winners, want the stock (300)", len(won))
+	}
+	if n := rdb.XLen(ctx, keysOf(a.ID).stream).Val(); n != 300 {
+		t.Errorf("stream has %d entries, want 300", n)
+	}
+	calls := scriptCalls(t, rdb) - before
+	t.Logf("%d grabs in %d script calls", 2*users, calls)
+	if calls >= 2*users {
+		t.Errorf("%d script calls for %d grabs: nothing was coalesced", calls, 2*users)
+	}
+}
+
+// scriptCalls reads how many EVALSHA and EVAL calls Redis has run.
+func scriptCalls(t *testing.T, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
+				v, _, _ := strings.Cut(rest, ",")
+				c, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("commandstats line %q: %v", line, err)
+				}
+				n += c
+			}
+		}
+	}
+	return n
 }
 
 // TestScriptsSurviveAFlush: after SCRIPT FLUSH (what a failover to a fresh replica looks like to

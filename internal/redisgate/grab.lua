@@ -1,7 +1,9 @@
--- grab.lua: the whole grab of one unit, atomically, on one hash slot (every key carries the
--- activity's {act:ID} hash tag). It is idempotent per request: the caller makes the grab's token
--- before calling, so a retry of the same call (by go-redis after a lost reply, or by the client)
--- finds its first answer and takes nothing.
+-- grab.lua: whole grabs of one unit each, atomically, on one hash slot (every key carries the
+-- activity's {act:ID} hash tag). One call takes a batch of grabs of the same activity (a node
+-- coalesces the grabs that arrive together) and answers each as if it had run alone, in order:
+-- a later grab of the batch sees what the earlier ones took. It is idempotent per grab: the
+-- caller makes each grab's token before calling, so a retry of the same call (by go-redis after
+-- a lost reply, or by the client) finds each grab's first answer and takes nothing.
 --
 -- KEYS[1] stock    string: units left (for a red packet, shares left)
 -- KEYS[2] shares   list of "index:amount", red packets only
@@ -9,89 +11,160 @@
 -- KEYS[4] answers  hash: user NUL idempotency key -> token NL record
 -- KEYS[5] grabs    hash: token -> record, every unit held now (a release deletes it)
 -- KEYS[6] stream   the activity's stream of grabs for the workers
--- KEYS[7] pass     string: the path token's "user NL expiry (ms)"; once spent, "NL grab token"
--- ARGV: 1 token, 2 user, 3 idempotency key ("" for none), 4 now (Unix ms), 5 start (ms),
---       6 end (ms), 7 per-user limit, 8 kind ("item" or "redpacket"), 9 price (cents),
---       10 activity id, 11 "1" if the activity requires a pass, 12 the pass ("" for none)
--- A record is "user NL key NL share NL amount NL at". Returns {code, token, record}:
---   0 granted, 1 the first answer again, -1 activity not loaded, -2 not started, -3 ended,
---   -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments.
+-- KEYS[7...] pass  string: a path token's "user NL expiry (ms)"; once spent, "NL grab token"
+-- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
+--   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass;
+-- then 6 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
+--   of its pass key (0 for none), the pass ("" for none).
+-- A record is "user NL key NL share NL amount NL at". Returns, per grab in order, code, token,
+-- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
+-- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments (the token
+-- and the record are then "").
 
-local token, user, key = ARGV[1], ARGV[2], ARGV[3]
-local now, startAt, endAt = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local limit, kind, price, activity = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10]
-local requirePass, pass = ARGV[11], ARGV[12]
+local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
+local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
+local requirePass = ARGV[7]
+local PER = 6
 
--- Validate everything before the first write.
-if token == '' or user == '' or activity == '' or not now or not startAt or not endAt
-    or not limit or limit < 1 or not price or price < 0
+-- Validate what the batch shares before anything; a grab's own arguments before its first write.
+local n = (#ARGV - 7) / PER
+if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or pass == nil then
-  return {-9}
+    or n < 1 or n ~= math.floor(n) then
+  return {-9, '', ''}
 end
 
-local seen = redis.call('HGET', KEYS[5], token)
-if seen then
-  return {1, token, seen}
-end
-local answerKey = user .. '\0' .. key
-if key ~= '' then
-  local first = redis.call('HGET', KEYS[4], answerKey)
-  if first then
-    local nl = string.find(first, '\n', 1, true)
-    return {1, string.sub(first, 1, nl - 1), string.sub(first, nl + 1)}
-  end
-end
-
-local left = redis.call('GET', KEYS[1])
-if not left then
-  return {-1}
-end
-if now < startAt then
-  return {-2}
-end
-if now >= endAt then
-  return {-3}
-end
--- The pass is spent whatever comes next, but a retry of this very call (same grab token) may
--- pass again, so that the retry gets the same answer as the first run.
-if pass ~= '' then
-  local p = redis.call('GET', KEYS[7])
-  if p ~= '\n' .. token then
-    local nl = p and string.find(p, '\n', 1, true)
-    if not nl or nl == 1 or string.sub(p, 1, nl - 1) ~= user
-        or now >= (tonumber(string.sub(p, nl + 1)) or 0) then
-      return {-6}
+-- Read what every grab of the batch needs in one call per key: the grabs already answered (a
+-- retried call), the buyers' holdings, the keyed first answers, the stock. From here on the
+-- batch works on these copies, and writes them back once at the end.
+local grabs, tokens, users, answerKeys = {}, {}, {}, {}
+for i = 0, n - 1 do
+  local b = 7 + i * PER
+  local g = {token = ARGV[b + 1], user = ARGV[b + 2], key = ARGV[b + 3], now = tonumber(ARGV[b + 4]),
+             passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6]}
+  g.bad = g.token == '' or g.user == '' or not g.now or not g.passIndex or g.passIndex < 0
+      or g.passIndex > #KEYS or (g.pass ~= '' and g.passIndex < 7)
+  if not g.bad then
+    g.answerKey = g.user .. '\0' .. g.key
+    tokens[#tokens + 1] = g.token
+    users[#users + 1] = g.user
+    if g.key ~= '' then
+      answerKeys[#answerKeys + 1] = g.answerKey
     end
-    redis.call('SET', KEYS[7], '\n' .. token, 'KEEPTTL')
   end
-elseif requirePass == '1' then
-  return {-6}
+  grabs[#grabs + 1] = g
 end
-if tonumber(redis.call('HGET', KEYS[3], user) or '0') >= limit then
-  return {-4}
+local function lookup(key, fields)
+  local m = {}
+  if #fields > 0 then
+    local vals = redis.call('HMGET', key, unpack(fields))
+    for i, f in ipairs(fields) do
+      if vals[i] then
+        m[f] = vals[i]
+      end
+    end
+  end
+  return m
 end
-if tonumber(left) <= 0 then
-  return {-5}
+local seen, held, firsts = lookup(KEYS[5], tokens), lookup(KEYS[3], users), lookup(KEYS[4], answerKeys)
+local left = redis.call('GET', KEYS[1])
+if left then
+  left = tonumber(left)
 end
 
-local share, amount = 0, price
-if kind == 'redpacket' then
-  local s = redis.call('RPOP', KEYS[2])
-  if not s then
-    return {-5}
-  end
-  local colon = string.find(s, ':', 1, true)
-  share, amount = tonumber(string.sub(s, 1, colon - 1)), tonumber(string.sub(s, colon + 1))
+local out = {}
+local granted, newHeld, newGrabs, newAnswers = 0, {}, {}, {}
+local function answer(code, token, record)
+  out[#out + 1] = code
+  out[#out + 1] = token or ''
+  out[#out + 1] = record or ''
 end
 
-redis.call('DECR', KEYS[1])
-redis.call('HINCRBY', KEYS[3], user, 1)
-local record = user .. '\n' .. key .. '\n' .. share .. '\n' .. amount .. '\n' .. now
-redis.call('HSET', KEYS[5], token, record)
-if key ~= '' then
-  redis.call('HSET', KEYS[4], answerKey, token .. '\n' .. record)
+local function grab(g)
+  if g.bad then
+    return answer(-9)
+  end
+  if seen[g.token] then
+    return answer(1, g.token, seen[g.token])
+  end
+  if g.key ~= '' and firsts[g.answerKey] then
+    local first = firsts[g.answerKey]
+    local nl = string.find(first, '\n', 1, true)
+    return answer(1, string.sub(first, 1, nl - 1), string.sub(first, nl + 1))
+  end
+  if not left then
+    return answer(-1)
+  end
+  if g.now < startAt then
+    return answer(-2)
+  end
+  if g.now >= endAt then
+    return answer(-3)
+  end
+  -- The pass is spent whatever comes next, but a retry of this very grab (same token) may pass
+  -- again, so that the retry gets the same answer as the first run.
+  if g.pass ~= '' then
+    local p = redis.call('GET', KEYS[g.passIndex])
+    if p ~= '\n' .. g.token then
+      local nl = p and string.find(p, '\n', 1, true)
+      if not nl or nl == 1 or string.sub(p, 1, nl - 1) ~= g.user
+          or g.now >= (tonumber(string.sub(p, nl + 1)) or 0) then
+        return answer(-6)
+      end
+      redis.call('SET', KEYS[g.passIndex], '\n' .. g.token, 'KEEPTTL')
+    end
+  elseif requirePass == '1' then
+    return answer(-6)
+  end
+  local has = tonumber(held[g.user] or '0')
+  if has >= limit then
+    return answer(-4)
+  end
+  if left <= 0 then
+    return answer(-5)
+  end
+
+  local share, amount = 0, price
+  if kind == 'redpacket' then
+    local s = redis.call('RPOP', KEYS[2])
+    if not s then
+      return answer(-5)
+    end
+    local colon = string.find(s, ':', 1, true)
+    share, amount = tonumber(string.sub(s, 1, colon - 1)), tonumber(string.sub(s, colon + 1))
+  end
+
+  left, granted = left - 1, granted + 1
+  held[g.user] = has + 1
+  newHeld[g.user] = true
+  local record = g.user .. '\n' .. g.key .. '\n' .. share .. '\n' .. amount .. '\n' .. g.now
+  seen[g.token] = record
+  newGrabs[#newGrabs + 1] = g.token
+  newGrabs[#newGrabs + 1] = record
+  if g.key ~= '' then
+    firsts[g.answerKey] = g.token .. '\n' .. record
+    newAnswers[#newAnswers + 1] = g.answerKey
+    newAnswers[#newAnswers + 1] = firsts[g.answerKey]
+  end
+  redis.call('XADD', KEYS[6], '*', 'token', g.token, 'activity', activity, 'user', g.user, 'key', g.key,
+    'share', share, 'amount', amount, 'at', g.now)
+  return answer(0, g.token, record)
 end
-redis.call('XADD', KEYS[6], '*', 'token', token, 'activity', activity, 'user', user, 'key', key,
-  'share', share, 'amount', amount, 'at', now)
-return {0, token, record}
+
+for _, g in ipairs(grabs) do
+  grab(g)
+end
+if granted > 0 then
+  redis.call('DECRBY', KEYS[1], granted)
+  local h = {}
+  for user in pairs(newHeld) do
+    h[#h + 1] = user
+    h[#h + 1] = held[user]
+  end
+  redis.call('HSET', KEYS[3], unpack(h))
+  redis.call('HSET', KEYS[5], unpack(newGrabs))
+  if #newAnswers > 0 then
+    redis.call('HSET', KEYS[4], unpack(newAnswers))
+  end
+end
+return out

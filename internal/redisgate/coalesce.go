@@ -1,0 +1,198 @@
+package redisgate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// Coalescing (group commit on Redis). A flash crowd presses on one activity, whose keys live on
+// one Redis core, and a script call per grab costs that core more in call overhead than in the
+// grab itself. So the grabs of one activity that arrive together leave together: one call of
+// grab.lua takes a batch and answers each grab as if it had run alone (its own token, its own
+// idempotency, its own stream entry). Batches form by themselves: while InFlight calls of an
+// activity are on their way, the grabs that arrive queue, and the next call takes them all (up
+// to MaxBatch). A lone grab leaves at once, alone: there is no timer on the quiet path.
+
+// Batching tunes the coalescing of a Gate's grabs.
+type Batching struct {
+	// MaxBatch is the most grabs one script call takes; 1 sends every grab on its own.
+	MaxBatch int
+	// InFlight is how many calls per activity may be on their way at once.
+	InFlight int
+	// Linger, when positive, holds a call that would leave with fewer than MaxBatch grabs for up
+	// to that long, to gather more: throughput for latency. Zero by default.
+	Linger time.Duration
+}
+
+// DefaultBatching is a Gate's batching unless WithBatching says otherwise.
+var DefaultBatching = Batching{MaxBatch: 128, InFlight: 4}
+
+// batchTimeout bounds one script call: the grabs of a batch belong to many callers, so no one
+// caller's context may end it.
+const batchTimeout = 5 * time.Second
+
+// call is one grab on its way through a lane.
+type call struct {
+	req   sale.GrabRequest
+	token string
+	res   sale.Grab
+	err   error
+	done  chan struct{}
+}
+
+// lane queues the grabs of one activity.
+type lane struct {
+	mu     sync.Mutex
+	queue  []*call
+	flying int // calls on their way, each with a goroutine that flushes
+}
+
+func (g *Gate) lane(id string) *lane {
+	if l, ok := g.lanes.Load(id); ok {
+		return l.(*lane)
+	}
+	l, _ := g.lanes.LoadOrStore(id, &lane{})
+	return l.(*lane)
+}
+
+// coalesce runs r through its activity's lane and returns its answer. When fewer than InFlight
+// calls are on their way the caller sends a batch itself (its grab with whatever queued), and
+// keeps sending while grabs queue behind it, until its own is answered; then a goroutine takes
+// over. Otherwise it waits for a sender to take its grab. A caller whose context ends stops
+// waiting and gets ErrBusy; its grab may still be taken (a retry with its idempotency key
+// learns what became of it).
+func (g *Gate) coalesce(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+	c := &call{req: r, token: sale.NewToken("g"), done: make(chan struct{})}
+	l := g.lane(a.ID)
+	l.mu.Lock()
+	l.queue = append(l.queue, c)
+	send := l.flying < g.batching.InFlight
+	if send {
+		l.flying++
+	}
+	l.mu.Unlock()
+	if send {
+		g.send(l, a, c)
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		return sale.Grab{}, fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, ctx.Err())
+	}
+}
+
+// send flushes l's queue batch by batch while it is not empty. own is the caller's grab: once
+// it is answered and more remain, a goroutine carries on, so that no caller waits for others.
+func (g *Gate) send(l *lane, a sale.Activity, own *call) {
+	for {
+		l.mu.Lock()
+		if g.batching.Linger > 0 && len(l.queue) < g.batching.MaxBatch {
+			l.mu.Unlock()
+			time.Sleep(g.batching.Linger)
+			l.mu.Lock()
+		}
+		n := min(len(l.queue), g.batching.MaxBatch)
+		if n == 0 {
+			l.flying--
+			l.mu.Unlock()
+			return
+		}
+		batch := make([]*call, n)
+		copy(batch, l.queue)
+		rest := copy(l.queue, l.queue[n:])
+		clear(l.queue[rest:])
+		l.queue = l.queue[:rest]
+		l.mu.Unlock()
+
+		g.flush(a, batch)
+		if own != nil && isDone(own) {
+			l.mu.Lock()
+			more := len(l.queue) > 0
+			if !more {
+				l.flying--
+			}
+			l.mu.Unlock()
+			if more {
+				go g.send(l, a, nil)
+			}
+			return
+		}
+	}
+}
+
+func isDone(c *call) bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// flush sends one batch in one script call and answers each of its grabs.
+func (g *Gate) flush(a sale.Activity, batch []*call) {
+	k := keysOf(a.ID)
+	keys := make([]string, 6, 6+len(batch))
+	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5] = k.stock, k.shares, k.held, k.answers, k.grabs, k.stream
+	require := "0"
+	if a.RequireChallenge {
+		require = "1"
+	}
+	args := make([]any, 0, 7+6*len(batch))
+	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require)
+	for _, c := range batch {
+		idx := 0
+		if c.req.Pass != "" {
+			keys = append(keys, passKey(a.ID, c.req.Pass))
+			idx = len(keys)
+		}
+		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	res, err := grabScript.Run(ctx, g.grabs, keys, args...).Slice()
+	cancel()
+	if err == nil && len(res) != 3*len(batch) {
+		err = fmt.Errorf("script answered %d values for %d grabs", len(res), len(batch))
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.err = fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, err)
+		} else {
+			code, _ := res[3*i].(int64)
+			token, _ := res[3*i+1].(string)
+			rec, _ := res[3*i+2].(string)
+			c.res, c.err = answer(a, c.req.Pass, code, token, rec)
+		}
+		close(c.done)
+	}
+}
+
+// answer turns one grab's answer from grab.lua into the gate's.
+func answer(a sale.Activity, pass string, code int64, token, rec string) (sale.Grab, error) {
+	switch code {
+	case 0, 1:
+		return parseRecord(a.ID, token, rec)
+	case -1:
+		return sale.Grab{}, fmt.Errorf("activity %s: %w", a.ID, sale.ErrUnloaded)
+	case -2:
+		return sale.Grab{}, sale.ErrNotStarted
+	case -3:
+		return sale.Grab{}, sale.ErrEnded
+	case -4:
+		return sale.Grab{}, sale.ErrAlreadyBought
+	case -5:
+		return sale.Grab{}, sale.ErrSoldOut
+	case -6:
+		if pass == "" {
+			return sale.Grab{}, sale.ErrChallengeRequired
+		}
+		return sale.Grab{}, fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
+	}
+	return sale.Grab{}, fmt.Errorf("grab on redis: script answered %s", strconv.FormatInt(code, 10))
+}
