@@ -67,13 +67,24 @@ var (
 		}}
 )
 
-// q returns query written for this dialect.
+// q returns query written for this dialect, from a cache of the queries it has seen.
 func (d *dialect) q(query string) string {
 	if d == sqliteDialect {
 		return query
 	}
 	if v, ok := d.cache.Load(query); ok {
 		return v.(string)
+	}
+	out := d.rewrite(query)
+	d.cache.Store(query, out)
+	return out
+}
+
+// rewrite writes query for this dialect, without the cache: for queries built per call (a
+// multi-row INSERT), which would fill it.
+func (d *dialect) rewrite(query string) string {
+	if d == sqliteDialect {
+		return query
 	}
 	out := strings.ReplaceAll(query, " ON CONFLICT DO NOTHING", d.ignoreDup)
 	if d.numbered {
@@ -89,7 +100,6 @@ func (d *dialect) q(query string) string {
 		}
 		out = b.String()
 	}
-	d.cache.Store(query, out)
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"seckill/internal/sale"
@@ -42,15 +43,25 @@ type guard struct {
 func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	out := make([]sale.Placement, 0, len(gs))
 	err := s.inTx(ctx, func(tx tx) error {
-		out = out[:0]
+		out = out[:len(gs)]
 		p := &placer{tx: tx, guards: map[string]guard{}}
 		defer p.close()
-		for _, g := range gs {
+		done := make([]bool, len(gs))
+		if s.lots {
+			var err error
+			if done, err = p.placeMany(ctx, gs, out); err != nil {
+				return fmt.Errorf("place %d orders: %w", len(gs), err)
+			}
+		}
+		for i, g := range gs {
+			if done[i] {
+				continue
+			}
 			pl, err := p.place(ctx, g)
 			if err != nil {
 				return fmt.Errorf("place order %s: %w", g.Token, err)
 			}
-			out = append(out, pl)
+			out[i] = pl
 		}
 		return nil
 	})
@@ -162,6 +173,143 @@ func (p *placer) guard(ctx context.Context, activityID string) (guard, bool, err
 	gd.window = time.Duration(window) * time.Millisecond
 	p.guards[activityID] = gd
 	return gd, true, nil
+}
+
+// minMany is the fewest new orders of one activity worth the batch path of placeMany.
+const minMany = 4
+
+// placeMany places, for each item activity of the batch, the grabs that are plainly new (no
+// order has their token) and their buyer's first unit, with a few statements for the whole lot
+// instead of two per order: one multi-row INSERT, one read of the ids, and one UPDATE that
+// claims all the units at once (unit by unit when the stock cannot cover the lot). It writes
+// their placements into out and reports which it placed; the others (redeliveries, second
+// units, red packets, small lots) are left to place one by one, in the same transaction. Either
+// way each order ends as the one-by-one path would have placed it in some order of the batch.
+func (p *placer) placeMany(ctx context.Context, gs []sale.Grab, out []sale.Placement) ([]bool, error) {
+	done := make([]bool, len(gs))
+	byActivity := map[string][]int{}
+	for i, g := range gs {
+		byActivity[g.ActivityID] = append(byActivity[g.ActivityID], i)
+	}
+	for id, idx := range byActivity {
+		if len(idx) < minMany {
+			continue
+		}
+		gd, ok, err := p.guard(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || gd.kind != sale.KindItem {
+			continue
+		}
+		if err := p.placeLot(ctx, gs, idx, gd, out, done); err != nil {
+			return nil, err
+		}
+	}
+	return done, nil
+}
+
+// placeLot is placeMany for the grabs idx of one item activity.
+func (p *placer) placeLot(ctx context.Context, gs []sale.Grab, idx []int, gd guard, out []sale.Placement, done []bool) error {
+	tokens := make([]any, 0, len(idx))
+	for _, i := range idx {
+		tokens = append(tokens, gs[i].Token)
+	}
+	// Redeliveries (an order has the token) go the one-by-one way, which reads them back.
+	placed, err := p.ids(ctx, tokens)
+	if err != nil {
+		return err
+	}
+	var fresh []int
+	for _, i := range idx {
+		if _, ok := placed[gs[i].Token]; !ok {
+			fresh = append(fresh, i)
+		}
+	}
+	if len(fresh) < minMany {
+		return nil
+	}
+	var q strings.Builder
+	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
+	args := make([]any, 0, 9*len(fresh))
+	ins := make([]any, 0, len(fresh))
+	for n, i := range fresh {
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(`(?, ?, ?, ?, 1, ?, ?, 'CREATED', '', ?, ?)`)
+		g := gs[i]
+		args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At), ms(g.At.Add(gd.window)))
+		ins = append(ins, g.Token)
+	}
+	// All the rows or none: a row that meets another (a buyer's second unit, a grab a racing
+	// worker placed first) undoes the statement, and the lot goes the one-by-one way. Knowing
+	// that every row went in is what lets the lot claim its units at once.
+	if _, err := p.tx.ExecContext(ctx, `SAVEPOINT lot`); err != nil {
+		return err
+	}
+	if _, err := p.tx.Tx.ExecContext(ctx, p.tx.d.rewrite(q.String()), args...); err != nil {
+		if !p.tx.d.unique(err) {
+			return err
+		}
+		_, err := p.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT lot`)
+		return err
+	}
+	if _, err := p.tx.ExecContext(ctx, `RELEASE SAVEPOINT lot`); err != nil {
+		return err
+	}
+	ids, err := p.ids(ctx, ins)
+	if err != nil {
+		return err
+	}
+	n, err := p.exec(ctx, `UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock`, len(fresh), gs[fresh[0]].ActivityID, len(fresh))
+	if err != nil {
+		return err
+	}
+	for _, i := range fresh {
+		g := gs[i]
+		if n == 0 { // the stock cannot cover the whole lot: claim unit by unit, refusing the rest
+			m, err := p.exec(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+			if err != nil {
+				return err
+			}
+			if m == 0 {
+				pl, err := p.refuse(ctx, g, "no unit left in the database")
+				if err != nil {
+					return err
+				}
+				out[i], done[i] = pl, true
+				continue
+			}
+		}
+		out[i] = sale.Placement{New: true, Order: sale.Order{
+			ID: ids[g.Token], Token: g.Token, ActivityID: g.ActivityID, UserID: g.UserID, IdemKey: g.IdempotencyKey,
+			Share: g.Share, AmountCents: g.AmountCents, Status: sale.StatusCreated,
+			CreatedAt: fromMS(ms(g.At)), ExpiresAt: fromMS(ms(g.At.Add(gd.window))),
+		}}
+		done[i] = true
+	}
+	return nil
+}
+
+// ids returns the ids of the orders of tokens, by token.
+func (p *placer) ids(ctx context.Context, tokens []any) (map[string]int64, error) {
+	query := `SELECT token, id FROM orders WHERE token IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(tokens)), ", ") + `)`
+	rows, err := p.tx.Tx.QueryContext(ctx, p.tx.d.rewrite(query), tokens...) // built per call: not cached
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	m := make(map[string]int64, len(tokens))
+	for rows.Next() {
+		var tok string
+		var id int64
+		if err := rows.Scan(&tok, &id); err != nil {
+			return nil, err
+		}
+		m[tok] = id
+	}
+	return m, rows.Err()
 }
 
 const insertOrder = `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,

@@ -30,6 +30,10 @@ var _ sale.Store = (*Store)(nil)
 type Store struct {
 	w db // writes: the one writer on SQLite, the pool elsewhere
 	r db // reads
+	// lots places a batch's plain new orders with multi-row statements (placeMany): a few
+	// round trips instead of two per order. BenchmarkPlaceOrders measured 5 to 7 times less time
+	// per order on MariaDB and PostgreSQL, and about the same on SQLite. Off only to measure.
+	lots bool
 }
 
 // Open opens the database named by dsn (sqlite:PATH, mysql://user:pass@host:port/db or
@@ -39,7 +43,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{w: db{w, d}, r: db{r, d}}, nil
+	return &Store{w: db{w, d}, r: db{r, d}, lots: true}, nil
 }
 
 func sqlitePath(dsn string) (string, error) {

@@ -49,6 +49,7 @@ var storeTests = []struct {
 	{"PayAndCancelTransitions", testPayAndCancelTransitions},
 	{"ConcurrentCancelRestocksOnce", testConcurrentCancelRestocksOnce},
 	{"ConcurrentPlacementOfOneGrab", testConcurrentPlacementOfOneGrab},
+	{"BatchPlacement", testBatchPlacement},
 	{"RedPacketShares", testRedPacketShares},
 	{"Journal", testJournal},
 	{"ReopenKeepsData", testReopenKeepsData},
@@ -595,5 +596,138 @@ func testLeaderboardQueries(t *testing.T, dsn string) {
 	}
 	if _, err := s.BestGrab(ctx, "lb", cancelled.UserID); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("BestGrab of a cancelled share: %v, want ErrNotFound", err)
+	}
+}
+
+// testBatchPlacement: batches large enough for the multi-row path place exactly what the
+// one-by-one path would: every order once with its own id, units claimed while the stock lasts
+// and the rest FAILED, second units in their buyer's next slot, redeliveries answered with the
+// order placed before.
+func testBatchPlacement(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	sold := func(id string) int64 {
+		t.Helper()
+		var n int64
+		if err := s.r.QueryRowContext(ctx, `SELECT sold FROM activities WHERE id = ?`, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Enough stock: twenty new orders in one go, each readable with the id it was given.
+	create(t, s, item("a", 30, 2))
+	var gs []sale.Grab
+	for u := range 20 {
+		gs = append(gs, grab("a", fmt.Sprint("u", u), 0))
+	}
+	ps := place(t, s, gs...)
+	ids := map[int64]bool{}
+	for i, p := range ps {
+		if !p.New || p.Order.Status != sale.StatusCreated || p.Order.Token != gs[i].Token || ids[p.Order.ID] {
+			t.Fatalf("placement %d = %+v", i, p)
+		}
+		ids[p.Order.ID] = true
+		stored, err := s.OrderByID(ctx, p.Order.ID)
+		if err != nil || stored.Token != gs[i].Token || !stored.ExpiresAt.Equal(p.Order.ExpiresAt) {
+			t.Fatalf("order %d read back = %+v, %v; want %+v", p.Order.ID, stored, err, p.Order)
+		}
+	}
+	if n := sold("a"); n != 20 {
+		t.Fatalf("sold = %d after 20 orders", n)
+	}
+
+	// The same batch again (a redelivery): the same orders, nothing claimed twice. Then a mixed
+	// batch: second units of five buyers, five new buyers, and more than the 10 units left.
+	again := place(t, s, gs...)
+	for i, p := range again {
+		if p.New || p.Order.ID != ps[i].Order.ID {
+			t.Fatalf("redelivered placement %d = %+v, want the first (%d)", i, p, ps[i].Order.ID)
+		}
+	}
+	var mixed []sale.Grab
+	for u := range 5 {
+		mixed = append(mixed, grab("a", fmt.Sprint("u", u), 1))
+	}
+	for u := 20; u < 32; u++ {
+		mixed = append(mixed, grab("a", fmt.Sprint("u", u), 0))
+	}
+	ps = place(t, s, mixed...)
+	created := 0
+	for i, p := range ps {
+		if !p.New {
+			t.Fatalf("mixed placement %d not new: %+v", i, p)
+		}
+		if p.Order.Status == sale.StatusCreated {
+			created++
+		} else if p.Order.Status != sale.StatusFailed {
+			t.Fatalf("mixed placement %d = %s", i, p.Order.Status)
+		}
+	}
+	if created != 10 || sold("a") != 30 {
+		t.Fatalf("%d created of 17 with 10 units left, sold %d; want 10 and 30", created, sold("a"))
+	}
+	c, err := s.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != 37 || c.Created != 30 || c.Failed != 7 {
+		t.Fatalf("counts %+v; want 37 orders: 30 created, 7 failed", c)
+	}
+
+	// A lot the stock cannot cover: units claimed one by one until they run out.
+	create(t, s, item("b", 6, 1))
+	gs = gs[:0]
+	for u := range 10 {
+		gs = append(gs, grab("b", fmt.Sprint("u", u), 0))
+	}
+	if diff := cmp.Diff([]sale.Status{"CREATED", "CREATED", "CREATED", "CREATED", "CREATED", "CREATED",
+		"FAILED", "FAILED", "FAILED", "FAILED"}, statuses(place(t, s, gs...))); diff != "" {
+		t.Fatalf("statuses of 10 grabs on 6 units (-want +got):\n%s", diff)
+	}
+	if n := sold("b"); n != 6 {
+		t.Fatalf("sold = %d of 6", n)
+	}
+}
+
+// BenchmarkPlaceOrders places batches of 256 new orders of one item activity, one transaction
+// each, with the multi-row path (lots) and without, on each database:
+//
+//	go test -run '^$' -bench PlaceOrders -benchtime 40x ./internal/sqlstore
+func BenchmarkPlaceOrders(b *testing.B) {
+	for _, be := range []struct {
+		name string
+		dsn  func(b *testing.B) string
+	}{
+		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "seckill.db") }},
+		{"mariadb", func(b *testing.B) string { return mysqltest.DSN(b) }},
+		{"postgres", func(b *testing.B) string { return pgtest.DSN(b) }},
+	} {
+		for _, lots := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/lots=%v", be.name, lots), func(b *testing.B) {
+				ctx := context.Background()
+				s, err := Open(ctx, be.dsn(b))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer s.Close()
+				s.lots = lots
+				if err := s.CreateActivity(ctx, item("a", sale.MaxStock, 1), nil); err != nil {
+					b.Fatal(err)
+				}
+				const batch = 256
+				gs := make([]sale.Grab, batch)
+				b.ResetTimer()
+				for n := range b.N {
+					for i := range gs {
+						gs[i] = grab("a", fmt.Sprint("u", n, "-", i), 0)
+					}
+					if _, err := s.PlaceOrders(ctx, gs); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/order")
+			})
+		}
 	}
 }
