@@ -17,8 +17,13 @@ type RedisBuckets struct {
 	lim *redis_rate.Limiter
 }
 
-// NewRedisBuckets returns token buckets on rdb.
+// NewRedisBuckets returns token buckets on rdb. Concurrent checks share go-redis's automatic
+// pipeline: a crowd's checks cost Redis and this process a read and a write per batch, not per
+// request.
 func NewRedisBuckets(rdb redis.UniversalClient) *RedisBuckets {
+	if ap, err := rdb.AutoPipeline(); err == nil {
+		return &RedisBuckets{lim: redis_rate.NewLimiter(ap)}
+	}
 	return &RedisBuckets{lim: redis_rate.NewLimiter(rdb)}
 }
 
@@ -46,12 +51,16 @@ var windowScript = redis.NewScript(windowLua)
 // request falls in is read from the node's clock, so nodes whose clocks disagree by a fraction of
 // a second count a little differently near the edge of a second.
 type RedisWindows struct {
-	rdb redis.UniversalClient
+	rdb redis.Scripter
 	now func() time.Time
 }
 
-// NewRedisWindows returns sliding windows on rdb; now is the clock.
+// NewRedisWindows returns sliding windows on rdb (on its automatic pipeline, as the buckets);
+// now is the clock.
 func NewRedisWindows(rdb redis.UniversalClient, now func() time.Time) *RedisWindows {
+	if ap, err := rdb.AutoPipeline(); err == nil {
+		return &RedisWindows{rdb: ap, now: now}
+	}
 	return &RedisWindows{rdb: rdb, now: now}
 }
 
