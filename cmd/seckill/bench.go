@@ -55,6 +55,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&arrival, "arrival", "burst", "burst (every click as soon as a connection is free) or ramp:DURATION (clicks spread evenly)")
 	fs.StringVar(&s.Kind, "kind", "item", "item or redpacket")
 	fs.Int64Var(&s.PerUserLimit, "per-user-limit", 1, "units one user may buy")
+	fs.Int64Var(&s.StockShards, "stock-shards", 0, "split the item's stock into this many counters on Redis Cluster slots (default 1)")
 	fs.Int64Var(&s.TotalCents, "total-cents", 0, "red packets: the amount split (default 100 cents per share)")
 	fs.Float64Var(&s.Unpaid, "unpaid", 0, "share of the winners who never pay: their orders expire, the units go back and the losers try again")
 	fs.DurationVar(&s.PayWindow, "pay-window", 0, "the activity's payment window (needed with --unpaid, at most 10m; default the server's 15m)")

@@ -12,6 +12,7 @@ import (
 
 	"seckill/internal/bench"
 	"seckill/internal/mysqltest"
+	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 )
 
@@ -21,6 +22,7 @@ func noEnv(string) string { return "" }
 // benchResult is the JSON line `seckill bench --json` ends with.
 type benchResult struct {
 	OK         bool    `json:"ok"`
+	Activity   string  `json:"activity"`
 	Mode       string  `json:"mode"`
 	Requests   int64   `json:"requests"`
 	Wins       int64   `json:"wins"`
@@ -123,6 +125,36 @@ func TestBenchRedisMariaDB(t *testing.T) {
 	checkFlash(t, res, 20000, 1, 500)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
+	}
+}
+
+// TestBenchShardedStockOnACluster: one hot item's stock split into three counters on a real
+// three-master Redis Cluster, 6,000 users with a second click each on 300 units: the checker
+// finds every unit sold once, nobody twice, the last units found on whatever shard held them.
+func TestBenchShardedStockOnACluster(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	res, _ := runBench(t, noEnv, "--users", "6000", "--stock", "300", "--concurrency", "64", "--stock-shards", "3",
+		"--redis", cluster.Seeds(), "--db", mysqltest.DSN(t))
+	checkFlash(t, res, 6000, 1, 300)
+	if res.Mode != "redis" {
+		t.Fatalf("mode %q", res.Mode)
+	}
+	// Each of the three counters sold its part: the units went out of three slots.
+	rdb, err := redisgate.Dial(context.Background(), cluster.Seeds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	var sold int64
+	for i := range int64(3) {
+		n, err := rdb.HLen(context.Background(), "{act:"+redisgate.ShardID(res.Activity, i)+"}:grabs").Result()
+		if err != nil || n == 0 {
+			t.Fatalf("shard %d of %s holds %d grabs (%v); want its part of the stock", i, res.Activity, n, err)
+		}
+		sold += n
+	}
+	if sold != 300 {
+		t.Fatalf("the shards hold %d grabs, want 300", sold)
 	}
 }
 

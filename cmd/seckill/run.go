@@ -387,6 +387,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		wg.Go(func() { listenRestocks(bg, svc, log) })
 	}
 	wg.Go(func() { reloadCaches(bg, svc, log) })
+	if g.settle != nil {
+		wg.Go(func() { settleReservations(bg, g.settle, log) })
+	}
 	if c.role != roleAPI {
 		wg.Go(func() {
 			(&worker.Worker{Queue: g.queue, Store: db, Log: log, Batch: 256, Linger: g.linger,
@@ -471,6 +474,28 @@ func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
 	}
 }
 
+// settleAfter is how old a sharded stock's reservation must be before the sweeper settles it:
+// far longer than a grab can take, so that it only finishes the abandoned ones.
+const settleAfter = 30 * time.Second
+
+// settleReservations runs settle every 10 s until ctx ends.
+func settleReservations(ctx context.Context, settle func(ctx context.Context) (int, error), log *slog.Logger) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := settle(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("settle sharded stock reservations", "err", err)
+			} else if n > 0 {
+				log.Info("settled abandoned reservations", "n", n)
+			}
+		}
+	}
+}
+
 // listenRestocks clears this node's sold-out flags when another node restocks, until ctx ends. A
 // subscription that cannot be made (Redis away) is tried again every second.
 func listenRestocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
@@ -500,6 +525,8 @@ type stockGate struct {
 	restocks sale.Restocks
 	// challenges keeps the anti-bot questions until they are answered.
 	challenges sale.Challenges
+	// settle finishes the grabs of sharded stocks left half-way (distributed mode; nil: none).
+	settle func(ctx context.Context) (int, error)
 	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
 	// embedded journal), through which every call above goes.
 	guard *health.Guard
@@ -536,12 +563,15 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		return stockGate{}, err
 	}
 	activities := func(ctx context.Context) ([]string, error) {
-		return store.ActivityIDs(ctx, time.Now().Add(-sale.MaxPayWindow))
+		acts, err := store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
+		return redisgate.StreamIDs(acts), err // a sharded stock's every stream
 	}
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
 	guard := health.NewGuard("redis", c.gateLimits, time.Now)
+	gate := redisgate.New(rdb, store.Activity)
 	var once sync.Once
-	return stockGate{gate: health.Gate(redisgate.New(rdb, store.Activity), guard), guard: guard, queue: queue,
+	return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue,
+		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
 		linger:   50 * time.Millisecond,
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),

@@ -23,6 +23,7 @@ type Sale struct {
 	Stock        int64  // units, or red-packet shares
 	TotalCents   int64  // red packets: the amount split
 	PerUserLimit int64
+	StockShards  int64         // Redis Cluster counters the item's stock is split into (0: the server's default, 1)
 	Secret       string        // the server's JWT secret: bench mints its users' tokens
 	DrainTimeout time.Duration // how long to wait for the queue to drain after the crowd
 	// Progress, when set, shows a progress bar there (a terminal).
@@ -111,7 +112,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	now := time.Now().UTC()
 	spec := ActivitySpec{Name: fmt.Sprintf("bench seed %d", s.Seed), Kind: s.Kind, PriceCents: 100,
 		PerUserLimit: s.PerUserLimit, StartAt: now.Add(-time.Second).Format(time.RFC3339),
-		EndAt: now.Add(s.Ramp + time.Hour).Format(time.RFC3339), PayWindowS: 900}
+		EndAt: now.Add(s.Ramp + time.Hour).Format(time.RFC3339), PayWindowS: 900, StockShards: s.StockShards}
 	if s.PayWindow > 0 {
 		spec.PayWindowS = int64((s.PayWindow + time.Second - 1) / time.Second)
 	}

@@ -203,6 +203,7 @@ type ActivitySpec struct {
 	StartAt      string `json:"start_at"`
 	EndAt        string `json:"end_at"`
 	PayWindowS   int64  `json:"pay_window_s"`
+	StockShards  int64  `json:"stock_shards,omitempty"`
 }
 
 // CreateActivity creates the activity and returns its id.

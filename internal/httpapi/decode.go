@@ -71,6 +71,8 @@ type CreateActivityRequest struct {
 	Count            *int64 `json:"count"`
 	RequireChallenge bool   `json:"require_challenge"`
 	Admission        string `json:"admission"`
+	// StockShards splits an item's stock over that many Redis Cluster slots (default 1).
+	StockShards int64 `json:"stock_shards"`
 	// RateLimits override the node's grab rate limits for this activity, in requests per
 	// second; 0 switches one off, and one left out keeps the node's.
 	RateLimits *struct {
@@ -89,12 +91,13 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		return sale.Activity{}, fmt.Errorf("%w: %s", sale.ErrInvalid, msg)
 	}
 	a := sale.Activity{
-		Name:       c.Name,
-		Kind:       sale.Kind(c.Kind),
-		PriceCents: c.PriceCents,
-		TotalCents: c.TotalCents,
-		PayWindow:  DefaultPayWindow,
-		Admission:  sale.Admission(c.Admission),
+		Name:        c.Name,
+		Kind:        sale.Kind(c.Kind),
+		PriceCents:  c.PriceCents,
+		TotalCents:  c.TotalCents,
+		PayWindow:   DefaultPayWindow,
+		Admission:   sale.Admission(c.Admission),
+		StockShards: c.StockShards,
 
 		RequireChallenge: c.RequireChallenge,
 	}

@@ -121,6 +121,38 @@ func redisCPU(b *testing.B, rdb redis.UniversalClient) float64 {
 	return s
 }
 
+// BenchmarkClusterHotItem: one hot item on a three-master Redis Cluster (no AOF), every grab a
+// winner, 64 goroutines per CPU, its stock in one counter or split into three on three slots.
+func BenchmarkClusterHotItem(b *testing.B) {
+	rdb, err := Dial(context.Background(), redistest.StartCluster(b).Seeds())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	for _, shards := range []int64{1, 3} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			g := New(rdb, notFound)
+			a := item(fmt.Sprint("hot", shards, "-", b.N), sale.MaxStock, 1)
+			a.StockShards = shards
+			if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
+				b.Fatal(err)
+			}
+			var n atomic.Int64
+			b.SetParallelism(64)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: a.ID, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "grabs/s")
+		})
+	}
+}
+
 // scriptCallsB reads how many script calls Redis has run and the microseconds it spent in them.
 func scriptCallsB(b *testing.B, rdb redis.UniversalClient) (calls, usec int64) {
 	info, err := rdb.Info(context.Background(), "commandstats").Result()

@@ -2,6 +2,7 @@ package redisgate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -66,9 +67,9 @@ func (g *Gate) lane(id string) *lane {
 // over. Otherwise it waits for a sender to take its grab. A caller whose context ends stops
 // waiting and gets ErrBusy; its grab may still be taken (a retry with its idempotency key
 // learns what became of it).
-func (g *Gate) coalesce(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest) (sale.Grab, error) {
 	c := &call{req: r, token: sale.NewToken("g"), done: make(chan struct{})}
-	l := g.lane(a.ID)
+	l := g.lane(shard)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
 	send := l.flying < g.batching.InFlight
@@ -77,7 +78,7 @@ func (g *Gate) coalesce(ctx context.Context, a sale.Activity, r sale.GrabRequest
 	}
 	l.mu.Unlock()
 	if send {
-		g.send(l, a, c)
+		g.send(l, a, shard, c)
 	}
 	select {
 	case <-c.done:
@@ -89,7 +90,7 @@ func (g *Gate) coalesce(ctx context.Context, a sale.Activity, r sale.GrabRequest
 
 // send flushes l's queue batch by batch while it is not empty. own is the caller's grab: once
 // it is answered and more remain, a goroutine carries on, so that no caller waits for others.
-func (g *Gate) send(l *lane, a sale.Activity, own *call) {
+func (g *Gate) send(l *lane, a sale.Activity, shard string, own *call) {
 	for {
 		l.mu.Lock()
 		if g.batching.Linger > 0 && len(l.queue) < g.batching.MaxBatch {
@@ -110,7 +111,7 @@ func (g *Gate) send(l *lane, a sale.Activity, own *call) {
 		l.queue = l.queue[:rest]
 		l.mu.Unlock()
 
-		g.flush(a, batch)
+		g.flush(a, shard, batch)
 		if own != nil && isDone(own) {
 			l.mu.Lock()
 			more := len(l.queue) > 0
@@ -119,7 +120,7 @@ func (g *Gate) send(l *lane, a sale.Activity, own *call) {
 			}
 			l.mu.Unlock()
 			if more {
-				go g.send(l, a, nil)
+				go g.send(l, a, shard, nil)
 			}
 			return
 		}
@@ -135,21 +136,25 @@ func isDone(c *call) bool {
 	}
 }
 
-// flush sends one batch in one script call and answers each of its grabs.
-func (g *Gate) flush(a sale.Activity, batch []*call) {
-	k := keysOf(a.ID)
-	keys := make([]string, 6, 6+len(batch))
-	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5] = k.stock, k.shares, k.held, k.answers, k.grabs, k.stream
-	require := "0"
+// flush sends one batch of grabs of a's shard (a.ID itself when the stock is not sharded) in
+// one script call and answers each of its grabs.
+func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
+	k := keysOf(shard)
+	keys := make([]string, 8, 8+len(batch))
+	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7] = k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away
+	require, sharded := "0", "0"
 	if a.RequireChallenge {
 		require = "1"
 	}
-	args := make([]any, 0, 7+6*len(batch))
-	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require)
+	if shardsOf(a) > 1 {
+		sharded = "1"
+	}
+	args := make([]any, 0, 8+6*len(batch))
+	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded)
 	for _, c := range batch {
 		idx := 0
 		if c.req.Pass != "" {
-			keys = append(keys, passKey(a.ID, c.req.Pass))
+			keys = append(keys, passKey(shard, c.req.Pass))
 			idx = len(keys)
 		}
 		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass)
@@ -173,11 +178,23 @@ func (g *Gate) flush(a sale.Activity, batch []*call) {
 	}
 }
 
+// errReserved says a grab reserved its user's unit on its home shard and must look for the unit
+// on the others.
+var errReserved = errors.New("reserved: the home shard is out of units")
+
+// errInProgress says the first grab with the same idempotency key is still looking for its unit
+// on the other shards: its answer is not known yet.
+var errInProgress = fmt.Errorf("%w: the first grab with this idempotency key is still looking for a unit", sale.ErrBusy)
+
 // answer turns one grab's answer from grab.lua into the gate's.
 func answer(a sale.Activity, pass string, code int64, token, rec string) (sale.Grab, error) {
 	switch code {
 	case 0, 1:
 		return parseRecord(a.ID, token, rec)
+	case 2:
+		return sale.Grab{Token: token}, errReserved
+	case 3:
+		return sale.Grab{}, errInProgress
 	case -1:
 		return sale.Grab{}, fmt.Errorf("activity %s: %w", a.ID, sale.ErrUnloaded)
 	case -2:

@@ -10,6 +10,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,14 @@ var (
 	//go:embed release.lua
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
+
+	//go:embed take.lua
+	takeLua    string
+	takeScript = redis.NewScript(takeLua)
+
+	//go:embed home.lua
+	homeLua    string
+	homeScript = redis.NewScript(homeLua)
 )
 
 var _ sale.Gate = (*Gate)(nil)
@@ -47,7 +56,16 @@ type Gate struct {
 
 	batching Batching
 	lanes    sync.Map // activity id -> *lane, the grabs waiting to leave together
+
+	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
+	// out of units: a crowd falling through does not ask it again for emptyFor.
+	empty sync.Map // shard id -> int64
 }
+
+// emptyFor is how long a shard found out of units is skipped by the grabs falling through. A
+// unit given back there meanwhile waits at most this long to be found (this node's own
+// releases clear the mark at once).
+const emptyFor = 250 * time.Millisecond
 
 // New returns a gate on rdb that coalesces grabs by DefaultBatching. activity is how it learns
 // of activities created by other nodes.
@@ -103,12 +121,64 @@ func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 	return rdb, nil
 }
 
-// keys of an activity, all in the slot of its hash tag.
-type keys struct{ stock, shares, held, answers, grabs, stream string }
+// keys of an activity (or of one shard of its stock), all in the slot of its hash tag.
+type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards string }
 
-func keysOf(activityID string) keys {
-	p := "{act:" + activityID + "}:"
-	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream"}
+// keysOf returns the keys of an activity, or of a shard of its stock named by ShardID.
+func keysOf(id string) keys {
+	p := "{act:" + id + "}:"
+	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream", p + "pending", p + "away",
+		p + "shards"}
+}
+
+// Sharded stock. An item so hot that one Redis core cannot take its crowd splits its stock into
+// StockShards counters, each with the keys of an activity of its own in a slot of its own:
+// shard 0 is the activity's own keys, shard i the keys of the id "ID/i" (no activity id has a
+// '/'). Every user has a home shard, which holds their holdings and idempotent answers, and where
+// their grabs go first; when the home shard is out of units, grab.lua reserves the user's unit
+// there, take.lua takes a unit from the next shard that has one (its grab record and its stream
+// entry live on that shard), and home.lua settles the reservation: won, or nothing anywhere
+// (sold out). The per-user limit is the home shard's count, reservations included, so a user
+// cannot buy twice by falling through; a grab falls through every other shard before it is
+// told sold out, so the last units are found.
+
+// shardsOf is the number of counters a's stock is split into.
+func shardsOf(a sale.Activity) int64 { return max(a.StockShards, 1) }
+
+// ShardID names shard i of an activity's stock.
+func ShardID(activityID string, i int64) string {
+	if i == 0 {
+		return activityID
+	}
+	return activityID + "/" + strconv.FormatInt(i, 10)
+}
+
+// baseID is the activity a shard id belongs to.
+func baseID(id string) string {
+	base, _, _ := strings.Cut(id, "/")
+	return base
+}
+
+// homeShard is the shard of user's holdings and answers.
+func homeShard(user string, shards int64) int64 {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return int64(h.Sum32() % uint32(shards))
+}
+
+// StreamIDs returns the ids whose streams carry the grabs of acts: each activity's, and each
+// shard's of a sharded stock. A Queue reads them all.
+func StreamIDs(acts []sale.Activity) []string {
+	var ids []string
+	for _, a := range acts {
+		for i := range shardsOf(a) {
+			ids = append(ids, ShardID(a.ID, i))
+		}
+	}
+	return ids
 }
 
 // StreamKey is the key of an activity's stream of grabs.
@@ -147,9 +217,11 @@ func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bo
 var errLoaded = errors.New("loaded already")
 
 func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onlyIfAbsent bool) (bool, error) {
-	k := keysOf(a.ID)
-	if err := ensureGroup(ctx, g.rdb, k.stream); err != nil {
-		return false, fmt.Errorf("%w: create the consumer group of %s: %v", sale.ErrBusy, a.ID, err)
+	n := shardsOf(a)
+	for i := range n {
+		if err := ensureGroup(ctx, g.rdb, keysOf(ShardID(a.ID, i)).stream); err != nil {
+			return false, fmt.Errorf("%w: create the consumer group of %s: %v", sale.ErrBusy, a.ID, err)
+		}
 	}
 	remaining := a.Stock - int64(len(st.Held))
 	if a.Kind == sale.KindRedPacket {
@@ -158,10 +230,41 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 	if remaining < 0 {
 		return false, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}
-	held := map[string]int64{}
-	for _, h := range st.Held {
-		held[h.UserID]++
+	// Each shard gets its part of what is left, and the holdings, grabs and answers of the
+	// users whose home it is.
+	parts := make([]shardState, n)
+	for i := range parts {
+		parts[i].remaining = remaining / n
+		if int64(i) < remaining%n {
+			parts[i].remaining++
+		}
+		parts[i].held = map[string]int64{}
 	}
+	parts[0].shares, parts[0].shards = st.Shares, n
+	for _, h := range st.Held {
+		p := &parts[homeShard(h.UserID, n)]
+		p.held[h.UserID]++
+		p.grabs = append(p.grabs, h)
+	}
+	for _, h := range st.Keyed {
+		p := &parts[homeShard(h.UserID, n)]
+		p.keyed = append(p.keyed, h)
+	}
+	if onlyIfAbsent {
+		// Shard 0's stock is written last: its presence means "loaded".
+		if ok, err := g.rdb.Exists(ctx, keysOf(a.ID).stock).Result(); err != nil {
+			return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+		} else if ok == 1 {
+			return false, nil
+		}
+	}
+	for i := n - 1; i >= 1; i-- {
+		k := keysOf(ShardID(a.ID, i))
+		if _, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[i].write(ctx, p, k) }); err != nil {
+			return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+		}
+	}
+	k := keysOf(a.ID)
 	err := g.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		if onlyIfAbsent {
 			if n, err := tx.Exists(ctx, k.stock).Result(); err != nil {
@@ -170,28 +273,7 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 				return errLoaded
 			}
 		}
-		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs)
-			if a.Kind == sale.KindRedPacket && len(st.Shares) > 0 {
-				// Pushed from the last to the first, so RPOP hands them out in index order.
-				vals := make([]any, 0, len(st.Shares))
-				for i := len(st.Shares) - 1; i >= 0; i-- {
-					vals = append(vals, strconv.FormatInt(st.Shares[i].Index, 10)+":"+strconv.FormatInt(st.Shares[i].AmountCents, 10))
-				}
-				p.RPush(ctx, k.shares, vals...)
-			}
-			for user, n := range held {
-				p.HSet(ctx, k.held, user, n)
-			}
-			for _, h := range st.Held {
-				p.HSet(ctx, k.grabs, h.Token, record(h))
-			}
-			for _, h := range st.Keyed {
-				p.HSet(ctx, k.answers, h.UserID+"\x00"+h.IdempotencyKey, h.Token+"\n"+record(h))
-			}
-			p.Set(ctx, k.stock, remaining, 0) // last: its presence means "loaded"
-			return nil
-		})
+		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[0].write(ctx, p, k) })
 		return err
 	}, k.stock)
 	g.mu.Lock()
@@ -204,6 +286,44 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 		return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
 	}
 	return true, nil
+}
+
+// shardState is what one shard of an activity holds after a load.
+type shardState struct {
+	shards    int64 // on shard 0: how many there are (what the queue reads to find their streams)
+	remaining int64
+	shares    []sale.Share
+	held      map[string]int64
+	grabs     []sale.Grab
+	keyed     []sale.Grab
+}
+
+// write queues the commands that replace the shard's keys k with s. The stream is left alone:
+// its entries are grabs still on their way to orders.
+func (s shardState) write(ctx context.Context, p redis.Pipeliner, k keys) error {
+	p.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs, k.pending, k.away)
+	if len(s.shares) > 0 {
+		// Pushed from the last to the first, so RPOP hands them out in index order.
+		vals := make([]any, 0, len(s.shares))
+		for i := len(s.shares) - 1; i >= 0; i-- {
+			vals = append(vals, strconv.FormatInt(s.shares[i].Index, 10)+":"+strconv.FormatInt(s.shares[i].AmountCents, 10))
+		}
+		p.RPush(ctx, k.shares, vals...)
+	}
+	for user, n := range s.held {
+		p.HSet(ctx, k.held, user, n)
+	}
+	for _, h := range s.grabs {
+		p.HSet(ctx, k.grabs, h.Token, record(h))
+	}
+	for _, h := range s.keyed {
+		p.HSet(ctx, k.answers, h.UserID+"\x00"+h.IdempotencyKey, h.Token+"\n"+record(h))
+	}
+	if s.shards > 0 {
+		p.Set(ctx, k.shards, s.shards, 0)
+	}
+	p.Set(ctx, k.stock, s.remaining, 0) // last: its presence means "loaded"
+	return nil
 }
 
 func record(g sale.Grab) string {
@@ -233,12 +353,148 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	if err != nil {
 		return sale.Grab{}, err
 	}
-	if g.batching.MaxBatch <= 1 {
-		c := &call{req: r, token: sale.NewToken("g"), done: make(chan struct{})}
-		g.flush(a, []*call{c})
-		return c.res, c.err
+	n := shardsOf(a)
+	home := homeShard(r.UserID, n)
+	shard := ShardID(a.ID, home)
+	// A repeat of a key whose first grab is still looking on the other shards waits a little for
+	// its answer (milliseconds, as a rule), then says busy: a retry will get it.
+	for wait := time.Millisecond; ; wait *= 2 {
+		var gr sale.Grab
+		if g.batching.MaxBatch <= 1 {
+			c := &call{req: r, token: sale.NewToken("g"), done: make(chan struct{})}
+			g.flush(a, shard, []*call{c})
+			gr, err = c.res, c.err
+		} else {
+			gr, err = g.coalesce(ctx, a, shard, r)
+		}
+		switch {
+		case errors.Is(err, errReserved):
+			return g.fallThrough(a, home, r, gr.Token)
+		case errors.Is(err, errInProgress) && wait < 2*time.Second:
+			select {
+			case <-ctx.Done():
+				return sale.Grab{}, err
+			case <-time.After(wait):
+			}
+			continue
+		}
+		return gr, err
 	}
-	return g.coalesce(ctx, a, r)
+}
+
+// fallThrough looks for a unit for a grab reserved on its home shard, on each other shard in
+// turn, and settles the reservation. The grab is won once a shard has given the unit (its
+// stream entry is written with it); should the settling fail, the sweeper (Settle) finishes it.
+// A failure before that leaves the reservation to the sweeper too, and answers ErrBusy.
+func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, token string) (sale.Grab, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	n := shardsOf(a)
+	for step := int64(1); step < n; step++ {
+		j := (home + step) % n
+		id := ShardID(a.ID, j)
+		if until, ok := g.empty.Load(id); ok && time.Now().UnixNano() < until.(int64) {
+			continue
+		}
+		k := keysOf(id)
+		res, err := takeScript.Run(ctx, g.rdb, []string{k.stock, k.grabs, k.stream},
+			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
+		if err != nil || len(res) != 2 {
+			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %v", sale.ErrBusy, j, a.ID, res, err)
+		}
+		code, _ := res[0].(int64)
+		rec, _ := res[1].(string)
+		switch code {
+		case 0, 1:
+			// Won: the unit and the stream entry are written. A failure to settle leaves the
+			// reservation standing, which holds the user's limit as the settled grab would, until
+			// the sweeper (Settle) finds the unit and settles it.
+			_ = g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec)
+			return parseRecord(a.ID, token, rec)
+		case -5, -1: // nothing here (or not loaded: nothing to sell there either)
+			g.empty.Store(id, time.Now().Add(emptyFor).UnixNano())
+			continue
+		default:
+			return sale.Grab{}, fmt.Errorf("take a unit from shard %d of %s: script answered %v", j, a.ID, res)
+		}
+	}
+	if err := g.home(ctx, a, home, "none", token, r.UserID, r.IdempotencyKey, 0, ""); err != nil {
+		return sale.Grab{}, fmt.Errorf("%w: give back a reservation on %s: %v", sale.ErrBusy, a.ID, err)
+	}
+	return sale.Grab{}, sale.ErrSoldOut
+}
+
+// home runs home.lua's op on shard home of a.
+func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token, user, key string, shard int64, rec string) error {
+	k := keysOf(ShardID(a.ID, home))
+	args := []any{op, token, user, key}
+	if op == "took" {
+		args = append(args, shard, rec)
+	}
+	n, err := homeScript.Run(ctx, g.rdb, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("home.lua %s answered %d", op, n)
+	}
+	return nil
+}
+
+// Settle finishes the reservations of sharded stocks that were left behind for longer than
+// olderThan (their grab's process died, or Redis failed it, between reserving and settling): a
+// grab whose unit a shard gave is settled won, the others give their reservation back. It
+// returns how many it settled. Run it now and then on one node or many (each settling is done
+// once); olderThan must be well above the longest a grab can take (batchTimeout).
+func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Time) (int, error) {
+	g.mu.RLock()
+	var acts []sale.Activity
+	for _, a := range g.acts {
+		if shardsOf(a) > 1 {
+			acts = append(acts, a)
+		}
+	}
+	g.mu.RUnlock()
+	settled := 0
+	for _, a := range acts {
+		n := shardsOf(a)
+		for h := range n {
+			pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, h)).pending).Result()
+			if err != nil {
+				return settled, fmt.Errorf("%w: read the reservations of %s: %v", sale.ErrBusy, a.ID, err)
+			}
+			for token, v := range pending {
+				f := strings.Split(v, "\n")
+				if len(f) != 3 {
+					continue
+				}
+				at, _ := strconv.ParseInt(f[2], 10, 64)
+				if now.Sub(time.UnixMilli(at)) < olderThan {
+					continue
+				}
+				op, shard, rec := "none", int64(0), ""
+				for j := range n {
+					if j == h {
+						continue
+					}
+					r, err := g.rdb.HGet(ctx, keysOf(ShardID(a.ID, j)).grabs, token).Result()
+					if errors.Is(err, redis.Nil) {
+						continue
+					}
+					if err != nil {
+						return settled, fmt.Errorf("%w: look for grab %s: %v", sale.ErrBusy, token, err)
+					}
+					op, shard, rec = "took", j, r
+					break
+				}
+				if err := g.home(ctx, a, h, op, token, f[0], f[1], shard, rec); err != nil {
+					return settled, fmt.Errorf("%w: settle grab %s: %v", sale.ErrBusy, token, err)
+				}
+				settled++
+			}
+		}
+	}
+	return settled, nil
 }
 
 // passKey is the key of a pass, in the activity's slot: the grab script reads it with the stock.
@@ -252,32 +508,69 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	}
 	// Redis expires the key (a little after the pass, so that the script, not a vanished key,
 	// says "expired"); the script checks the expiry itself against the grab's clock.
-	err := g.rdb.Set(ctx, passKey(a.ID, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
+	if known, err := g.lookup(ctx, a.ID); err == nil {
+		a = known // the layout the gate loaded
+	}
+	shard := ShardID(a.ID, homeShard(userID, shardsOf(a))) // where the user's grabs are checked
+	err := g.rdb.Set(ctx, passKey(shard, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
 	if err != nil {
 		return fmt.Errorf("%w: issue a pass on redis: %v", sale.ErrBusy, err)
 	}
 	return nil
 }
 
-// Release implements sale.Gate.
+// Release implements sale.Gate. A grab of a sharded stock holds its unit on its home shard, or
+// on another one it took it from (then its home shard's "away" entry says which); the unit goes
+// back where it was taken, the hold where the user's holdings are.
 func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 	a, err := g.lookup(ctx, gr.ActivityID)
 	if err != nil {
 		return err
 	}
-	k := keysOf(a.ID)
-	n, err := releaseScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.grabs},
-		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind)).Int64()
+	home := homeShard(gr.UserID, shardsOf(a))
+	k := keysOf(ShardID(a.ID, home))
+	n, err := g.release(ctx, a, k, gr, "")
+	if n == 1 {
+		g.empty.Delete(ShardID(a.ID, home))
+	}
+	if err != nil || n == 1 || shardsOf(a) == 1 {
+		return err
+	}
+	v, err := g.rdb.HGet(ctx, k.away, gr.Token).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil // released before, or unknown to this cache
+	}
 	if err != nil {
 		return fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
 	}
-	if n < 0 {
-		return fmt.Errorf("release on redis: script answered %d", n)
+	j, err := strconv.ParseInt(v[:strings.IndexByte(v+"\n", '\n')], 10, 64)
+	if err != nil || j < 0 || j >= shardsOf(a) {
+		return fmt.Errorf("release on redis: grab %s is away on shard %q", gr.Token, v)
+	}
+	if _, err := g.release(ctx, a, keysOf(ShardID(a.ID, j)), gr, "unit"); err != nil {
+		return err
+	}
+	g.empty.Delete(ShardID(a.ID, j))
+	if err := g.home(ctx, a, home, "release", gr.Token, gr.UserID, gr.IdempotencyKey, 0, ""); err != nil {
+		return fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
 	}
 	return nil
 }
 
-// Remaining implements sale.Gate.
+// release runs release.lua on the shard of keys k; it answers 1 if it gave the unit back.
+func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Grab, mode string) (int64, error) {
+	n, err := releaseScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.grabs},
+		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind), mode).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
+	}
+	if n < 0 {
+		return 0, fmt.Errorf("release on redis: script answered %d", n)
+	}
+	return n, nil
+}
+
+// Remaining implements sale.Gate: the units left on every shard.
 func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
 	n, err := g.rdb.Get(ctx, keysOf(activityID).stock).Int64()
 	if errors.Is(err, redis.Nil) {
@@ -288,6 +581,20 @@ func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) 
 	}
 	if err != nil {
 		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+	}
+	a, err := g.lookup(ctx, activityID)
+	if err != nil {
+		return 0, err
+	}
+	for i := int64(1); i < shardsOf(a); i++ {
+		m, err := g.rdb.Get(ctx, keysOf(ShardID(a.ID, i)).stock).Int64()
+		if errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("activity %s, shard %d: %w", activityID, i, sale.ErrUnloaded)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+		}
+		n += m
 	}
 	return n, nil
 }

@@ -11,26 +11,35 @@
 -- KEYS[4] answers  hash: user NUL idempotency key -> token NL record
 -- KEYS[5] grabs    hash: token -> record, every unit held now (a release deletes it)
 -- KEYS[6] stream   the activity's stream of grabs for the workers
--- KEYS[7...] pass  string: a path token's "user NL expiry (ms)"; once spent, "NL grab token"
+-- KEYS[7] pending  hash: token -> "user NL key NL now", a grab reserved here (a stock shard)
+--                  while it looks for a unit on the activity's other shards (take.lua)
+-- KEYS[8] away     hash: token -> "shard NL record", a grab of a user of this shard that took
+--                  its unit on another shard
+-- KEYS[9...] pass  string: a path token's "user NL expiry (ms)"; once spent, "NL grab token"
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
---   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass;
+--   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
+--   8 "1" if the stock is sharded (these keys are one shard's, the home of these users);
 -- then 6 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
 --   of its pass key (0 for none), the pass ("" for none).
 -- A record is "user NL key NL share NL amount NL at". Returns, per grab in order, code, token,
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
 -- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments (the token
--- and the record are then "").
+-- and the record are then ""); on a sharded stock also 2 reserved (this shard is out of units:
+-- the user's unit is held for the grab while it looks on the others) and 3 in progress (the
+-- idempotency key's first grab is still looking).
 
 local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local requirePass = ARGV[7]
+local requirePass, sharded = ARGV[7], ARGV[8]
 local PER = 6
+local FIRST = 8 -- the per-grab arguments start after this one
+local PASSKEYS = 9 -- the first pass key
 
 -- Validate what the batch shares before anything; a grab's own arguments before its first write.
-local n = (#ARGV - 7) / PER
+local n = (#ARGV - FIRST) / PER
 if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or n < 1 or n ~= math.floor(n) then
+    or (sharded ~= '0' and sharded ~= '1') or n < 1 or n ~= math.floor(n) then
   return {-9, '', ''}
 end
 
@@ -39,11 +48,11 @@ end
 -- batch works on these copies, and writes them back once at the end.
 local grabs, tokens, users, answerKeys = {}, {}, {}, {}
 for i = 0, n - 1 do
-  local b = 7 + i * PER
+  local b = FIRST + i * PER
   local g = {token = ARGV[b + 1], user = ARGV[b + 2], key = ARGV[b + 3], now = tonumber(ARGV[b + 4]),
              passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6]}
   g.bad = g.token == '' or g.user == '' or not g.now or not g.passIndex or g.passIndex < 0
-      or g.passIndex > #KEYS or (g.pass ~= '' and g.passIndex < 7)
+      or g.passIndex > #KEYS or (g.pass ~= '' and g.passIndex < PASSKEYS)
   if not g.bad then
     g.answerKey = g.user .. '\0' .. g.key
     tokens[#tokens + 1] = g.token
@@ -67,13 +76,20 @@ local function lookup(key, fields)
   return m
 end
 local seen, held, firsts = lookup(KEYS[5], tokens), lookup(KEYS[3], users), lookup(KEYS[4], answerKeys)
+local away, reserved = {}, {}
+if sharded == '1' then
+  for token, v in pairs(lookup(KEYS[8], tokens)) do
+    away[token] = string.sub(v, string.find(v, '\n', 1, true) + 1)
+  end
+  reserved = lookup(KEYS[7], tokens)
+end
 local left = redis.call('GET', KEYS[1])
 if left then
   left = tonumber(left)
 end
 
 local out = {}
-local granted, newHeld, newGrabs, newAnswers = 0, {}, {}, {}
+local granted, newHeld, newGrabs, newAnswers, newPending = 0, {}, {}, {}, {}
 local function answer(code, token, record)
   out[#out + 1] = code
   out[#out + 1] = token or ''
@@ -87,8 +103,17 @@ local function grab(g)
   if seen[g.token] then
     return answer(1, g.token, seen[g.token])
   end
+  if away[g.token] then
+    return answer(1, g.token, away[g.token])
+  end
+  if reserved[g.token] then
+    return answer(2, g.token) -- a retried call: the grab is reserved already
+  end
   if g.key ~= '' and firsts[g.answerKey] then
     local first = firsts[g.answerKey]
+    if string.sub(first, 1, 1) == '\n' then
+      return answer(3) -- reserved, still looking on the other shards
+    end
     local nl = string.find(first, '\n', 1, true)
     return answer(1, string.sub(first, 1, nl - 1), string.sub(first, nl + 1))
   end
@@ -121,7 +146,20 @@ local function grab(g)
     return answer(-4)
   end
   if left <= 0 then
-    return answer(-5)
+    if sharded ~= '1' or kind ~= 'item' then
+      return answer(-5)
+    end
+    -- Out of units here: hold the user's unit for this grab while it looks on the other shards.
+    held[g.user] = has + 1
+    newHeld[g.user] = true
+    newPending[#newPending + 1] = g.token
+    newPending[#newPending + 1] = g.user .. '\n' .. g.key .. '\n' .. g.now
+    if g.key ~= '' then
+      firsts[g.answerKey] = '\n' .. g.token
+      newAnswers[#newAnswers + 1] = g.answerKey
+      newAnswers[#newAnswers + 1] = firsts[g.answerKey]
+    end
+    return answer(2, g.token)
   end
 
   local share, amount = 0, price
@@ -156,13 +194,20 @@ for _, g in ipairs(grabs) do
 end
 if granted > 0 then
   redis.call('DECRBY', KEYS[1], granted)
+end
+if granted > 0 or #newPending > 0 then
   local h = {}
   for user in pairs(newHeld) do
     h[#h + 1] = user
     h[#h + 1] = held[user]
   end
   redis.call('HSET', KEYS[3], unpack(h))
-  redis.call('HSET', KEYS[5], unpack(newGrabs))
+  if #newGrabs > 0 then
+    redis.call('HSET', KEYS[5], unpack(newGrabs))
+  end
+  if #newPending > 0 then
+    redis.call('HSET', KEYS[7], unpack(newPending))
+  end
   if #newAnswers > 0 then
     redis.call('HSET', KEYS[4], unpack(newAnswers))
   end

@@ -159,7 +159,7 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		if n, ok := counts[m.ID]; ok {
 			attempts = n
 		}
-		out = append(out, sale.Delivery{ID: m.ID, Grab: g, Attempts: attempts})
+		out = append(out, sale.Delivery{ID: deliveryID(id, m.ID), Grab: g, Attempts: attempts})
 	}
 	return out, nil
 }
@@ -183,7 +183,8 @@ func (q *Queue) Bury(ctx context.Context, ds []sale.Delivery, reason string) err
 		g := d.Grab
 		values := map[string]any{"reason": reason, "attempts": d.Attempts, "token": g.Token, "activity": g.ActivityID,
 			"user": g.UserID, "key": g.IdempotencyKey, "share": g.Share, "amount": g.AmountCents, "at": g.At.UnixMilli()}
-		if err := q.moveToDead(ctx, g.ActivityID, d.ID, values); err != nil {
+		stream, id := splitDelivery(d)
+		if err := q.moveToDead(ctx, stream, id, values); err != nil {
 			return err
 		}
 	}
@@ -241,8 +242,9 @@ func grabOfEntry(m redis.XMessage) (sale.Grab, error) {
 func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 	byStream := map[string][]string{}
 	for _, d := range ds {
-		s := StreamKey(d.Grab.ActivityID)
-		byStream[s] = append(byStream[s], d.ID)
+		stream, id := splitDelivery(d)
+		s := StreamKey(stream)
+		byStream[s] = append(byStream[s], id)
 	}
 	for stream, ids := range byStream {
 		_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -271,33 +273,81 @@ func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
 		if err != nil {
 			return sale.Grab{}, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
 		}
-		return parseRecord(id, token, rec)
+		return parseRecord(baseID(id), token, rec)
 	}
 	return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
 }
 
-// Depth implements sale.Queue: the entries not yet acknowledged.
-func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
-	n, err := q.rdb.XLen(ctx, StreamKey(activityID)).Result()
-	if err != nil {
-		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+// deliveryID names an entry of the stream of id: its entry id, prefixed with the shard's id on
+// the stream of a stock shard.
+func deliveryID(id, entry string) string {
+	if !strings.Contains(id, "/") {
+		return entry
 	}
-	return n, nil
+	return id + "|" + entry
 }
 
-// Unacked implements sale.Queue.
-func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
-	msgs, err := q.rdb.XRange(ctx, StreamKey(activityID), "-", "+").Result()
-	if err != nil {
+// splitDelivery returns the stream id and the entry id of a delivery.
+func splitDelivery(d sale.Delivery) (stream, entry string) {
+	if s, e, ok := strings.Cut(d.ID, "|"); ok {
+		return s, e
+	}
+	return d.Grab.ActivityID, d.ID
+}
+
+// shardStreams returns the stream ids of activityID: its own and its stock shards', as many as
+// the gate wrote when it loaded the activity (not the listing, which may be a second old).
+func (q *Queue) shardStreams(ctx context.Context, activityID string) ([]string, error) {
+	n, err := q.rdb.Get(ctx, keysOf(activityID).shards).Int64()
+	if errors.Is(err, redis.Nil) {
+		n = 1
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
 	}
-	out := make([]sale.Grab, 0, len(msgs))
-	for _, m := range msgs {
-		g, err := grabOfEntry(m)
+	out := make([]string, 0, n)
+	for i := range max(n, 1) {
+		out = append(out, ShardID(activityID, i))
+	}
+	return out, nil
+}
+
+// Depth implements sale.Queue: the entries not yet acknowledged, on every stream of the
+// activity.
+func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
+	ids, err := q.shardStreams(ctx, activityID)
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, id := range ids {
+		n, err := q.rdb.XLen(ctx, StreamKey(id)).Result()
 		if err != nil {
-			return nil, err
+			return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
 		}
-		out = append(out, g)
+		total += n
+	}
+	return total, nil
+}
+
+// Unacked implements sale.Queue: the grabs on every stream of the activity.
+func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
+	ids, err := q.shardStreams(ctx, activityID)
+	if err != nil {
+		return nil, err
+	}
+	var out []sale.Grab
+	for _, id := range ids {
+		msgs, err := q.rdb.XRange(ctx, StreamKey(id), "-", "+").Result()
+		if err != nil {
+			return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+		}
+		for _, m := range msgs {
+			g, err := grabOfEntry(m)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, g)
+		}
 	}
 	return out, nil
 }

@@ -3,7 +3,9 @@
 -- many nodes' sweepers race, and only that caller restocks.
 --
 -- KEYS[1] stock, KEYS[2] shares, KEYS[3] held, KEYS[4] grabs (see grab.lua)
--- ARGV: 1 token, 2 user, 3 share index, 4 amount (cents), 5 kind
+-- ARGV: 1 token, 2 user, 3 share index, 4 amount (cents), 5 kind, 6 "unit" to give back only the
+-- unit (a grab that took it here from another shard, whose user's hold is on that home shard:
+-- home.lua "release" gives that back), anything else to give back the hold too
 -- Returns 1 if this call restocked, 0 if the grab holds nothing here (released before, or
 -- unknown to this cache), -9 on bad arguments.
 
@@ -19,7 +21,7 @@ redis.call('INCR', KEYS[1])
 if kind == 'redpacket' then
   redis.call('RPUSH', KEYS[2], ARGV[3] .. ':' .. ARGV[4])
 end
-if redis.call('HINCRBY', KEYS[3], user, -1) <= 0 then
+if ARGV[6] ~= 'unit' and redis.call('HINCRBY', KEYS[3], user, -1) <= 0 then
   redis.call('HDEL', KEYS[3], user)
 end
 return 1

@@ -36,5 +36,28 @@ func TestGateRules(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		rdb := dial(t, redistest.StartCluster(t).Seeds())
 		saletest.GateTests(t, func(t *testing.T) sale.Gate { return redisgate.New(rdb, notFound) })
+		// The same rules with every item's stock split over three slots (as far as it goes).
+		t.Run("sharded", func(t *testing.T) {
+			saletest.GateTests(t, func(t *testing.T) sale.Gate { return sharded{redisgate.New(rdb, notFound)} })
+		})
 	})
+}
+
+// sharded is a gate that splits every item's stock into three shards (fewer for a smaller
+// stock) when it loads it.
+type sharded struct{ *redisgate.Gate }
+
+func (g sharded) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	return g.Gate.Load(ctx, shard(a), st)
+}
+
+func (g sharded) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
+	return g.Gate.Warm(ctx, shard(a), st)
+}
+
+func shard(a sale.Activity) sale.Activity {
+	if a.Kind == sale.KindItem {
+		a.StockShards = min(3, a.Stock)
+	}
+	return a
 }

@@ -39,6 +39,7 @@ const (
 	MaxCents        = 1_000_000_000_000 // ten billion in the currency's major unit
 	MaxPayWindow    = 7 * 24 * time.Hour
 	MaxNameLen      = 200
+	MaxStockShards  = 64
 	MaxIDLen        = 64
 )
 
@@ -58,7 +59,11 @@ type Activity struct {
 	RequireChallenge bool
 	Admission        Admission
 	Rates            Rates // this activity's own rate limits, overriding the node's
-	CreatedAt        time.Time
+	// StockShards splits an item's stock into that many counters on different Redis Cluster
+	// slots, for an item so hot that one slot's core cannot take its crowd (1: one counter).
+	// The embedded gate, in one process, keeps one counter whatever it says.
+	StockShards int64
+	CreatedAt   time.Time
 }
 
 // Rates are an activity's own grab rate limits in requests per second: per user, per client IP
@@ -110,6 +115,12 @@ func (a Activity) Validate() error {
 		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
 	case a.Admission != AdmitDirect:
 		return bad("admission %q is not available; use %q", a.Admission, AdmitDirect)
+	case a.StockShards < 1 || a.StockShards > MaxStockShards:
+		return bad("stock_shards must be between 1 and %d", MaxStockShards)
+	case a.StockShards > 1 && a.Kind != KindItem:
+		return bad("stock_shards is for items; a red packet's shares stay in one list")
+	case a.StockShards > a.Stock:
+		return bad("stock_shards must not exceed the stock")
 	}
 	for _, r := range []int64{a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global} {
 		if r < RateOff || r > MaxRate {

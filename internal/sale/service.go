@@ -90,6 +90,9 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	if a.Admission == "" {
 		a.Admission = AdmitDirect
 	}
+	if a.StockShards == 0 {
+		a.StockShards = 1
+	}
 	a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
 	a.StartAt = a.StartAt.UTC().Truncate(time.Millisecond)
 	a.EndAt = a.EndAt.UTC().Truncate(time.Millisecond)

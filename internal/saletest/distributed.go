@@ -27,7 +27,10 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 		t.Fatal(err)
 	}
 	gate := redisgate.New(rdb, store.Activity)
-	ids := func(ctx context.Context) ([]string, error) { return store.ActivityIDs(ctx, time.Time{}) }
+	ids := func(ctx context.Context) ([]string, error) {
+		acts, err := store.Activities(ctx, time.Time{})
+		return redisgate.StreamIDs(acts), err
+	}
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
 	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
 	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL)

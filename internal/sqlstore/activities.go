@@ -25,14 +25,16 @@ func fromMS(v int64) time.Time {
 }
 
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
-	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global`
+	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
+	stock_shards`
 
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
 	var start, end, window, created int64
 	var challenge int
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
-		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global)
+		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
+		&a.StockShards)
 	a.StartAt, a.EndAt, a.CreatedAt = fromMS(start), fromMS(end), fromMS(created)
 	a.PayWindow = time.Duration(window) * time.Millisecond
 	a.RequireChallenge = challenge != 0
@@ -47,10 +49,10 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			challenge = 1
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
 			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt),
-			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global)
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1))
 		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}
@@ -98,25 +100,6 @@ func (s *Store) Activities(ctx context.Context, since time.Time) ([]sale.Activit
 		acts = append(acts, a)
 	}
 	return acts, rows.Err()
-}
-
-// ActivityIDs returns the ids of the activities that end after since: what a node's queue
-// consumes.
-func (s *Store) ActivityIDs(ctx context.Context, since time.Time) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM activities WHERE end_at > ? ORDER BY created_at`, ms(since))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // GateState implements sale.Store.

@@ -1,0 +1,256 @@
+package redisgate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/redistest"
+	"seckill/internal/sale"
+)
+
+// shardedItem is an item whose stock of n units is split into shards counters.
+func shardedItem(id string, n, shards, limit int64) sale.Activity {
+	a := item(id, n, limit)
+	a.StockShards = shards
+	return a
+}
+
+// usersOf returns n user names whose home is shard home of shards.
+func usersOf(n int, home, shards int64) []string {
+	var out []string
+	for i := 0; len(out) < n; i++ {
+		if u := fmt.Sprint("user-", i); homeShard(u, shards) == home {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// clusterGate is a gate on a real three-master Redis Cluster.
+func clusterGate(t *testing.T) (*Gate, redis.UniversalClient) {
+	rdb := dial(t, redistest.StartCluster(t).Seeds())
+	return New(rdb, notFound), rdb
+}
+
+// queueOf is a queue over the streams of the activities g has loaded so far.
+func queueOf(g *Gate, rdb redis.UniversalClient) *Queue {
+	list := func(context.Context) ([]string, error) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		var acts []sale.Activity
+		for _, a := range g.acts {
+			acts = append(acts, a)
+		}
+		return StreamIDs(acts), nil
+	}
+	return NewQueue(rdb, "node-1", list, time.Millisecond, time.Minute)
+}
+
+func TestShardedStockOnACluster(t *testing.T) {
+	ctx := context.Background()
+	g, rdb := clusterGate(t)
+	t.Run("ShardsHaveSlotsOfTheirOwn", func(t *testing.T) {
+		slots := map[int64]bool{}
+		for i := range int64(3) {
+			s, err := rdb.ClusterKeySlot(ctx, keysOf(ShardID("slots", i)).stock).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots[s] = true
+		}
+		if len(slots) != 3 {
+			t.Fatalf("three shards in %d slots", len(slots))
+		}
+	})
+
+	t.Run("FallThroughFindsTheLastUnits", func(t *testing.T) {
+		a := shardedItem("fall", 3, 3, 1) // a unit on each shard
+		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		users := usersOf(4, 1, 3) // all at home on shard 1
+		var won []sale.Grab
+		for _, u := range users[:3] {
+			gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k", Now: a.StartAt})
+			if err != nil {
+				t.Fatalf("%s: %v; the units of the other shards must be found", u, err)
+			}
+			won = append(won, gr)
+		}
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[3], Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("fourth grab: %v, want sold out", err)
+		}
+		// A buyer whose unit came from another shard cannot buy again: the hold is at home.
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) &&
+			!errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("second grab of a buyer served from another shard: %v", err)
+		}
+		// A retry with the same key gets the first answer, wherever the unit came from.
+		again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[2], IdempotencyKey: "k", Now: a.StartAt})
+		if err != nil || again.Token != won[2].Token {
+			t.Fatalf("keyed retry: %+v, %v; want %s", again, err, won[2].Token)
+		}
+		if n, err := g.Remaining(ctx, a.ID); err != nil || n != 0 {
+			t.Fatalf("remaining = %d, %v", n, err)
+		}
+		q := queueOf(g, rdb)
+		queued, err := q.Unacked(ctx, a.ID)
+		if err != nil || len(queued) != 3 {
+			t.Fatalf("queued = %d grabs, %v; want 3 (one on each shard's stream)", len(queued), err)
+		}
+		for i := range int64(3) {
+			if n := rdb.HLen(ctx, keysOf(ShardID(a.ID, i)).pending).Val(); n != 0 {
+				t.Errorf("shard %d holds %d reservations after every grab settled", i, n)
+			}
+		}
+		if p, err := q.Pending(ctx, won[1].Token); err != nil || p.ActivityID != a.ID || p.UserID != users[1] {
+			t.Errorf("pending grab from another shard = %+v, %v", p, err)
+		}
+
+		// Cancelling the grab served from another shard gives its unit back there, and its
+		// buyer's hold at home: they can buy again.
+		if err := g.Release(ctx, won[1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Release(ctx, won[1]); err != nil { // a second release changes nothing
+			t.Fatal(err)
+		}
+		if n, _ := g.Remaining(ctx, a.ID); n != 1 {
+			t.Fatalf("remaining = %d after one release, want 1", n)
+		}
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
+			t.Fatalf("the released buyer's new grab: %v", err)
+		}
+	})
+
+	t.Run("Crowd", func(t *testing.T) {
+		a := shardedItem("crowd", 100, 3, 1)
+		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		const users = 400
+		var mu sync.Mutex
+		won := map[string]string{}
+		var wg sync.WaitGroup
+		for u := range users {
+			for range 2 { // two clicks, one key
+				wg.Go(func() {
+					user := fmt.Sprint("c", u)
+					gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: "click", Now: a.StartAt})
+					switch {
+					case err == nil:
+						mu.Lock()
+						defer mu.Unlock()
+						if first, ok := won[user]; ok && first != gr.Token {
+							t.Errorf("%s won twice: %s and %s", user, first, gr.Token)
+						}
+						won[user] = gr.Token
+					case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrBusy): // busy: the key's first click is still looking
+					default:
+						t.Errorf("%s: %v", user, err)
+					}
+				})
+			}
+		}
+		wg.Wait()
+		if len(won) != 100 {
+			t.Fatalf("%d winners, want the stock (100)", len(won))
+		}
+		if n, _ := g.Remaining(ctx, a.ID); n != 0 {
+			t.Fatalf("remaining = %d", n)
+		}
+		if n, err := queueOf(g, rdb).Depth(ctx, a.ID); err != nil || n != 100 {
+			t.Fatalf("depth = %d, %v; want 100 over the three streams", n, err)
+		}
+	})
+
+	t.Run("SettleAbandonedReservations", func(t *testing.T) {
+		a := shardedItem("settle", 2, 2, 1) // a unit on each of two shards
+		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		users := usersOf(3, 0, 2)
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[0], Now: a.StartAt}); err != nil {
+			t.Fatal(err) // shard 0's unit
+		}
+		// users[1] reserves on shard 0 and its process dies before it looks further.
+		reserve := func(user string) string {
+			c := &call{req: sale.GrabRequest{ActivityID: a.ID, UserID: user, Now: a.StartAt}, token: sale.NewToken("g"),
+				done: make(chan struct{})}
+			g.flush(a, ShardID(a.ID, 0), []*call{c})
+			if !errors.Is(c.err, errReserved) {
+				t.Fatalf("%s: %v, want a reservation", user, c.err)
+			}
+			return c.token
+		}
+		reserve(users[1])
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+			t.Fatalf("grab while reserved: %v, want already bought (the reservation holds the limit)", err)
+		}
+		if n, err := g.Settle(ctx, time.Minute, a.StartAt.Add(30*time.Second)); err != nil || n != 0 {
+			t.Fatalf("settle of a fresh reservation = %d, %v; want it left alone", n, err)
+		}
+		if n, err := g.Settle(ctx, time.Minute, a.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
+			t.Fatalf("settle = %d, %v; want the reservation given back", n, err)
+		}
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
+			t.Fatalf("grab after the reservation was given back: %v (shard 1 has a unit)", err)
+		}
+
+		// On a fresh activity, users[2] reserves on shard 0, takes shard 1's unit...
+		b := shardedItem("settle2", 2, 2, 1)
+		if err := g.Load(ctx, b, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		a = b // reserve works on a
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: b.ID, UserID: users[0], Now: b.StartAt}); err != nil {
+			t.Fatal(err)
+		}
+		token := reserve(users[2])
+		k := keysOf(ShardID(b.ID, 1))
+		if res, err := takeScript.Run(ctx, rdb, []string{k.stock, k.grabs, k.stream},
+			token, users[2], "", b.StartAt.UnixMilli(), b.PriceCents, b.ID).Slice(); err != nil || res[0] != int64(0) {
+			t.Fatalf("take = %v, %v", res, err)
+		}
+		// ...and dies before settling: the sweeper finds the unit and settles the grab won.
+		if n, err := g.Settle(ctx, time.Minute, b.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
+			t.Fatalf("settle = %d, %v", n, err)
+		}
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: b.ID, UserID: users[2], Now: b.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+			t.Fatalf("grab of a settled winner: %v, want already bought", err)
+		}
+		if gr, err := queueOf(g, rdb).Pending(ctx, token); err != nil || gr.UserID != users[2] || gr.ActivityID != b.ID {
+			t.Fatalf("the settled grab on its way: %+v, %v", gr, err)
+		}
+	})
+
+	t.Run("LoadSpreadsTheStockAndKeepsTheHoldingsAtHome", func(t *testing.T) {
+		a := shardedItem("load", 10, 3, 1)
+		held := []sale.Grab{{Token: "g1", ActivityID: a.ID, UserID: "h1", At: a.StartAt},
+			{Token: "g2", ActivityID: a.ID, UserID: "h2", IdempotencyKey: "k", At: a.StartAt}}
+		if err := g.Load(ctx, a, sale.GateState{Held: held, Keyed: held[1:]}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := g.Remaining(ctx, a.ID); err != nil || n != 8 {
+			t.Fatalf("remaining = %d, %v; want 8", n, err)
+		}
+		for i := range int64(3) {
+			n, _ := rdb.Get(ctx, keysOf(ShardID(a.ID, i)).stock).Int64()
+			if n < 2 || n > 3 {
+				t.Errorf("shard %d holds %d of 8 units; want them spread (2 or 3 each)", i, n)
+			}
+		}
+		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "h1", Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+			t.Fatalf("a loaded holder's grab: %v, want already bought", err)
+		}
+		if gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "h2", IdempotencyKey: "k", Now: a.StartAt}); err != nil || gr.Token != "g2" {
+			t.Fatalf("a loaded keyed grab's retry: %+v, %v; want g2", gr, err)
+		}
+	})
+}

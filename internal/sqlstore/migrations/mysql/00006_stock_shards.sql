@@ -1,0 +1,6 @@
+-- +goose Up
+-- How many counters an item's stock is split into on Redis Cluster (see sale.Activity).
+ALTER TABLE activities ADD COLUMN stock_shards INT NOT NULL DEFAULT 1;
+
+-- +goose Down
+ALTER TABLE activities DROP COLUMN stock_shards;
