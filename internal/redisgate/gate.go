@@ -397,7 +397,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 			continue
 		}
 		k := keysOf(id)
-		res, err := takeScript.Run(ctx, g.rdb, []string{k.stock, k.grabs, k.stream},
+		res, err := takeScript.Run(ctx, g.grabs, []string{k.stock, k.grabs, k.stream},
 			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
 		if err != nil || len(res) != 2 {
 			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %v", sale.ErrBusy, j, a.ID, res, err)
@@ -424,21 +424,28 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 	return sale.Grab{}, sale.ErrSoldOut
 }
 
-// home runs home.lua's op on shard home of a.
+// home runs home.lua's op on shard home of a, trying again a few times when Redis fails it
+// (each op happens once however often it runs): a reservation left standing holds its user's
+// grabs busy until the sweeper comes.
 func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token, user, key string, shard int64, rec string) error {
 	k := keysOf(ShardID(a.ID, home))
 	args := []any{op, token, user, key}
 	if op == "took" {
 		args = append(args, shard, rec)
 	}
-	n, err := homeScript.Run(ctx, g.rdb, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
-	if err != nil {
-		return err
+	var err error
+	for attempt := range 3 {
+		var n int64
+		n, err = homeScript.Run(ctx, g.grabs, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
+		if err == nil && n < 0 {
+			return fmt.Errorf("home.lua %s answered %d", op, n)
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
 	}
-	if n < 0 {
-		return fmt.Errorf("home.lua %s answered %d", op, n)
-	}
-	return nil
+	return err
 }
 
 // Settle finishes the reservations of sharded stocks that were left behind for longer than

@@ -386,6 +386,10 @@ func TestDashboardLive(t *testing.T) {
 		submit("create"))
 	b.WaitFor(`document.getElementById("e-end").textContent === "The end must come after the start."`, 5*time.Second,
 		"an end before the start refused")
+	b.Do(setValue("c-shards", "80"), submit("create"))
+	b.WaitFor(`document.getElementById("e-shards").textContent === "A whole number from 1 to 64."`, 5*time.Second,
+		"too many stock shards refused")
+	b.Do(setValue("c-shards", "1"))
 	// The server's clock runs an hour ahead of the browser's: the sale is open on it.
 	b.Do(setValue("c-start", time.Now().Add(skew-time.Minute).Format("2006-01-02T15:04:05")),
 		setValue("c-end", time.Now().Add(skew+time.Hour).Format("2006-01-02T15:04:05")),

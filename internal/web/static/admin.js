@@ -212,6 +212,7 @@
     const start = new Date($("c-start").value);
     const end = new Date($("c-end").value);
     const win = Number($("c-window").value);
+    const shards = Number($("c-shards").value);
     if (!name) errs.name = "A name is required.";
     if (!Number.isInteger(stock) || stock < 1 || stock > 100000000) errs.stock = "A whole number from 1 to 100,000,000.";
     if (Number.isNaN(amount)) errs.money = "An amount such as 9.99.";
@@ -221,7 +222,10 @@
     if (Number.isNaN(end.getTime())) errs.end = "An end time is required.";
     else if (!errs.start && end <= start) errs.end = "The end must come after the start.";
     if (!Number.isInteger(win) || win < 1 || win > 604800) errs.window = "Seconds, from 1 to 604,800 (a week).";
-    for (const f of ["name", "stock", "money", "limit", "start", "end", "window"]) {
+    if (!Number.isInteger(shards) || shards < 1 || shards > 64) errs.shards = "A whole number from 1 to 64.";
+    else if (shards > 1 && kind === "redpacket") errs.shards = "A red packet keeps one list of shares: 1.";
+    else if (Number.isInteger(stock) && shards > stock) errs.shards = "No more than the stock.";
+    for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards"]) {
       $("e-" + f).textContent = errs[f] || "";
       const input = $("c-" + f);
       if (errs[f]) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
@@ -234,6 +238,7 @@
       pay_window_s: win, require_challenge: $("c-challenge").checked };
     if (kind === "redpacket") Object.assign(body, { count: stock, total_cents: amount });
     else Object.assign(body, { stock, price_cents: amount });
+    if (shards > 1) body.stock_shards = shards;
     return body;
   }
 
