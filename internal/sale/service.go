@@ -504,11 +504,14 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	c, err := s.store.Counts(ctx, id)
+	// The queue first: a grab leaves it only after its order is committed, so counts read after
+	// a depth of zero hold every order (read the other way round, the last batch could slip
+	// between the two readings and be in neither).
+	depth, err := s.queue.Depth(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
-	depth, err := s.queue.Depth(ctx, id)
+	c, err := s.store.Counts(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
