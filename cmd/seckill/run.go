@@ -457,19 +457,26 @@ const blocksEvery = 2 * time.Second
 // reloadCaches keeps this node's copies of the blacklist and of the activities fresh until ctx
 // ends. A failed reload keeps the copy it had.
 func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
-	t := time.NewTicker(blocksEvery)
+	every(ctx, blocksEvery, func() {
+		if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("blacklist", "err", err)
+		}
+		if err := svc.ReloadActivities(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("activities", "err", err)
+		}
+	})
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("blacklist", "err", err)
-			}
-			if err := svc.ReloadActivities(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("activities", "err", err)
-			}
+			fn()
 		}
 	}
 }
@@ -480,20 +487,13 @@ const settleAfter = 30 * time.Second
 
 // settleReservations runs settle every 10 s until ctx ends.
 func settleReservations(ctx context.Context, settle func(ctx context.Context) (int, error), log *slog.Logger) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := settle(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("settle sharded stock reservations", "err", err)
-			} else if n > 0 {
-				log.Info("settled abandoned reservations", "n", n)
-			}
+	every(ctx, 10*time.Second, func() {
+		if n, err := settle(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("settle sharded stock reservations", "err", err)
+		} else if n > 0 {
+			log.Info("settled abandoned reservations", "n", n)
 		}
-	}
+	})
 }
 
 // listenRestocks clears this node's sold-out flags when another node restocks, until ctx ends. A

@@ -79,7 +79,7 @@ func BenchmarkRedisHotItem(b *testing.B) {
 			if err := g.Load(context.Background(), item("a", sale.MaxStock, 1), sale.GateState{}); err != nil {
 				b.Fatal(err)
 			}
-			calls, usec := scriptCallsB(b, rdb)
+			calls, usec := scriptStats(b, rdb)
 			cpu := redisCPU(b, rdb)
 			var n atomic.Int64
 			b.ReportAllocs()
@@ -95,7 +95,7 @@ func BenchmarkRedisHotItem(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "grabs/s")
-			calls2, usec2 := scriptCallsB(b, rdb)
+			calls2, usec2 := scriptStats(b, rdb)
 			b.ReportMetric(float64(b.N)/float64(calls2-calls), "grabs/call")
 			b.ReportMetric(float64(usec2-usec)/float64(b.N), "script-µs/grab")
 			b.ReportMetric((redisCPU(b, rdb)-cpu)*1e6/float64(b.N), "redis-cpu-µs/grab")
@@ -151,33 +151,6 @@ func BenchmarkClusterHotItem(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "grabs/s")
 		})
 	}
-}
-
-// scriptCallsB reads how many script calls Redis has run and the microseconds it spent in them.
-func scriptCallsB(b *testing.B, rdb redis.UniversalClient) (calls, usec int64) {
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
-			rest, ok := strings.CutPrefix(line, cmd)
-			if !ok {
-				continue
-			}
-			for _, f := range strings.Split(rest, ",") {
-				k, v, _ := strings.Cut(f, "=")
-				n, _ := strconv.ParseInt(v, 10, 64)
-				switch k {
-				case "calls":
-					calls += n
-				case "usec":
-					usec += n
-				}
-			}
-		}
-	}
-	return calls, usec
 }
 
 // BenchmarkRedisGrabRedPacketParallel is BenchmarkRedisGrabParallel on a red packet of two

@@ -37,16 +37,23 @@ func dial(t *testing.T, spec string) redis.UniversalClient {
 	return rdb
 }
 
+// loadedGate is a gate on a fresh real Redis (no AOF) with a loaded.
+func loadedGate(t *testing.T, a sale.Activity) (*Gate, redis.UniversalClient) {
+	t.Helper()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	return g, rdb
+}
+
 // TestRetriedScriptTakesOneUnit runs the grab script twice with the same token, as go-redis does
 // when a reply is lost: the second run answers the first grab and takes nothing.
 func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("retry", 5, 3)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
+	g, rdb := loadedGate(t, a)
 	k := keysOf(a.ID)
 	// run calls the script with one grab: token, user, key, now, start, end, limit, kind, price,
 	// activity, "1" if a pass is required, the pass.
@@ -125,12 +132,8 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 // had run alone, in order, and a retry of the whole call takes nothing more.
 func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("batch", 3, 1)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
+	g, rdb := loadedGate(t, a)
 	k := keysOf(a.ID)
 	now := a.StartAt.UnixMilli()
 	args := []any{a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 1, "item", 100, a.ID, "0", "0"}
@@ -186,13 +189,9 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 // duplicate click its first answer.
 func TestCoalescedCrowd(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("crowd", 300, 1)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
-	before := scriptCalls(t, rdb)
+	g, rdb := loadedGate(t, a)
+	before, _ := scriptStats(t, rdb)
 	const users = 1000
 	type result struct {
 		user  int
@@ -230,46 +229,52 @@ func TestCoalescedCrowd(t *testing.T) {
 	if n := rdb.XLen(ctx, keysOf(a.ID).stream).Val(); n != 300 {
 		t.Errorf("stream has %d entries, want 300", n)
 	}
-	calls := scriptCalls(t, rdb) - before
+	after, _ := scriptStats(t, rdb)
+	calls := after - before
 	t.Logf("%d grabs in %d script calls", 2*users, calls)
 	if calls >= 2*users {
 		t.Errorf("%d script calls for %d grabs: nothing was coalesced", calls, 2*users)
 	}
 }
 
-// scriptCalls reads how many EVALSHA and EVAL calls Redis has run.
-func scriptCalls(t *testing.T, rdb redis.UniversalClient) int64 {
-	t.Helper()
+// scriptStats reads how many script calls (EVALSHA and EVAL) Redis has run and the
+// microseconds it spent in them.
+func scriptStats(tb testing.TB, rdb redis.UniversalClient) (calls, usec int64) {
+	tb.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	var n int64
 	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
-				v, _, _ := strings.Cut(rest, ",")
-				c, err := strconv.ParseInt(v, 10, 64)
-				if err != nil {
-					t.Fatalf("commandstats line %q: %v", line, err)
+		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd)
+			if !ok {
+				continue
+			}
+			for _, f := range strings.Split(rest, ",") {
+				k, v, _ := strings.Cut(f, "=")
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil && (k == "calls" || k == "usec") {
+					tb.Fatalf("commandstats line %q: %v", line, err)
 				}
-				n += c
+				switch k {
+				case "calls":
+					calls += n
+				case "usec":
+					usec += n
+				}
 			}
 		}
 	}
-	return n
+	return calls, usec
 }
 
 // TestScriptsSurviveAFlush: after SCRIPT FLUSH (what a failover to a fresh replica looks like to
 // EVALSHA) grabs go on, the scripts being sent again.
 func TestScriptsSurviveAFlush(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("flush", 5, 1)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
+	g, rdb := loadedGate(t, a)
 	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
@@ -285,12 +290,8 @@ func TestScriptsSurviveAFlush(t *testing.T) {
 // script, with what a worker needs to place the order.
 func TestStreamCarriesEveryGrab(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("stream", 3, 1)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
+	g, rdb := loadedGate(t, a)
 	var tokens []string
 	for _, u := range []string{"u1", "u2", "u3", "u4"} {
 		gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k|" + u, Now: a.StartAt})
@@ -328,12 +329,8 @@ func TestDialRefusesBadSpecs(t *testing.T) {
 // instead of stalling the workers, and the grabs around it are delivered.
 func TestMalformedEntriesAreBuried(t *testing.T) {
 	ctx := context.Background()
-	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
 	a := item("dl", 5, 1)
-	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
-		t.Fatal(err)
-	}
+	g, rdb := loadedGate(t, a)
 	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
