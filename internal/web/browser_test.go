@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,11 +43,12 @@ type site struct {
 
 func newSite(t *testing.T) *site {
 	t.Helper()
-	return newSiteWith(t, func(*httpapi.Config) {})
+	return newSiteWith(t, func(*httpapi.Config) {}, nil)
 }
 
-// newSiteWith is newSite with the server's configuration adjusted by set.
-func newSiteWith(t *testing.T, set func(c *httpapi.Config)) *site {
+// newSiteWith is newSite with the server's configuration adjusted by set, and its handler
+// wrapped by wrap (when not nil).
+func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handler) http.Handler) *site {
 	t.Helper()
 	clock := saletest.RealClock()
 	clock.Advance(skew)
@@ -62,7 +65,11 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config)) *site {
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns}
 	set(&c)
 	api := httpapi.New(c)
-	srv := httptest.NewServer(api)
+	var h http.Handler = api
+	if wrap != nil {
+		h = wrap(api)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		api.StopStreams()
 		srv.Close()
@@ -239,7 +246,7 @@ func TestRateLimitedOnThePage(t *testing.T) {
 	frozen := time.Now()
 	s := newSiteWith(t, func(c *httpapi.Config) {
 		c.Limits.Buckets = ratelimit.NewBuckets(func() time.Time { return frozen })
-	})
+	}, nil)
 	a := s.create(sale.Activity{Name: "Throttled", Kind: sale.KindItem, Stock: 10, PriceCents: 100,
 		Rates: sale.Rates{Global: 1}}, 0)
 	b := browsertest.New(t, 1280, 900)
@@ -259,6 +266,59 @@ func TestRateLimitedOnThePage(t *testing.T) {
 		10*time.Second, "the button open again after the wait")
 	if st, err := s.env.Service.Stats(context.Background(), a.ID); err != nil || st.Grabbed != 1 {
 		t.Errorf("stats %+v, %v; want bob's grab only", st, err)
+	}
+}
+
+// failing is a rate limiter that cannot answer while down is set: the grab fails closed, 503.
+type failing struct {
+	ratelimit.Limiter
+	down *atomic.Bool
+}
+
+func (f failing) Allow(ctx context.Context, key string, r ratelimit.Rule) (ratelimit.Decision, error) {
+	if f.down.Load() {
+		return ratelimit.Decision{}, errors.New("the limits' store does not answer")
+	}
+	return f.Limiter.Allow(ctx, key, r)
+}
+
+func TestBusyOnThePageKeepsTheKey(t *testing.T) {
+	// The per-user limit's store fails: grabs are answered 503 BUSY. The page says so, opens the
+	// button again after its rest, and the retry carries the first try's Idempotency-Key, so that
+	// a first try that did go through could never buy a second unit.
+	var down atomic.Bool
+	down.Store(true)
+	var mu sync.Mutex
+	var keys []string
+	s := newSiteWith(t, func(c *httpapi.Config) {
+		c.Limits.PerUser = ratelimit.Rule{PerSecond: 100, Burst: 100}
+		c.Limits.Buckets = failing{ratelimit.NewBuckets(time.Now), &down}
+	}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/grab") {
+				mu.Lock()
+				keys = append(keys, r.Header.Get("Idempotency-Key"))
+				mu.Unlock()
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	a := s.create(sale.Activity{Name: "Flaky", Kind: sale.KindItem, Stock: 5, PriceCents: 100}, 0)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("status").textContent === "The sale is busy right now. Try again; your try is not lost."`,
+		10*time.Second, "busy")
+	down.Store(false)
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open again after its rest")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "the order")
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("grab requests carried keys %q; want two with the same key", keys)
 	}
 }
 
