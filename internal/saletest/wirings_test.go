@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 	"seckill/internal/redisgate"
@@ -652,5 +654,108 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	}
 	if rem, _ := env.Service.Remaining(ctx, a.ID); rem != 6 {
 		t.Fatalf("remaining after repair = %d, want 6", rem)
+	}
+}
+
+// TestShardedStockThroughTheService: a hot item's stock split over three slots of a real
+// three-master Redis Cluster, sold through the service and the worker into MariaDB: a crowd buys
+// exactly the stock, reconcile sees no drift and repairs one made on a shard, a cancelled unit
+// sells again from whatever shard it went back to, and after the cluster loses everything the
+// gate is rebuilt from the database with every buyer remembered.
+func TestShardedStockThroughTheService(t *testing.T) {
+	ctx := context.Background()
+	cluster := redistest.StartCluster(t)
+	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
+	const stock = 30
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect, StockShards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	won := map[string]sale.Grab{}
+	var wg sync.WaitGroup
+	for u := range 100 {
+		for range 2 {
+			wg.Go(func() {
+				user := fmt.Sprint("u", u)
+				g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: "k"})
+				switch {
+				case err == nil:
+					mu.Lock()
+					won[user] = g
+					mu.Unlock()
+				case errors.Is(err, sale.ErrSoldOut), errors.Is(err, sale.ErrBusy):
+				default:
+					t.Errorf("grab by %s: %v", user, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	env.Drain(a.ID)
+	c, err := env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(won) != stock || c.Created != stock || c.Failed != 0 {
+		t.Fatalf("%d winners, database %+v; want exactly %d orders", len(won), c, stock)
+	}
+	if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK {
+		t.Fatalf("reconcile after the crowd: %+v, %v; want no drift", rec, err)
+	}
+
+	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "{act:"+redisgate.ShardID(a.ID, 2)+"}:stock", 2, 0).Err(); err != nil {
+		t.Fatal(err) // two units invented on shard 2
+	}
+	if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || rec.OK || rec.Drift != 2 || !rec.Repaired {
+		t.Fatalf("reconcile of a shard's drift: %+v, %v; want drift 2 repaired", rec, err)
+	}
+	if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 0 {
+		t.Fatalf("remaining after the repair = %d, %v", rem, err)
+	}
+
+	// A buyer cancels: the unit goes back to the shard it came from and sells again.
+	var buyer string
+	for u := range won {
+		buyer = u
+		break
+	}
+	if _, err := env.Service.Cancel(ctx, buyer, won[buyer].Token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "late"}); err != nil {
+		t.Fatalf("the restocked unit: %v", err)
+	}
+	env.Drain(a.ID)
+
+	// The cluster loses everything: the next grab rebuilds the gate from the database.
+	if err := rdb.(*redis.ClusterClient).ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.FlushAll(ctx).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{"late", "u-new"} {
+		if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user}); !errors.Is(err, sale.ErrAlreadyBought) &&
+			!errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("grab by %s after the cluster lost its data: %v; want refused", user, err)
+		}
+	}
+	if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 0 {
+		t.Fatalf("remaining after the rebuild = %d, %v", rem, err)
+	}
+	c, err = env.Store.Counts(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Created != stock || c.Cancelled != 1 || c.Failed != 0 {
+		t.Fatalf("database %+v; want %d created, 1 cancelled", c, stock)
 	}
 }
