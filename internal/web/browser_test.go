@@ -119,6 +119,13 @@ func signIn(b *browsertest.Browser, user string) {
 		strconv.Quote(user)+`)`, 10*time.Second, user+" signed in")
 }
 
+// openSale opens a's page, signs user in and waits for the grab button to open.
+func openSale(b *browsertest.Browser, s *site, a sale.Activity, user string) {
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, user)
+	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+}
+
 // submit submits a form the way its submit button does (chromedp.Submit calls form.submit(),
 // which skips the page's submit handler).
 func submit(form string) chromedp.Action[chromedp.Void] {
@@ -211,9 +218,7 @@ func TestAlreadyBoughtAndSoldOut(t *testing.T) {
 	s := newSite(t)
 	a := s.create(sale.Activity{Name: "Two left", Kind: sale.KindItem, Stock: 2, PriceCents: 500}, 0)
 	b := browsertest.New(t, 1280, 900)
-	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
-	signIn(b, "alice")
-	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	openSale(b, s, a, "alice")
 	b.Do(chromedp.Click(chromedp.ID("grab")))
 	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "alice's order")
 
@@ -250,9 +255,7 @@ func TestRateLimitedOnThePage(t *testing.T) {
 	a := s.create(sale.Activity{Name: "Throttled", Kind: sale.KindItem, Stock: 10, PriceCents: 100,
 		Rates: sale.Rates{Global: 1}}, 0)
 	b := browsertest.New(t, 1280, 900)
-	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
-	signIn(b, "alice")
-	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	openSale(b, s, a, "alice")
 	if code := s.grab(a.ID, "bob"); code != http.StatusAccepted {
 		t.Fatalf("bob's grab: %d", code)
 	}
@@ -305,9 +308,7 @@ func TestBusyOnThePageKeepsTheKey(t *testing.T) {
 	})
 	a := s.create(sale.Activity{Name: "Flaky", Kind: sale.KindItem, Stock: 5, PriceCents: 100}, 0)
 	b := browsertest.New(t, 1280, 900)
-	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
-	signIn(b, "alice")
-	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	openSale(b, s, a, "alice")
 	b.Do(chromedp.Click(chromedp.ID("grab")))
 	b.WaitFor(`document.getElementById("status").textContent === "The sale is busy right now. Try again; your try is not lost."`,
 		10*time.Second, "busy")
@@ -326,9 +327,7 @@ func TestChallengeOnThePage(t *testing.T) {
 	s := newSite(t)
 	a := s.create(sale.Activity{Name: "Guarded", Kind: sale.KindItem, Stock: 3, PriceCents: 100, RequireChallenge: true}, 0)
 	b := browsertest.New(t, 1280, 900)
-	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
-	signIn(b, "alice")
-	b.WaitFor(`!document.getElementById("grab").disabled`, 10*time.Second, "the button open")
+	openSale(b, s, a, "alice")
 	b.Do(chromedp.Click(chromedp.ID("grab")))
 	b.WaitFor(`!document.getElementById("challenge").hidden && document.getElementById("challenge-img").complete &&
 		document.getElementById("challenge-img").naturalWidth > 0`, 10*time.Second, "the challenge's picture")
