@@ -39,8 +39,9 @@ const usage = `usage: seckill [serve|bench] [flags]
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
   bench   send a flash crowd to a server (or to one it starts in process) and check the sale
+  draw    recompute a verifiable draw from its revealed seed and the entries on stdin
 
-Run 'seckill serve -h' or 'seckill bench -h' for the flags; serve's each have an environment
+Run 'seckill serve -h', 'seckill bench -h' or 'seckill draw -h' for the flags; serve's each have an environment
 variable.
 `
 
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return serve(ctx, cfg, stdout, stderr)
 	case "bench":
 		return benchCmd(ctx, args, getenv, stdout, stderr)
+	case "draw":
+		return drawCmd(args, os.Stdin, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
