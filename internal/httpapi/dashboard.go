@@ -117,19 +117,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 // liveEvent reads an activity's stats the way the stats endpoint does (shed on a degraded node).
 func (s *Server) liveEvent(r *http.Request, id string) LiveEvent {
 	ev := LiveEvent{AtMS: s.svc.Now().UnixMilli(), Health: s.health.Level(), Node: s.live.View(id)}
-	var err error
-	if ev.Health == health.Degraded {
-		var st sale.Stats
-		if st, err = s.svc.GateStats(r.Context(), id); err == nil {
-			ev.Stats = ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
-				Health: ev.Health, Shed: []string{"counts"}}
-		}
-	} else {
-		var st sale.Stats
-		if st, err = s.svc.Stats(r.Context(), id); err == nil {
-			ev.Stats = StatsResponse{Stats: st, Health: ev.Health}
-		}
-	}
+	v, err := s.statsOf(r.Context(), id, ev.Health)
 	if err != nil {
 		_, code := Classify(err)
 		msg := err.Error()
@@ -137,7 +125,9 @@ func (s *Server) liveEvent(r *http.Request, id string) LiveEvent {
 			msg = "internal error"
 		}
 		ev.StatsError = &errorDetail{Code: code, Message: msg}
+		return ev
 	}
+	ev.Stats = v
 	return ev
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -107,27 +108,35 @@ type ShedStatsResponse struct {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	id, level := r.PathValue("id"), s.health.Level()
-	if level == health.Degraded {
-		st, err := s.svc.GateStats(r.Context(), id)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
-			Health: level, Shed: []string{"counts"}})
-		return
-	}
-	st, err := s.svc.Stats(r.Context(), id)
+	v, err := s.statsOf(r.Context(), r.PathValue("id"), s.health.Level())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// statsOf is an activity's stats as a node at level answers them: a StatsResponse, or at
+// degraded a ShedStatsResponse (the gate's numbers only). The stats endpoint and the live
+// stream both answer with it.
+func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (any, error) {
+	if level == health.Degraded {
+		st, err := s.svc.GateStats(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
+			Health: level, Shed: []string{"counts"}}, nil
+	}
+	st, err := s.svc.Stats(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	resp := StatsResponse{Stats: st, Health: level}
-	if u, err := s.svc.LeaderboardUsage(r.Context(), id); err == nil {
+	if u, err := s.svc.LeaderboardUsage(ctx, id); err == nil {
 		resp.Leaderboard = &u
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {

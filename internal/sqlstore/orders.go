@@ -48,8 +48,7 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 		defer p.close()
 		done := make([]bool, len(gs))
 		if s.lots {
-			var err error
-			if done, err = p.placeMany(ctx, gs, out); err != nil {
+			if err := p.placeMany(ctx, gs, out, done); err != nil {
 				return fmt.Errorf("place %d orders: %w", len(gs), err)
 			}
 		}
@@ -182,11 +181,10 @@ const minMany = 4
 // order has their token) and their buyer's first unit, with a few statements for the whole lot
 // instead of two per order: one multi-row INSERT, one read of the ids, and one UPDATE that
 // claims all the units at once (unit by unit when the stock cannot cover the lot). It writes
-// their placements into out and reports which it placed; the others (redeliveries, second
+// their placements into out and marks them in done; the others (redeliveries, second
 // units, red packets, small lots) are left to place one by one, in the same transaction. Either
 // way each order ends as the one-by-one path would have placed it in some order of the batch.
-func (p *placer) placeMany(ctx context.Context, gs []sale.Grab, out []sale.Placement) ([]bool, error) {
-	done := make([]bool, len(gs))
+func (p *placer) placeMany(ctx context.Context, gs []sale.Grab, out []sale.Placement, done []bool) error {
 	byActivity := map[string][]int{}
 	for i, g := range gs {
 		byActivity[g.ActivityID] = append(byActivity[g.ActivityID], i)
@@ -197,16 +195,16 @@ func (p *placer) placeMany(ctx context.Context, gs []sale.Grab, out []sale.Place
 		}
 		gd, ok, err := p.guard(ctx, id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !ok || gd.kind != sale.KindItem {
 			continue
 		}
 		if err := p.placeLot(ctx, gs, idx, gd, out, done); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return done, nil
+	return nil
 }
 
 // placeLot is placeMany for the grabs idx of one item activity.
