@@ -308,7 +308,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	monitor := health.NewMonitor(g.guard, dbGuard)
 	stats := metrics.New().Watch(monitor)
 	svc := sale.NewService(g.gate, g.queue, db, time.Now).WithChallenges(g.challenges).WithEvents(stats.Order).
-		WithRanking(g.ranking, health.Leaders(store, dbGuard))
+		WithRanking(g.ranking, health.Leaders(store, dbGuard)).WithLine(g.line)
 	stats.WatchLeaderboards(svc.LeaderboardUsages).WatchActivities(svc.Gauges)
 	if g.restocks != nil {
 		svc.WithRestocks(g.restocks, restockFlagTTL)
@@ -403,6 +403,11 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 					}
 				},
 				Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
+		})
+		wg.Go(func() {
+			svc.NewDrainer(consumerName(), drainTick).Run(bg, func(activityID string, err error) {
+				log.Warn("drain the line", "activity", activityID, "err", err)
+			})
 		})
 		wg.Go(func() {
 			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
@@ -535,7 +540,12 @@ type stockGate struct {
 	guard *health.Guard
 	// ranking keeps the red packets' leaderboards beside the gate.
 	ranking sale.Ranking
+	// line keeps the waiting lines of queue and lottery activities.
+	line sale.Line
 }
+
+// drainTick is how often a node's drainer admits tickets from the lines it leads.
+const drainTick = 100 * time.Millisecond
 
 // restockFlagTTL is how long a node of a cluster trusts its sold-out flags: restocks are
 // announced, so this only bounds how long a missed announcement keeps a unit unsold.
@@ -552,14 +562,27 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		if err != nil {
 			return stockGate{}, err
 		}
+		lines, err := sqlstore.OpenLineJournal(ctx, c.db)
+		if err != nil {
+			journal.Close()
+			return stockGate{}, err
+		}
+		line, err := memory.OpenLine(ctx, lines, store.Activity)
+		if err != nil {
+			journal.Close()
+			lines.Close()
+			return stockGate{}, err
+		}
 		queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
 		gate := memory.NewGate(journal, 512, queue.Wake)
 		guard := health.NewGuard("journal", c.gateLimits, time.Now)
 		var once sync.Once
 		return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
 			challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
-			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now),
-			close: func() { once.Do(func() { gate.Close(); journal.Close() }) }}, nil
+			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: line,
+			close: func() {
+				once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
+			}}, nil
 	}
 	rdb, err := redisgate.Dial(ctx, c.redis)
 	if err != nil {

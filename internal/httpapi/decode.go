@@ -73,6 +73,10 @@ type CreateActivityRequest struct {
 	Admission        string `json:"admission"`
 	// StockShards splits an item's stock over that many Redis Cluster slots (default 1).
 	StockShards int64 `json:"stock_shards"`
+	// QueueCap and AdmitRate set a queue or lottery line's cap of waiting tickets (default ten
+	// times the stock) and its admissions a second (default 1000).
+	QueueCap  int64 `json:"queue_cap"`
+	AdmitRate int64 `json:"admit_rate"`
 	// RateLimits override the node's grab rate limits for this activity, in requests per
 	// second; 0 switches one off, and one left out keeps the node's.
 	RateLimits *struct {
@@ -98,6 +102,8 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		PayWindow:   DefaultPayWindow,
 		Admission:   sale.Admission(c.Admission),
 		StockShards: c.StockShards,
+		QueueCap:    c.QueueCap,
+		AdmitRate:   c.AdmitRate,
 
 		RequireChallenge: c.RequireChallenge,
 	}

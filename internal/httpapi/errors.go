@@ -28,6 +28,7 @@ const (
 	CodeSoldOut           = "SOLD_OUT"
 	CodeTooLarge          = "TOO_LARGE"
 	CodeRateLimited       = "RATE_LIMITED"
+	CodeQueueFull         = "QUEUE_FULL"
 	CodeBusy              = "BUSY"
 	CodeInternal          = "INTERNAL"
 )
@@ -54,6 +55,7 @@ var classes = []struct {
 	{sale.ErrExists, http.StatusConflict, CodeExists},
 	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
 	{sale.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
+	{sale.ErrQueueFull, http.StatusTooManyRequests, CodeQueueFull},
 	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
 }

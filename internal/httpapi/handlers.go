@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -165,6 +166,24 @@ type ActivityResponse struct {
 	NowMS        int64     `json:"now_ms"`
 	// RequireChallenge says grabs need a solved challenge's path token.
 	RequireChallenge bool `json:"require_challenge"`
+	// Admission is direct, queue or lottery; Line describes a queue or lottery's line.
+	Admission sale.Admission `json:"admission"`
+	Line      *LineResponse  `json:"line,omitempty"`
+}
+
+// LineResponse is the public view of a line. DrawCommitment (the seed's SHA-256) is public from
+// the creation; DrawSeed once the early crowd is drawn, with its entries at EntriesURL.
+type LineResponse struct {
+	AdmitRate      int64   `json:"admit_rate"`
+	QueueCap       int64   `json:"queue_cap"`
+	Joined         int64   `json:"joined"`
+	Waiting        int64   `json:"waiting"`
+	Early          int64   `json:"early"`
+	Sealed         bool    `json:"sealed"`
+	DrainRate      float64 `json:"drain_rate"`
+	DrawCommitment string  `json:"draw_commitment"`
+	DrawSeed       string  `json:"draw_seed,omitempty"`
+	EntriesURL     string  `json:"entries_url,omitempty"`
 }
 
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
@@ -185,7 +204,49 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 		}
 		rem, soldOut = &n, n == 0
 	}
-	writeJSON(w, http.StatusOK, publicView(a, rem, soldOut, s.svc.Now()))
+	view := publicView(a, rem, soldOut, s.svc.Now())
+	if a.Lined() {
+		st, err := s.svc.LineState(r.Context(), a)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		view.Line = lineView(a, st)
+	}
+	writeJSON(w, http.StatusOK, view)
+}
+
+// lineView is the public view of a's line in state st.
+func lineView(a sale.Activity, st sale.LineState) *LineResponse {
+	v := &LineResponse{AdmitRate: a.AdmitRate, QueueCap: a.QueueCap, Joined: st.Joined, Waiting: st.Waiting(),
+		Early: st.Early, Sealed: st.Sealed, DrainRate: st.Rate, DrawCommitment: a.Seed.Commitment()}
+	if st.Drawn {
+		v.DrawSeed, v.EntriesURL = a.Seed.String(), "/api/activities/"+a.ID+"/entries"
+	}
+	return v
+}
+
+// entries lists the draw's entries, one token a line, sorted: with the revealed seed anyone
+// recomputes the draw (seckill draw).
+func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
+	a, err := s.svc.Activity(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tokens, err := s.svc.Entries(r.Context(), a)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=60")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	for _, t := range tokens {
+		bw.WriteString(t)
+		bw.WriteByte('\n')
+	}
+	bw.Flush()
 }
 
 // publicView is what anyone may see of activity a at now: rem is the gate's remaining count, or
@@ -204,7 +265,7 @@ func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) Activi
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
-		RequireChallenge: a.RequireChallenge,
+		RequireChallenge: a.RequireChallenge, Admission: a.Admission,
 	}
 }
 
@@ -240,7 +301,23 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		name, err = s.vet(r, id, user, pass)
 	}
+	var a sale.Activity
 	if err == nil {
+		a, err = s.svc.Peek(r.Context(), id)
+	}
+	if err == nil && a.Lined() {
+		var t sale.TicketView
+		var fresh bool
+		if t, fresh, err = s.svc.Join(r.Context(), id, user); err == nil {
+			status := "JOINED"
+			outcome = "joined"
+			if !fresh {
+				outcome, status = "already_queued", "ALREADY_QUEUED"
+			}
+			writeJSON(w, http.StatusAccepted, ticketResponse(t, a.StartAt, status))
+			return
+		}
+	} else if err == nil {
 		var g sale.Grab
 		g, err = s.svc.Grab(r.Context(), sale.GrabRequest{ActivityID: id, UserID: user, IdempotencyKey: key, Pass: pass})
 		if err == nil {

@@ -145,6 +145,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/activities/{id}/rank", s.user(s.rank))
 	s.mux.HandleFunc("POST /api/activities/{id}/challenge", s.challenge)
 	s.mux.HandleFunc("POST /api/activities/{id}/challenge/answer", s.answer)
+	s.mux.HandleFunc("GET /api/activities/{id}/entries", s.entries)
+	s.mux.HandleFunc("GET /api/queue/{token}", s.user(s.ticket))
 	s.mux.HandleFunc("GET /api/orders/{ref}", s.user(s.order))
 	s.mux.HandleFunc("POST /api/orders/{ref}/pay", s.user(s.pay))
 	s.mux.HandleFunc("POST /api/orders/{ref}/cancel", s.user(s.cancel))

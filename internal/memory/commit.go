@@ -4,50 +4,48 @@ import (
 	"context"
 	"errors"
 	"sync"
-
-	"seckill/internal/sale"
 )
 
-// errClosed refuses grabs that arrive after Close.
-var errClosed = errors.New("gate closed")
+// errClosed refuses writes that arrive after Close.
+var errClosed = errors.New("closed")
 
-// committer group-commits grabs: callers queue up while a transaction is being written, and the
-// next transaction takes all of them, so the commit rate, not the grab rate, is bounded by the
-// disk.
-type committer struct {
-	journal   Journal
+// committer group-commits records (the gate's grabs, the lines' tickets): callers queue up while
+// a transaction is being written, and the next transaction takes all of them, so the commit rate,
+// not the request rate, is bounded by the disk.
+type committer[T any] struct {
+	write     func(context.Context, []T) error
 	maxBatch  int
 	committed func()
 
 	mu     sync.RWMutex // held for reading by append, for writing by close
 	closed bool
-	in     chan *entry
+	in     chan *entry[T]
 	done   chan struct{}
 }
 
-type entry struct {
-	grab sale.Grab
-	err  chan error
+type entry[T any] struct {
+	v   T
+	err chan error
 }
 
-func newCommitter(j Journal, maxBatch int, committed func()) *committer {
+func newCommitter[T any](write func(context.Context, []T) error, maxBatch int, committed func()) *committer[T] {
 	if maxBatch <= 0 {
 		maxBatch = 512
 	}
 	if committed == nil {
 		committed = func() {}
 	}
-	c := &committer{journal: j, maxBatch: maxBatch, committed: committed,
-		in: make(chan *entry, 4*maxBatch), done: make(chan struct{})}
+	c := &committer[T]{write: write, maxBatch: maxBatch, committed: committed,
+		in: make(chan *entry[T], 4*maxBatch), done: make(chan struct{})}
 	go c.run()
 	return c
 }
 
-// append queues g for the next batch and waits until that batch is committed or refused. It does
-// not give up when the caller's context ends: the unit is already taken, so the outcome must be
-// known before the gate can answer anyone.
-func (c *committer) append(g sale.Grab) error {
-	e := &entry{grab: g, err: make(chan error, 1)}
+// append queues v for the next batch and waits until that batch is committed or refused. It does
+// not give up when the caller's context ends: the state in memory has moved already (a unit
+// taken, a place given), so the outcome must be known before anyone is answered.
+func (c *committer[T]) append(v T) error {
+	e := &entry[T]{v: v, err: make(chan error, 1)}
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
@@ -59,7 +57,7 @@ func (c *committer) append(g sale.Grab) error {
 }
 
 // close refuses new grabs, flushes those queued and waits for the writer to stop.
-func (c *committer) close() error {
+func (c *committer[T]) close() error {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
@@ -70,10 +68,10 @@ func (c *committer) close() error {
 	return nil
 }
 
-func (c *committer) run() {
+func (c *committer[T]) run() {
 	defer close(c.done)
-	batch := make([]*entry, 0, c.maxBatch)
-	grabs := make([]sale.Grab, 0, c.maxBatch)
+	batch := make([]*entry[T], 0, c.maxBatch)
+	vs := make([]T, 0, c.maxBatch)
 	for e := range c.in {
 		batch = append(batch[:0], e)
 	fill:
@@ -88,11 +86,11 @@ func (c *committer) run() {
 				break fill
 			}
 		}
-		grabs = grabs[:0]
+		vs = vs[:0]
 		for _, e := range batch {
-			grabs = append(grabs, e.grab)
+			vs = append(vs, e.v)
 		}
-		err := c.journal.AppendGrabs(context.Background(), grabs)
+		err := c.write(context.Background(), vs)
 		for _, e := range batch {
 			e.err <- err
 		}

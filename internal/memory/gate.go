@@ -37,7 +37,7 @@ var _ sale.Gate = (*Gate)(nil)
 type Gate struct {
 	mu     sync.RWMutex
 	acts   map[string]*activity
-	commit *committer
+	commit *committer[sale.Grab]
 }
 
 // activity is the gate's state for one sale. mu guards everything but soldOut, a hint read
@@ -73,7 +73,7 @@ type answer struct {
 // NewGate returns a gate that makes grabs durable in j, in batches of at most maxBatch, and calls
 // committed after each batch (the queue's wake-up). Close it to flush.
 func NewGate(j Journal, maxBatch int, committed func()) *Gate {
-	return &Gate{acts: map[string]*activity{}, commit: newCommitter(j, maxBatch, committed)}
+	return &Gate{acts: map[string]*activity{}, commit: newCommitter(j.AppendGrabs, maxBatch, committed)}
 }
 
 // Close stops taking grabs, waits for the grabs already taken to be committed, and stops.

@@ -25,3 +25,35 @@ func TestGateRules(t *testing.T) {
 		return g
 	})
 }
+
+// TestLineRules runs the rules every line keeps (saletest.LineTests) on the embedded line, with
+// its real SQLite journal; reopening it rebuilds it from the journal, as a restart does.
+func TestLineRules(t *testing.T) {
+	saletest.LineTests(t, func(t *testing.T) (sale.Line, func() sale.Line) {
+		dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
+		acts := map[string]sale.Activity{}
+		for _, id := range []string{"line-early", "line-cap", "line-lottery", "line-admit", "line-crowd"} {
+			acts[id] = saletest.LineItem(id, 1, sale.AdmitQueue)
+		}
+		lookup := func(_ context.Context, id string) (sale.Activity, error) {
+			a, ok := acts[id]
+			if !ok {
+				return sale.Activity{}, sale.ErrNotFound
+			}
+			return a, nil
+		}
+		open := func() sale.Line {
+			j, err := sqlstore.OpenLineJournal(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := memory.OpenLine(context.Background(), j, lookup)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { l.Close(); j.Close() })
+			return l
+		}
+		return open(), open
+	})
+}

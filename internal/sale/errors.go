@@ -35,7 +35,7 @@ var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBu
 // answers are the errors that are the sale's answer to a request, not a failure of a dependency.
 var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
-	ErrExists, ErrRateLimited, ErrTooLarge}
+	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull}
 
 // IsAnswer reports whether err is one of the sale's answers (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

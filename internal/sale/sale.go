@@ -24,12 +24,13 @@ const (
 // Admission says how grabs are admitted to the stock gate.
 type Admission string
 
-// The admission modes. Only direct is served by the gate today; queue and lottery are reserved
-// names that the create endpoint refuses until they exist.
+// The admission modes. Direct grabs go to the stock gate as they come: the fastest client wins.
+// Queue and lottery grabs join the activity's waiting line instead (see Line), and a drainer
+// admits them to the gate in the line's order.
 const (
-	AdmitDirect  Admission = "direct"
-	AdmitQueue   Admission = "queue"
-	AdmitLottery Admission = "lottery"
+	AdmitDirect  Admission = "direct"  // first come, first served at the gate
+	AdmitQueue   Admission = "queue"   // a waiting room: the early crowd shuffled at the start, then FIFO
+	AdmitLottery Admission = "lottery" // entries until the start, then a verifiable draw for the stock
 )
 
 // Limits on what an activity may ask for. They keep arithmetic far from overflow and rows small.
@@ -41,6 +42,15 @@ const (
 	MaxNameLen      = 200
 	MaxStockShards  = 64
 	MaxIDLen        = 64
+	MaxQueueCap     = 100_000_000 // tickets waiting in one line
+	MaxAdmitRate    = 1_000_000   // tickets admitted per second
+)
+
+// Defaults of a line's settings: the cap is a multiple of the stock, the rate a number of
+// tickets a second.
+const (
+	DefaultQueueFactor = 10
+	DefaultAdmitRate   = 1000
 )
 
 // Activity is one sale: a flash sale of items or a red-packet drop. It does not change after it
@@ -63,8 +73,17 @@ type Activity struct {
 	// slots, for an item so hot that one slot's core cannot take its crowd (1: one counter).
 	// The embedded gate, in one process, keeps one counter whatever it says.
 	StockShards int64
-	CreatedAt   time.Time
+	// QueueCap bounds the tickets waiting in a queue or lottery line at once (QUEUE_FULL beyond);
+	// AdmitRate is how many tickets a second the line's drainer admits to the gate (queue mode).
+	QueueCap, AdmitRate int64
+	// Seed orders the early crowd of a queue or lottery line (see DrawOrder). It is secret until
+	// the draw; its commitment is public from the creation.
+	Seed      Seed
+	CreatedAt time.Time
 }
+
+// Lined reports whether grabs join a waiting line rather than go straight to the gate.
+func (a Activity) Lined() bool { return a.Admission == AdmitQueue || a.Admission == AdmitLottery }
 
 // Rates are an activity's own grab rate limits in requests per second: per user, per client IP
 // and for the whole activity. Zero keeps the node's setting; RateOff switches a limit off.
@@ -113,8 +132,16 @@ func (a Activity) Validate() error {
 		return bad("end_at must be after start_at")
 	case a.PayWindow <= 0 || a.PayWindow > MaxPayWindow:
 		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
-	case a.Admission != AdmitDirect:
-		return bad("admission %q is not available; use %q", a.Admission, AdmitDirect)
+	case a.Admission != AdmitDirect && !a.Lined():
+		return bad("admission must be %q, %q or %q", AdmitDirect, AdmitQueue, AdmitLottery)
+	case a.Lined() && a.RequireChallenge:
+		return bad("require_challenge is for direct admission; a line's order does not reward speed")
+	case a.Lined() && (a.QueueCap < 1 || a.QueueCap > MaxQueueCap):
+		return bad("queue_cap must be between 1 and %d", MaxQueueCap)
+	case a.Lined() && (a.AdmitRate < 1 || a.AdmitRate > MaxAdmitRate):
+		return bad("admit_rate must be between 1 and %d tickets a second", MaxAdmitRate)
+	case !a.Lined() && (a.QueueCap != 0 || a.AdmitRate != 0):
+		return bad("queue_cap and admit_rate are for queue and lottery admission")
 	case a.StockShards < 1 || a.StockShards > MaxStockShards:
 		return bad("stock_shards must be between 1 and %d", MaxStockShards)
 	case a.StockShards > 1 && a.Kind != KindItem:
@@ -255,6 +282,19 @@ type Stats struct {
 	Failed       int64 `json:"failed"`
 	PendingQueue int64 `json:"pending_queue"`
 	DeadLetters  int64 `json:"dead_letters"`
+	// Line is the waiting line of a queue or lottery activity.
+	Line *LineStats `json:"line,omitempty"`
+}
+
+// LineStats are a line's numbers for the dashboard.
+type LineStats struct {
+	Joined    int64   `json:"joined"`   // tickets ever taken
+	Waiting   int64   `json:"waiting"`  // not answered yet: the line's length
+	Answered  int64   `json:"answered"` // admitted to the gate or answered sold out
+	Early     int64   `json:"early"`    // the early crowd, shuffled at the start
+	Sealed    bool    `json:"sealed"`
+	DrainRate float64 `json:"drain_rate"` // admissions a second, measured by the drainer
+	WaitS     float64 `json:"wait_s"`     // the estimated wait at the tail of the line
 }
 
 // ValidID reports whether s can name an activity: 1 to MaxIDLen ASCII letters, digits, '-' or '_'.

@@ -39,6 +39,8 @@ type Service struct {
 
 	ranking Ranking     // red packets' leaderboards beside the gate; nil: none
 	leaders LeaderStore // the database's answer to leaderboards; nil: none
+
+	line Line // the waiting lines of queue and lottery activities; nil: none
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
@@ -92,6 +94,24 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	}
 	if a.StockShards == 0 {
 		a.StockShards = 1
+	}
+	if a.Lined() {
+		if a.QueueCap == 0 {
+			a.QueueCap = min(DefaultQueueFactor*a.Stock, MaxQueueCap)
+		}
+		if a.AdmitRate == 0 {
+			a.AdmitRate = DefaultAdmitRate
+		}
+		if a.Seed == (Seed{}) {
+			seed, err := NewSeed()
+			if err != nil {
+				return Activity{}, err
+			}
+			a.Seed = seed
+		}
+		if s.line == nil {
+			return Activity{}, fmt.Errorf("%w: admission %q needs a line, and this node has none", ErrInvalid, a.Admission)
+		}
 	}
 	a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
 	a.StartAt = a.StartAt.UTC().Truncate(time.Millisecond)
@@ -333,8 +353,9 @@ func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
 	return n, err
 }
 
-// Grab takes one unit of an activity for a user, at the service's clock (req.Now is ignored).
-// See Gate.Grab for the errors.
+// Grab takes one unit of an activity admitted directly for a user, at the service's clock
+// (req.Now is ignored). See Gate.Grab for the errors, and ErrNotLined's twin: a queue or lottery
+// activity is refused with ErrInvalid (its grabs Join the line).
 func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	if !ValidID(req.ActivityID) {
 		return Grab{}, ErrNotFound
@@ -342,8 +363,34 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	if len(req.Pass) > MaxPassLen {
 		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
 	}
-	activityID := req.ActivityID
+	a, err := s.Peek(ctx, req.ActivityID)
+	if err != nil {
+		return Grab{}, err
+	}
+	if a.Lined() {
+		return Grab{}, fmt.Errorf("%w: a %s activity's grabs join its line", ErrInvalid, a.Admission)
+	}
 	req.Now = s.now()
+	return s.grab(ctx, req)
+}
+
+// Peek returns an activity from the node's cache, or from the database if the gate has it: a
+// crowd grabbing ids that do not exist costs the gate's answer, never a query. Errors:
+// ErrNotFound, ErrBusy.
+func (s *Service) Peek(ctx context.Context, id string) (Activity, error) {
+	if a, ok := s.Known(id); ok {
+		return a, nil
+	}
+	if _, err := s.gate.Remaining(ctx, id); errors.Is(err, ErrNotFound) {
+		return Activity{}, err
+	}
+	return s.Activity(ctx, id)
+}
+
+// grab asks the gate, rebuilding the activity in it if the cache lost it, and raises the local
+// sold-out flag when the gate says so.
+func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
+	activityID := req.ActivityID
 	g, err := s.gate.Grab(ctx, req)
 	if errors.Is(err, ErrUnloaded) {
 		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
@@ -532,7 +579,15 @@ func (s *Service) GateStats(ctx context.Context, id string) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	return Stats{Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem}, nil
+	st := Stats{Stock: a.Stock, Remaining: rem, Grabbed: a.Stock - rem}
+	if a.Lined() && s.line != nil {
+		ls, err := s.line.State(ctx, a.ID)
+		if err != nil {
+			return Stats{}, err
+		}
+		st.Line = lineStats(a, ls)
+	}
+	return st, nil
 }
 
 // Gauge is one activity's live numbers for the metrics: what the gate has left and what the

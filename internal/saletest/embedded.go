@@ -34,9 +34,19 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	lines, err := sqlstore.OpenLineJournal(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := memory.OpenLine(ctx, lines, store.Activity)
+	if err != nil {
+		t.Fatal(err)
+	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
-	env := start(t, clock, gate, queue, store, memory.NewRanking(ExactMax), gate.Close, journal.Close, store.Close)
+	env := start(t, clock, gate, queue, store, memory.NewRanking(ExactMax), line.Close, lines.Close, gate.Close,
+		journal.Close, store.Close)
+	env.Service.WithLine(line)
 	env.Answers = NewAnswers(memory.NewChallenges(1 << 16))
 	env.Service.WithChallenges(env.Answers)
 	return env

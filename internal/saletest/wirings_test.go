@@ -759,3 +759,21 @@ func TestShardedStockThroughTheService(t *testing.T) {
 		t.Fatalf("database %+v; want %d created, 1 cancelled", c, stock)
 	}
 }
+
+// TestEmbeddedAdmission runs the queue and lottery modes on the embedded wiring.
+func TestEmbeddedAdmission(t *testing.T) { saletest.AdmissionTests(t, saletest.Embedded) }
+
+// TestEmbeddedAdmissionOnServerDatabases runs them with the line's journal on MariaDB and on
+// PostgreSQL.
+func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
+	t.Run("MariaDB", func(t *testing.T) {
+		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return saletest.EmbeddedOn(t, c, pgtest.DSN(t))
+		})
+	})
+}

@@ -26,19 +26,33 @@ func fromMS(v int64) time.Time {
 
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
-	stock_shards`
+	stock_shards, queue_cap, admit_rate, draw_seed`
 
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
 	var start, end, window, created int64
 	var challenge int
+	var seed string
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
 		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
-		&a.StockShards)
+		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed)
+	if err == nil && seed != "" {
+		if a.Seed, err = sale.ParseSeed(seed); err != nil {
+			err = fmt.Errorf("activity %s: draw seed: %w", a.ID, err)
+		}
+	}
 	a.StartAt, a.EndAt, a.CreatedAt = fromMS(start), fromMS(end), fromMS(created)
 	a.PayWindow = time.Duration(window) * time.Millisecond
 	a.RequireChallenge = challenge != 0
 	return a, err
+}
+
+// seedText is a seed as stored: hex, or empty for none.
+func seedText(s sale.Seed) string {
+	if s == (sale.Seed{}) {
+		return ""
+	}
+	return s.String()
 }
 
 // CreateActivity implements sale.Store.
@@ -49,10 +63,10 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			challenge = 1
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
 			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt),
-			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1))
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1), a.QueueCap, a.AdmitRate, seedText(a.Seed))
 		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}

@@ -1,0 +1,225 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Drainer admits the tickets of lined activities to the gate, for every such activity this node
+// knows: one round each tick, on the activities whose line this node leads (Line.Lead), so that
+// one drainer works each line however many nodes run one.
+type Drainer struct {
+	svc    *Service
+	holder string
+	tick   time.Duration
+
+	mu    sync.Mutex
+	lines map[string]*draining
+}
+
+// draining is a drainer's memory of one line: the admission budget and the measured rate. It is
+// only a pace; losing it (another node takes over) costs nothing but a tick's budget.
+type draining struct {
+	last   time.Time // the last round's time
+	budget float64   // tickets that may be admitted now
+	recent []admitted
+}
+
+type admitted struct {
+	at time.Time
+	n  int64
+}
+
+// Drain limits.
+const (
+	maxDrainBatch  = 4096 // tickets admitted in one round at most
+	drainInFlight  = 64   // grabs of a round in flight at once
+	rateWindow     = 5 * time.Second
+	drainLeaseTick = 20 // the lease lasts this many ticks: a dead drainer is replaced that soon
+)
+
+// NewDrainer returns a drainer for s's lines, known to the others as holder, that runs a round
+// every tick.
+func (s *Service) NewDrainer(holder string, tick time.Duration) *Drainer {
+	return &Drainer{svc: s, holder: holder, tick: tick, lines: map[string]*draining{}}
+}
+
+// Run drains until ctx ends. A round that fails is logged by report and tried again next tick:
+// every step is idempotent.
+func (d *Drainer) Run(ctx context.Context, report func(activityID string, err error)) {
+	t := time.NewTicker(d.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, a := range d.svc.Current() {
+			if !a.Lined() {
+				continue
+			}
+			if _, err := d.Round(ctx, a); err != nil && ctx.Err() == nil {
+				report(a.ID, err)
+			}
+		}
+	}
+}
+
+// Round runs one round of a's line: it seals the line at the start (placing the early tickets in
+// the draw's order), then admits the tickets at the head that the budget allows and the gate can
+// serve, in order, and answers everyone waiting once the gate has nothing left. It returns the
+// tickets answered.
+func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
+	s := d.svc
+	lead, err := s.line.Lead(ctx, a.ID, d.holder, drainLeaseTick*d.tick)
+	if err != nil || !lead {
+		d.forget(a.ID)
+		return 0, err
+	}
+	now := s.now()
+	if now.Before(a.StartAt) {
+		return 0, nil
+	}
+	st, err := s.line.State(ctx, a.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !st.Sealed || !st.Drawn {
+		if st, err = s.line.Seal(ctx, a); err != nil {
+			return 0, fmt.Errorf("seal the line: %w", err)
+		}
+	}
+	if !now.Before(a.EndAt) || st.Head >= st.Placed {
+		d.pace(a, now, 0)
+		return 0, nil
+	}
+	rem, err := s.Remaining(ctx, a.ID)
+	if err != nil {
+		return 0, err
+	}
+	if rem <= 0 {
+		head, err := s.line.Skip(ctx, a.ID, st.Head)
+		if err != nil {
+			return 0, fmt.Errorf("answer the line sold out: %w", err)
+		}
+		s.flagSoldOut(a.ID, time.Now().Add(s.soldOutTTL))
+		return head - st.Head, nil
+	}
+	// Never more than the gate has: every ticket of a batch then wins (but for a buyer at the
+	// per-user limit), so the winners are the line's first tickets, whatever order the batch's
+	// grabs reach the gate in.
+	n := min(int64(d.budget(a, now)), rem, maxDrainBatch)
+	if n < 1 {
+		return 0, nil
+	}
+	from, to, ts, err := s.line.Next(ctx, a.ID, int(n))
+	if err != nil || to == from {
+		return 0, err
+	}
+	if err := d.admit(ctx, a, now, ts); err != nil {
+		return 0, err
+	}
+	rate := d.pace(a, now, to-from)
+	if err := s.line.Admit(ctx, a.ID, from, to, ts, rate); err != nil {
+		return 0, fmt.Errorf("record the admitted tickets: %w", err)
+	}
+	return to - from, nil
+}
+
+// admit grabs a unit for each ticket and sets its outcome. A failure of the gate fails the whole
+// batch, which the next round admits again: the grabs already made are returned by their
+// idempotency keys, not made twice.
+func (d *Drainer) admit(ctx context.Context, a Activity, now time.Time, ts []Ticket) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(ts))
+	sem := make(chan struct{}, drainInFlight)
+	for i := range ts {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t := &ts[i]
+			g, err := d.svc.grab(ctx, GrabRequest{ActivityID: a.ID, UserID: t.UserID, IdempotencyKey: LineKey(t.Token), Now: now})
+			switch {
+			case err == nil:
+				t.Outcome, t.OrderToken, t.AmountCents = OutcomeWon, g.Token, g.AmountCents
+			case errors.Is(err, ErrSoldOut) && a.Admission == AdmitLottery:
+				t.Outcome = OutcomeNotDrawn
+			case errors.Is(err, ErrSoldOut):
+				t.Outcome = OutcomeSoldOut
+			case errors.Is(err, ErrAlreadyBought):
+				t.Outcome = OutcomeAlreadyBought
+			case errors.Is(err, ErrEnded):
+				t.Outcome = OutcomeEnded
+			default:
+				errs[i] = fmt.Errorf("admit ticket %s: %w", t.Token, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// LineKey is the idempotency key of the grab that admits a ticket.
+func LineKey(ticketToken string) string { return "line:" + ticketToken }
+
+// budget returns the tickets a may admit at now: its admit rate since the last round, with at
+// most a second's worth saved up; a lottery draws as fast as the gate takes it.
+func (d *Drainer) budget(a Activity, now time.Time) float64 {
+	if a.Admission == AdmitLottery {
+		return maxDrainBatch
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.lineOf(a.ID)
+	if l.last.IsZero() {
+		l.last = now.Add(-d.tick)
+	}
+	rate := float64(a.AdmitRate)
+	l.budget = min(l.budget+rate*now.Sub(l.last).Seconds(), max(rate, 1))
+	l.last = now
+	return l.budget
+}
+
+// pace takes n admissions off a's budget and returns the rate measured over the last seconds.
+func (d *Drainer) pace(a Activity, now time.Time, n int64) float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.lineOf(a.ID)
+	l.budget -= float64(n)
+	if n > 0 {
+		l.recent = append(l.recent, admitted{now, n})
+	}
+	i := 0
+	for i < len(l.recent) && now.Sub(l.recent[i].at) > rateWindow {
+		i++
+	}
+	l.recent = l.recent[i:]
+	if len(l.recent) == 0 {
+		return 0
+	}
+	var sum int64
+	for _, r := range l.recent {
+		sum += r.n
+	}
+	span := max(now.Sub(l.recent[0].at)+d.tick, d.tick)
+	return float64(sum) / span.Seconds()
+}
+
+func (d *Drainer) lineOf(id string) *draining {
+	l, ok := d.lines[id]
+	if !ok {
+		l = &draining{}
+		d.lines[id] = l
+	}
+	return l
+}
+
+func (d *Drainer) forget(id string) {
+	d.mu.Lock()
+	delete(d.lines, id)
+	d.mu.Unlock()
+}

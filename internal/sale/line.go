@@ -1,0 +1,268 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Admission by line: the queue and lottery modes.
+//
+// A grab on such an activity does not go to the gate: the user joins the activity's line and gets
+// a ticket. Tickets taken before the start form the early crowd; the line is sealed at the start,
+// the early tickets are put in the draw's order (DrawOrder over their tokens with the activity's
+// seed, whose commitment was public from the creation), and later tickets queue behind them in the
+// order they came (queue mode only: a lottery takes no ticket after the start). One drainer per
+// activity then admits tickets from the head of the line to the gate, as grabs like any other, in
+// order and at the activity's rate (a lottery's at once). A ticket's outcome is the gate's answer:
+// won (with the order's token), sold out, already bought. When the gate has nothing left, every
+// ticket still waiting is answered at once: sold out, or in a lottery, not drawn.
+//
+// Every step is idempotent, so a drainer killed anywhere loses nothing: a ticket is admitted with
+// its token as the grab's idempotency key, so admitting it again returns the same grab, and the
+// head moves only with the outcomes, atomically, and only from where the drainer found it.
+
+// Outcome is where a ticket stands.
+type Outcome string
+
+// The outcomes of a ticket.
+const (
+	OutcomeWaiting       Outcome = "WAITING"
+	OutcomeWon           Outcome = "WON"
+	OutcomeSoldOut       Outcome = "SOLD_OUT"
+	OutcomeNotDrawn      Outcome = "NOT_DRAWN" // lottery: the stock went to tickets drawn before
+	OutcomeAlreadyBought Outcome = "ALREADY_BOUGHT"
+	OutcomeEnded         Outcome = "ENDED" // the sale ended with the ticket still waiting
+)
+
+// Ticket is a user's place in an activity's line.
+type Ticket struct {
+	Token      string
+	ActivityID string
+	UserID     string
+	Early      bool      // taken before the line was sealed: placed by the draw
+	Place      int64     // 0-based place in the line; -1 while an early ticket awaits the draw
+	JoinedAt   time.Time // the node's clock when the ticket was taken
+	// Outcome is the gate's answer once the ticket was admitted ("" while waiting, and for a
+	// ticket answered by Skip: Line.Ticket leaves that to the Service, which knows the mode).
+	Outcome     Outcome
+	OrderToken  string // the grab's token when won
+	AmountCents int64  // the grab's amount when won
+}
+
+// LineState is what a line knows of itself.
+type LineState struct {
+	Sealed bool  // the early crowd is closed: tickets now queue at the tail
+	Drawn  bool  // the early tickets have their places
+	Early  int64 // early tickets (final once sealed)
+	Placed int64 // places given: early tickets once drawn plus the tail's
+	Joined int64 // tickets ever taken
+	Head   int64 // places below it are answered
+	// Rate is the drainer's measured admissions a second (0 before it has measured any).
+	Rate float64
+}
+
+// Waiting is the number of tickets not answered yet.
+func (s LineState) Waiting() int64 { return s.Joined - s.Head }
+
+// JoinRequest asks a line for a ticket.
+type JoinRequest struct {
+	Activity Activity
+	UserID   string
+	Token    string // the new ticket's token, if one is taken
+	Now      time.Time
+	Tail     bool // after the seal, queue at the tail (queue mode); false refuses with ErrEnded
+}
+
+// Line is an activity's waiting line, durable before it answers: in process with a journal in
+// embedded mode, in Redis in distributed mode.
+type Line interface {
+	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
+	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
+	// the start seals the line. A user whose ticket is still waiting gets it back with fresh
+	// false. Errors: ErrQueueFull when Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
+	Join(ctx context.Context, r JoinRequest) (t Ticket, fresh bool, err error)
+
+	// Ticket returns the ticket of token and its line's state. Errors: ErrNotFound, ErrBusy.
+	Ticket(ctx context.Context, token string) (Ticket, LineState, error)
+
+	// State returns the line's state (the zero state for a line nobody joined).
+	State(ctx context.Context, activityID string) (LineState, error)
+
+	// Seal closes the early crowd of a, and gives the early tickets their places in the order
+	// DrawOrder(a.Seed, their tokens). It is idempotent.
+	Seal(ctx context.Context, a Activity) (LineState, error)
+
+	// Early returns the tokens of a sealed line's early tickets, in no particular order: the
+	// entries of the draw, which anyone may recompute from them and the revealed seed.
+	Early(ctx context.Context, activityID string) ([]string, error)
+
+	// Next returns the tickets placed in [from, to), up to n places from the head (from): the
+	// drainer's next batch. Places whose ticket was never acknowledged are skipped.
+	Next(ctx context.Context, activityID string, n int) (from, to int64, ts []Ticket, err error)
+
+	// Admit records the outcomes of the tickets of a batch and moves the head from from to to,
+	// if the head is still at from (another drainer may have got there first: then it does
+	// nothing). It remembers rate as the measured admissions a second.
+	Admit(ctx context.Context, activityID string, from, to int64, ts []Ticket, rate float64) error
+
+	// Skip answers every placed ticket from the head (if it is at from) to the tail: the gate has
+	// nothing left for them. It reports the new head.
+	Skip(ctx context.Context, activityID string, from int64) (int64, error)
+
+	// Lead makes holder the activity's drainer for ttl, or keeps it so, unless another holder
+	// leads. It reports whether holder leads.
+	Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error)
+}
+
+// ErrQueueFull refuses a ticket when the line holds its cap of waiting tickets.
+var ErrQueueFull = errors.New("the waiting line is full")
+
+// ErrNotLined refuses a line operation on an activity admitted directly.
+var ErrNotLined = fmt.Errorf("%w: the activity admits grabs directly, it has no line", ErrInvalid)
+
+// TicketView is a ticket as its owner sees it.
+type TicketView struct {
+	Ticket
+	Admission Admission
+	// Position counts the tickets to be answered up to this one (1: next); 0 once answered or
+	// while the early crowd awaits the draw.
+	Position int64
+	// Wait estimates the time until the ticket is answered, from the drainer's measured rate (the
+	// activity's admit rate before it has one) and, before the start, the time left.
+	Wait time.Duration
+	Line LineState
+}
+
+// WithLine makes the service admit queue and lottery grabs through l.
+func (s *Service) WithLine(l Line) *Service {
+	s.line = l
+	return s
+}
+
+// Join is the grab of a queue or lottery activity: it gives userID a ticket in the line, or the
+// ticket the user already has waiting (fresh false). Errors: ErrNotFound, ErrNotLined, ErrEnded
+// (after the end; a lottery's entries also close at the start), ErrSoldOut, ErrQueueFull, ErrBusy.
+func (s *Service) Join(ctx context.Context, activityID, userID string) (TicketView, bool, error) {
+	a, err := s.Activity(ctx, activityID)
+	if err != nil {
+		return TicketView{}, false, err
+	}
+	if !a.Lined() || s.line == nil {
+		return TicketView{}, false, ErrNotLined
+	}
+	now := s.now()
+	if !now.Before(a.EndAt) || (a.Admission == AdmitLottery && !now.Before(a.StartAt)) {
+		return TicketView{}, false, ErrEnded
+	}
+	if a.Admission == AdmitQueue && s.SoldOut(a.ID) {
+		return TicketView{}, false, ErrSoldOut
+	}
+	t, fresh, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewToken("q"), Now: now,
+		Tail: a.Admission == AdmitQueue})
+	if err != nil {
+		return TicketView{}, false, err
+	}
+	st, err := s.line.State(ctx, a.ID)
+	if err != nil {
+		return TicketView{}, false, err
+	}
+	return view(a, t, st, now), fresh, nil
+}
+
+// Ticket returns userID's ticket token. Errors: ErrNotFound (also for another user's ticket),
+// ErrBusy.
+func (s *Service) Ticket(ctx context.Context, userID, token string) (TicketView, error) {
+	if s.line == nil || token == "" || len(token) > MaxIDLen {
+		return TicketView{}, ErrNotFound
+	}
+	t, st, err := s.line.Ticket(ctx, token)
+	if err != nil {
+		return TicketView{}, err
+	}
+	if t.UserID != userID {
+		return TicketView{}, ErrNotFound
+	}
+	a, err := s.Activity(ctx, t.ActivityID)
+	if err != nil {
+		return TicketView{}, err
+	}
+	return view(a, t, st, s.now()), nil
+}
+
+// view says where t stands in a line in state st at now.
+func view(a Activity, t Ticket, st LineState, now time.Time) TicketView {
+	v := TicketView{Ticket: t, Admission: a.Admission, Line: st}
+	answered := t.Outcome != "" || (t.Place >= 0 && t.Place < st.Head)
+	switch {
+	case answered && t.Outcome == "" && a.Admission == AdmitLottery:
+		v.Outcome = OutcomeNotDrawn
+	case answered && t.Outcome == "":
+		v.Outcome = OutcomeSoldOut
+	case answered:
+	case !now.Before(a.EndAt):
+		v.Outcome = OutcomeEnded
+	default:
+		v.Outcome = OutcomeWaiting
+		rate := st.Rate
+		if rate <= 0 {
+			rate = float64(a.AdmitRate)
+		}
+		ahead := st.Early / 2 // an early ticket before the draw: half the early crowd, on average
+		if t.Place >= 0 {
+			v.Position = t.Place - st.Head + 1
+			ahead = v.Position
+		}
+		if a.Admission == AdmitLottery {
+			ahead = 0 // drawn at once
+		}
+		v.Wait = time.Duration(float64(ahead) / rate * float64(time.Second))
+		if now.Before(a.StartAt) {
+			v.Wait += a.StartAt.Sub(now)
+		}
+	}
+	return v
+}
+
+// LineState returns the state of a's line. Errors: ErrNotLined, ErrBusy.
+func (s *Service) LineState(ctx context.Context, a Activity) (LineState, error) {
+	if !a.Lined() || s.line == nil {
+		return LineState{}, ErrNotLined
+	}
+	return s.line.State(ctx, a.ID)
+}
+
+// Entries returns the draw's entries of a: its early tickets' tokens, sorted, once the line is
+// sealed. With the revealed seed anyone recomputes the early crowd's order (DrawOrder), and in a
+// lottery its winners: the first Stock. Errors: ErrNotLined, ErrNotStarted (not sealed yet),
+// ErrBusy.
+func (s *Service) Entries(ctx context.Context, a Activity) ([]string, error) {
+	st, err := s.LineState(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Drawn {
+		return nil, fmt.Errorf("%w: the draw is at the start", ErrNotStarted)
+	}
+	tokens, err := s.line.Early(ctx, a.ID)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(tokens)
+	return tokens, nil
+}
+
+func lineStats(a Activity, st LineState) *LineStats {
+	ls := &LineStats{Joined: st.Joined, Waiting: st.Waiting(), Answered: st.Head, Early: st.Early, Sealed: st.Sealed,
+		DrainRate: st.Rate}
+	rate := st.Rate
+	if rate <= 0 {
+		rate = float64(a.AdmitRate)
+	}
+	if a.Admission == AdmitQueue {
+		ls.WaitS = float64(ls.Waiting) / rate
+	}
+	return ls
+}

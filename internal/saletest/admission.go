@@ -1,0 +1,183 @@
+package saletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// AdmissionTests checks the queue and lottery modes through the service, on a wiring whose
+// service has a line: who wins, in which order, and that everyone is answered.
+func AdmissionTests(t *testing.T, newEnv NewEnv) {
+	t.Run("QueueIsFIFOAfterTheDraw", func(t *testing.T) { queueFIFO(t, newEnv) })
+	t.Run("LotteryWinnersAreTheDraws", func(t *testing.T) { lotteryWinners(t, newEnv) })
+}
+
+// lineActivity creates an activity of stock units under admission, starting a minute after the
+// clock.
+func lineActivity(t *testing.T, env Env, stock int64, admission sale.Admission) sale.Activity {
+	t.Helper()
+	now := env.Clock.Now()
+	a, err := env.Service.CreateActivity(context.Background(), sale.Activity{Name: string(admission), Kind: sale.KindItem,
+		Stock: stock, PriceCents: 100, StartAt: now.Add(time.Minute), EndAt: now.Add(time.Hour),
+		PayWindow: time.Hour, Admission: admission})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.QueueCap != 10*stock || a.AdmitRate != sale.DefaultAdmitRate || a.Seed == (sale.Seed{}) {
+		t.Fatalf("created %+v: want the default cap and rate and a seed", a)
+	}
+	return a
+}
+
+// drainAll runs the drainer a round every 100 ms of the test's clock until nobody waits.
+func drainAll(t *testing.T, env Env, a sale.Activity) {
+	t.Helper()
+	d := env.Service.NewDrainer("test", 100*time.Millisecond)
+	for round := 0; ; round++ {
+		env.Clock.Advance(100 * time.Millisecond)
+		if _, err := d.Round(context.Background(), a); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		st, err := env.Service.Stats(context.Background(), a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Line.Waiting == 0 {
+			return
+		}
+		if round == 1000 {
+			t.Fatalf("still %d waiting after %d rounds", st.Line.Waiting, round)
+		}
+	}
+}
+
+func queueFIFO(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)))
+	svc := env.Service
+	a := lineActivity(t, env, 20, sale.AdmitQueue)
+	if _, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "direct"}); !errors.Is(err, sale.ErrInvalid) {
+		t.Fatalf("a direct grab of a queue activity: %v, want ErrInvalid", err)
+	}
+	var early, late []string
+	owner := map[string]string{}
+	for i := range 40 {
+		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("e%d", i))
+		if err != nil || !fresh || v.Outcome != sale.OutcomeWaiting || v.Position != 0 || !v.Early {
+			t.Fatalf("early join %d: %+v fresh=%v, %v", i, v, fresh, err)
+		}
+		if v.Wait < a.StartAt.Sub(env.Clock.Now()) {
+			t.Fatalf("early ticket's wait %v: want at least the time to the start", v.Wait)
+		}
+		early = append(early, v.Token)
+		owner[v.Token] = v.UserID
+		env.Clock.Advance(time.Second / 4)
+	}
+	if v, fresh, err := svc.Join(ctx, a.ID, "e7"); err != nil || fresh || v.Token != early[7] {
+		t.Fatalf("e7 again: %+v fresh=%v %v, want its ticket back", v, fresh, err)
+	}
+	env.Clock.Advance(time.Minute)
+	for i := range 30 {
+		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("l%d", i))
+		if err != nil || !fresh || v.Early || v.Position != int64(41+i) {
+			t.Fatalf("late join %d: %+v fresh=%v, %v, want position %d", i, v, fresh, err, 41+i)
+		}
+		late = append(late, v.Token)
+		owner[v.Token] = v.UserID
+	}
+	if _, err := svc.Ticket(ctx, "l0", early[0]); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("another user's ticket: %v, want ErrNotFound", err)
+	}
+	drainAll(t, env, a)
+
+	order := append(sale.DrawOrder(a.Seed, early), late...)
+	won := 0
+	for place, tok := range order {
+		v, err := svc.Ticket(ctx, owner[tok], tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := sale.OutcomeSoldOut
+		if place < 20 {
+			want = sale.OutcomeWon
+		}
+		if v.Outcome != want || v.Place != int64(place) {
+			t.Fatalf("place %d (%s): outcome %s at place %d, want %s: the first 20 in the line win", place, tok, v.Outcome, v.Place, want)
+		}
+		if want == sale.OutcomeWon {
+			won++
+			env.Drain(a.ID)
+			o, err := svc.Order(ctx, owner[tok], v.OrderToken)
+			if err != nil || o.Status != sale.StatusCreated || o.UserID != owner[tok] {
+				t.Fatalf("order of the winner at place %d: %+v, %v", place, o, err)
+			}
+		}
+	}
+	st, err := svc.Stats(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if won != 20 || st.Orders != 20 || st.Remaining != 0 || st.Line.Joined != 70 || st.Line.Answered != 70 {
+		t.Fatalf("won %d, stats %+v line %+v", won, st, st.Line)
+	}
+	if _, _, err := svc.Join(ctx, a.ID, "after"); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("join after the sell-out: %v, want ErrSoldOut", err)
+	}
+}
+
+func lotteryWinners(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)))
+	svc := env.Service
+	a := lineActivity(t, env, 10, sale.AdmitLottery)
+	owner := map[string]string{}
+	var entries []string
+	for i := range 35 {
+		v, _, err := svc.Join(ctx, a.ID, fmt.Sprintf("u%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, v.Token)
+		owner[v.Token] = v.UserID
+	}
+	if _, err := svc.Entries(ctx, a); !errors.Is(err, sale.ErrNotStarted) {
+		t.Fatalf("entries before the draw: %v, want ErrNotStarted", err)
+	}
+	env.Clock.Advance(time.Minute)
+	if _, _, err := svc.Join(ctx, a.ID, "late"); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("an entry after the start: %v, want ErrEnded", err)
+	}
+	drainAll(t, env, a)
+
+	published, err := svc.Entries(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(published, slices.Sorted(slices.Values(entries))) {
+		t.Fatalf("published entries %v, want the %d tokens sorted", published, len(entries))
+	}
+	winners := sale.Winners(a.Seed, published, int(a.Stock))
+	for _, tok := range entries {
+		v, err := svc.Ticket(ctx, owner[tok], tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := sale.OutcomeNotDrawn
+		if slices.Contains(winners, tok) {
+			want = sale.OutcomeWon
+		}
+		if v.Outcome != want {
+			t.Fatalf("ticket %s: %s, want %s as the draw recomputed from the seed says", tok, v.Outcome, want)
+		}
+	}
+	env.Drain(a.ID)
+	if st, err := svc.Stats(ctx, a.ID); err != nil || st.Orders != a.Stock {
+		t.Fatalf("stats %+v, %v: want an order per unit", st, err)
+	}
+}

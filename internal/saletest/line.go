@@ -1,0 +1,270 @@
+package saletest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// LineItem is a queue activity of stock units starting at 12:00 on 2026-11-30, with a fixed seed.
+func LineItem(id string, stock int64, admission sale.Admission) sale.Activity {
+	a := GateItem(id, stock, 1)
+	a.Admission, a.QueueCap, a.AdmitRate = admission, 10*stock, 1000
+	for i := range a.Seed {
+		a.Seed[i] = byte(i*7 + len(id))
+	}
+	return a
+}
+
+// NewLine returns a line that knows no activity yet, and a function that reopens it from what it
+// made durable, as a restarted process would (the old one is no longer used). Activity ids are
+// unique across the subtests.
+type NewLine func(t *testing.T) (line sale.Line, reopen func() sale.Line)
+
+// LineTests checks the rules every sale.Line keeps, whatever it runs on.
+func LineTests(t *testing.T, newLine NewLine) {
+	t.Run("EarlyCrowdDrawnAtTheSeal", func(t *testing.T) { lineEarlyCrowd(t, newLine) })
+	t.Run("CapAndDuplicates", func(t *testing.T) { lineCap(t, newLine) })
+	t.Run("LotteryTakesNoneAfterTheSeal", func(t *testing.T) { lineLotteryClosed(t, newLine) })
+	t.Run("AdmitAndSkipMoveTheHeadOnce", func(t *testing.T) { lineAdmitSkip(t, newLine) })
+	t.Run("ConcurrentJoinsGetDistinctPlaces", func(t *testing.T) { lineConcurrent(t, newLine) })
+}
+
+func join(t *testing.T, l sale.Line, a sale.Activity, user string, at time.Time, tail bool) (sale.Ticket, bool) {
+	t.Helper()
+	tk, fresh, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
+		Token: sale.NewToken("q"), Now: at, Tail: tail})
+	if err != nil {
+		t.Fatalf("Join(%s, %s): %v", a.ID, user, err)
+	}
+	return tk, fresh
+}
+
+func ticketOf(t *testing.T, l sale.Line, token string) (sale.Ticket, sale.LineState) {
+	t.Helper()
+	tk, st, err := l.Ticket(context.Background(), token)
+	if err != nil {
+		t.Fatalf("Ticket(%s): %v", token, err)
+	}
+	return tk, st
+}
+
+func lineEarlyCrowd(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, reopen := newLine(t)
+	a := LineItem("line-early", 3, sale.AdmitQueue)
+	var tokens []string
+	for i := range 6 {
+		tk, fresh := join(t, l, a, fmt.Sprintf("u%d", i), a.StartAt.Add(-time.Minute+time.Duration(i)*time.Second), true)
+		if !fresh || !tk.Early || tk.Place != -1 || tk.ActivityID != a.ID {
+			t.Fatalf("early join %d: %+v fresh=%v, want a fresh early ticket without a place", i, tk, fresh)
+		}
+		tokens = append(tokens, tk.Token)
+	}
+	again, fresh := join(t, l, a, "u2", a.StartAt.Add(-time.Second), true)
+	if fresh || again.Token != tokens[2] {
+		t.Fatalf("second join of u2: token %s fresh=%v, want the first ticket %s back", again.Token, fresh, tokens[2])
+	}
+	st, err := l.State(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Sealed || st.Early != 6 || st.Joined != 6 || st.Placed != 0 || st.Waiting() != 6 {
+		t.Fatalf("state before the start: %+v", st)
+	}
+	// The first join after the start seals the line: it queues behind the whole early crowd.
+	late, _ := join(t, l, a, "late", a.StartAt.Add(time.Second), true)
+	if late.Early || late.Place != 6 {
+		t.Fatalf("late ticket %+v, want place 6 behind the early crowd", late)
+	}
+	if st, err = l.Seal(ctx, a); err != nil || !st.Sealed || !st.Drawn || st.Placed != 7 || st.Early != 6 {
+		t.Fatalf("Seal: %+v, %v", st, err)
+	}
+	want := sale.DrawOrder(a.Seed, tokens)
+	check := func(l sale.Line) {
+		t.Helper()
+		for place, tok := range want {
+			tk, _ := ticketOf(t, l, tok)
+			if tk.Place != int64(place) || !tk.Early {
+				t.Fatalf("ticket %s at place %d (early %v), want %d as the draw orders it", tok, tk.Place, tk.Early, place)
+			}
+		}
+		early, err := l.Early(ctx, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(early)
+		if got := slices.Sorted(slices.Values(tokens)); !slices.Equal(early, got) {
+			t.Fatalf("Early = %v, want %v", early, got)
+		}
+		if tk, _ := ticketOf(t, l, late.Token); tk.Place != 6 || tk.UserID != "late" {
+			t.Fatalf("late ticket after reopening: %+v", tk)
+		}
+	}
+	check(l)
+	check(reopen())
+}
+
+func lineCap(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, _ := newLine(t)
+	a := LineItem("line-cap", 1, sale.AdmitQueue)
+	a.QueueCap = 3
+	at := a.StartAt.Add(time.Second)
+	for _, u := range []string{"a", "b", "c"} {
+		join(t, l, a, u, at, true)
+	}
+	if _, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "d", Token: sale.NewToken("q"), Now: at, Tail: true}); !errors.Is(err, sale.ErrQueueFull) {
+		t.Fatalf("fourth join: %v, want ErrQueueFull", err)
+	}
+	// A user already waiting is not refused by the cap: they get their place back.
+	if tk, fresh := join(t, l, a, "b", at, true); fresh || tk.Place != 1 {
+		t.Fatalf("b again: %+v fresh=%v", tk, fresh)
+	}
+	from, to, ts, err := l.Next(ctx, a.ID, 1)
+	if err != nil || from != 0 || to != 1 || len(ts) != 1 || ts[0].UserID != "a" {
+		t.Fatalf("Next(1) = %d, %d, %+v, %v", from, to, ts, err)
+	}
+	ts[0].Outcome = sale.OutcomeSoldOut
+	if err := l.Admit(ctx, a.ID, from, to, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	if tk, fresh := join(t, l, a, "d", at, true); !fresh || tk.Place != 3 {
+		t.Fatalf("d after one was answered: %+v fresh=%v, want place 3", tk, fresh)
+	}
+}
+
+func lineLotteryClosed(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, _ := newLine(t)
+	a := LineItem("line-lottery", 1, sale.AdmitLottery)
+	join(t, l, a, "early", a.StartAt.Add(-time.Second), false)
+	if _, err := l.Seal(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	// Even a node whose clock lags behind the start may not add an entry once the draw is made.
+	_, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "late", Token: sale.NewToken("q"),
+		Now: a.StartAt.Add(-time.Second), Tail: false})
+	if !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("join after the draw: %v, want ErrEnded", err)
+	}
+	if st, _ := l.State(ctx, a.ID); st.Joined != 1 || st.Placed != 1 {
+		t.Fatalf("state %+v, want the one entry", st)
+	}
+}
+
+func lineAdmitSkip(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, reopen := newLine(t)
+	a := LineItem("line-admit", 2, sale.AdmitQueue)
+	at := a.StartAt.Add(time.Second)
+	var tickets []sale.Ticket
+	for i := range 5 {
+		tk, _ := join(t, l, a, fmt.Sprintf("u%d", i), at, true)
+		tickets = append(tickets, tk)
+	}
+	from, to, ts, err := l.Next(ctx, a.ID, 2)
+	if err != nil || from != 0 || to != 2 || len(ts) != 2 || ts[0].Token != tickets[0].Token || ts[1].Token != tickets[1].Token {
+		t.Fatalf("Next(2) = %d, %d, %+v, %v", from, to, ts, err)
+	}
+	ts[0].Outcome, ts[0].OrderToken, ts[0].AmountCents = sale.OutcomeWon, "o-0", 100
+	ts[1].Outcome = sale.OutcomeAlreadyBought
+	if err := l.Admit(ctx, a.ID, from, to, ts, 12.5); err != nil {
+		t.Fatal(err)
+	}
+	// The same batch admitted again (a drainer that lost its lease) changes nothing.
+	stale := slices.Clone(ts)
+	stale[0].Outcome = sale.OutcomeSoldOut
+	if err := l.Admit(ctx, a.ID, from, to, stale, 0); err != nil {
+		t.Fatal(err)
+	}
+	tk, st := ticketOf(t, l, tickets[0].Token)
+	if tk.Outcome != sale.OutcomeWon || tk.OrderToken != "o-0" || tk.AmountCents != 100 || st.Head != 2 {
+		t.Fatalf("admitted ticket %+v in %+v", tk, st)
+	}
+	if head, err := l.Skip(ctx, a.ID, 1); err != nil || head != 2 {
+		t.Fatalf("Skip from a stale head: %d, %v, want the head left at 2", head, err)
+	}
+	if head, err := l.Skip(ctx, a.ID, 2); err != nil || head != 5 {
+		t.Fatalf("Skip: %d, %v, want 5", head, err)
+	}
+	check := func(l sale.Line) {
+		t.Helper()
+		for i, want := range []sale.Outcome{sale.OutcomeWon, sale.OutcomeAlreadyBought, "", "", ""} {
+			tk, st := ticketOf(t, l, tickets[i].Token)
+			if tk.Outcome != want || st.Head != 5 || st.Waiting() != 0 {
+				t.Fatalf("ticket %d: outcome %q in %+v, want %q with the head at 5", i, tk.Outcome, st, want)
+			}
+		}
+		if from, to, ts, err := l.Next(ctx, a.ID, 10); err != nil || from != 5 || to != 5 || len(ts) != 0 {
+			t.Fatalf("Next after the skip = %d, %d, %v, %v", from, to, ts, err)
+		}
+	}
+	check(l)
+	l = reopen()
+	check(l)
+	// A user whose ticket was answered may join again, at the tail.
+	if tk, fresh := join(t, l, a, "u3", at, true); !fresh || tk.Place != 5 || tk.Token == tickets[3].Token {
+		t.Fatalf("u3 again: %+v fresh=%v, want a new ticket at place 5", tk, fresh)
+	}
+	if _, _, err := l.Ticket(ctx, "q-forged"); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("Ticket(forged) = %v, want ErrNotFound", err)
+	}
+}
+
+func lineConcurrent(t *testing.T, newLine NewLine) {
+	l, _ := newLine(t)
+	a := LineItem("line-crowd", 100, sale.AdmitQueue)
+	at := a.StartAt.Add(time.Second)
+	const users = 200
+	var mu sync.Mutex
+	byUser := map[string]map[string]bool{}
+	places := map[int64]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*users)
+	for i := range 2 * users {
+		user := fmt.Sprintf("u%d", i%users) // every user twice, at once
+		wg.Go(func() {
+			tk, _, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
+				Token: sale.NewToken("q"), Now: at, Tail: true})
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if byUser[user] == nil {
+				byUser[user] = map[string]bool{}
+			}
+			byUser[user][tk.Token] = true
+			if other, ok := places[tk.Place]; ok && other != tk.Token {
+				errs <- fmt.Errorf("place %d given to %s and %s", tk.Place, other, tk.Token)
+			}
+			places[tk.Place] = tk.Token
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for u, toks := range byUser {
+		if len(toks) != 1 {
+			t.Fatalf("user %s got %d tickets, want one", u, len(toks))
+		}
+	}
+	if len(places) != users {
+		t.Fatalf("%d places given, want %d", len(places), users)
+	}
+	for p := range int64(users) {
+		if _, ok := places[p]; !ok {
+			t.Fatalf("place %d missing: places are not contiguous", p)
+		}
+	}
+}
