@@ -602,6 +602,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
+		line:    redisgate.NewLine(rdb),
 		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
 		ping:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil

@@ -61,3 +61,22 @@ func shard(a sale.Activity) sale.Activity {
 	}
 	return a
 }
+
+// TestLineRules runs the rules every line keeps (saletest.LineTests) on one Redis server and on
+// a three-master cluster; reopening is a new client on the same server, as a restarted node is.
+func TestLineRules(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		spec func(t *testing.T) string
+	}{
+		{"single", func(t *testing.T) string { return redistest.Start(t, redistest.Options{}).URL() }},
+		{"cluster", func(t *testing.T) string { return redistest.StartCluster(t).Seeds() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := c.spec(t)
+			saletest.LineTests(t, func(t *testing.T) (sale.Line, func() sale.Line) {
+				return redisgate.NewLine(dial(t, spec)), func() sale.Line { return redisgate.NewLine(dial(t, spec)) }
+			})
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -117,6 +118,22 @@ type Line interface {
 	Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error)
 }
 
+// NewTicketToken returns a new ticket's token for a line of activityID: random, and naming the
+// activity, so that any node finds the ticket's line from the token alone.
+func NewTicketToken(activityID string) string { return NewToken("q") + "." + activityID }
+
+// TicketActivity returns the activity a ticket token names.
+func TicketActivity(token string) (string, bool) {
+	i := strings.LastIndexByte(token, '.')
+	if i < 0 || len(token) > MaxTicketLen || !ValidID(token[i+1:]) {
+		return "", false
+	}
+	return token[i+1:], true
+}
+
+// MaxTicketLen bounds a ticket's token: "q", 24 random characters, "." and an activity id.
+const MaxTicketLen = 26 + MaxIDLen
+
 // ErrQueueFull refuses a ticket when the line holds its cap of waiting tickets.
 var ErrQueueFull = errors.New("the waiting line is full")
 
@@ -160,7 +177,7 @@ func (s *Service) Join(ctx context.Context, activityID, userID string) (TicketVi
 	if a.Admission == AdmitQueue && s.SoldOut(a.ID) {
 		return TicketView{}, false, ErrSoldOut
 	}
-	t, fresh, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewToken("q"), Now: now,
+	t, fresh, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Now: now,
 		Tail: a.Admission == AdmitQueue})
 	if err != nil {
 		return TicketView{}, false, err
@@ -175,7 +192,7 @@ func (s *Service) Join(ctx context.Context, activityID, userID string) (TicketVi
 // Ticket returns userID's ticket token. Errors: ErrNotFound (also for another user's ticket),
 // ErrBusy.
 func (s *Service) Ticket(ctx context.Context, userID, token string) (TicketView, error) {
-	if s.line == nil || token == "" || len(token) > MaxIDLen {
+	if _, ok := TicketActivity(token); !ok || s.line == nil {
 		return TicketView{}, ErrNotFound
 	}
 	t, st, err := s.line.Ticket(ctx, token)

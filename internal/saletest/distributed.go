@@ -33,7 +33,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	}
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
 	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
-	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL)
+	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL).WithLine(redisgate.NewLine(rdb))
 	env.Answers = NewAnswers(redisgate.NewChallenges(rdb))
 	env.Service.WithChallenges(env.Answers)
 	listen, stop := context.WithCancel(context.Background())

@@ -39,7 +39,7 @@ func LineTests(t *testing.T, newLine NewLine) {
 func join(t *testing.T, l sale.Line, a sale.Activity, user string, at time.Time, tail bool) (sale.Ticket, bool) {
 	t.Helper()
 	tk, fresh, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
-		Token: sale.NewToken("q"), Now: at, Tail: tail})
+		Token: sale.NewTicketToken(a.ID), Now: at, Tail: tail})
 	if err != nil {
 		t.Fatalf("Join(%s, %s): %v", a.ID, user, err)
 	}
@@ -120,7 +120,7 @@ func lineCap(t *testing.T, newLine NewLine) {
 	for _, u := range []string{"a", "b", "c"} {
 		join(t, l, a, u, at, true)
 	}
-	if _, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "d", Token: sale.NewToken("q"), Now: at, Tail: true}); !errors.Is(err, sale.ErrQueueFull) {
+	if _, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "d", Token: sale.NewTicketToken(a.ID), Now: at, Tail: true}); !errors.Is(err, sale.ErrQueueFull) {
 		t.Fatalf("fourth join: %v, want ErrQueueFull", err)
 	}
 	// A user already waiting is not refused by the cap: they get their place back.
@@ -149,7 +149,7 @@ func lineLotteryClosed(t *testing.T, newLine NewLine) {
 		t.Fatal(err)
 	}
 	// Even a node whose clock lags behind the start may not add an entry once the draw is made.
-	_, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "late", Token: sale.NewToken("q"),
+	_, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "late", Token: sale.NewTicketToken(a.ID),
 		Now: a.StartAt.Add(-time.Second), Tail: false})
 	if !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("join after the draw: %v, want ErrEnded", err)
@@ -213,7 +213,7 @@ func lineAdmitSkip(t *testing.T, newLine NewLine) {
 	if tk, fresh := join(t, l, a, "u3", at, true); !fresh || tk.Place != 5 || tk.Token == tickets[3].Token {
 		t.Fatalf("u3 again: %+v fresh=%v, want a new ticket at place 5", tk, fresh)
 	}
-	if _, _, err := l.Ticket(ctx, "q-forged"); !errors.Is(err, sale.ErrNotFound) {
+	if _, _, err := l.Ticket(ctx, "qforged."+a.ID); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("Ticket(forged) = %v, want ErrNotFound", err)
 	}
 }
@@ -232,7 +232,7 @@ func lineConcurrent(t *testing.T, newLine NewLine) {
 		user := fmt.Sprintf("u%d", i%users) // every user twice, at once
 		wg.Go(func() {
 			tk, _, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
-				Token: sale.NewToken("q"), Now: at, Tail: true})
+				Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
 			if err != nil {
 				errs <- err
 				return

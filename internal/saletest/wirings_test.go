@@ -777,3 +777,18 @@ func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
 		})
 	})
 }
+
+// TestDistributedAdmission runs the queue and lottery modes with the line on Redis, one server and
+// a three-master cluster.
+func TestDistributedAdmission(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return saletest.Distributed(t, c, redistest.StartCluster(t).Seeds(), pgtest.DSN(t))
+		})
+	})
+}
