@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"seckill/internal/mysqltest"
+	"seckill/internal/redistest"
+	"seckill/internal/sale"
+)
+
+// createLined creates an item under admission (queue or lottery) that starts at start, with rate
+// admissions a second.
+func (c *client) createLined(admission string, stock, rate int, start time.Time) string {
+	c.t.Helper()
+	body := fmt.Sprintf(`{"name":"line","kind":"item","stock":%d,"price_cents":100,"start_at":%q,"end_at":%q,"admission":%q,"admit_rate":%d}`,
+		stock, start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339), admission, rate)
+	return c.must("POST", "/api/admin/activities", testAdmin, body, http.StatusCreated)["id"].(string)
+}
+
+// joins has users join activity id's line through base, conc at a time, and returns the ticket
+// token of every join answered 202 by user. stop, if set, ends the crowd early.
+func (c *client) joins(id string, users []string, conc int, stop func() bool) map[string]string {
+	c.t.Helper()
+	var mu sync.Mutex
+	tickets := map[string]string{}
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for u := range work {
+				status, m, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(u), "")
+				if err != nil || status != http.StatusAccepted {
+					continue // a node killed under the crowd: not acknowledged, nothing owed
+				}
+				mu.Lock()
+				tickets[u] = m["queue_token"].(string)
+				mu.Unlock()
+			}
+		})
+	}
+	for _, u := range users {
+		if stop != nil && stop() {
+			break
+		}
+		work <- u
+	}
+	close(work)
+	wg.Wait()
+	return tickets
+}
+
+// lineStats returns the line part of id's stats.
+func (c *client) lineStats(id string) map[string]any {
+	c.t.Helper()
+	return c.stats(id)["line"].(map[string]any)
+}
+
+// answered waits until nobody waits in id's line.
+func (c *client) answered(id string) {
+	c.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if c.lineStats(id)["waiting"] == 0.0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("the line still waits after 60s: %v", c.lineStats(id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// drawOrder reads the revealed seed and the published entries of id and recomputes the draw.
+func (c *client) drawOrder(id string) []string {
+	c.t.Helper()
+	a := c.must("GET", "/api/activities/"+id, "", "", http.StatusOK)
+	line := a["line"].(map[string]any)
+	seed, err := sale.ParseSeed(line["draw_seed"].(string))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if got := seed.Commitment(); got != line["draw_commitment"] {
+		c.t.Fatalf("the revealed seed hashes to %s; the commitment published was %v", got, line["draw_commitment"])
+	}
+	resp, err := c.http.Get(c.base + line["entries_url"].(string))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var entries []string
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		entries = append(entries, sc.Text())
+	}
+	return sale.DrawOrder(seed, entries)
+}
+
+// checkLine checks every acknowledged ticket of id after the line is answered: the early crowd's
+// first stock tickets in the draw's order won, with an order each; everyone else was answered
+// loser; nobody was lost.
+func (c *client) checkLine(id string, stock int, early, late map[string]string, loser string) {
+	c.t.Helper()
+	c.answered(id)
+	order := c.drawOrder(id)
+	owner := map[string]string{}
+	for u, tok := range early {
+		owner[tok] = u
+	}
+	if len(order) < len(early) {
+		c.t.Fatalf("%d entries published, %d early joins acknowledged", len(order), len(early))
+	}
+	won := 0
+	for place, tok := range order {
+		u, acked := owner[tok]
+		if !acked {
+			continue // a join whose answer the kill swallowed: it may well be in the line
+		}
+		v := c.must("GET", "/api/queue/"+tok, c.token(u), "", http.StatusOK)
+		want := loser
+		if place < stock {
+			want = "WON"
+		}
+		if v["status"] != want {
+			c.t.Fatalf("early ticket at place %d of %s: %v, want %s", place, u, v, want)
+		}
+		if want == "WON" {
+			won++
+			o := c.must("GET", "/api/orders/"+v["order_token"].(string), c.token(u), "", http.StatusOK)
+			if o["activity_id"] != id {
+				c.t.Fatalf("the order of %s: %v", u, o)
+			}
+		}
+	}
+	for u, tok := range late {
+		if v := c.must("GET", "/api/queue/"+tok, c.token(u), "", http.StatusOK); v["status"] != loser {
+			c.t.Fatalf("late ticket of %s: %v, want %s behind a crowd larger than the stock", u, v, loser)
+		}
+	}
+	if st := c.drained(id); won != stock || st["orders"] != float64(stock) || st["remaining"] != 0.0 {
+		c.t.Fatalf("%d early tickets won; stats %v: want exactly %d orders", won, st, stock)
+	}
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprint(prefix, i)
+	}
+	return out
+}
+
+// TestKillNineTheLineEmbedded: an embedded node takes an early crowd into a queue line, starts
+// draining it at 100 tickets a second, and is killed with SIGKILL half-way, while late joiners
+// are still coming. Restarted on the same files, it finishes: every acknowledged ticket is
+// answered, and the winners are exactly the first ones in the draw's order.
+func TestKillNineTheLineEmbedded(t *testing.T) {
+	const stock = 200
+	env := testEnv(sqliteDSN(t))
+	first := startChild(t, env)
+	c := newClient(t, first.base)
+	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	id := c.createLined("queue", stock, 100, start)
+	early := c.joins(id, names("e", 3*stock), 32, nil)
+	if len(early) != 3*stock || !time.Now().Before(start) {
+		t.Fatalf("%d early joins acknowledged by %v (start %v)", len(early), time.Now(), start)
+	}
+	time.Sleep(time.Until(start))
+	var killed atomic.Bool
+	late := c.joins(id, names("l", 3*stock), 4, func() bool {
+		if killed.Load() {
+			return true
+		}
+		if n := c.lineStats(id)["answered"].(float64); n >= 30 {
+			first.kill()
+			killed.Store(true)
+		}
+		return killed.Load()
+	})
+	if !killed.Load() {
+		t.Fatal("the late crowd ended before the kill")
+	}
+	t.Logf("killed with %d early and %d late tickets acknowledged", len(early), len(late))
+	c = newClient(t, startChild(t, env).base)
+	c.checkLine(id, stock, early, late, "SOLD_OUT")
+}
+
+// TestKillNineTheDrainerOnRedis: an API node takes an early crowd into a queue line on Redis and
+// is killed with SIGKILL under the crowd; a worker node starts draining at 100 tickets a second
+// and is killed mid-way. A second worker takes the line over once the first one's lease has run
+// out: every acknowledged ticket is answered, and the winners are exactly the draw's first ones.
+func TestKillNineTheDrainerOnRedis(t *testing.T) {
+	const stock = 300
+	dsn, srv := mysqltest.DSN(t), redistest.Start(t, redistest.Options{})
+	env := func(role string) func(string) string {
+		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role)
+	}
+	api := startChild(t, env(roleAPI))
+	c := newClient(t, api.base)
+	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
+	id := c.createLined("queue", stock, 100, start)
+	var killed atomic.Bool
+	var sent int
+	early := c.joins(id, names("u", 5*stock), 16, func() bool {
+		if sent++; !killed.Load() && sent > 4*stock {
+			api.kill() // under the crowd: joins in flight are not acknowledged, the rest are kept
+			killed.Store(true)
+		}
+		return killed.Load()
+	})
+	if !killed.Load() || len(early) < stock {
+		t.Fatalf("%d entries acknowledged before the API node was killed (killed %v)", len(early), killed.Load())
+	}
+	c = newClient(t, startChild(t, env(roleAPI)).base)
+	if status, m, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token("u1"), ""); status != http.StatusAccepted ||
+		m["status"] != "ALREADY_QUEUED" || m["queue_token"] != early["u1"] {
+		t.Fatalf("u1 joined again after the restart: %d %v, want its ticket %s back", status, m, early["u1"])
+	}
+	time.Sleep(time.Until(start))
+	worker := startChild(t, env(roleWorker))
+	deadline := time.Now().Add(30 * time.Second)
+	for c.lineStats(id)["answered"] == 0.0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker never drew: %v", c.lineStats(id))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	worker.kill()
+	t.Logf("killed the drainer with %v answered of %d entries", c.lineStats(id)["answered"], len(early))
+	startChild(t, env(roleWorker))
+	c.checkLine(id, stock, early, nil, "SOLD_OUT")
+}
