@@ -176,4 +176,3 @@ func FuzzTicketPoll(f *testing.F) {
 		}
 	})
 }
-
