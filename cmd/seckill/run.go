@@ -405,7 +405,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 				Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
 		})
 		wg.Go(func() {
-			svc.NewDrainer(consumerName(), drainTick).Run(bg, func(activityID string, err error) {
+			svc.NewDrainer(consumerName(), drainTick).Observe(stats.Admitted).Run(bg, func(activityID string, err error) {
 				log.Warn("drain the line", "activity", activityID, "err", err)
 			})
 		})

@@ -28,6 +28,7 @@ type Metrics struct {
 	batch    prometheus.Histogram
 	chals    *prometheus.CounterVec
 	risks    *prometheus.CounterVec
+	waits    *prometheus.HistogramVec
 
 	// outcomes caches each grab outcome's counter and histogram, so the hot path does not hash
 	// its label on every request. Outcomes are a small fixed set.
@@ -45,7 +46,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests by outcome: won, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, blocked_ip/_user, risk_block, risk_challenge, challenge_required, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
+			Help: "Grab requests by outcome: won, joined and already_queued (a queue or lottery line), queue_full, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_activity, blocked_ip/_user, risk_block, risk_challenge, challenge_required, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
 		}, []string{"outcome"}),
 		grabTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_grab_duration_seconds",
@@ -69,8 +70,13 @@ func New() *Metrics {
 			Name: "seckill_risk_decisions_total",
 			Help: "Requests the risk rules challenged or blocked, by rule (accounts_per_ip, cadence, solve_time) and decision.",
 		}, []string{"rule", "decision"}),
+		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seckill_line_wait_seconds",
+			Help:    "Time a ticket waited in a queue or lottery line, from its join (or the start, for the early crowd) to its admission, by outcome (WON, SOLD_OUT, NOT_DRAWN, ALREADY_BOUGHT, ENDED).",
+			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks,
+	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks, m.waits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -151,6 +157,16 @@ var (
 		"Units (or red-packet shares) an open activity has left in the stock gate.", []string{"activity"}, nil)
 	queueDesc = prometheus.NewDesc("seckill_queue_depth",
 		"Acknowledged grabs of an open activity not yet placed as orders by a worker.", []string{"activity"}, nil)
+	lineWaitingDesc = prometheus.NewDesc("seckill_line_waiting",
+		"Tickets in a queue or lottery line not answered yet: the line's length.", []string{"activity"}, nil)
+	lineJoinedDesc = prometheus.NewDesc("seckill_line_tickets_total",
+		"Tickets ever taken in a queue or lottery line.", []string{"activity"}, nil)
+	lineAnsweredDesc = prometheus.NewDesc("seckill_line_answered_total",
+		"Tickets of a line admitted to the gate or answered sold out.", []string{"activity"}, nil)
+	lineRateDesc = prometheus.NewDesc("seckill_line_drain_rate",
+		"Tickets a second the line's drainer admitted, measured over the last seconds.", []string{"activity"}, nil)
+	lineWaitDesc = prometheus.NewDesc("seckill_line_wait_estimate_seconds",
+		"The estimated wait at the tail of a queue line, at the measured drain rate.", []string{"activity"}, nil)
 )
 
 type activityCollector struct {
@@ -160,6 +176,11 @@ type activityCollector struct {
 func (c activityCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- remainingDesc
 	ch <- queueDesc
+	ch <- lineWaitingDesc
+	ch <- lineJoinedDesc
+	ch <- lineAnsweredDesc
+	ch <- lineRateDesc
+	ch <- lineWaitDesc
 }
 
 func (c activityCollector) Collect(ch chan<- prometheus.Metric) {
@@ -168,6 +189,13 @@ func (c activityCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, g := range c.gauges(ctx) {
 		ch <- prometheus.MustNewConstMetric(remainingDesc, prometheus.GaugeValue, float64(g.Remaining), g.ActivityID)
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(g.Queued), g.ActivityID)
+		if l := g.Line; l != nil {
+			ch <- prometheus.MustNewConstMetric(lineWaitingDesc, prometheus.GaugeValue, float64(l.Waiting), g.ActivityID)
+			ch <- prometheus.MustNewConstMetric(lineJoinedDesc, prometheus.CounterValue, float64(l.Joined), g.ActivityID)
+			ch <- prometheus.MustNewConstMetric(lineAnsweredDesc, prometheus.CounterValue, float64(l.Answered), g.ActivityID)
+			ch <- prometheus.MustNewConstMetric(lineRateDesc, prometheus.GaugeValue, l.DrainRate, g.ActivityID)
+			ch <- prometheus.MustNewConstMetric(lineWaitDesc, prometheus.GaugeValue, l.WaitS, g.ActivityID)
+		}
 	}
 }
 
@@ -185,6 +213,11 @@ func (m *Metrics) Grab(outcome string, d time.Duration) {
 	o := v.(*outcomeSeries)
 	o.count.Inc()
 	o.latency.Observe(d.Seconds())
+}
+
+// Admitted records how long a ticket the drainer admitted waited in its line.
+func (m *Metrics) Admitted(activityID string, outcome sale.Outcome, waited time.Duration) {
+	m.waits.WithLabelValues(string(outcome)).Observe(waited.Seconds())
 }
 
 // Challenge counts one challenge request (a question or an answer) by outcome.

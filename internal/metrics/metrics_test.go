@@ -18,7 +18,11 @@ import (
 
 // TestMetricsAreServed: what is counted shows in the Prometheus text, with the right values.
 func TestMetricsAreServed(t *testing.T) {
-	m := metrics.New()
+	m := metrics.New().WatchActivities(func(context.Context) []sale.Gauge {
+		return []sale.Gauge{{ActivityID: "d", Remaining: 3},
+			{ActivityID: "q", Remaining: 1, Line: &sale.LineStats{Joined: 70, Waiting: 20, Answered: 50, DrainRate: 12.5, WaitS: 1.6}}}
+	})
+	m.Admitted("q", sale.OutcomeWon, 3*time.Second)
 	m.Grab("won", 2*time.Millisecond)
 	m.Grab("won", 3*time.Millisecond)
 	m.Grab("sold_out_edge", 50*time.Microsecond)
@@ -44,10 +48,20 @@ func TestMetricsAreServed(t *testing.T) {
 		`seckill_orders_total{event="expired"} 4`,
 		`seckill_worker_batch_size_count 1`,
 		`go_goroutines`,
+		`seckill_stock_remaining{activity="d"} 3`,
+		`seckill_line_waiting{activity="q"} 20`,
+		`seckill_line_tickets_total{activity="q"} 70`,
+		`seckill_line_answered_total{activity="q"} 50`,
+		`seckill_line_drain_rate{activity="q"} 12.5`,
+		`seckill_line_wait_estimate_seconds{activity="q"} 1.6`,
+		`seckill_line_wait_seconds_bucket{outcome="WON",le="5"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	if strings.Contains(text, `seckill_line_waiting{activity="d"}`) {
+		t.Error("an activity admitted directly has a line")
 	}
 	if strings.Contains(text, `event="dead_lettered"`) {
 		t.Error("a count of zero created a series")
@@ -66,7 +80,10 @@ func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
 		WatchLeaderboards(func(context.Context) []sale.BoardUsage {
 			return []sale.BoardUsage{{ActivityID: "a", Strategy: sale.RankExact, Bytes: 1}}
 		}).
-		WatchActivities(func(context.Context) []sale.Gauge { return []sale.Gauge{{ActivityID: "a"}} })
+		WatchActivities(func(context.Context) []sale.Gauge {
+			return []sale.Gauge{{ActivityID: "a"}, {ActivityID: "q", Line: &sale.LineStats{}}}
+		})
+	m.Admitted("q", sale.OutcomeWon, time.Second)
 	m.Grab("won", time.Millisecond)
 	m.Challenge("issued")
 	m.Risk(risk.Verdict{Decision: risk.Block, Rule: "cadence"})

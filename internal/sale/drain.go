@@ -18,6 +18,16 @@ type Drainer struct {
 
 	mu    sync.Mutex
 	lines map[string]*draining
+
+	// observe, if set, is told of every ticket admitted: its outcome and how long it waited.
+	observe func(activityID string, outcome Outcome, waited time.Duration)
+}
+
+// Observe makes the drainer tell observe of every ticket it admits, with the time from the join
+// (from the start, for the early crowd) to the admission.
+func (d *Drainer) Observe(observe func(activityID string, outcome Outcome, waited time.Duration)) *Drainer {
+	d.observe = observe
+	return d
 }
 
 // draining is a drainer's memory of one line: the admission budget and the measured rate. It is
@@ -127,6 +137,11 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	if err := s.line.Admit(ctx, a.ID, from, to, ts, rate); err != nil {
 		return 0, fmt.Errorf("record the admitted tickets: %w", err)
 	}
+	if d.observe != nil {
+		for _, t := range ts {
+			d.observe(a.ID, t.Outcome, now.Sub(later(t.JoinedAt, a.StartAt)))
+		}
+	}
 	return to - from, nil
 }
 
@@ -222,4 +237,11 @@ func (d *Drainer) forget(id string) {
 	d.mu.Lock()
 	delete(d.lines, id)
 	d.mu.Unlock()
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -596,6 +596,7 @@ type Gauge struct {
 	ActivityID string
 	Remaining  int64
 	Queued     int64
+	Line       *LineStats // a queue or lottery activity's line; nil for direct admission
 }
 
 // Gauges reads the gate and the queue for every activity this node knows that has not ended.
@@ -616,7 +617,13 @@ func (s *Service) Gauges(ctx context.Context) []Gauge {
 		if err != nil {
 			return true
 		}
-		out = append(out, Gauge{ActivityID: a.ID, Remaining: rem, Queued: depth})
+		g := Gauge{ActivityID: a.ID, Remaining: rem, Queued: depth}
+		if a.Lined() && s.line != nil {
+			if st, err := s.line.State(ctx, a.ID); err == nil {
+				g.Line = lineStats(a, st)
+			}
+		}
+		out = append(out, g)
 		return true
 	})
 	return out
