@@ -106,6 +106,8 @@ type ShedStatsResponse struct {
 	Grabbed   int64        `json:"grabbed"`
 	Health    health.Level `json:"health"`
 	Shed      []string     `json:"shed"`
+	// Line is a queue or lottery activity's line: its state is beside the gate, not shed.
+	Line *sale.LineStats `json:"line,omitempty"`
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +129,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 			return nil, err
 		}
 		return ShedStatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed,
-			Health: level, Shed: []string{"counts"}}, nil
+			Health: level, Shed: []string{"counts"}, Line: st.Line}, nil
 	}
 	st, err := s.svc.Stats(ctx, id)
 	if err != nil {

@@ -1,6 +1,8 @@
 // The product page: an item's flash sale or a red-packet drop. The countdown runs on the server's
 // clock; the grab button opens at the start, rests for 3 s after each click, walks through the
-// challenge when the sale asks for one, and after a win follows the order until it is paid.
+// challenge when the sale asks for one, and after a win follows the order until it is paid. A
+// sale with a waiting line (queue or lottery admission) takes tickets before the start too: the
+// page then shows the ticket's place and wait, or the draw, until the line answers.
 "use strict";
 
 (() => {
@@ -8,6 +10,7 @@
   const DEBOUNCE_MS = 3000;
   const POLL_MS = 500;
   const BOARD_MS = 2000;
+  const TICKET_MS = 2000;
 
   const id = decodeURIComponent(location.pathname.split("/").filter(Boolean)[1] || "");
   let act = null;         // the activity, as GET /api/activities/{id} said
@@ -19,9 +22,14 @@
   let challengeId = "";
   let order = null;       // the order being followed
   let polling = false;
+  let ticket = null;      // the line's ticket being followed (queue or lottery admission)
+  let watching = false;
 
   const isPacket = () => act && act.kind === "redpacket";
+  const lined = () => act && (act.admission === "queue" || act.admission === "lottery");
+  const isLottery = () => act && act.admission === "lottery";
   const orderKey = () => "seckill.order." + id + "." + ((session.valid() || {}).user || "");
+  const ticketKey = () => "seckill.ticket." + id + "." + ((session.valid() || {}).user || "");
 
   function say(text, tone = "") {
     const p = $("status");
@@ -53,6 +61,19 @@
     const left = act.remaining === null || act.remaining === undefined ? null : act.remaining;
     $("stock").textContent = left === null ? (act.status === "sold_out" ? "0" : "–") : left + " / " + act.stock;
     $("limit").textContent = String(act.per_user_limit);
+    $("admission-fact").hidden = !lined();
+    $("fairness").hidden = !lined();
+    if (lined()) {
+      const l = act.line;
+      $("admission-label").textContent = isLottery() ? "Lottery" : "Waiting line";
+      $("admission").textContent = isLottery() ? l.joined + " entered" : l.waiting + " waiting";
+      let note = isLottery()
+        ? "Enter before the start: the stock is drawn at random among the entries."
+        : "Join before the start: everyone who joined early is shuffled at the start, then later arrivals queue in order.";
+      note += " Draw commitment " + l.draw_commitment.slice(0, 16) + "…";
+      if (l.draw_seed) note += "; seed revealed: " + l.draw_seed.slice(0, 16) + "… (entries at " + l.entries_url + ")";
+      $("fairness").textContent = note;
+    }
   }
 
   // render runs every tick: the clock and what the button may do now.
@@ -80,21 +101,29 @@
     else if (final === "bought") label = isPacket() ? "You have your share" : "Already bought";
     else if (final === "ended") label = "Ended";
     else if (final === "blocked") label = "Not available to you";
+    else if (final === "not_drawn") label = "Not drawn";
     else if (order) label = isPacket() ? "You have your share" : "You won";
+    else if (ticket) label = isLottery() ? "You are entered" : "You are in line";
     else if (!me) label = "Sign in to grab";
-    else if (ph === "upcoming") label = "Not started yet";
+    else if (lined() && isLottery() && ph !== "upcoming") label = "Entries closed";
+    else if (ph === "upcoming" && !lined()) label = "Not started yet";
     else if (busy) label = "Grabbing…";
     else if (Date.now() < restUntil) label = "Wait " + Math.ceil((restUntil - Date.now()) / 1000) + " s";
     else if (!$("challenge").hidden) label = "Answer the challenge above";
-    else enabled = ph === "open";
+    else {
+      enabled = ph === "open" || (lined() && ph === "upcoming");
+      if (lined()) label = isLottery() ? "Enter the draw" : "Join the line";
+    }
     b.textContent = label;
     b.disabled = !enabled;
   }
 
   function onSession() {
-    final = final === "bought" ? "" : final;
+    final = final === "bought" || final === "not_drawn" ? "" : final;
     order = null;
+    ticket = null;
     $("order").hidden = true;
+    $("line").hidden = true;
     $("amount").hidden = true;
     say("");
     seckill.renderSession($("session"), onSession);
@@ -130,6 +159,13 @@
   // answer shows what a grab came back with.
   async function answer(r) {
     const code = errorCode(r);
+    if (r.status === 202 && r.body.queue_token) {
+      key = ""; pass = null;
+      localStorage.setItem(ticketKey(), r.body.queue_token);
+      showTicket(r.body);
+      watch(r.body.queue_token);
+      return;
+    }
     if (r.status === 202) {
       key = ""; pass = null;
       localStorage.setItem(orderKey(), r.body.order_token);
@@ -153,6 +189,12 @@
       say(isPacket() ? "You already have your share." : "You already bought this.", "warn");
       resume();
       return;
+    case "QUEUE_FULL": {
+      const wait = Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
+      restUntil = Math.max(restUntil, Date.now() + wait * 1000);
+      say("The line is full right now: try again in a moment.", "warn");
+      return;
+    }
     case "RATE_LIMITED": {
       const wait = Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
       restUntil = Math.max(restUntil, Date.now() + wait * 1000); // never shorter than the debounce
@@ -181,7 +223,7 @@
       return;
     case "ENDED":
       key = ""; final = "ended";
-      say("The sale has ended.", "bad");
+      say(isLottery() ? "The entries are closed." : "The sale has ended.", "bad");
       return;
     case "BLOCKED":
       key = ""; final = "blocked";
@@ -288,10 +330,92 @@
     else say("Payment failed: " + ((r.body && r.body.error && r.body.error.message) || r.status), "bad");
   }
 
-  // resume shows the order this user already has here (after a reload).
-  function resume() {
+  // showTicket shows where a ticket in the line stands.
+  function showTicket(t) {
+    ticket = t;
+    $("line").hidden = false;
+    $("line-title").textContent = isLottery() ? "Your entry" : "Your place in line";
+    const names = { JOINED: "In line", ALREADY_QUEUED: "In line", WAITING: "In line", WON: isLottery() ? "Drawn: you won" : "Your turn: you won",
+      SOLD_OUT: "Sold out before your turn", NOT_DRAWN: "Not drawn", ALREADY_BOUGHT: "Already bought", ENDED: "The sale ended first" };
+    $("line-status").textContent = names[t.status] || t.status;
+    const waiting = t.status === "JOINED" || t.status === "ALREADY_QUEUED" || t.status === "WAITING";
+    let position = "–";
+    if (waiting && t.position) position = "#" + t.position + " of " + t.waiting;
+    else if (waiting && t.early) position = isLottery() ? "Drawn at the start" : "Shuffled at the start";
+    $("line-position").textContent = position;
+    $("line-wait").textContent = waiting && t.estimated_wait_s !== null && t.estimated_wait_s !== undefined
+      ? span(t.estimated_wait_s * 1000) : "–";
+    switch (t.status) {
+    case "JOINED":
+    case "ALREADY_QUEUED":
+    case "WAITING":
+      say(isLottery() ? "You are entered. The draw is at the start." : "You are in line: keep this page open.", "ok");
+      break;
+    case "WON":
+      localStorage.setItem(orderKey(), t.order_token);
+      say("Your turn came: creating your order…", "ok");
+      follow(t.order_token);
+      break;
+    case "SOLD_OUT":
+      final = "sold_out";
+      say("Sold out before your turn came.", "bad");
+      break;
+    case "NOT_DRAWN":
+      final = "not_drawn";
+      say("You were not drawn this time.", "bad");
+      break;
+    case "ALREADY_BOUGHT":
+      final = "bought";
+      say("You already bought this.", "warn");
+      break;
+    case "ENDED":
+      final = "ended";
+      say("The sale ended before your turn.", "bad");
+      break;
+    }
+    render();
+  }
+
+  // watch polls a ticket until the line has answered it, slowing down when told to.
+  async function watch(token) {
+    if (watching) return;
+    watching = true;
+    const me = session.valid();
+    while (me && session.valid() && session.valid().token === me.token) {
+      await new Promise((ok) => setTimeout(ok, TICKET_MS));
+      const r = await api("GET", "/api/queue/" + encodeURIComponent(token), { token: me.token });
+      if (r.status === 200) {
+        showTicket(r.body);
+        if (r.body.status !== "WAITING") break;
+      } else if (r.status === 404 || r.status === 401) {
+        localStorage.removeItem(ticketKey());
+        break;
+      } else if (r.status === 429) {
+        const wait = Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
+        await new Promise((ok) => setTimeout(ok, wait * 1000));
+      }
+    }
+    watching = false;
+  }
+
+  // resume shows the order (or the line's ticket) this user already has here, after a reload.
+  async function resume() {
+    if (!session.valid()) return;
     const token = localStorage.getItem(orderKey());
-    if (token && session.valid()) follow(token);
+    if (token) {
+      follow(token);
+      return;
+    }
+    const t = localStorage.getItem(ticketKey());
+    if (!t) return;
+    const me = session.valid();
+    const r = await api("GET", "/api/queue/" + encodeURIComponent(t), { token: me.token });
+    if (r.status === 200) {
+      showTicket(r.body);
+      if (r.body.status === "WAITING") watch(t);
+    } else if (r.status === 404) {
+      localStorage.removeItem(ticketKey());
+    }
   }
 
   async function refreshActivity() {

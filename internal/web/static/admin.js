@@ -126,6 +126,14 @@
     $("t-stock").textContent = num(s.stock);
     $("t-remaining").textContent = num(s.remaining);
     $("t-queue").textContent = num(s.pending_queue);
+    const line = s.line;
+    $("line-tiles").hidden = !line;
+    if (line) {
+      $("t-waiting").textContent = num(line.waiting);
+      $("t-joined").textContent = num(line.joined);
+      $("t-drain").textContent = line.drain_rate.toFixed(1);
+      $("t-wait").textContent = line.wait_s.toFixed(1) + " s";
+    }
     const h = $("t-health");
     h.textContent = ev.health;
     h.className = "v level-" + ev.health;
@@ -213,6 +221,9 @@
     const end = new Date($("c-end").value);
     const win = Number($("c-window").value);
     const shards = Number($("c-shards").value);
+    const admission = $("c-admission").value;
+    const cap = $("c-cap").value.trim() === "" ? 0 : Number($("c-cap").value);
+    const rate = Number($("c-rate").value);
     if (!name) errs.name = "A name is required.";
     if (!Number.isInteger(stock) || stock < 1 || stock > 100000000) errs.stock = "A whole number from 1 to 100,000,000.";
     if (Number.isNaN(amount)) errs.money = "An amount such as 9.99.";
@@ -225,7 +236,12 @@
     if (!Number.isInteger(shards) || shards < 1 || shards > 64) errs.shards = "A whole number from 1 to 64.";
     else if (shards > 1 && kind === "redpacket") errs.shards = "A red packet keeps one list of shares: 1.";
     else if (Number.isInteger(stock) && shards > stock) errs.shards = "No more than the stock.";
-    for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards"]) {
+    if (admission !== "direct") {
+      if (!Number.isInteger(cap) || cap < 0 || cap > 100000000) errs.cap = "Empty (10 × stock) or a whole number up to 100,000,000.";
+      if (!Number.isInteger(rate) || rate < 1 || rate > 1000000) errs.rate = "A whole number from 1 to 1,000,000.";
+      if ($("c-challenge").checked) errs.admission = "A line's order does not reward speed: no challenge.";
+    }
+    for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards", "admission", "cap", "rate"]) {
       $("e-" + f).textContent = errs[f] || "";
       const input = $("c-" + f);
       if (errs[f]) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
@@ -239,6 +255,11 @@
     if (kind === "redpacket") Object.assign(body, { count: stock, total_cents: amount });
     else Object.assign(body, { stock, price_cents: amount });
     if (shards > 1) body.stock_shards = shards;
+    if (admission !== "direct") {
+      body.admission = admission;
+      body.admit_rate = rate;
+      if (cap > 0) body.queue_cap = cap;
+    }
     return body;
   }
 

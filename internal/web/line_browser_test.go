@@ -1,0 +1,135 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"seckill/internal/browsertest"
+	"seckill/internal/sale"
+)
+
+// join joins a's line through the API as user.
+func (s *site) join(a sale.Activity, user string) {
+	s.t.Helper()
+	if code := s.grab(a.ID, user); code != http.StatusAccepted {
+		s.t.Fatalf("%s joins %s: %d", user, a.ID, code)
+	}
+}
+
+// drain runs a drainer on the site's service until the test ends.
+func (s *site) drain() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.env.Service.NewDrainer("page", 100*time.Millisecond).Run(ctx, func(id string, err error) {
+			s.t.Errorf("drain %s: %v", id, err)
+		})
+	}()
+	s.t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestWaitingLineOnThePage: a queue sale's page takes a ticket before the start ("Join the
+// line"), says the early crowd is shuffled at the start, then shows the ticket's place once the
+// line is drawn, and finally what the line answered, as the server has it: a win followed to the
+// order, or sold out.
+func TestWaitingLineOnThePage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Console", Kind: sale.KindItem, Stock: 1, PriceCents: 49_900,
+		Admission: sale.AdmitQueue, AdmitRate: 1}, 5*time.Second)
+	s.join(a, "bob")
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	if got := b.Text("grab"); got != "Join the line" || browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) {
+		t.Fatalf("button of a queue sale before the start: %q", got)
+	}
+	if note := b.Text("fairness"); !strings.Contains(note, "shuffled at the start") || !strings.Contains(note, a.Seed.Commitment()[:16]) {
+		t.Errorf("fairness note %q: want the shuffle explained and the draw's commitment", note)
+	}
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`!document.getElementById("line").hidden && document.getElementById("line-status").textContent === "In line"`,
+		10*time.Second, "alice's ticket")
+	if got := b.Text("line-position"); got != "Shuffled at the start" {
+		t.Errorf("position of an early ticket: %q", got)
+	}
+	if got := b.Text("grab"); got != "You are in line" {
+		t.Errorf("button with a ticket: %q", got)
+	}
+	b.Screenshot("line-early")
+
+	// After the start a late joiner seals the line: the early crowd is drawn, and alice's page
+	// shows her place among the three.
+	for time.Now().Add(skew).Before(a.StartAt) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.join(a, "carol")
+	b.WaitFor(`/^#[12] of 3$/.test(document.getElementById("line-position").textContent)`, 10*time.Second,
+		"alice's place after the draw")
+	b.Screenshot("line-position")
+	// A reload finds the ticket again.
+	b.Do(chromedp.Reload())
+	b.WaitFor(`/^#[12] of 3$/.test(document.getElementById("line-position").textContent)`, 10*time.Second,
+		"alice's place after a reload")
+
+	s.drain()
+	b.WaitFor(`["Your turn: you won", "Sold out before your turn"].includes(document.getElementById("line-status").textContent)`,
+		15*time.Second, "the line's answer")
+	tok := browsertest.Eval[string](b, `localStorage.getItem("seckill.ticket.`+a.ID+`.alice")`)
+	v, err := s.env.Service.Ticket(context.Background(), "alice", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch v.Outcome {
+	case sale.OutcomeWon:
+		b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second,
+			"the won ticket's order")
+	case sale.OutcomeSoldOut:
+		if got := status(b); got != "Sold out before your turn came." {
+			t.Errorf("status = %q", got)
+		}
+	default:
+		t.Fatalf("alice's ticket: %+v", v)
+	}
+	b.Screenshot("line-answered")
+}
+
+// TestLotteryOnThePage: a lottery's page takes an entry before the start, tells the user the
+// draw is at the start, and after it shows the outcome the server has and the revealed seed.
+func TestLotteryOnThePage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Sneakers", Kind: sale.KindItem, Stock: 1, PriceCents: 19_900,
+		Admission: sale.AdmitLottery}, 4*time.Second)
+	s.join(a, "bob")
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	if got := b.Text("grab"); got != "Enter the draw" {
+		t.Fatalf("button of a lottery before the start: %q", got)
+	}
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("line-title").textContent === "Your entry" && document.getElementById("line-position").textContent === "Drawn at the start"`,
+		10*time.Second, "alice's entry")
+	s.drain()
+	b.WaitFor(`["Drawn: you won", "Not drawn"].includes(document.getElementById("line-status").textContent)`,
+		20*time.Second, "the draw's answer")
+	tok := browsertest.Eval[string](b, `localStorage.getItem("seckill.ticket.`+a.ID+`.alice")`)
+	v, err := s.env.Service.Ticket(context.Background(), "alice", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[sale.Outcome]string{sale.OutcomeWon: "Drawn: you won", sale.OutcomeNotDrawn: "Not drawn"}[v.Outcome]
+	if got := b.Text("line-status"); got != want {
+		t.Errorf("the page says %q; the server's outcome is %s", got, v.Outcome)
+	}
+	b.WaitFor(`document.getElementById("fairness").textContent.includes("seed revealed: `+a.Seed.String()[:16]+`")`,
+		10*time.Second, "the revealed seed")
+	if v.Outcome == sale.OutcomeNotDrawn && b.Text("grab") != "Not drawn" {
+		t.Errorf("button after not being drawn: %q", b.Text("grab"))
+	}
+}
