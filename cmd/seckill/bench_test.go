@@ -49,6 +49,7 @@ type benchResult struct {
 	Outcomes map[string]struct {
 		Count int64 `json:"count"`
 	} `json:"outcomes"`
+	Line *bench.LineReport `json:"line"`
 }
 
 // runBench runs `seckill bench ARGS --json --history FILE` and returns its result line and the
@@ -234,6 +235,10 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"short secret", []string{"--url", base, "--jwt-secret", "short", "--admin-token", testAdmin}, "--jwt-secret"},
 		{"wrong secret", []string{"--url", base, "--jwt-secret", strings.Repeat("x", 40), "--admin-token", testAdmin}, "refuses the user tokens"},
 		{"wrong admin token", []string{"--url", base, "--jwt-secret", testSecret, "--admin-token", "nope"}, "refuses the admin token"},
+		{"unknown admission", []string{"--admission", "raffle"}, "want direct, queue or lottery"},
+		{"a rate without a line", []string{"--admit-rate", "10"}, "are for --admission queue or lottery"},
+		{"a short pre-queue", []string{"--admission", "queue", "--pre-queue", "10ms"}, "--pre-queue 10ms"},
+		{"a line with unpaid orders", []string{"--admission", "queue", "--unpaid", "0.1", "--pay-window", "2s"}, "for direct admission"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,4 +308,35 @@ func TestBenchFaults(t *testing.T) {
 				res.Fault.AtS, before, res.Fault.RecoveryS, res.Unanswered)
 		})
 	}
+}
+
+// TestBenchAdmission: the queue and lottery modes through the bench, in process. The queue run
+// has a crowd larger than the cap and later arrivals behind the early crowd; the lottery's entries
+// exceed the stock. The checker reads every ticket back, recomputes the draw from the revealed
+// seed and the published entries, and finds the winners the line's first, exactly the stock.
+func TestBenchAdmission(t *testing.T) {
+	t.Run("queue", func(t *testing.T) {
+		res, _ := runBench(t, noEnv, "--admission", "queue", "--users", "6000", "--dup", "0", "--stock", "200",
+			"--pre-queue", "1s", "--admit-rate", "2000", "--concurrency", "32")
+		l := res.Line
+		if !res.OK || l == nil || res.Wins != 200 || l.Winners != 200 || l.Tickets < 200 || l.Early == 0 ||
+			l.Early > l.Cap || l.Cap != 2000 || !l.OK() {
+			t.Fatalf("result %+v line %+v", res, l)
+		}
+		if l.Tickets+l.QueueFull != 6000-res.Outcomes["rate_limited"].Count-res.Outcomes["sold_out"].Count {
+			t.Fatalf("%d tickets and %d refused full do not account for the 6000 joins: %+v", l.Tickets, l.QueueFull, res.Outcomes)
+		}
+	})
+	t.Run("lottery", func(t *testing.T) {
+		res, _ := runBench(t, noEnv, "--admission", "lottery", "--users", "2000", "--dup", "0", "--stock", "100",
+			"--pre-queue", "4s", "--queue-cap", "100000", "--concurrency", "32")
+		l := res.Line
+		if !res.OK || l == nil || res.Wins != 100 || l.Winners != 100 || l.Tickets <= 100 || l.Early != l.Tickets || !l.OK() {
+			t.Fatalf("result %+v line %+v", res, l)
+		}
+		// Entries after the start are refused: closed, or sold out once the draw has taken the stock.
+		if late := l.Closed + res.Outcomes["sold_out"].Count; l.Tickets+late != 2000 {
+			t.Fatalf("%d entries and %d refused after the start do not account for the 2000: %+v", l.Tickets, late, res.Outcomes)
+		}
+	})
 }

@@ -34,6 +34,8 @@ type Sale struct {
 	// and their units go back on sale, and the users who lost then try again.
 	Unpaid    float64
 	PayWindow time.Duration // the activity's payment window; 0: the server's default (15 min)
+	// Line makes the sale a queue or lottery: the crowd joins its waiting line (see LineSpec).
+	Line LineSpec
 }
 
 // MaxUnpaidWindow bounds the payment window of a run with unpaid orders: bench waits it out.
@@ -82,6 +84,12 @@ func (s Sale) Validate() error {
 	case s.Fault != nil && (s.Fault.At <= 0 || s.Fault.At >= 1):
 		return fmt.Errorf("--at %g%%: want between 0 and 100, exclusive", 100*s.Fault.At)
 	}
+	if err := s.Line.Validate(); err != nil {
+		return err
+	}
+	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
+		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")
+	}
 	if _, err := auth.New([]byte(s.Secret)); err != nil {
 		return fmt.Errorf("--jwt-secret: %w", err)
 	}
@@ -108,6 +116,9 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	}
 	if err := c.CheckUserToken(ctx, bearer(0)); err != nil {
 		return Result{}, nil, err
+	}
+	if s.Line.Lined() {
+		return s.runLine(ctx, c, bearer)
 	}
 	now := time.Now().UTC()
 	spec := ActivitySpec{Name: fmt.Sprintf("bench seed %d", s.Seed), Kind: s.Kind, PriceCents: 100,

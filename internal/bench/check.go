@@ -45,6 +45,11 @@ type Stats struct {
 	DeadLetters  int64 `json:"dead_letters"`
 	// Shed names what a degraded server left out (then the counts above are not zeros but unknown).
 	Shed []string `json:"shed,omitempty"`
+	// Line is a queue or lottery's line.
+	Line *struct {
+		Joined  int64 `json:"joined"`
+		Waiting int64 `json:"waiting"`
+	} `json:"line,omitempty"`
 }
 
 // Verdict is what the checker found. Every field named after a violation is zero in a correct

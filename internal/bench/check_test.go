@@ -9,10 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// sale is a correct finished sale: users u0..u(n-1) click twice each; the first `stock` users
+// finishedSale is a correct finished sale: users u0..u(n-1) click twice each; the first `stock` users
 // win once (a second click is 409), the rest are sold out. Red packets split 100 cents per share
 // plus one cent on the last.
-func sale(n, stock int, kind string) ([]Record, Facts) {
+func finishedSale(n, stock int, kind string) ([]Record, Facts) {
 	var h []Record
 	f := Facts{Stock: int64(stock), PerUserLimit: 1, Kind: kind, Orders: map[string]Order{}}
 	for i := range n {
@@ -42,7 +42,7 @@ func sale(n, stock int, kind string) ([]Record, Facts) {
 
 func TestCheckPassesACorrectSale(t *testing.T) {
 	for _, kind := range []string{"item", "redpacket"} {
-		h, f := sale(50, 10, kind)
+		h, f := finishedSale(50, 10, kind)
 		v := Check(h, f)
 		want := Verdict{Requests: 100, Wins: 10, Stock: 10, Demand: 50}
 		if diff := cmp.Diff(want, v); diff != "" {
@@ -136,7 +136,7 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, f := sale(50, 10, tc.kind)
+			h, f := finishedSale(50, 10, tc.kind)
 			h = tc.inject(h, &f)
 			v := Check(h, f)
 			if v.OK() || tc.want(v) == 0 {
@@ -152,7 +152,7 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 // TestCheckAllowsAnUnansweredGrab: a request that got a 503 may have taken a unit (Redis ran the
 // script, the reply was lost); its order is no duplicate.
 func TestCheckAllowsAnUnansweredGrab(t *testing.T) {
-	h, f := sale(50, 10, "item")
+	h, f := finishedSale(50, 10, "item")
 	h[0] = Record{User: "u0", Outcome: Error, Status: 0, Err: "connection reset"}
 	delete(f.Orders, "t0") // the checker never learnt its token
 	v := Check(h, f)
@@ -164,7 +164,7 @@ func TestCheckAllowsAnUnansweredGrab(t *testing.T) {
 // TestCheckCountsRestockedUnits: a cancelled order's unit went back; it is neither held nor lost,
 // and a crowd that did not buy it again is not an undersell only when demand ran out.
 func TestCheckCountsRestockedUnits(t *testing.T) {
-	h, f := sale(10, 10, "item") // every user wins: demand == stock
+	h, f := finishedSale(10, 10, "item") // every user wins: demand == stock
 	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
 	f.Stats.Created, f.Stats.Cancelled = 9, 1
 	v := Check(h, f)
@@ -174,7 +174,7 @@ func TestCheckCountsRestockedUnits(t *testing.T) {
 }
 
 func TestHistoryRoundTrip(t *testing.T) {
-	h, _ := sale(5, 2, "item")
+	h, _ := finishedSale(5, 2, "item")
 	h[0].Intended, h[0].Start, h[0].End = 1, 2, 3
 	var buf bytes.Buffer
 	if err := WriteHistory(&buf, h); err != nil {

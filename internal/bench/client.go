@@ -204,6 +204,9 @@ type ActivitySpec struct {
 	EndAt        string `json:"end_at"`
 	PayWindowS   int64  `json:"pay_window_s"`
 	StockShards  int64  `json:"stock_shards,omitempty"`
+	Admission    string `json:"admission,omitempty"`
+	AdmitRate    int64  `json:"admit_rate,omitempty"`
+	QueueCap     int64  `json:"queue_cap,omitempty"`
 }
 
 // CreateActivity creates the activity and returns its id.
@@ -304,6 +307,7 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 	}
 	var body struct {
 		OrderToken  string `json:"order_token"`
+		QueueToken  string `json:"queue_token"`
 		AmountCents int64  `json:"amount_cents"`
 		Error       struct {
 			Code string `json:"code"`
@@ -313,6 +317,6 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 		r.Outcome, r.Err = Error, "answer is not JSON: "+err.Error()
 		return r
 	}
-	r.Token, r.Amount, r.Code = body.OrderToken, body.AmountCents, body.Error.Code
+	r.Token, r.Ticket, r.Amount, r.Code = body.OrderToken, body.QueueToken, body.AmountCents, body.Error.Code
 	return r
 }

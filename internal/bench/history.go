@@ -23,10 +23,15 @@ const (
 	SoldOut       Outcome = "sold_out"
 	RateLimited   Outcome = "rate_limited"
 	Error         Outcome = "error"
+	// A queue or lottery's joins: a ticket taken (or given back), the line full, a lottery's
+	// entries closed at the start.
+	Joined    Outcome = "joined"
+	QueueFull Outcome = "queue_full"
+	Closed    Outcome = "closed"
 )
 
 // Outcomes lists the outcomes in report order.
-var Outcomes = []Outcome{Won, AlreadyBought, SoldOut, RateLimited, Error}
+var Outcomes = []Outcome{Won, Joined, AlreadyBought, SoldOut, QueueFull, Closed, RateLimited, Error}
 
 // outcomeOf classifies an answer by its status.
 func outcomeOf(status int) Outcome {
@@ -55,6 +60,7 @@ type Record struct {
 	Status   int     `json:"status"` // 0: no HTTP answer
 	Code     string  `json:"code,omitempty"`
 	Token    string  `json:"order_token,omitempty"`
+	Ticket   string  `json:"queue_token,omitempty"` // a queue or lottery's ticket
 	Amount   int64   `json:"amount_cents,omitempty"`
 	Err      string  `json:"err,omitempty"`
 	Node     int     `json:"node"`               // the server (index in the client's list) that answered

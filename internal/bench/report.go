@@ -118,6 +118,8 @@ type Result struct {
 	// DrainS is how long the queue took to empty after the crowd's last answer: the orders the
 	// workers still had to place (after a fault, the backlog it left).
 	DrainS float64 `json:"drain_s"`
+	// Line is what a queue or lottery run found about its line.
+	Line *LineReport `json:"line,omitempty"`
 }
 
 // faultText says what each kind of fault does.
@@ -166,7 +168,19 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
 	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents  leaderboard off %d\n",
 		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff, r.BoardOff)
-	fmt.Fprintf(w, "queue drained %.2f s after the last answer\n", r.DrainS)
+	if l := r.Line; l != nil {
+		fmt.Fprintf(w, "%s: %d tickets (%d early, drawn at the start), %d refused QUEUE_FULL (cap %d), %d entries after the start refused\n",
+			l.Admission, l.Tickets, l.Early, l.QueueFull, l.Cap, l.Closed)
+		fmt.Fprintf(w, "joins answered at %.0f/s; the line answered everyone %.2f s after the start; %d winners\n",
+			l.JoinRPS, l.AnswerS, l.Winners)
+		fmt.Fprintf(w, "unanswered %d  lost %d  out of order %d  draw off %d  over cap %d  winners off %d  commitment off %d\n",
+			l.Unanswered, l.Lost, l.OutOfOrder, l.DrawOff, l.OverCap, l.WinnersOff, l.Commitments)
+		if len(l.Problems) > 0 {
+			r.Problems = append(r.Problems, l.Problems...)
+		}
+	} else {
+		fmt.Fprintf(w, "queue drained %.2f s after the last answer\n", r.DrainS)
+	}
 	if r.Fault != nil {
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s\n", faultText[r.Fault.Kind], r.Fault.AtS, r.Fault.RecoveryS)
 	}

@@ -20,7 +20,10 @@ type TicketResponse struct {
 	Admission  sale.Admission `json:"admission"`
 	// Position counts the tickets up to this one (1: next); null while the early crowd awaits
 	// the draw at the start, and once answered.
-	Position       *int64    `json:"position"`
+	Position *int64 `json:"position"`
+	// Place is the ticket's place in the line from its first (1), fixed once given: the draw's
+	// for the early crowd, the order of arrival after; null while the early crowd awaits the draw.
+	Place          *int64    `json:"place"`
 	EstimatedWaitS *float64  `json:"estimated_wait_s"`
 	Early          bool      `json:"early"` // joined before the start: placed by the draw
 	JoinedAt       time.Time `json:"joined_at"`
@@ -34,6 +37,10 @@ func ticketResponse(v sale.TicketView, drawAt time.Time, joined string) TicketRe
 	resp := TicketResponse{Status: string(v.Outcome), QueueToken: v.Token, ActivityID: v.ActivityID,
 		Admission: v.Admission, Early: v.Early, JoinedAt: v.JoinedAt, DrawAt: drawAt, OrderToken: v.OrderToken,
 		AmountCents: v.AmountCents, Waiting: v.Line.Waiting()}
+	if v.Place >= 0 {
+		place := v.Place + 1
+		resp.Place = &place
+	}
 	if v.Outcome == sale.OutcomeWaiting {
 		if joined != "" {
 			resp.Status = joined
