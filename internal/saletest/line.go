@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,4 +270,71 @@ func lineConcurrent(t *testing.T, newLine NewLine) {
 			t.Fatalf("place %d missing: places are not contiguous", p)
 		}
 	}
+}
+
+// BenchLine measures line l at n queued users: it fills the line of a with n joins (64 in
+// flight) and reports their rate and, when mem is set, the bytes each queued user costs (mem
+// reads the memory used); then, at that size, the rate of further joins (Join) and of position
+// queries (Ticket).
+func BenchLine(b *testing.B, l sale.Line, a sale.Activity, n int, mem func() int64) {
+	ctx := context.Background()
+	at := a.StartAt.Add(time.Second)
+	join := func(user string) string {
+		t, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
+		if err != nil {
+			b.Fatalf("join %s: %v", user, err)
+		}
+		return t.Token
+	}
+	var before int64
+	if mem != nil {
+		before = mem()
+	}
+	tokens := make([]string, n)
+	var next atomic.Int64
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				tokens[i] = join("u" + strconv.Itoa(i))
+			}
+		})
+	}
+	wg.Wait()
+	fill := time.Since(began)
+	st, err := l.State(ctx, a.ID)
+	if err != nil || st.Waiting() != int64(n) {
+		b.Fatalf("after the fill: %+v, %v; want %d waiting", st, err, n)
+	}
+	perUser := 0.0
+	if mem != nil {
+		perUser = float64(mem()-before) / float64(n)
+	}
+	// A parent benchmark's own metrics are not printed: the fill's figures go with Join's.
+	var more atomic.Int64
+	b.Run("Join", func(b *testing.B) {
+		b.ReportMetric(float64(n)/fill.Seconds(), "fill-joins/s")
+		if mem != nil {
+			b.ReportMetric(perUser, "B/user")
+		}
+		b.SetParallelism(64)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				join("x" + strconv.FormatInt(more.Add(1), 10))
+			}
+		})
+	})
+	b.Run("Ticket", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			for pb.Next() {
+				tok := tokens[r.IntN(n)]
+				if t, _, err := l.Ticket(ctx, tok); err != nil || t.Token != tok {
+					b.Fatalf("Ticket(%s) = %+v, %v", tok, t, err)
+				}
+			}
+		})
+	})
 }

@@ -1,0 +1,39 @@
+package redisgate_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"seckill/internal/redisgate"
+	"seckill/internal/redistest"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+)
+
+// BenchmarkRedisLineAt1M: the line on a real Redis (no AOF), filled with a million queued users;
+// B/user is Redis's used_memory each one costs.
+func BenchmarkRedisLineAt1M(b *testing.B) {
+	rdb, err := redisgate.Dial(context.Background(), redistest.Start(b, redistest.Options{}).URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	a := saletest.LineItem("bench-line", 100_000, sale.AdmitQueue)
+	a.QueueCap = sale.MaxQueueCap
+	saletest.BenchLine(b, redisgate.NewLine(rdb), a, 1_000_000, func() int64 {
+		info, err := rdb.Info(context.Background(), "memory").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		b.Fatal("INFO memory has no used_memory")
+		return 0
+	})
+}
