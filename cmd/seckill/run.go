@@ -579,7 +579,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		var once sync.Once
 		return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
 			challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
-			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: line,
+			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.Line(line, guard),
 			close: func() {
 				once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
 			}}, nil
@@ -602,7 +602,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
-		line:    redisgate.NewLine(rdb),
+		line:    health.Line(redisgate.NewLine(rdb), guard),
 		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
 		ping:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil

@@ -225,3 +225,84 @@ func (x guardedLeaders) RankOf(ctx context.Context, g sale.Grab) (int64, error) 
 func (x guardedLeaders) BestGrab(ctx context.Context, activityID, userID string) (sale.Grab, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.l.BestGrab(ctx, activityID, userID) })
 }
+
+// Line guards a waiting line's calls: joins, polls and the drainer's steps fail fast while the
+// breaker is open. Sealing and reading the early crowd grow with the crowd and only the client's
+// timeouts bound them.
+func Line(l sale.Line, guard *Guard) sale.Line { return guardedLine{l, guard} }
+
+type guardedLine struct {
+	l     sale.Line
+	guard *Guard
+}
+
+type joined struct {
+	t     sale.Ticket
+	fresh bool
+}
+
+func (x guardedLine) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool, error) {
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (joined, error) {
+		t, fresh, err := x.l.Join(ctx, r)
+		return joined{t, fresh}, err
+	})
+	return v.t, v.fresh, err
+}
+
+type ticketState struct {
+	t  sale.Ticket
+	st sale.LineState
+}
+
+func (x guardedLine) Ticket(ctx context.Context, token string) (sale.Ticket, sale.LineState, error) {
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (ticketState, error) {
+		t, st, err := x.l.Ticket(ctx, token)
+		return ticketState{t, st}, err
+	})
+	return v.t, v.st, err
+}
+
+func (x guardedLine) State(ctx context.Context, activityID string) (sale.LineState, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.LineState, error) { return x.l.State(ctx, activityID) })
+}
+
+func (x guardedLine) Seal(ctx context.Context, a sale.Activity) (st sale.LineState, err error) {
+	err = x.guard.Slow(ctx, func(ctx context.Context) error {
+		st, err = x.l.Seal(ctx, a)
+		return err
+	})
+	return st, err
+}
+
+func (x guardedLine) Early(ctx context.Context, activityID string) (tokens []string, err error) {
+	err = x.guard.Slow(ctx, func(ctx context.Context) error {
+		tokens, err = x.l.Early(ctx, activityID)
+		return err
+	})
+	return tokens, err
+}
+
+type batch struct {
+	from, to int64
+	ts       []sale.Ticket
+}
+
+func (x guardedLine) Next(ctx context.Context, activityID string, n int) (int64, int64, []sale.Ticket, error) {
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (batch, error) {
+		from, to, ts, err := x.l.Next(ctx, activityID, n)
+		return batch{from, to, ts}, err
+	})
+	return v.from, v.to, v.ts, err
+}
+
+func (x guardedLine) Admit(ctx context.Context, activityID string, from, to int64, ts []sale.Ticket, rate float64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.l.Admit(ctx, activityID, from, to, ts, rate) })
+}
+
+func (x guardedLine) Skip(ctx context.Context, activityID string, from int64) (int64, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.l.Skip(ctx, activityID, from) })
+}
+
+func (x guardedLine) Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.l.Lead(ctx, activityID, holder, ttl) })
+}

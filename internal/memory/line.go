@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"seckill/internal/sale"
@@ -13,14 +14,21 @@ import (
 // join is answered, and each line's seal and head.
 type LineJournal interface {
 	// AppendTickets stores new tickets in one transaction.
-	AppendTickets(ctx context.Context, ts []sale.Ticket) error
+	AppendTickets(ctx context.Context, ts []TicketRow) error
 	// SealLine records that an activity's early crowd is closed.
 	SealLine(ctx context.Context, activityID string) error
 	// AdmitTickets records the outcomes of ts and moves the head from from to to, in one
-	// transaction.
-	AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []sale.Ticket) error
+	// transaction, unless the head is elsewhere.
+	AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []TicketRow) error
 	// LoadLines returns every line: its seal, its head and its tickets.
 	LoadLines(ctx context.Context) ([]LineRecord, error)
+}
+
+// TicketRow is a ticket as the journal keeps it: Seq, given by the process in the order of the
+// joins, is its key there.
+type TicketRow struct {
+	Seq int64
+	sale.Ticket
 }
 
 // LineRecord is one line as its journal keeps it.
@@ -28,7 +36,7 @@ type LineRecord struct {
 	ActivityID string
 	Sealed     bool
 	Head       int64
-	Tickets    []sale.Ticket // early tickets with place -1
+	Tickets    []TicketRow // early tickets with place -1
 }
 
 var _ sale.Line = (*Line)(nil)
@@ -39,7 +47,8 @@ var _ sale.Line = (*Line)(nil)
 type Line struct {
 	journal LineJournal
 	lookup  func(context.Context, string) (sale.Activity, error)
-	commit  *committer[sale.Ticket]
+	commit  *committer[TicketRow]
+	seq     atomic.Int64 // the last ticket row's key
 
 	mu      sync.RWMutex
 	lines   map[string]*line
@@ -63,6 +72,7 @@ type line struct {
 // failed says the commit was refused (the ticket was never acknowledged and does not exist).
 type ticket struct {
 	line    *line
+	seq     int64
 	token   string
 	user    string
 	place   int64
@@ -90,7 +100,8 @@ func OpenLine(ctx context.Context, j LineJournal, lookup func(context.Context, s
 		}
 		ln := &line{a: a, head: rec.Head, users: map[string]*ticket{}}
 		for _, t := range rec.Tickets {
-			k := &ticket{line: ln, token: t.Token, user: t.UserID, place: t.Place, early: t.Early, joined: t.JoinedAt,
+			l.seq.Store(max(l.seq.Load(), t.Seq))
+			k := &ticket{line: ln, seq: t.Seq, token: t.Token, user: t.UserID, place: t.Place, early: t.Early, joined: t.JoinedAt,
 				outcome: t.Outcome, order: t.OrderToken, amount: t.AmountCents}
 			l.tickets[k.token] = k
 			if k.early {
@@ -98,7 +109,7 @@ func OpenLine(ctx context.Context, j LineJournal, lookup func(context.Context, s
 			} else {
 				ln.put(k)
 			}
-			if u := ln.users[k.user]; u == nil || u.joined.Before(k.joined) || (u.joined.Equal(k.joined) && u.place < k.place) {
+			if u := ln.users[k.user]; u == nil || u.seq < k.seq { // the user's latest ticket
 				ln.users[k.user] = k
 			}
 		}
@@ -201,7 +212,8 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 		ln.mu.Unlock()
 		return sale.Ticket{}, false, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, r.Activity.QueueCap)
 	}
-	k := &ticket{line: ln, token: r.Token, user: r.UserID, place: -1, joined: r.Now, done: make(chan struct{})}
+	k := &ticket{line: ln, seq: l.seq.Add(1), token: r.Token, user: r.UserID, place: -1, joined: r.Now,
+		done: make(chan struct{})}
 	switch {
 	case !ln.sealed && r.Now.Before(r.Activity.StartAt):
 		k.early = true
@@ -226,7 +238,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	l.tickets[k.token] = k
 	l.mu.Unlock()
 
-	err := l.commit.append(t)
+	err := l.commit.append(TicketRow{k.seq, t})
 	ln.mu.Lock()
 	k.failed = err != nil
 	close(k.done)
@@ -341,15 +353,21 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 	if ln.head != from {
 		return nil
 	}
-	if err := l.journal.AdmitTickets(ctx, activityID, from, to, ts); err != nil {
-		return fmt.Errorf("%w: record admissions: %v", sale.ErrBusy, err)
-	}
+	rows := make([]TicketRow, 0, len(ts))
+	var admitted []*ticket
 	for _, t := range ts {
 		if t.Place >= from && t.Place < to {
 			if k := ln.places[t.Place]; k != nil && k.token == t.Token {
-				k.outcome, k.order, k.amount = t.Outcome, t.OrderToken, t.AmountCents
+				rows = append(rows, TicketRow{k.seq, t})
+				admitted = append(admitted, k)
 			}
 		}
+	}
+	if err := l.journal.AdmitTickets(ctx, activityID, from, to, rows); err != nil {
+		return fmt.Errorf("%w: record admissions: %v", sale.ErrBusy, err)
+	}
+	for i, k := range admitted {
+		k.outcome, k.order, k.amount = rows[i].Outcome, rows[i].OrderToken, rows[i].AmountCents
 	}
 	ln.head, ln.rate = to, rate
 	return nil

@@ -274,8 +274,9 @@ func lineConcurrent(t *testing.T, newLine NewLine) {
 
 // BenchLine measures line l at n queued users: it fills the line of a with n joins (64 in
 // flight) and reports their rate and, when mem is set, the bytes each queued user costs (mem
-// reads the memory used); then, at that size, the rate of further joins (Join) and of position
-// queries (Ticket).
+// reads the memory used); then, at that size, further joins (Join, 64 goroutines a CPU: ns/op is
+// the wall time per join, the inverse of the throughput), the latency of one position query at a
+// time (TicketLatency) and the throughput of many (Ticket, 16 goroutines a CPU).
 func BenchLine(b *testing.B, l sale.Line, a sale.Activity, n int, mem func() int64) {
 	ctx := context.Background()
 	at := a.StartAt.Add(time.Second)
@@ -324,6 +325,16 @@ func BenchLine(b *testing.B, l sale.Line, a sale.Activity, n int, mem func() int
 				join("x" + strconv.FormatInt(more.Add(1), 10))
 			}
 		})
+	})
+	// One position query at a time: its latency. (Ticket below is their throughput.)
+	b.Run("TicketLatency", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(1, 2))
+		for b.Loop() {
+			tok := tokens[r.IntN(n)]
+			if t, _, err := l.Ticket(ctx, tok); err != nil || t.Token != tok {
+				b.Fatalf("Ticket(%s) = %+v, %v", tok, t, err)
+			}
+		}
 	})
 	b.Run("Ticket", func(b *testing.B) {
 		b.SetParallelism(16)

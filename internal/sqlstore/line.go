@@ -37,17 +37,17 @@ func (s *LineJournal) Close() error {
 }
 
 // AppendTickets implements memory.LineJournal, many rows per statement.
-func (s *LineJournal) AppendTickets(ctx context.Context, ts []sale.Ticket) error {
+func (s *LineJournal) AppendTickets(ctx context.Context, ts []memory.TicketRow) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		const chunk = 256
 		for lo := 0; lo < len(ts); lo += chunk {
 			hi := min(lo+chunk, len(ts))
-			args := make([]any, 0, 5*(hi-lo))
+			args := make([]any, 0, 6*(hi-lo))
 			for _, t := range ts[lo:hi] {
-				args = append(args, t.Token, t.ActivityID, t.UserID, t.Place, ms(t.JoinedAt))
+				args = append(args, t.Seq, t.Token, t.ActivityID, t.UserID, t.Place, ms(t.JoinedAt))
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO line_tickets (token, activity_id, user_id, place, joined_at)
-				VALUES `+placeholders(hi-lo, 5)+` ON CONFLICT DO NOTHING`, args...); err != nil {
+			if _, err := tx.ExecContext(ctx, s.w.d.rewrite(`INSERT INTO line_tickets (seq, token, activity_id, user_id, place, joined_at)
+				VALUES `+placeholders(hi-lo, 6)), args...); err != nil {
 				return fmt.Errorf("append %d tickets: %w", hi-lo, err)
 			}
 		}
@@ -79,7 +79,7 @@ func (s *LineJournal) SealLine(ctx context.Context, activityID string) error {
 
 // AdmitTickets implements memory.LineJournal. The head moves only from from: a second call for
 // the same batch changes nothing.
-func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []sale.Ticket) error {
+func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []memory.TicketRow) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		if err := ensureLine(ctx, tx, activityID); err != nil {
 			return err
@@ -94,7 +94,7 @@ func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from,
 		}
 		for _, t := range ts {
 			if _, err := tx.ExecContext(ctx, `UPDATE line_tickets SET outcome = ?, order_token = ?, amount_cents = ?
-				WHERE token = ?`, string(t.Outcome), t.OrderToken, t.AmountCents, t.Token); err != nil {
+				WHERE seq = ?`, string(t.Outcome), t.OrderToken, t.AmountCents, t.Seq); err != nil {
 				return err
 			}
 		}
@@ -133,17 +133,17 @@ func (s *LineJournal) LoadLines(ctx context.Context) ([]memory.LineRecord, error
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return nil, err
 	}
-	rows, err = s.r.QueryContext(ctx, `SELECT token, activity_id, user_id, place, joined_at, outcome, order_token,
-		amount_cents FROM line_tickets`)
+	rows, err = s.r.QueryContext(ctx, `SELECT seq, token, activity_id, user_id, place, joined_at, outcome, order_token,
+		amount_cents FROM line_tickets ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var t sale.Ticket
+		var t memory.TicketRow
 		var joined int64
 		var outcome string
-		if err := rows.Scan(&t.Token, &t.ActivityID, &t.UserID, &t.Place, &joined, &outcome, &t.OrderToken,
+		if err := rows.Scan(&t.Seq, &t.Token, &t.ActivityID, &t.UserID, &t.Place, &joined, &outcome, &t.OrderToken,
 			&t.AmountCents); err != nil {
 			return nil, err
 		}

@@ -8,7 +8,8 @@ ALTER TABLE activities ADD COLUMN draw_seed VARCHAR(64) NOT NULL DEFAULT '';
 -- The embedded line's journal when the embedded gate runs on this database (see the SQLite
 -- line journal for what the rows mean).
 CREATE TABLE line_tickets (
-    token        VARCHAR(64) NOT NULL PRIMARY KEY,
+    seq          BIGINT NOT NULL PRIMARY KEY,
+    token        VARCHAR(96) NOT NULL,
     activity_id  VARCHAR(64) NOT NULL,
     user_id      VARCHAR(64) NOT NULL,
     place        BIGINT NOT NULL,
@@ -17,7 +18,6 @@ CREATE TABLE line_tickets (
     order_token  VARCHAR(64) NOT NULL DEFAULT '',
     amount_cents BIGINT NOT NULL DEFAULT 0
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
-CREATE INDEX line_tickets_activity ON line_tickets (activity_id);
 
 CREATE TABLE line_states (
     activity_id VARCHAR(64) NOT NULL PRIMARY KEY,

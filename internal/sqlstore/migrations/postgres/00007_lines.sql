@@ -8,7 +8,8 @@ ALTER TABLE activities ADD COLUMN draw_seed TEXT NOT NULL DEFAULT '';
 -- The embedded line's journal when the embedded gate runs on this database (see the SQLite
 -- line journal for what the rows mean).
 CREATE TABLE line_tickets (
-    token        TEXT NOT NULL PRIMARY KEY,
+    seq          BIGINT NOT NULL PRIMARY KEY,
+    token        TEXT NOT NULL,
     activity_id  TEXT NOT NULL,
     user_id      TEXT NOT NULL,
     place        BIGINT NOT NULL,
@@ -17,7 +18,6 @@ CREATE TABLE line_tickets (
     order_token  TEXT NOT NULL DEFAULT '',
     amount_cents BIGINT NOT NULL DEFAULT 0
 );
-CREATE INDEX line_tickets_activity ON line_tickets (activity_id);
 
 CREATE TABLE line_states (
     activity_id TEXT NOT NULL PRIMARY KEY,
