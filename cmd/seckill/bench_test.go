@@ -327,6 +327,15 @@ func TestBenchAdmission(t *testing.T) {
 			t.Fatalf("%d tickets and %d refused full do not account for the 6000 joins: %+v", l.Tickets, l.QueueFull, res.Outcomes)
 		}
 	})
+	t.Run("queue on Redis and MariaDB", func(t *testing.T) {
+		res, _ := runBench(t, noEnv, "--admission", "queue", "--users", "4000", "--dup", "1", "--stock", "300",
+			"--pre-queue", "1s", "--admit-rate", "1000", "--concurrency", "32",
+			"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+		l := res.Line
+		if !res.OK || res.Mode != "redis" || l == nil || l.Winners != 300 || l.Early == 0 || !l.OK() {
+			t.Fatalf("result %+v line %+v", res, l)
+		}
+	})
 	t.Run("lottery", func(t *testing.T) {
 		res, _ := runBench(t, noEnv, "--admission", "lottery", "--users", "2000", "--dup", "0", "--stock", "100",
 			"--pre-queue", "4s", "--queue-cap", "100000", "--concurrency", "32")
