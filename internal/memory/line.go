@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,14 +134,15 @@ func (ln *line) put(k *ticket) {
 	ln.places[k.place] = k
 }
 
-// draw seals the line and places the early tickets in the draw's order. Early tickets still being
-// committed are waited for, so the order is the one the journal's tokens give again. ln.mu is held.
+// draw seals the line and places the early tickets in the draw's order: the order the journal's
+// tokens give again after a restart. ln.mu is held, and no early ticket's join is still being
+// committed (see seal).
 func (ln *line) draw() {
 	ln.sealed = true
 	var tokens []string
 	byToken := map[string]*ticket{}
 	for _, k := range ln.early {
-		if ln.settle(k) {
+		if !k.failed {
 			tokens = append(tokens, k.token)
 			byToken[k.token] = k
 		}
@@ -204,9 +206,29 @@ func (ln *line) waiting(k *ticket) bool {
 func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool, error) {
 	ln := l.lineOf(r.Activity)
 	ln.mu.Lock()
-	if k := ln.users[r.UserID]; k != nil && ln.settle(k) && ln.waiting(k) {
-		defer ln.mu.Unlock()
-		return k.public(ln.a.ID), false, nil
+	tail := ln.sealed || !r.Now.Before(r.Activity.StartAt)
+	if tail && !r.Tail {
+		ln.mu.Unlock()
+		return sale.Ticket{}, false, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
+	}
+	// Seal first: it may let go of ln.mu, and from here on a join must hold it until its ticket
+	// has its place, or two joins of one user could both take one.
+	if tail {
+		if err := l.seal(ctx, ln); err != nil {
+			ln.mu.Unlock()
+			return sale.Ticket{}, false, err
+		}
+	}
+	for k := ln.users[r.UserID]; k != nil; k = ln.users[r.UserID] {
+		if k.done != nil {
+			ln.settle(k) // lets go of ln.mu: look again after
+			continue
+		}
+		if !k.failed && ln.waiting(k) {
+			defer ln.mu.Unlock()
+			return k.public(ln.a.ID), false, nil
+		}
+		break
 	}
 	if int64(len(ln.places))+int64(len(ln.early))-ln.head >= r.Activity.QueueCap {
 		ln.mu.Unlock()
@@ -214,22 +236,16 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	}
 	k := &ticket{line: ln, seq: l.seq.Add(1), token: r.Token, user: r.UserID, place: -1, joined: r.Now,
 		done: make(chan struct{})}
-	switch {
-	case !ln.sealed && r.Now.Before(r.Activity.StartAt):
-		k.early = true
-		ln.early = append(ln.early, k)
-	case !r.Tail:
+	if ln.sealed && !r.Tail {
 		ln.mu.Unlock()
 		return sale.Ticket{}, false, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
-	default:
-		if !ln.sealed {
-			if err := l.seal(ctx, ln); err != nil {
-				ln.mu.Unlock()
-				return sale.Ticket{}, false, err
-			}
-		}
+	}
+	if ln.sealed { // sealed above, or by a join that came while the user's ticket settled
 		k.place = int64(len(ln.places))
 		ln.places = append(ln.places, k)
+	} else {
+		k.early = true
+		ln.early = append(ln.early, k)
 	}
 	ln.users[k.user] = k
 	t := k.public(ln.a.ID)
@@ -250,12 +266,21 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	return t, true, nil
 }
 
-// seal records the seal and draws; ln.mu is held.
+// seal waits until no early ticket's join is being committed (so that the draw is over exactly
+// the tickets the journal has), then records the seal and draws, all without letting go of
+// ln.mu: until it is done no ticket can take a place. ln.mu is held.
 func (l *Line) seal(ctx context.Context, ln *line) error {
-	if err := l.journal.SealLine(ctx, ln.a.ID); err != nil {
-		return fmt.Errorf("%w: seal the line: %v", sale.ErrBusy, err)
+	for !ln.sealed {
+		i := slices.IndexFunc(ln.early, func(k *ticket) bool { return k.done != nil })
+		if i < 0 {
+			if err := l.journal.SealLine(ctx, ln.a.ID); err != nil {
+				return fmt.Errorf("%w: seal the line: %v", sale.ErrBusy, err)
+			}
+			ln.draw()
+			return nil
+		}
+		ln.settle(ln.early[i]) // lets go of ln.mu: more early tickets may come meanwhile
 	}
-	ln.draw()
 	return nil
 }
 
@@ -297,10 +322,8 @@ func (l *Line) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error
 	ln := l.lineOf(a)
 	ln.mu.Lock()
 	defer ln.mu.Unlock()
-	if !ln.sealed {
-		if err := l.seal(ctx, ln); err != nil {
-			return sale.LineState{}, err
-		}
+	if err := l.seal(ctx, ln); err != nil {
+		return sale.LineState{}, err
 	}
 	return ln.state(), nil
 }

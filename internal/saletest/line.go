@@ -37,6 +37,7 @@ func LineTests(t *testing.T, newLine NewLine) {
 	t.Run("LotteryTakesNoneAfterTheSeal", func(t *testing.T) { lineLotteryClosed(t, newLine) })
 	t.Run("AdmitAndSkipMoveTheHeadOnce", func(t *testing.T) { lineAdmitSkip(t, newLine) })
 	t.Run("ConcurrentJoinsGetDistinctPlaces", func(t *testing.T) { lineConcurrent(t, newLine) })
+	t.Run("TheSealRacingEarlyJoins", func(t *testing.T) { lineSealRace(t, newLine) })
 }
 
 func join(t *testing.T, l sale.Line, a sale.Activity, user string, at time.Time, tail bool) (sale.Ticket, bool) {
@@ -269,6 +270,74 @@ func lineConcurrent(t *testing.T, newLine NewLine) {
 		if _, ok := places[p]; !ok {
 			t.Fatalf("place %d missing: places are not contiguous", p)
 		}
+	}
+}
+
+// lineSealRace joins an early crowd and a tail crowd at once, so that the seal (the first tail
+// join) meets early joins still being made durable: every ticket must get its own place, the
+// early crowd exactly the places the draw gives it, the tail behind it.
+func lineSealRace(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, _ := newLine(t)
+	a := LineItem("line-race", 100, sale.AdmitQueue)
+	const each = 150
+	var mu sync.Mutex
+	var early []string
+	var tail []sale.Ticket
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*each)
+	for i := range 2 * each {
+		wg.Go(func() {
+			at := a.StartAt.Add(time.Second) // a node whose clock says the sale has started
+			if i%2 == 0 {
+				at = a.StartAt.Add(-time.Second) // one whose clock says it has not
+			}
+			tk, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: fmt.Sprint("u", i),
+				Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tk.Early {
+				early = append(early, tk.Token)
+			} else {
+				tail = append(tail, tk)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st, err := l.Seal(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Early != int64(len(early)) || st.Placed != 2*each || st.Joined != 2*each {
+		t.Fatalf("state %+v with %d early and %d tail tickets", st, len(early), len(tail))
+	}
+	places := map[int64]string{}
+	for i, tok := range sale.DrawOrder(a.Seed, early) {
+		tk, _ := ticketOf(t, l, tok)
+		if tk.Place != int64(i) {
+			t.Fatalf("early ticket %s at place %d, the draw gives %d", tok, tk.Place, i)
+		}
+		places[tk.Place] = tok
+	}
+	for _, tk := range tail {
+		if tk.Place < int64(len(early)) {
+			t.Fatalf("tail ticket %s at place %d, inside the early crowd of %d", tk.Token, tk.Place, len(early))
+		}
+		if other, ok := places[tk.Place]; ok {
+			t.Fatalf("place %d given to %s and %s", tk.Place, other, tk.Token)
+		}
+		places[tk.Place] = tk.Token
+	}
+	if len(places) != 2*each {
+		t.Fatalf("%d distinct places for %d tickets", len(places), 2*each)
 	}
 }
 
