@@ -38,10 +38,6 @@ var (
 	//go:embed line_seal.lua
 	lineSealLua    string
 	lineSealScript = redis.NewScript(lineSealLua)
-
-	//go:embed line_ticket.lua
-	lineTicketLua    string
-	lineTicketScript = redis.NewScript(lineTicketLua)
 )
 
 var _ sale.Line = (*Line)(nil)
@@ -139,25 +135,32 @@ func (l *Line) Ticket(ctx context.Context, token string) (sale.Ticket, sale.Line
 		return sale.Ticket{}, sale.LineState{}, fmt.Errorf("ticket %s: %w", token, sale.ErrNotFound)
 	}
 	k, id := lineKeysOf(activityID), ticketID(token, activityID)
-	res, err := lineTicketScript.Run(ctx, l.rdb, []string{k.tickets, k.drawn, k.state}, id).Slice()
-	if err != nil {
+	var rec, drawn *redis.StringCmd
+	var state *redis.SliceCmd
+	// One slot: the three reads go in one transaction, so the place and the head agree.
+	_, err := l.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		rec = p.HGet(ctx, k.tickets, id)
+		drawn = p.HGet(ctx, k.drawn, id)
+		state = p.HMGet(ctx, k.state, stateFields...)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return sale.Ticket{}, sale.LineState{}, busy("read a ticket", err)
 	}
-	rec, ok := res[0].(string)
-	if !ok || len(res) != 8 {
+	if rec.Err() != nil {
 		return sale.Ticket{}, sale.LineState{}, fmt.Errorf("ticket %s: %w", token, sale.ErrNotFound)
 	}
-	t, err := parseTicket(activityID, id, rec)
+	t, err := parseTicket(activityID, id, rec.Val())
 	if err != nil {
 		return sale.Ticket{}, sale.LineState{}, err
 	}
 	if t.Early {
 		t.Place = -1
-		if p, ok := res[1].(string); ok {
-			t.Place, _ = strconv.ParseInt(p, 10, 64)
+		if p, err := drawn.Int64(); err == nil {
+			t.Place = p
 		}
 	}
-	return t, parseState(res[2:]), nil
+	return t, parseState(state.Val()), nil
 }
 
 var stateFields = []string{"sealed", "drawn", "early", "tail", "head", "rate"}
