@@ -121,18 +121,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		return s.runLine(ctx, c, bearer)
 	}
 	now := time.Now().UTC()
-	spec := ActivitySpec{Name: fmt.Sprintf("bench seed %d", s.Seed), Kind: s.Kind, PriceCents: 100,
-		PerUserLimit: s.PerUserLimit, StartAt: now.Add(-time.Second).Format(time.RFC3339),
-		EndAt: now.Add(s.Ramp + time.Hour).Format(time.RFC3339), PayWindowS: 900, StockShards: s.StockShards}
-	if s.PayWindow > 0 {
-		spec.PayWindowS = int64((s.PayWindow + time.Second - 1) / time.Second)
-	}
-	if s.Kind == "redpacket" {
-		spec.Count, spec.TotalCents, spec.PriceCents = &s.Stock, s.TotalCents, 0
-	} else {
-		spec.Stock = &s.Stock
-	}
-	id, err := c.CreateActivity(ctx, spec)
+	id, err := c.CreateActivity(ctx, s.spec(fmt.Sprintf("bench seed %d", s.Seed), now.Add(-time.Second)))
 	if err != nil {
 		return Result{}, nil, err
 	}
@@ -186,6 +175,25 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	v := Check(history, facts)
 	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report,
 		DrainS: drained.Seconds()}, history, nil
+}
+
+// spec is the activity the run creates, starting at start.
+func (s Sale) spec(name string, start time.Time) ActivitySpec {
+	spec := ActivitySpec{Name: name, Kind: s.Kind, PriceCents: 100, PerUserLimit: s.PerUserLimit,
+		StartAt: start.Format(time.RFC3339), EndAt: start.Add(s.Ramp + time.Hour).Format(time.RFC3339),
+		PayWindowS: 900, StockShards: s.StockShards}
+	if s.PayWindow > 0 {
+		spec.PayWindowS = int64((s.PayWindow + time.Second - 1) / time.Second)
+	}
+	if s.Kind == "redpacket" {
+		spec.Count, spec.TotalCents, spec.PriceCents = &s.Stock, s.TotalCents, 0
+	} else {
+		spec.Stock = &s.Stock
+	}
+	if s.Line.Lined() {
+		spec.Admission, spec.AdmitRate, spec.QueueCap = s.Line.Admission, s.Line.AdmitRate, s.Line.QueueCap
+	}
+	return spec
 }
 
 // restock settles the first wave: the winners pay, except a share Unpaid of them drawn from the

@@ -110,15 +110,7 @@ type lineView struct {
 func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (Result, []Record, error) {
 	now := time.Now().UTC()
 	start := now.Add(s.Line.PreQueue).Truncate(time.Second).Add(time.Second)
-	spec := ActivitySpec{Name: fmt.Sprintf("bench %s seed %d", s.Line.Admission, s.Seed), Kind: s.Kind, PriceCents: 100,
-		PerUserLimit: s.PerUserLimit, StartAt: start.Format(time.RFC3339), EndAt: start.Add(s.Ramp + time.Hour).Format(time.RFC3339),
-		PayWindowS: 900, StockShards: s.StockShards, Admission: s.Line.Admission, AdmitRate: s.Line.AdmitRate, QueueCap: s.Line.QueueCap}
-	if s.Kind == "redpacket" {
-		spec.Count, spec.TotalCents, spec.PriceCents = &s.Stock, s.TotalCents, 0
-	} else {
-		spec.Stock = &s.Stock
-	}
-	id, err := c.CreateActivity(ctx, spec)
+	id, err := c.CreateActivity(ctx, s.spec(fmt.Sprintf("bench %s seed %d", s.Line.Admission, s.Seed), start))
 	if err != nil {
 		return Result{}, nil, err
 	}

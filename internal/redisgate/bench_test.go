@@ -212,7 +212,7 @@ func BenchmarkRedisLeaderboardRank(b *testing.B) {
 			if err := r.Load(ctx, a, nil, 200); err != nil {
 				b.Fatal(err)
 			}
-			before := usedMemory(b, rdb)
+			before := redistest.UsedMemory(b, rdb)
 			rng := rand.New(rand.NewPCG(uint64(n), 1))
 			grabs := make([]sale.Grab, 0, 5000)
 			member := func(i int) sale.Grab {
@@ -232,7 +232,7 @@ func BenchmarkRedisLeaderboardRank(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			all := usedMemory(b, rdb) - before
+			all := redistest.UsedMemory(b, rdb) - before
 			key, err := patient.MemoryUsage(ctx, k.zset, 0).Result()
 			if err != nil {
 				b.Fatal(err)
@@ -251,19 +251,4 @@ func BenchmarkRedisLeaderboardRank(b *testing.B) {
 			b.ReportMetric(float64(all)/1e6, "usedMB")
 		})
 	}
-}
-
-func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	b.Fatal("no used_memory in INFO")
-	return 0
 }

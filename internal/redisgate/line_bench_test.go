@@ -2,8 +2,6 @@ package redisgate_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	"seckill/internal/redisgate"
@@ -22,18 +20,5 @@ func BenchmarkRedisLineAt1M(b *testing.B) {
 	b.Cleanup(func() { rdb.Close() })
 	a := saletest.LineItem("bench-line", 100_000, sale.AdmitQueue)
 	a.QueueCap = sale.MaxQueueCap
-	saletest.BenchLine(b, redisgate.NewLine(rdb), a, 1_000_000, func() int64 {
-		info, err := rdb.Info(context.Background(), "memory").Result()
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, line := range strings.Split(info, "\r\n") {
-			if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				return n
-			}
-		}
-		b.Fatal("INFO memory has no used_memory")
-		return 0
-	})
+	saletest.BenchLine(b, redisgate.NewLine(rdb), a, 1_000_000, func() int64 { return redistest.UsedMemory(b, rdb) })
 }

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"seckill/internal/servers"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -239,4 +241,24 @@ func freeClusterPort() (int, error) {
 		return port, nil
 	}
 	return 0, errors.New("find free port: no port found whose cluster bus port (port+10000) is free too")
+}
+
+// UsedMemory reads the bytes Redis says it uses (INFO memory, used_memory) through rdb.
+func UsedMemory(t testing.TB, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("used_memory %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
 }

@@ -222,41 +222,42 @@ func lineAdmitSkip(t *testing.T, newLine NewLine) {
 	}
 }
 
+// joinAtOnce runs n joins at once, the i-th asking req(i), and returns their tickets in the
+// order of i; a join that fails fails the test.
+func joinAtOnce(t *testing.T, l sale.Line, n int, req func(i int) sale.JoinRequest) []sale.Ticket {
+	t.Helper()
+	out := make([]sale.Ticket, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { out[i], _, errs[i] = l.Join(context.Background(), req(i)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func lineConcurrent(t *testing.T, newLine NewLine) {
 	l, _ := newLine(t)
 	a := LineItem("line-crowd", 100, sale.AdmitQueue)
-	at := a.StartAt.Add(time.Second)
 	const users = 200
-	var mu sync.Mutex
+	tickets := joinAtOnce(t, l, 2*users, func(i int) sale.JoinRequest {
+		return sale.JoinRequest{Activity: a, UserID: fmt.Sprintf("u%d", i%users), // every user twice, at once
+			Token: sale.NewTicketToken(a.ID), Now: a.StartAt.Add(time.Second), Tail: true}
+	})
 	byUser := map[string]map[string]bool{}
 	places := map[int64]string{}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*users)
-	for i := range 2 * users {
-		user := fmt.Sprintf("u%d", i%users) // every user twice, at once
-		wg.Go(func() {
-			tk, _, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
-				Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if byUser[user] == nil {
-				byUser[user] = map[string]bool{}
-			}
-			byUser[user][tk.Token] = true
-			if other, ok := places[tk.Place]; ok && other != tk.Token {
-				errs <- fmt.Errorf("place %d given to %s and %s", tk.Place, other, tk.Token)
-			}
-			places[tk.Place] = tk.Token
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	for _, tk := range tickets {
+		if byUser[tk.UserID] == nil {
+			byUser[tk.UserID] = map[string]bool{}
+		}
+		byUser[tk.UserID][tk.Token] = true
+		if other, ok := places[tk.Place]; ok && other != tk.Token {
+			t.Fatalf("place %d given to %s and %s", tk.Place, other, tk.Token)
+		}
+		places[tk.Place] = tk.Token
 	}
 	for u, toks := range byUser {
 		if len(toks) != 1 {
@@ -281,36 +282,20 @@ func lineSealRace(t *testing.T, newLine NewLine) {
 	l, _ := newLine(t)
 	a := LineItem("line-race", 100, sale.AdmitQueue)
 	const each = 150
-	var mu sync.Mutex
 	var early []string
 	var tail []sale.Ticket
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*each)
-	for i := range 2 * each {
-		wg.Go(func() {
-			at := a.StartAt.Add(time.Second) // a node whose clock says the sale has started
-			if i%2 == 0 {
-				at = a.StartAt.Add(-time.Second) // one whose clock says it has not
-			}
-			tk, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: fmt.Sprint("u", i),
-				Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if tk.Early {
-				early = append(early, tk.Token)
-			} else {
-				tail = append(tail, tk)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	for _, tk := range joinAtOnce(t, l, 2*each, func(i int) sale.JoinRequest {
+		at := a.StartAt.Add(time.Second) // a node whose clock says the sale has started
+		if i%2 == 0 {
+			at = a.StartAt.Add(-time.Second) // one whose clock says it has not
+		}
+		return sale.JoinRequest{Activity: a, UserID: fmt.Sprint("u", i), Token: sale.NewTicketToken(a.ID), Now: at, Tail: true}
+	}) {
+		if tk.Early {
+			early = append(early, tk.Token)
+		} else {
+			tail = append(tail, tk)
+		}
 	}
 	st, err := l.Seal(ctx, a)
 	if err != nil {
