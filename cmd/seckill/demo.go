@@ -8,19 +8,24 @@ import (
 	"seckill/internal/sale"
 )
 
-// demoID and demoPacketID name the demo activities.
+// demoID, demoPacketID and demoQueueID name the demo activities.
 const (
 	demoID       = "demo"
 	demoPacketID = "demo-redpacket"
+	demoQueueID  = "demo-queue"
 )
 
 // seedDemo creates the demo activities unless they exist: a flash sale (stock 100) and a red
-// packet (100 shares of 100.00), each on from now for 30 days.
+// packet (100 shares of 100.00), each on from now for 30 days, and a sale through a waiting line
+// (stock 20, one admission a second) that starts two minutes from now: join it before, and the
+// early crowd is shuffled at the start.
 func seedDemo(ctx context.Context, svc *sale.Service) error {
 	now := time.Now()
 	for _, a := range []sale.Activity{
 		{ID: demoID, Name: "Demo flash sale", Kind: sale.KindItem, Stock: 100, PriceCents: 999},
 		{ID: demoPacketID, Name: "Demo red packet", Kind: sale.KindRedPacket, Stock: 100, TotalCents: 10_000},
+		{ID: demoQueueID, Name: "Demo waiting line", Kind: sale.KindItem, Stock: 20, PriceCents: 4_999,
+			Admission: sale.AdmitQueue, AdmitRate: 1, StartAt: now.Add(2 * time.Minute)},
 	} {
 		if _, err := svc.Activity(ctx, a.ID); !errors.Is(err, sale.ErrNotFound) {
 			if err != nil {
@@ -28,8 +33,13 @@ func seedDemo(ctx context.Context, svc *sale.Service) error {
 			}
 			continue
 		}
-		a.PerUserLimit, a.StartAt, a.EndAt = 1, now, now.Add(30*24*time.Hour)
-		a.PayWindow, a.Admission = 15*time.Minute, sale.AdmitDirect
+		if a.StartAt.IsZero() {
+			a.StartAt = now
+		}
+		if a.Admission == "" {
+			a.Admission = sale.AdmitDirect
+		}
+		a.PerUserLimit, a.EndAt, a.PayWindow = 1, now.Add(30*24*time.Hour), 15*time.Minute
 		if _, err := svc.CreateActivity(ctx, a); err != nil && !errors.Is(err, sale.ErrExists) {
 			return err // ErrExists: another node, starting at the same time, seeded it
 		}

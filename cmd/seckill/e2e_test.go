@@ -204,7 +204,7 @@ func TestZeroSetupStart(t *testing.T) {
 	if d := time.Since(stopped); d > 10*time.Second { // Shutdown would wait 30 s for the stream
 		t.Errorf("shutdown took %v with a live stream open", d)
 	}
-	for _, want := range []string{"/activity/demo", "/activity/demo-redpacket", "/admin"} {
+	for _, want := range []string{"/activity/demo", "/activity/demo-redpacket", "/activity/demo-queue", "/admin"} {
 		if !strings.Contains(out.String(), base+want) {
 			t.Errorf("%s was not printed: %q", base+want, out.String())
 		}
@@ -230,7 +230,10 @@ func pages(t *testing.T, base, admin string) {
 	}
 	b := browsertest.New(t, 1280, 900)
 	b.Do(chromedp.Navigate(base + "/"))
-	b.WaitFor(`document.querySelectorAll("#activities li").length === 2`, 10*time.Second, "the two demo activities listed")
+	b.WaitFor(`document.querySelectorAll("#activities li").length === 3`, 10*time.Second, "the three demo activities listed")
+	b.Do(chromedp.Navigate(base + "/activity/demo-queue"))
+	b.WaitFor(`!document.getElementById("product").hidden && document.getElementById("admission-label").textContent === "Waiting line" && document.getElementById("fairness").textContent.includes("shuffled at the start")`,
+		10*time.Second, "the demo waiting line's page")
 	b.Do(chromedp.Navigate(base + "/activity/demo-redpacket"))
 	b.WaitFor(`!document.getElementById("product").hidden && document.getElementById("name").textContent === "Demo red packet"`,
 		10*time.Second, "the demo red packet's page")
@@ -238,7 +241,7 @@ func pages(t *testing.T, base, admin string) {
 	b.Do(chromedp.WaitVisible(chromedp.ID("token")))
 	b.Do(chromedp.SendKeys(chromedp.ID("token"), admin),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById("auth").requestSubmit()`))
-	b.WaitFor(`document.getElementById("pick").options.length === 3`, 10*time.Second, "the dashboard's activity list")
+	b.WaitFor(`document.getElementById("pick").options.length === 4`, 10*time.Second, "the dashboard's activity list")
 }
 
 func TestRunRefusesBadConfiguration(t *testing.T) {

@@ -430,8 +430,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "pages: %s/  dashboard: %s/admin\n", base, base)
 	}
 	if c.demo {
-		fmt.Fprintf(stdout, "demo sale: %s/activity/%s  red packet: %s/activity/%s  (dev login on the page, or POST %s/api/login {\"user\":\"alice\"})\n",
-			base, demoID, base, demoPacketID, base)
+		fmt.Fprintf(stdout, "demo sale: %s/activity/%s  red packet: %s/activity/%s  waiting line: %s/activity/%s  (dev login on the page, or POST %s/api/login {\"user\":\"alice\"})\n",
+			base, demoID, base, demoPacketID, base, demoQueueID, base)
 	}
 	if c.ready != nil {
 		c.ready(base)
