@@ -23,7 +23,7 @@ wrk:
 # The README's screenshots, from the pages' browser tests (docs/img/).
 screenshots: deps
 	rm -rf artifacts && mkdir artifacts
-	go test -run 'TestProductPageJourney|TestDashboardLive|TestProductPageOnAPhone|TestRedPacketPage' \
+	go test -run 'TestProductPageJourney|TestDashboardLive|TestProductPageOnAPhone|TestRedPacketPage|TestWaitingLineOnThePage' \
 		-artifacts -outputdir "$(CURDIR)/artifacts" ./internal/web/
-	for f in product-created dashboard product-phone redpacket; do \
+	for f in product-created dashboard product-phone redpacket line-position; do \
 		cp "$$(find artifacts -name "$$f.png" | head -1)" docs/img/$$f.png; done
