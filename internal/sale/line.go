@@ -255,7 +255,13 @@ func (s *Service) LineState(ctx context.Context, a Activity) (LineState, error) 
 // sealed. With the revealed seed anyone recomputes the early crowd's order (DrawOrder), and in a
 // lottery its winners: the first Stock. Errors: ErrNotLined, ErrNotStarted (not sealed yet),
 // ErrBusy.
+//
+// The entries never change once drawn: the node keeps them, sorted, so that a crowd checking the
+// draw costs one read of the line, not one each.
 func (s *Service) Entries(ctx context.Context, a Activity) ([]string, error) {
+	if v, ok := s.entries.Load(a.ID); ok {
+		return v.([]string), nil
+	}
 	st, err := s.LineState(ctx, a)
 	if err != nil {
 		return nil, err
@@ -268,6 +274,7 @@ func (s *Service) Entries(ctx context.Context, a Activity) ([]string, error) {
 		return nil, err
 	}
 	slices.Sort(tokens)
+	s.entries.Store(a.ID, tokens)
 	return tokens, nil
 }
 

@@ -40,7 +40,8 @@ type Service struct {
 	ranking Ranking     // red packets' leaderboards beside the gate; nil: none
 	leaders LeaderStore // the database's answer to leaderboards; nil: none
 
-	line Line // the waiting lines of queue and lottery activities; nil: none
+	line    Line     // the waiting lines of queue and lottery activities; nil: none
+	entries sync.Map // activity id -> []string, a drawn line's entries, sorted (they never change)
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
