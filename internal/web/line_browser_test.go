@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -132,4 +133,41 @@ func TestLotteryOnThePage(t *testing.T) {
 	if v.Outcome == sale.OutcomeNotDrawn && b.Text("grab") != "Not drawn" {
 		t.Errorf("button after not being drawn: %q", b.Text("grab"))
 	}
+}
+
+// TestDashboardLine: the dashboard's form creates a queue sale (and refuses a challenge with
+// it), and the live view shows its line: the tickets taken and, once drained, none waiting.
+func TestDashboardLine(t *testing.T) {
+	s := newSite(t)
+	b := browsertest.New(t, 1280, 1000)
+	b.Do(chromedp.Navigate(s.url + "/admin"))
+	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
+	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	// The server's clock runs an hour ahead of the browser's: the sale starts in 3 s on it.
+	b.Do(chromedp.SendKeys(chromedp.ID("c-name"), "Queue day"),
+		chromedp.SendKeys(chromedp.ID("c-stock"), "5"),
+		chromedp.SendKeys(chromedp.ID("c-money"), "9.90"),
+		setValue("c-start", time.Now().Add(skew+3*time.Second).Format("2006-01-02T15:04:05")),
+		setValue("c-end", time.Now().Add(skew+time.Hour).Format("2006-01-02T15:04:05")),
+		setValue("c-admission", "queue"), setValue("c-cap", "40"), setValue("c-rate", "50"),
+		chromedp.Click(chromedp.ID("c-challenge")),
+		submit("create"))
+	b.WaitFor(`document.getElementById("e-admission").textContent.includes("no challenge")`, 5*time.Second,
+		"a challenge refused on a line")
+	b.Do(chromedp.Click(chromedp.ID("c-challenge")), submit("create"))
+	b.WaitFor(`document.getElementById("create-result").textContent.startsWith("Created ")`, 10*time.Second, "the sale created")
+	acts := s.env.Service.Current()
+	if len(acts) != 1 || acts[0].Admission != sale.AdmitQueue || acts[0].QueueCap != 40 || acts[0].AdmitRate != 50 {
+		t.Fatalf("created %+v", acts)
+	}
+	a := acts[0]
+	b.WaitFor(`!document.getElementById("line-tiles").hidden`, 10*time.Second, "the line's tiles")
+	for i := range 12 {
+		s.join(a, fmt.Sprint("u", i))
+	}
+	b.WaitFor(`document.getElementById("t-joined").textContent === "12" && document.getElementById("t-waiting").textContent === "12"`,
+		10*time.Second, "twelve tickets waiting")
+	s.drain()
+	b.WaitFor(`document.getElementById("t-waiting").textContent === "0"`, 15*time.Second, "the line answered")
+	b.Screenshot("dashboard-line")
 }
