@@ -333,6 +333,10 @@
   // showTicket shows where a ticket in the line stands.
   function showTicket(t) {
     ticket = t;
+    if (act.line && typeof t.waiting === "number") { // the poll is fresher than the last activity read
+      act.line.waiting = t.waiting;
+      renderFacts();
+    }
     $("line").hidden = false;
     $("line-title").textContent = isLottery() ? "Your entry" : "Your place in line";
     const names = { JOINED: "In line", ALREADY_QUEUED: "In line", WAITING: "In line", WON: isLottery() ? "Drawn: you won" : "Your turn: you won",
