@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/internal/sale"
 )
@@ -42,5 +45,47 @@ func TestDrawRecomputesTheOrder(t *testing.T) {
 		if out, err := draw(bad...); err == nil || out != "" {
 			t.Errorf("draw %q = %q, %v; want an error and nothing printed", bad, out, err)
 		}
+	}
+}
+
+// TestDrawChecksALotteryOfTheBinary: a lottery served by run() takes 40 entries before its start
+// and draws 5 winners at it; `seckill draw`, given only what the server publishes (the seed
+// revealed after the draw, the commitment published before, the entries), prints exactly the
+// tickets the server answered WON.
+func TestDrawChecksALotteryOfTheBinary(t *testing.T) {
+	c := newClient(t, startRun(t, testEnv(sqliteDSN(t))))
+	start := time.Now().Add(3 * time.Second).Truncate(time.Second)
+	id := c.createLined("lottery", 5, 1, start)
+	entries := c.joins(id, names("u", 40), 8, nil)
+	if len(entries) != 40 || !time.Now().Before(start) {
+		t.Fatalf("%d entries before %v", len(entries), start)
+	}
+	time.Sleep(time.Until(start))
+	c.answered(id)
+	line := c.must("GET", "/api/activities/"+id, "", "", http.StatusOK)["line"].(map[string]any)
+	resp, err := http.Get(c.base + line["entries_url"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out bytes.Buffer // seckill draw is drawCmd on the process's stdin
+	if err := drawCmd([]string{"--seed", line["draw_seed"].(string), "--commitment", line["draw_commitment"].(string),
+		"--winners", "5"}, bytes.NewReader(published), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	drawn := strings.Fields(out.String())
+	var won []string
+	for u, tok := range entries {
+		if v := c.must("GET", "/api/queue/"+tok, c.token(u), "", http.StatusOK); v["status"] == "WON" {
+			won = append(won, tok)
+		} else if v["status"] != "NOT_DRAWN" {
+			t.Fatalf("entry of %s: %v", u, v)
+		}
+	}
+	slices.Sort(won)
+	slices.Sort(drawn)
+	if len(drawn) != 5 || !slices.Equal(won, drawn) {
+		t.Fatalf("seckill draw names %v; the server answered WON to %v", drawn, won)
 	}
 }
