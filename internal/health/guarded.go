@@ -32,6 +32,10 @@ func (x guardedGate) IssuePass(ctx context.Context, a sale.Activity, userID, tok
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.g.IssuePass(ctx, a, userID, token, now, expires) })
 }
 
+func (x guardedGate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.g.SpendPass(ctx, activityID, userID, token, now) })
+}
+
 func (x guardedGate) Release(ctx context.Context, g sale.Grab) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.g.Release(ctx, g) })
 }

@@ -310,7 +310,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	if err == nil && a.Lined() {
 		var t sale.TicketView
 		var fresh bool
-		if t, fresh, err = s.svc.Join(r.Context(), id, user); err == nil {
+		if t, fresh, err = s.svc.Join(r.Context(), id, user, pass); err == nil {
 			status := "JOINED"
 			outcome = "joined"
 			if !fresh {

@@ -128,11 +128,44 @@ func TestQueueOverHTTP(t *testing.T) {
 	}
 }
 
+// TestChallengeBeforeTheLine: a queue that asks for a challenge takes no bare join; a challenge
+// solved before the start earns a pass that joins once, through the hidden path; the pass cannot
+// be shown again, nor by anyone else; and once joined, a new pass gives the user's ticket back.
+func TestChallengeBeforeTheLine(t *testing.T) {
+	f := newFixture(t, false)
+	id := f.create(strings.Replace(queueItem, `"queue_cap":3`, `"queue_cap":3,"require_challenge":true`, 1))
+	alice, mallory := f.user("alice"), f.user("mallory")
+	if r := f.do("POST", "/api/activities/"+id+"/grab", alice, ""); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
+		t.Fatalf("a bare join: %d %s", r.status, r.raw)
+	}
+	pass := f.solve(id, alice, 0) // at 12:00, half an hour before the start
+	path, _ := pass.body["grab_path"].(string)
+	if pass.status != 200 || path == "" {
+		t.Fatalf("a challenge solved before the start of a line: %d %s", pass.status, pass.raw)
+	}
+	if r := f.do("POST", path, mallory, ""); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
+		t.Fatalf("alice's path shown by mallory: %d %s", r.status, r.raw)
+	}
+	first := f.do("POST", path, alice, "")
+	if first.status != 202 || first.body["status"] != "JOINED" {
+		t.Fatalf("alice joins through her path: %d %s", first.status, first.raw)
+	}
+	if r := f.do("POST", path, alice, ""); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
+		t.Fatalf("the path again: %d %s", r.status, r.raw)
+	}
+	again := f.do("POST", f.solve(id, alice, 0).body["grab_path"].(string), alice, "")
+	if again.status != 202 || again.body["status"] != "ALREADY_QUEUED" || again.body["queue_token"] != first.body["queue_token"] {
+		t.Fatalf("alice with a new pass: %d %s, want her ticket back", again.status, again.raw)
+	}
+	if st, err := f.svc.Stats(context.Background(), id); err != nil || st.Line.Joined != 1 {
+		t.Fatalf("stats %+v %v: want one ticket", st.Line, err)
+	}
+}
+
 // TestLineSettingsAreChecked refuses settings that make no sense for an admission mode.
 func TestLineSettingsAreChecked(t *testing.T) {
 	f := newFixture(t, false)
 	for name, body := range map[string]string{
-		"a challenge on a lottery":  strings.Replace(queueItem, `"queue"`, `"lottery","require_challenge":true`, 1),
 		"a cap on direct admission": strings.Replace(validItem, `"stock":2`, `"stock":2,"queue_cap":5`, 1),
 		"a rate on direct":          strings.Replace(validItem, `"stock":2`, `"stock":2,"admit_rate":5`, 1),
 		"a negative cap":            strings.Replace(queueItem, `"queue_cap":3`, `"queue_cap":-3`, 1),

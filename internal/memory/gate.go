@@ -218,12 +218,28 @@ func (act *activity) spend(r sale.GrabRequest) error {
 		}
 		return nil
 	}
-	p, ok := act.passes[r.Pass]
-	if !ok || p.user != r.UserID || !r.Now.Before(p.expires) {
+	return act.spendPass(r.UserID, r.Pass, r.Now)
+}
+
+// spendPass spends userID's pass token at now; the caller holds act.mu.
+func (act *activity) spendPass(userID, token string, now time.Time) error {
+	p, ok := act.passes[token]
+	if !ok || p.user != userID || !now.Before(p.expires) {
 		return fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
 	}
-	delete(act.passes, r.Pass)
+	delete(act.passes, token)
 	return nil
+}
+
+// SpendPass implements sale.Gate.
+func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
+	act, err := g.activity(activityID)
+	if err != nil {
+		return err
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	return act.spendPass(userID, token, now)
 }
 
 // IssuePass implements sale.Gate.

@@ -37,6 +37,10 @@ var (
 	//go:embed home.lua
 	homeLua    string
 	homeScript = redis.NewScript(homeLua)
+
+	//go:embed spend.lua
+	spendLua    string
+	spendScript = redis.NewScript(spendLua)
 )
 
 var _ sale.Gate = (*Gate)(nil)
@@ -522,6 +526,24 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	err := g.rdb.Set(ctx, passKey(shard, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
 	if err != nil {
 		return fmt.Errorf("%w: issue a pass on redis: %v", sale.ErrBusy, err)
+	}
+	return nil
+}
+
+// SpendPass implements sale.Gate, in one script (spend.lua): checked and deleted at once, so
+// that it is spent once however many joins present it at the same time.
+func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
+	a, err := g.lookup(ctx, activityID)
+	if err != nil {
+		return err
+	}
+	key := passKey(ShardID(a.ID, homeShard(userID, shardsOf(a))), token)
+	n, err := spendScript.Run(ctx, g.rdb, []string{key}, userID, now.UnixMilli()).Int64()
+	if err != nil {
+		return fmt.Errorf("%w: spend a pass on redis: %v", sale.ErrBusy, err)
+	}
+	if n != 1 {
+		return fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
 	}
 	return nil
 }

@@ -95,9 +95,10 @@ func (s *Service) Challenge(ctx context.Context, activityID, userID string) (Cha
 	return c, nil
 }
 
-// Answer checks userID's answer to challenge id and, when it is right and the sale is open,
-// issues a pass for the activity unless vet (if set), told how long the user took, refuses it.
-// The challenge is spent whatever the answer. Errors:
+// Answer checks userID's answer to challenge id and, when it is right and the sale is open (or,
+// for a line, taking tickets: before the start too), issues a pass for the activity unless vet
+// (if set), told how long the user took, refuses it. The challenge is spent whatever the
+// answer. Errors:
 // ErrNotFound (no such activity), ErrNotStarted, ErrEnded (the challenge is kept), ErrChallengeFailed
 // (a wrong answer, or a challenge unknown, expired, spent, or put to another user or for another
 // activity), ErrBusy.
@@ -107,7 +108,7 @@ func (s *Service) Answer(ctx context.Context, activityID, userID, id string, ans
 		return Pass{}, err
 	}
 	now := s.now()
-	if err := a.Open(now); err != nil {
+	if err := a.Open(now); err != nil && !(a.Lined() && errors.Is(err, ErrNotStarted)) {
 		return Pass{}, err
 	}
 	if s.challenges == nil {

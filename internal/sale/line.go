@@ -160,9 +160,11 @@ func (s *Service) WithLine(l Line) *Service {
 }
 
 // Join is the grab of a queue or lottery activity: it gives userID a ticket in the line, or the
-// ticket the user already has waiting (fresh false). Errors: ErrNotFound, ErrNotLined, ErrEnded
-// (after the end; a lottery's entries also close at the start), ErrSoldOut, ErrQueueFull, ErrBusy.
-func (s *Service) Join(ctx context.Context, activityID, userID string) (TicketView, bool, error) {
+// ticket the user already has waiting (fresh false). A pass (the path token of a solved
+// challenge) is spent first, whatever comes next; an activity that requires a challenge takes no
+// join without one. Errors: ErrNotFound, ErrNotLined, ErrEnded (after the end; a lottery's
+// entries also close at the start), ErrSoldOut, ErrChallengeRequired, ErrQueueFull, ErrBusy.
+func (s *Service) Join(ctx context.Context, activityID, userID, pass string) (TicketView, bool, error) {
 	a, err := s.Activity(ctx, activityID)
 	if err != nil {
 		return TicketView{}, false, err
@@ -176,6 +178,16 @@ func (s *Service) Join(ctx context.Context, activityID, userID string) (TicketVi
 	}
 	if a.Admission == AdmitQueue && s.SoldOut(a.ID) {
 		return TicketView{}, false, ErrSoldOut
+	}
+	switch {
+	case len(pass) > MaxPassLen:
+		return TicketView{}, false, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
+	case pass != "":
+		if err := s.gate.SpendPass(ctx, a.ID, userID, pass, now); err != nil {
+			return TicketView{}, false, err
+		}
+	case a.RequireChallenge:
+		return TicketView{}, false, ErrChallengeRequired
 	}
 	t, fresh, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Now: now,
 		Tail: a.Admission == AdmitQueue})

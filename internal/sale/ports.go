@@ -31,6 +31,13 @@ type Gate interface {
 	// an activity that requires a challenge must carry one. Errors: ErrNotFound, ErrBusy.
 	IssuePass(ctx context.Context, a Activity, userID, token string, now, expires time.Time) error
 
+	// SpendPass spends, at now, a pass token that userID shows to join a line (a grab spends its
+	// own): it must be one issued to userID for this activity and not expired; it is spent then,
+	// whatever the join comes to, and a pass shown by someone else is left to its owner. Errors:
+	// ErrChallengeRequired (no such pass, or spent, expired or someone else's), ErrNotFound,
+	// ErrBusy.
+	SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error
+
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
 	// returns and the buyer may grab again. It is idempotent per grab token. Errors: ErrBusy.
 	Release(ctx context.Context, g Grab) error

@@ -134,8 +134,6 @@ func (a Activity) Validate() error {
 		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
 	case a.Admission != AdmitDirect && !a.Lined():
 		return bad("admission must be %q, %q or %q", AdmitDirect, AdmitQueue, AdmitLottery)
-	case a.Lined() && a.RequireChallenge:
-		return bad("require_challenge is for direct admission; a line's order does not reward speed")
 	case a.Lined() && (a.QueueCap < 1 || a.QueueCap > MaxQueueCap):
 		return bad("queue_cap must be between 1 and %d", MaxQueueCap)
 	case a.Lined() && (a.AdmitRate < 1 || a.AdmitRate > MaxAdmitRate):

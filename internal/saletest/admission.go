@@ -68,7 +68,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	var early, late []string
 	owner := map[string]string{}
 	for i := range 40 {
-		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("e%d", i))
+		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("e%d", i), "")
 		if err != nil || !fresh || v.Outcome != sale.OutcomeWaiting || v.Position != 0 || !v.Early {
 			t.Fatalf("early join %d: %+v fresh=%v, %v", i, v, fresh, err)
 		}
@@ -79,12 +79,12 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 		owner[v.Token] = v.UserID
 		env.Clock.Advance(time.Second / 4)
 	}
-	if v, fresh, err := svc.Join(ctx, a.ID, "e7"); err != nil || fresh || v.Token != early[7] {
+	if v, fresh, err := svc.Join(ctx, a.ID, "e7", ""); err != nil || fresh || v.Token != early[7] {
 		t.Fatalf("e7 again: %+v fresh=%v %v, want its ticket back", v, fresh, err)
 	}
 	env.Clock.Advance(time.Minute)
 	for i := range 30 {
-		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("l%d", i))
+		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("l%d", i), "")
 		if err != nil || !fresh || v.Early || v.Position != int64(41+i) {
 			t.Fatalf("late join %d: %+v fresh=%v, %v, want position %d", i, v, fresh, err, 41+i)
 		}
@@ -126,7 +126,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	if won != 20 || st.Orders != 20 || st.Remaining != 0 || st.Line.Joined != 70 || st.Line.Answered != 70 {
 		t.Fatalf("won %d, stats %+v line %+v", won, st, st.Line)
 	}
-	if _, _, err := svc.Join(ctx, a.ID, "after"); !errors.Is(err, sale.ErrSoldOut) {
+	if _, _, err := svc.Join(ctx, a.ID, "after", ""); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("join after the sell-out: %v, want ErrSoldOut", err)
 	}
 }
@@ -139,7 +139,7 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 	owner := map[string]string{}
 	var entries []string
 	for i := range 35 {
-		v, _, err := svc.Join(ctx, a.ID, fmt.Sprintf("u%d", i))
+		v, _, err := svc.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 		t.Fatalf("entries before the draw: %v, want ErrNotStarted", err)
 	}
 	env.Clock.Advance(time.Minute)
-	if _, _, err := svc.Join(ctx, a.ID, "late"); !errors.Is(err, sale.ErrEnded) {
+	if _, _, err := svc.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("an entry after the start: %v, want ErrEnded", err)
 	}
 	drainAll(t, env, a)

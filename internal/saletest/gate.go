@@ -36,6 +36,56 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("RedPacketShares", func(t *testing.T) { gateRedPacket(t, newGate(t)) })
 	t.Run("Crowd", func(t *testing.T) { gateCrowd(t, newGate(t)) })
 	t.Run("Passes", func(t *testing.T) { gatePasses(t, newGate(t)) })
+	t.Run("PassesSpentAlone", func(t *testing.T) { gateSpendPass(t, newGate(t)) })
+}
+
+// gateSpendPass: a pass spent on its own (a line's join) is spent once, by its owner, on its
+// activity, before it expires (someone else showing it leaves it to its owner); and a pass spent
+// so is no good to a grab either.
+func gateSpendPass(t *testing.T, g sale.Gate) {
+	ctx := context.Background()
+	a, b := GateItem("sp1", 5, 1), GateItem("sp2", 5, 1)
+	a.RequireChallenge = true
+	for _, x := range []sale.Activity{a, b} {
+		load(t, g, x, sale.GateState{})
+	}
+	issue := func(user string, ttl time.Duration) string {
+		t.Helper()
+		tok := sale.NewToken("p")
+		if err := g.IssuePass(ctx, a, user, tok, gateT0, gateT0.Add(ttl)); err != nil {
+			t.Fatalf("IssuePass: %v", err)
+		}
+		return tok
+	}
+	alice, bob, carol := issue("alice", time.Minute), issue("bob", time.Second), issue("carol", time.Minute)
+	at := gateT0.Add(500 * time.Millisecond)
+	for _, s := range []struct {
+		name, activity, user, pass string
+		now                        time.Time
+		want                       error
+	}{
+		{"a made-up pass", "sp1", "alice", "p-made-up", at, sale.ErrChallengeRequired},
+		{"alice's pass on another activity", "sp2", "alice", alice, at, sale.ErrChallengeRequired},
+		{"alice's pass", "sp1", "alice", alice, at, nil},
+		{"alice's pass again", "sp1", "alice", alice, at, sale.ErrChallengeRequired},
+		{"bob's pass once expired", "sp1", "bob", bob, gateT0.Add(time.Second), sale.ErrChallengeRequired},
+		{"carol's pass by mallory", "sp1", "mallory", carol, at, sale.ErrChallengeRequired},
+		{"an unknown activity", "sp-none", "alice", alice, at, sale.ErrNotFound},
+	} {
+		if err := g.SpendPass(ctx, s.activity, s.user, s.pass, s.now); !errors.Is(err, s.want) {
+			t.Fatalf("%s: got %v, want %v", s.name, err, s.want)
+		}
+	}
+	if err := g.SpendPass(ctx, "sp1", "carol", carol, at); err != nil {
+		t.Fatalf("carol's pass after mallory showed it: %v; it is still hers", err)
+	}
+	dave := issue("dave", time.Minute)
+	if err := g.SpendPass(ctx, "sp1", "dave", dave, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "sp1", UserID: "dave", Pass: dave, Now: at}); !errors.Is(err, sale.ErrChallengeRequired) {
+		t.Fatalf("a grab with a pass spent by a join: %v, want ErrChallengeRequired", err)
+	}
 }
 
 func load(t *testing.T, g sale.Gate, a sale.Activity, st sale.GateState) {

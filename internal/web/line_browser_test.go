@@ -135,8 +135,8 @@ func TestLotteryOnThePage(t *testing.T) {
 	}
 }
 
-// TestDashboardLine: the dashboard's form creates a queue sale (and refuses a challenge with
-// it), and the live view shows its line: the tickets taken and, once drained, none waiting.
+// TestDashboardLine: the dashboard's form creates a queue sale (refusing an admission rate of
+// 0 first), and the live view shows its line: the tickets taken and, once drained, none waiting.
 func TestDashboardLine(t *testing.T) {
 	s := newSite(t)
 	b := browsertest.New(t, 1280, 1000)
@@ -149,12 +149,11 @@ func TestDashboardLine(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("c-money"), "9.90"),
 		setValue("c-start", time.Now().Add(skew+3*time.Second).Format("2006-01-02T15:04:05")),
 		setValue("c-end", time.Now().Add(skew+time.Hour).Format("2006-01-02T15:04:05")),
-		setValue("c-admission", "queue"), setValue("c-cap", "40"), setValue("c-rate", "50"),
-		chromedp.Click(chromedp.ID("c-challenge")),
+		setValue("c-admission", "queue"), setValue("c-cap", "40"), setValue("c-rate", "0"),
 		submit("create"))
-	b.WaitFor(`document.getElementById("e-admission").textContent.includes("no challenge")`, 5*time.Second,
-		"a challenge refused on a line")
-	b.Do(chromedp.Click(chromedp.ID("c-challenge")), submit("create"))
+	b.WaitFor(`document.getElementById("e-rate").textContent.startsWith("A whole number")`, 5*time.Second,
+		"an admission rate of 0 refused")
+	b.Do(setValue("c-rate", "50"), submit("create"))
 	b.WaitFor(`document.getElementById("create-result").textContent.startsWith("Created ")`, 10*time.Second, "the sale created")
 	acts := s.env.Service.Current()
 	if len(acts) != 1 || acts[0].Admission != sale.AdmitQueue || acts[0].QueueCap != 40 || acts[0].AdmitRate != 50 {
@@ -170,4 +169,26 @@ func TestDashboardLine(t *testing.T) {
 	s.drain()
 	b.WaitFor(`document.getElementById("t-waiting").textContent === "0"`, 15*time.Second, "the line answered")
 	b.Screenshot("dashboard-line")
+}
+
+// TestChallengeBeforeTheLineOnThePage: a waiting line that asks for a challenge shows it when the
+// user joins before the start, and the right answer joins the line.
+func TestChallengeBeforeTheLineOnThePage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Guarded line", Kind: sale.KindItem, Stock: 3, PriceCents: 100,
+		Admission: sale.AdmitQueue, RequireChallenge: true}, time.Hour)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`document.getElementById("grab").textContent === "Join the line" && !document.getElementById("grab").disabled`,
+		10*time.Second, "the button open an hour before the start")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`!document.getElementById("challenge").hidden`, 10*time.Second, "the challenge")
+	id := browsertest.Eval[string](b, `document.getElementById("challenge").dataset.challenge`)
+	b.Do(chromedp.SendKeys(chromedp.ID("answer"), fmt.Sprint(s.env.Answers.Of(t, id))), submit("challenge"))
+	b.WaitFor(`document.getElementById("line-status").textContent === "In line" && document.getElementById("line-position").textContent === "Shuffled at the start"`,
+		10*time.Second, "alice in the early crowd")
+	if st, err := s.env.Service.Stats(context.Background(), a.ID); err != nil || st.Line.Joined != 1 {
+		t.Errorf("stats %+v, %v; want one ticket", st.Line, err)
+	}
 }

@@ -239,7 +239,6 @@
     if (admission !== "direct") {
       if (!Number.isInteger(cap) || cap < 0 || cap > 100000000) errs.cap = "Empty (10 × stock) or a whole number up to 100,000,000.";
       if (!Number.isInteger(rate) || rate < 1 || rate > 1000000) errs.rate = "A whole number from 1 to 1,000,000.";
-      if ($("c-challenge").checked) errs.admission = "A line's order does not reward speed: no challenge.";
     }
     for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards", "admission", "cap", "rate"]) {
       $("e-" + f).textContent = errs[f] || "";
