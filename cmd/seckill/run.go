@@ -405,9 +405,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 				Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(bg)
 		})
 		wg.Go(func() {
-			svc.NewDrainer(consumerName(), drainTick).Observe(stats.Admitted).Run(bg, func(activityID string, err error) {
-				log.Warn("drain the line", "activity", activityID, "err", err)
-			})
+			svc.NewDrainer(consumerName(), drainTick).Observe(stats.Admitted).Run(bg, throttled(5*time.Second,
+				func(activityID string, err error, repeats int) {
+					log.Warn("drain the line", "activity", activityID, "err", err, "failed_rounds", repeats)
+				}))
 		})
 		wg.Go(func() {
 			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
@@ -473,6 +474,29 @@ func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
 			log.Warn("activities", "err", err)
 		}
 	})
+}
+
+// throttled passes an activity's failures to report at most once every d, with how many
+// rounds failed since the last report: a drainer whose dependency is down fails ten rounds a
+// second, and one line a few seconds says as much.
+func throttled(d time.Duration, report func(activityID string, err error, repeats int)) func(string, error) {
+	type last struct {
+		at      time.Time
+		repeats int
+	}
+	seen := map[string]*last{} // the drainer reports from its one goroutine
+	return func(activityID string, err error) {
+		l := seen[activityID]
+		if l == nil {
+			l = &last{}
+			seen[activityID] = l
+		}
+		l.repeats++
+		if now := time.Now(); now.Sub(l.at) >= d {
+			report(activityID, err, l.repeats)
+			l.at, l.repeats = now, 0
+		}
+	}
 }
 
 // every runs fn every d until ctx ends.
