@@ -177,7 +177,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		return sale.Grab{}, sale.ErrSoldOut
 	}
 	grab := sale.Grab{
-		Token:          sale.NewToken("g"),
+		Token:          sale.NewGrabToken(time.Now()),
 		ActivityID:     r.ActivityID,
 		UserID:         r.UserID,
 		IdempotencyKey: r.IdempotencyKey,
