@@ -6,7 +6,7 @@
 # user. Needs wrk (apt-get install wrk).
 #
 #   scripts/wrk/run.sh [duration] [connections]
-#   ROUNDS=5 PROFILES="flash limited" scripts/wrk/run.sh ...   # rounds per profile (3), which profiles
+#   ROUNDS=5 PROFILES="flash allwin limited" scripts/wrk/run.sh ...   # rounds per profile (3), which profiles
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
