@@ -692,6 +692,7 @@ func testBatchPlacement(t *testing.T, dsn string) {
 // each, with the multi-row path (lots) and without, on each database:
 //
 //	go test -run '^$' -bench PlaceOrders -benchtime 40x ./internal/sqlstore
+//
 // token makes the benchmark's grab tokens as the gates do.
 var token = sale.NewGrabToken
 
