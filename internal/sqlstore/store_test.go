@@ -688,14 +688,13 @@ func testBatchPlacement(t *testing.T, dsn string) {
 	}
 }
 
+// token makes the benchmark's grab tokens as the gates do.
+var token = sale.NewGrabToken
+
 // BenchmarkPlaceOrders places batches of 256 new orders of one item activity, one transaction
 // each, with the multi-row path (lots) and without, on each database:
 //
 //	go test -run '^$' -bench PlaceOrders -benchtime 40x ./internal/sqlstore
-//
-// token makes the benchmark's grab tokens as the gates do.
-var token = sale.NewGrabToken
-
 func BenchmarkPlaceOrders(b *testing.B) {
 	for _, be := range []struct {
 		name string
