@@ -240,17 +240,8 @@ type guardedLine struct {
 	guard *Guard
 }
 
-type joined struct {
-	t     sale.Ticket
-	fresh bool
-}
-
-func (x guardedLine) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool, error) {
-	v, err := Call(ctx, x.guard, func(ctx context.Context) (joined, error) {
-		t, fresh, err := x.l.Join(ctx, r)
-		return joined{t, fresh}, err
-	})
-	return v.t, v.fresh, err
+func (x guardedLine) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Joined, error) { return x.l.Join(ctx, r) })
 }
 
 type ticketState struct {

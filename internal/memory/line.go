@@ -203,20 +203,20 @@ func (ln *line) waiting(k *ticket) bool {
 }
 
 // Join implements sale.Line.
-func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool, error) {
+func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
 	ln := l.lineOf(r.Activity)
 	ln.mu.Lock()
 	tail := ln.sealed || !r.Now.Before(r.Activity.StartAt)
 	if tail && !r.Tail {
 		ln.mu.Unlock()
-		return sale.Ticket{}, false, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
+		return sale.Joined{}, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
 	}
 	// Seal first: it may let go of ln.mu, and from here on a join must hold it until its ticket
 	// has its place, or two joins of one user could both take one.
 	if tail {
 		if err := l.seal(ctx, ln); err != nil {
 			ln.mu.Unlock()
-			return sale.Ticket{}, false, err
+			return sale.Joined{}, err
 		}
 	}
 	for k := ln.users[r.UserID]; k != nil; k = ln.users[r.UserID] {
@@ -226,19 +226,19 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 		}
 		if !k.failed && ln.waiting(k) {
 			defer ln.mu.Unlock()
-			return k.public(ln.a.ID), false, nil
+			return sale.Joined{Ticket: k.public(ln.a.ID), Line: ln.state()}, nil
 		}
 		break
 	}
 	if int64(len(ln.places))+int64(len(ln.early))-ln.head >= r.Activity.QueueCap {
 		ln.mu.Unlock()
-		return sale.Ticket{}, false, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, r.Activity.QueueCap)
+		return sale.Joined{}, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, r.Activity.QueueCap)
 	}
 	k := &ticket{line: ln, seq: l.seq.Add(1), token: r.Token, user: r.UserID, place: -1, joined: r.Now,
 		done: make(chan struct{})}
 	if ln.sealed && !r.Tail {
 		ln.mu.Unlock()
-		return sale.Ticket{}, false, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
+		return sale.Joined{}, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
 	}
 	if ln.sealed { // sealed above, or by a join that came while the user's ticket settled
 		k.place = int64(len(ln.places))
@@ -249,6 +249,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	}
 	ln.users[k.user] = k
 	t := k.public(ln.a.ID)
+	st := ln.state()
 	ln.mu.Unlock()
 	l.mu.Lock()
 	l.tickets[k.token] = k
@@ -261,9 +262,9 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	k.done = nil
 	ln.mu.Unlock()
 	if err != nil {
-		return sale.Ticket{}, false, fmt.Errorf("%w: record the ticket: %v", sale.ErrBusy, err)
+		return sale.Joined{}, fmt.Errorf("%w: record the ticket: %v", sale.ErrBusy, err)
 	}
-	return t, true, nil
+	return sale.Joined{Ticket: t, Fresh: true, Line: st}, nil
 }
 
 // seal waits until no early ticket's join is being committed (so that the draw is over exactly

@@ -39,7 +39,7 @@ func TestEarlyCrowdPlacesAreUniform(t *testing.T) {
 		}
 		place := map[string]int{}
 		for j := range crowd {
-			tk, _, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: fmt.Sprint("user", j),
+			tk, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: fmt.Sprint("user", j),
 				Token: fmt.Sprintf("q%024d.%s", j, a.ID), Now: a.StartAt.Add(-time.Minute)})
 			if err != nil {
 				t.Fatal(err)

@@ -78,7 +78,7 @@ func busy(what string, err error) error {
 }
 
 // Join implements sale.Line.
-func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool, error) {
+func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
 	a := r.Activity
 	k := lineKeysOf(a.ID)
 	tail := "0"
@@ -88,27 +88,27 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Ticket, bool,
 	res, err := lineJoinScript.Run(ctx, l.rdb, []string{k.state, k.tickets, k.users, k.at, k.early, k.drawn},
 		ticketID(r.Token, a.ID), r.UserID, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.QueueCap, tail).Slice()
 	if err != nil {
-		return sale.Ticket{}, false, busy("join the line", err)
+		return sale.Joined{}, busy("join the line", err)
 	}
 	switch code, _ := res[0].(int64); code {
 	case -1:
-		return sale.Ticket{}, false, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, a.QueueCap)
+		return sale.Joined{}, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, a.QueueCap)
 	case -2:
-		return sale.Ticket{}, false, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
+		return sale.Joined{}, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
 	case 0, 1:
-		if len(res) != 4 {
-			return sale.Ticket{}, false, fmt.Errorf("join the line: unexpected answer %v", res)
+		if len(res) != 4+len(stateFields) {
+			return sale.Joined{}, fmt.Errorf("join the line: unexpected answer %v", res)
 		}
 		id, _ := res[1].(string)
 		rec, _ := res[2].(string)
 		t, err := parseTicket(a.ID, id, rec)
 		if err != nil {
-			return sale.Ticket{}, false, err
+			return sale.Joined{}, err
 		}
 		t.Place, _ = res[3].(int64)
-		return t, code == 1, nil
+		return sale.Joined{Ticket: t, Fresh: code == 1, Line: parseState(res[4:])}, nil
 	default:
-		return sale.Ticket{}, false, fmt.Errorf("join the line: unexpected answer %v", res)
+		return sale.Joined{}, fmt.Errorf("join the line: unexpected answer %v", res)
 	}
 }
 

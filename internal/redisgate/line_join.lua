@@ -4,8 +4,17 @@
 -- KEYS: 1 state, 2 tickets, 3 users, 4 at, 5 early, 6 drawn (all {line:ID})
 -- ARGV: 1 ticket id, 2 user, 3 now (ms), 4 start (ms), 5 cap, 6 tail allowed (1/0)
 -- A ticket record is "user\nplace\nearly\njoined ms\noutcome\norder token\namount".
--- Returns {1, id, record, place} for a new ticket, {0, id, record, place} for the one waiting,
--- {-1} when the line is full, {-2} when only the tail is left and it is not allowed.
+-- Returns {1, id, record, place, state...} for a new ticket, {0, id, record, place, state...} for
+-- the one waiting, {-1} when the line is full, {-2} when only the tail is left and it is not
+-- allowed. The state is the line's after the join: sealed, drawn, early, tail, head, rate.
+local FIELDS = {'sealed', 'drawn', 'early', 'tail', 'head', 'rate'}
+local function answer(code, id, rec, place)
+  local out = {code, id, rec, place}
+  local st = redis.call('HMGET', KEYS[1], unpack(FIELDS))
+  for i = 1, #FIELDS do out[#out + 1] = st[i] end
+  return out
+end
+
 local st = redis.call('HMGET', KEYS[1], 'sealed', 'early', 'tail', 'head')
 local sealed = st[1] == '1'
 local early = tonumber(st[2]) or 0
@@ -23,8 +32,8 @@ if cur then
     end
     if outcome == '' and (place < 0 or place >= head) then
       -- The same join run twice (a client's retry of the script) is still the first answer.
-      if cur == ARGV[1] then return {1, cur, rec, place} end
-      return {0, cur, rec, place}
+      if cur == ARGV[1] then return answer(1, cur, rec, place) end
+      return answer(0, cur, rec, place)
     end
   end
 end
@@ -49,4 +58,4 @@ end
 local rec = ARGV[2] .. '\n' .. place .. '\n' .. isEarly .. '\n' .. ARGV[3] .. '\n\n\n0'
 redis.call('HSET', KEYS[2], ARGV[1], rec)
 redis.call('HSET', KEYS[3], ARGV[2], ARGV[1])
-return {1, ARGV[1], rec, place}
+return answer(1, ARGV[1], rec, place)

@@ -68,6 +68,14 @@ type LineState struct {
 // Waiting is the number of tickets not answered yet.
 func (s LineState) Waiting() int64 { return s.Joined - s.Head }
 
+// Joined is a line's answer to a join: the ticket, whether this join took it, and the line's
+// state just after.
+type Joined struct {
+	Ticket
+	Fresh bool
+	Line  LineState
+}
+
 // JoinRequest asks a line for a ticket.
 type JoinRequest struct {
 	Activity Activity
@@ -82,9 +90,10 @@ type JoinRequest struct {
 type Line interface {
 	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
 	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
-	// the start seals the line. A user whose ticket is still waiting gets it back with fresh
-	// false. Errors: ErrQueueFull when Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
-	Join(ctx context.Context, r JoinRequest) (t Ticket, fresh bool, err error)
+	// the start seals the line. A user whose ticket is still waiting gets it back (Fresh false).
+	// The line's state comes with it, read in the same step. Errors: ErrQueueFull when
+	// Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
+	Join(ctx context.Context, r JoinRequest) (Joined, error)
 
 	// Ticket returns the ticket of token and its line's state. Errors: ErrNotFound, ErrBusy.
 	Ticket(ctx context.Context, token string) (Ticket, LineState, error)
@@ -189,16 +198,12 @@ func (s *Service) Join(ctx context.Context, activityID, userID, pass string) (Ti
 	case a.RequireChallenge:
 		return TicketView{}, false, ErrChallengeRequired
 	}
-	t, fresh, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Now: now,
+	j, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Now: now,
 		Tail: a.Admission == AdmitQueue})
 	if err != nil {
 		return TicketView{}, false, err
 	}
-	st, err := s.line.State(ctx, a.ID)
-	if err != nil {
-		return TicketView{}, false, err
-	}
-	return view(a, t, st, now), fresh, nil
+	return view(a, j.Ticket, j.Line, now), j.Fresh, nil
 }
 
 // Ticket returns userID's ticket token. Errors: ErrNotFound (also for another user's ticket),

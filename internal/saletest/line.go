@@ -42,12 +42,16 @@ func LineTests(t *testing.T, newLine NewLine) {
 
 func join(t *testing.T, l sale.Line, a sale.Activity, user string, at time.Time, tail bool) (sale.Ticket, bool) {
 	t.Helper()
-	tk, fresh, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
+	j, err := l.Join(context.Background(), sale.JoinRequest{Activity: a, UserID: user,
 		Token: sale.NewTicketToken(a.ID), Now: at, Tail: tail})
 	if err != nil {
 		t.Fatalf("Join(%s, %s): %v", a.ID, user, err)
 	}
-	return tk, fresh
+	// The state that comes with a join is the line's just after it.
+	if st, err := l.State(context.Background(), a.ID); err != nil || st != j.Line {
+		t.Fatalf("Join(%s, %s) says the line is %+v; State says %+v, %v", a.ID, user, j.Line, st, err)
+	}
+	return j.Ticket, j.Fresh
 }
 
 func ticketOf(t *testing.T, l sale.Line, token string) (sale.Ticket, sale.LineState) {
@@ -124,7 +128,7 @@ func lineCap(t *testing.T, newLine NewLine) {
 	for _, u := range []string{"a", "b", "c"} {
 		join(t, l, a, u, at, true)
 	}
-	if _, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "d", Token: sale.NewTicketToken(a.ID), Now: at, Tail: true}); !errors.Is(err, sale.ErrQueueFull) {
+	if _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "d", Token: sale.NewTicketToken(a.ID), Now: at, Tail: true}); !errors.Is(err, sale.ErrQueueFull) {
 		t.Fatalf("fourth join: %v, want ErrQueueFull", err)
 	}
 	// A user already waiting is not refused by the cap: they get their place back.
@@ -153,7 +157,7 @@ func lineLotteryClosed(t *testing.T, newLine NewLine) {
 		t.Fatal(err)
 	}
 	// Even a node whose clock lags behind the start may not add an entry once the draw is made.
-	_, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "late", Token: sale.NewTicketToken(a.ID),
+	_, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: "late", Token: sale.NewTicketToken(a.ID),
 		Now: a.StartAt.Add(-time.Second), Tail: false})
 	if !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("join after the draw: %v, want ErrEnded", err)
@@ -230,7 +234,10 @@ func joinAtOnce(t *testing.T, l sale.Line, n int, req func(i int) sale.JoinReque
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { out[i], _, errs[i] = l.Join(context.Background(), req(i)) })
+		wg.Go(func() {
+			j, err := l.Join(context.Background(), req(i))
+			out[i], errs[i] = j.Ticket, err
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -335,11 +342,11 @@ func BenchLine(b *testing.B, l sale.Line, a sale.Activity, n int, mem func() int
 	ctx := context.Background()
 	at := a.StartAt.Add(time.Second)
 	join := func(user string) string {
-		t, _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
+		j, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
 		if err != nil {
 			b.Fatalf("join %s: %v", user, err)
 		}
-		return t.Token
+		return j.Token
 	}
 	var before int64
 	if mem != nil {
