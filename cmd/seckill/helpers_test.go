@@ -36,7 +36,7 @@ type client struct {
 }
 
 func newClient(t testing.TB, base string) *client {
-	tk, err := auth.New([]byte(testSecret))
+	tk, err := auth.New([]byte(testSecret), time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -288,7 +288,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if tokenShown {
 		c.adminToken = randomSecret()
 	}
-	tokens, err := auth.New([]byte(c.jwtSecret))
+	tokens, err := auth.New([]byte(c.jwtSecret), time.Now)
 	if err != nil {
 		return err
 	}

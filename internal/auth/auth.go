@@ -30,12 +30,14 @@ type Tokens struct {
 	recent recent
 }
 
-// New returns Tokens for secret, which must be at least MinSecretLen bytes.
-func New(secret []byte) (*Tokens, error) {
+// New returns Tokens for secret, which must be at least MinSecretLen bytes. now is the clock
+// tokens are checked against (time.Now outside tests): the service's own, so that a test that
+// pins the service's clock verifies on it too.
+func New(secret []byte, now func() time.Time) (*Tokens, error) {
 	if len(secret) < MinSecretLen {
 		return nil, fmt.Errorf("%w: the JWT secret must be at least %d bytes", sale.ErrInvalid, MinSecretLen)
 	}
-	t := &Tokens{secret: append([]byte(nil), secret...), now: time.Now}
+	t := &Tokens{secret: append([]byte(nil), secret...), now: now}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),

@@ -3,6 +3,7 @@ package auth
 import (
 	"encoding/base64"
 	"errors"
+	"seckill/internal/saletest"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,7 @@ var secret = []byte("0123456789abcdef0123456789abcdef")
 
 func newTokens(t testing.TB) *Tokens {
 	t.Helper()
-	tk, err := New(secret)
+	tk, err := New(secret, time.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestNewRefusesShortSecrets(t *testing.T) {
-	if _, err := New([]byte("short")); !errors.Is(err, sale.ErrInvalid) {
+	if _, err := New([]byte("short"), time.Now); !errors.Is(err, sale.ErrInvalid) {
 		t.Fatalf("New(short) = %v, want ErrInvalid", err)
 	}
 }
@@ -136,7 +137,7 @@ func FuzzVerify(f *testing.F) {
 // remembered.
 func TestVerifiedTokensAreRemembered(t *testing.T) {
 	tk := newTokens(t)
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	now := saletest.T0
 	tk.now = func() time.Time { return now }
 	tok, err := tk.Mint("alice", now, time.Minute)
 	if err != nil {

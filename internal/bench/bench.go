@@ -90,7 +90,7 @@ func (s Sale) Validate() error {
 	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
 		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")
 	}
-	if _, err := auth.New([]byte(s.Secret)); err != nil {
+	if _, err := auth.New([]byte(s.Secret), time.Now); err != nil {
 		return fmt.Errorf("--jwt-secret: %w", err)
 	}
 	return nil
@@ -103,7 +103,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	if err := s.Validate(); err != nil {
 		return Result{}, nil, err
 	}
-	tokens, _ := auth.New([]byte(s.Secret))
+	tokens, _ := auth.New([]byte(s.Secret), time.Now)
 	bearer := func(i int) string {
 		t, err := tokens.Mint(s.User(i), time.Now(), time.Hour)
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func newTestGuard(th Thresholds) (*Guard, *saletest.Clock) {
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	return NewGuard("redis", th, clock.Now), clock
 }
 

@@ -23,7 +23,7 @@ func benchGrab(b *testing.B, stock int, want int) {
 	const users = 1 << 18 // beyond this many requests users repeat and get 409
 	tokens := make([]string, users)
 	for i := range tokens {
-		tok, err := f.tokens.Mint("user-"+strconv.Itoa(i), time.Now(), time.Hour)
+		tok, err := f.tokens.Mint("user-"+strconv.Itoa(i), f.clock.Now(), time.Hour)
 		if err != nil {
 			b.Fatal(err)
 		}

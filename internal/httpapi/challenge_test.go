@@ -13,7 +13,7 @@ import (
 	"seckill/internal/saletest"
 )
 
-const guardedItem = `{"name":"Console","kind":"item","stock":3,"price_cents":49900,"require_challenge":true,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`
+const guardedItem = `{"name":"Console","kind":"item","stock":3,"price_cents":49900,"require_challenge":true,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 // solve asks for a challenge as bearer and answers it (right, or off by wrong), returning the
 // answer's response.

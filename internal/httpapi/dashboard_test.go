@@ -16,10 +16,10 @@ import (
 
 func TestActivityListShowsWhatHasNotEnded(t *testing.T) {
 	f := newFixture(t, false) // the clock reads 12:00
-	later := f.create(`{"name":"Later","kind":"item","stock":5,"price_cents":100,"start_at":"2026-11-30T15:00:00Z","end_at":"2026-11-30T16:00:00Z"}`)
+	later := f.create(`{"name":"Later","kind":"item","stock":5,"price_cents":100,"start_at":"2001-11-30T15:00:00Z","end_at":"2001-11-30T16:00:00Z"}`)
 	now := f.create(validItem) // 11:00-13:00
-	f.create(`{"name":"Over","kind":"item","stock":5,"price_cents":100,"start_at":"2026-11-30T10:00:00Z","end_at":"2026-11-30T11:00:00Z"}`)
-	packet := f.create(`{"name":"Packet","kind":"redpacket","count":3,"total_cents":300,"start_at":"2026-11-30T11:30:00Z","end_at":"2026-11-30T14:00:00Z"}`)
+	f.create(`{"name":"Over","kind":"item","stock":5,"price_cents":100,"start_at":"2001-11-30T10:00:00Z","end_at":"2001-11-30T11:00:00Z"}`)
+	packet := f.create(`{"name":"Packet","kind":"redpacket","count":3,"total_cents":300,"start_at":"2001-11-30T11:30:00Z","end_at":"2001-11-30T14:00:00Z"}`)
 
 	r := f.do("GET", "/api/activities", "", "")
 	if r.status != 200 || r.header.Get("Cache-Control") != "no-store" {

@@ -16,7 +16,7 @@ import (
 	"seckill/internal/saletest"
 )
 
-const bigItem = `{"name":"Phone","kind":"item","stock":1000,"price_cents":100,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`
+const bigItem = `{"name":"Phone","kind":"item","stock":1000,"price_cents":100,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 // remaining is the activity's units left, from the admin stats.
 func (f *fixture) remaining(id string) float64 {

@@ -33,7 +33,8 @@ type fixture struct {
 	answers *saletest.Answers
 }
 
-// newFixture serves the API on the embedded wiring with a settable clock at 2026-11-30 12:00.
+// newFixture serves the API on the embedded wiring with a settable clock at saletest.T0 (2001-11-30
+// 12:00 UTC): the dates of the bodies below are around it.
 func newFixture(t testing.TB, devLogin bool) *fixture {
 	return newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.DevLogin = devLogin })
 }
@@ -47,12 +48,12 @@ func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Cl
 // newFixtureOn is newFixtureWith on the database dsn ("": SQLite in t's temp dir).
 func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
 	t.Helper()
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Embedded(t, clock)
 	if dsn != "" {
 		env = saletest.EmbeddedOn(t, clock, dsn)
 	}
-	tokens, err := auth.New(secret)
+	tokens, err := auth.New(secret, clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,14 +110,14 @@ func (f *fixture) doFrom(remote, method, path, bearer, body string, header ...st
 
 func (f *fixture) user(name string) string {
 	f.t.Helper()
-	tok, err := f.tokens.Mint(name, time.Now(), time.Hour)
+	tok, err := f.tokens.Mint(name, f.clock.Now(), time.Hour)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return tok
 }
 
-const validItem = `{"name":"Phone","kind":"item","stock":2,"price_cents":99900,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`
+const validItem = `{"name":"Phone","kind":"item","stock":2,"price_cents":99900,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 func (f *fixture) create(body string) string {
 	f.t.Helper()
@@ -195,21 +196,21 @@ func TestCreateActivityBadInput(t *testing.T) {
 		{"zero limit", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"per_user_limit":0`, 1), 400, "INVALID_ARGUMENT"},
 		{"end before start", adminToken, strings.Replace(validItem, `13:00:00Z`, `10:00:00Z`, 1), 400, "INVALID_ARGUMENT"},
 		{"end equals start", adminToken, strings.Replace(validItem, `13:00:00Z`, `11:00:00Z`, 1), 400, "INVALID_ARGUMENT"},
-		{"bad time", adminToken, strings.Replace(validItem, `2026-11-30T11:00:00Z`, `tomorrow`, 1), 400, "INVALID_ARGUMENT"},
-		{"missing end", adminToken, strings.Replace(validItem, `,"end_at":"2026-11-30T13:00:00Z"`, ``, 1), 400, "INVALID_ARGUMENT"},
+		{"bad time", adminToken, strings.Replace(validItem, `2001-11-30T11:00:00Z`, `tomorrow`, 1), 400, "INVALID_ARGUMENT"},
+		{"missing end", adminToken, strings.Replace(validItem, `,"end_at":"2001-11-30T13:00:00Z"`, ``, 1), 400, "INVALID_ARGUMENT"},
 		{"bad kind", adminToken, strings.Replace(validItem, `"item"`, `"car"`, 1), 400, "INVALID_ARGUMENT"},
 		{"negative stock shards", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"stock_shards":-1`, 1), 400, "INVALID_ARGUMENT"},
 		{"more stock shards than units", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"stock_shards":3`, 1), 400, "INVALID_ARGUMENT"},
 		{"too many stock shards", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2000,"stock_shards":65`, 1), 400, "INVALID_ARGUMENT"},
-		{"a sharded red packet", adminToken, `{"name":"RP","kind":"redpacket","count":3,"total_cents":300,"stock_shards":2,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
+		{"a sharded red packet", adminToken, `{"name":"RP","kind":"redpacket","count":3,"total_cents":300,"stock_shards":2,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
 		{"zero pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":0`, 1), 400, "INVALID_ARGUMENT"},
 		{"huge pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":99999999999`, 1), 400, "INVALID_ARGUMENT"},
 		{"unknown admission", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"admission":"raffle"`, 1), 400, "INVALID_ARGUMENT"},
 		{"require_challenge not a bool", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"require_challenge":"yes"`, 1), 400, "INVALID_ARGUMENT"},
 		{"count on an item", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"count":2`, 1), 400, "INVALID_ARGUMENT"},
-		{"red packet without count", adminToken, `{"name":"RP","kind":"redpacket","total_cents":100,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
-		{"red packet under a cent a share", adminToken, `{"name":"RP","kind":"redpacket","count":10,"total_cents":9,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
-		{"red packet with a price", adminToken, `{"name":"RP","kind":"redpacket","count":1,"total_cents":9,"price_cents":5,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
+		{"red packet without count", adminToken, `{"name":"RP","kind":"redpacket","total_cents":100,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
+		{"red packet under a cent a share", adminToken, `{"name":"RP","kind":"redpacket","count":10,"total_cents":9,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
+		{"red packet with a price", adminToken, `{"name":"RP","kind":"redpacket","count":1,"total_cents":9,"price_cents":5,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
 		{"name too long", adminToken, strings.Replace(validItem, `"Phone"`, `"`+strings.Repeat("x", 201)+`"`, 1), 400, "INVALID_ARGUMENT"},
 		{"body over the limit", adminToken, `{"name":"` + strings.Repeat("x", httpapi.MaxBody) + `"}`, 413, "TOO_LARGE"},
 	}
@@ -232,9 +233,9 @@ func TestCreateActivityBadInput(t *testing.T) {
 func TestUserTokensAreChecked(t *testing.T) {
 	f := newFixture(t, false)
 	id := f.create(validItem)
-	other, _ := auth.New([]byte("another secret that is 32 bytes!"))
-	forged, _ := other.Mint("alice", time.Now(), time.Hour)
-	expired, _ := f.tokens.Mint("alice", time.Now().Add(-2*time.Hour), time.Hour)
+	other, _ := auth.New([]byte("another secret that is 32 bytes!"), f.clock.Now)
+	forged, _ := other.Mint("alice", f.clock.Now(), time.Hour)
+	expired, _ := f.tokens.Mint("alice", f.clock.Now().Add(-2*time.Hour), time.Hour)
 	for name, bearer := range map[string]string{"missing": "", "forged": forged, "expired": expired, "admin": adminToken, "garbage": "x.y.z"} {
 		t.Run(name, func(t *testing.T) {
 			r := f.do("POST", "/api/activities/"+id+"/grab", bearer, "")
@@ -451,7 +452,7 @@ func TestRedPacketSharesSumToTheTotal(t *testing.T) {
 	f := newFixture(t, false)
 	const count, total = 50, 10_000
 	id := f.create(fmt.Sprintf(`{"name":"Lucky money","kind":"redpacket","count":%d,"total_cents":%d,`+
-		`"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`, count, total))
+		`"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, count, total))
 	var sum int64
 	tokens := map[string]string{}
 	for u := range count + 10 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-const redPacket = `{"name":"Rain","kind":"redpacket","count":5,"total_cents":500,"start_at":"2026-11-30T11:00:00Z","end_at":"2026-11-30T13:00:00Z"}`
+const redPacket = `{"name":"Rain","kind":"redpacket","count":5,"total_cents":500,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 // TestLeaderboardOverHTTP: five users share a red packet; the leaderboard lists them largest
 // first, each one's rank matches it, and bad requests are refused.

@@ -14,7 +14,7 @@ import (
 // queueItem is a queue item of stock 2 and a cap of 3 waiting tickets, starting at 12:30 (the
 // fixture's clock reads 12:00).
 const queueItem = `{"name":"Queue","kind":"item","stock":2,"price_cents":500,"admission":"queue","queue_cap":3,
-	"start_at":"2026-11-30T12:30:00Z","end_at":"2026-11-30T13:00:00Z"}`
+	"start_at":"2001-11-30T12:30:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 // TestQueueOverHTTP follows a queue activity through the API: joins answered with a ticket, the
 // cap, a second join, the ticket's owner alone seeing it, polls rate limited, the commitment

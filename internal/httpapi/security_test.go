@@ -75,12 +75,12 @@ func TestSecuritySuite(t *testing.T) {
 	t.Run("forged, alg none and expired tokens", func(t *testing.T) {
 		f := secureFixture(t)
 		id := f.create(bigItem)
-		stranger, err := auth.New([]byte("another-secret-another-secret-32b"))
+		stranger, err := auth.New([]byte("another-secret-another-secret-32b"), f.clock.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		forged, _ := stranger.Mint("alice", time.Now(), time.Hour)
-		expired, _ := f.tokens.Mint("alice", time.Now().Add(-2*time.Hour), time.Hour)
+		forged, _ := stranger.Mint("alice", f.clock.Now(), time.Hour)
+		expired, _ := f.tokens.Mint("alice", f.clock.Now().Add(-2*time.Hour), time.Hour)
 		b64 := base64.RawURLEncoding.EncodeToString
 		good := f.user("alice")
 		parts := strings.Split(good, ".")

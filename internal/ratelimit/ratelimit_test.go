@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"seckill/internal/saletest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,7 +36,7 @@ func (c *clock) set(t time.Time) {
 }
 
 // t0 is the start of a second.
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = saletest.T0
 
 func allow(t *testing.T, l ratelimit.Limiter, key string, r ratelimit.Rule) ratelimit.Decision {
 	t.Helper()

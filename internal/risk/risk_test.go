@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"seckill/internal/saletest"
 	"testing"
 	"time"
 )
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = saletest.T0
 
 func TestAccountsPerIP(t *testing.T) {
 	r := &AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}

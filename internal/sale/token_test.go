@@ -1,6 +1,7 @@
 package sale_test
 
 import (
+	"seckill/internal/saletest"
 	"testing"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 // TestGrabTokensSortAsTheyAreMade: a grab token made later sorts later (by its millisecond),
 // whatever its random part; tokens of one millisecond differ.
 func TestGrabTokensSortAsTheyAreMade(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t0 := saletest.T0
 	prev := sale.NewGrabToken(t0)
 	seen := map[string]bool{prev: true}
 	for i := 1; i < 2000; i++ {

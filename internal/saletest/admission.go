@@ -59,7 +59,7 @@ func drainAll(t *testing.T, env Env, a sale.Activity) {
 
 func queueFIFO(t *testing.T, newEnv NewEnv) {
 	ctx := context.Background()
-	env := newEnv(t, NewClock(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)))
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
 	svc := env.Service
 	a := lineActivity(t, env, 20, sale.AdmitQueue)
 	if _, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "direct"}); !errors.Is(err, sale.ErrInvalid) {
@@ -133,7 +133,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 
 func lotteryWinners(t *testing.T, newEnv NewEnv) {
 	ctx := context.Background()
-	env := newEnv(t, NewClock(time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)))
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
 	svc := env.Service
 	a := lineActivity(t, env, 10, sale.AdmitLottery)
 	owner := map[string]string{}

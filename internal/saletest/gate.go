@@ -11,12 +11,10 @@ import (
 	"seckill/internal/sale"
 )
 
-var gateT0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// GateItem is an item activity open from 12:00 to 13:00 on 2026-11-30.
+// GateItem is an item activity open from 12:00 to 13:00 on 2001-11-30.
 func GateItem(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,
-		StartAt: gateT0, EndAt: gateT0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
+		StartAt: T0, EndAt: T0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
 }
 
 // GateTests checks the rules every sale.Gate keeps, whatever it runs on. newGate returns a gate
@@ -26,7 +24,7 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("Rules", func(t *testing.T) { gateRules(t, newGate) })
 	t.Run("UnknownActivity", func(t *testing.T) {
 		g := newGate(t)
-		if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: gateT0}); !errors.Is(err, sale.ErrNotFound) {
+		if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: T0}); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("got %v, want ErrNotFound", err)
 		}
 	})
@@ -52,13 +50,13 @@ func gateSpendPass(t *testing.T, g sale.Gate) {
 	issue := func(user string, ttl time.Duration) string {
 		t.Helper()
 		tok := sale.NewToken("p")
-		if err := g.IssuePass(ctx, a, user, tok, gateT0, gateT0.Add(ttl)); err != nil {
+		if err := g.IssuePass(ctx, a, user, tok, T0, T0.Add(ttl)); err != nil {
 			t.Fatalf("IssuePass: %v", err)
 		}
 		return tok
 	}
 	alice, bob, carol := issue("alice", time.Minute), issue("bob", time.Second), issue("carol", time.Minute)
-	at := gateT0.Add(500 * time.Millisecond)
+	at := T0.Add(500 * time.Millisecond)
 	for _, s := range []struct {
 		name, activity, user, pass string
 		now                        time.Time
@@ -68,7 +66,7 @@ func gateSpendPass(t *testing.T, g sale.Gate) {
 		{"alice's pass on another activity", "sp2", "alice", alice, at, sale.ErrChallengeRequired},
 		{"alice's pass", "sp1", "alice", alice, at, nil},
 		{"alice's pass again", "sp1", "alice", alice, at, sale.ErrChallengeRequired},
-		{"bob's pass once expired", "sp1", "bob", bob, gateT0.Add(time.Second), sale.ErrChallengeRequired},
+		{"bob's pass once expired", "sp1", "bob", bob, T0.Add(time.Second), sale.ErrChallengeRequired},
 		{"carol's pass by mallory", "sp1", "mallory", carol, at, sale.ErrChallengeRequired},
 		{"an unknown activity", "sp-none", "alice", alice, at, sale.ErrNotFound},
 	} {
@@ -110,15 +108,15 @@ func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 		at        time.Time
 		want      error
 	}
-	in := gateT0.Add(time.Minute)
+	in := T0.Add(time.Minute)
 	tests := []struct {
 		name  string
 		act   sale.Activity
 		steps []step
 	}{
-		{"before the start", GateItem("r1", 5, 1), []step{{"u1", "", gateT0.Add(-time.Second), sale.ErrNotStarted}}},
-		{"at the end", GateItem("r2", 5, 1), []step{{"u1", "", gateT0.Add(time.Hour), sale.ErrEnded}}},
-		{"at the start", GateItem("r3", 5, 1), []step{{"u1", "", gateT0, nil}}},
+		{"before the start", GateItem("r1", 5, 1), []step{{"u1", "", T0.Add(-time.Second), sale.ErrNotStarted}}},
+		{"at the end", GateItem("r2", 5, 1), []step{{"u1", "", T0.Add(time.Hour), sale.ErrEnded}}},
+		{"at the start", GateItem("r3", 5, 1), []step{{"u1", "", T0, nil}}},
 		{"limit one", GateItem("r4", 5, 1), []step{{"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}, {"u2", "", in, nil}}},
 		{"limit two", GateItem("r5", 5, 2), []step{{"u1", "", in, nil}, {"u1", "", in, nil}, {"u1", "", in, sale.ErrAlreadyBought}}},
 		{"stock runs out", GateItem("r6", 2, 1), []step{{"u1", "", in, nil}, {"u2", "", in, nil}, {"u3", "", in, sale.ErrSoldOut}, {"u4", "k", in, sale.ErrSoldOut}}},
@@ -143,7 +141,7 @@ func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 
 func gateIdempotentRetry(t *testing.T, g sale.Gate) {
 	load(t, g, GateItem("idem", 10, 3), sale.GateState{})
-	req := sale.GrabRequest{ActivityID: "idem", UserID: "u1", IdempotencyKey: "k", Now: gateT0}
+	req := sale.GrabRequest{ActivityID: "idem", UserID: "u1", IdempotencyKey: "k", Now: T0}
 	first, err := g.Grab(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +158,7 @@ func gateIdempotentRetry(t *testing.T, g sale.Gate) {
 func gateReleaseOnce(t *testing.T, g sale.Gate) {
 	load(t, g, GateItem("rel", 1, 1), sale.GateState{})
 	ctx := context.Background()
-	grab, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: gateT0})
+	grab, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,26 +175,26 @@ func gateReleaseOnce(t *testing.T, g sale.Gate) {
 		t.Fatalf("remaining = %d after releasing one grab eight times, want 1", rem)
 	}
 	// The buyer is released too: u1 may buy again, and the unit is sold once more.
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: gateT0}); err != nil {
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0}); err != nil {
 		t.Fatalf("regrab after release: %v", err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: gateT0}); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("grab after resale: got %v, want ErrSoldOut", err)
 	}
 }
 
 func gateLoad(t *testing.T, g sale.Gate) {
-	held := []sale.Grab{{Token: "g1", ActivityID: "ld", UserID: "u1", At: gateT0},
-		{Token: "g2", ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", AmountCents: 100, At: gateT0}}
+	held := []sale.Grab{{Token: "g1", ActivityID: "ld", UserID: "u1", At: T0},
+		{Token: "g2", ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", AmountCents: 100, At: T0}}
 	load(t, g, GateItem("ld", 3, 1), sale.GateState{Held: held, Keyed: held[1:]})
 	ctx := context.Background()
 	if rem := remaining(t, g, "ld"); rem != 1 {
 		t.Fatalf("remaining = %d, want 1", rem)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u1", Now: gateT0}); !errors.Is(err, sale.ErrAlreadyBought) {
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u1", Now: T0}); !errors.Is(err, sale.ErrAlreadyBought) {
 		t.Fatalf("u1 regrab: got %v, want ErrAlreadyBought", err)
 	}
-	got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", Now: gateT0})
+	got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", Now: T0})
 	if err != nil || got.Token != "g2" {
 		t.Fatalf("u2 retry of key k = %+v, %v; want grab g2", got, err)
 	}
@@ -224,7 +222,7 @@ func gateRedPacket(t *testing.T, g sale.Gate) {
 	seen := map[int64]bool{}
 	var first sale.Grab
 	for i := range 3 {
-		got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: gateT0})
+		got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: T0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,13 +238,13 @@ func gateRedPacket(t *testing.T, g sale.Gate) {
 	if sum != 600 {
 		t.Fatalf("shares won sum to %d, want 600", sum)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: gateT0}); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("fourth grab: got %v, want ErrSoldOut", err)
 	}
 	if err := g.Release(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: gateT0})
+	again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0})
 	if err != nil || again.Share != first.Share || again.AmountCents != first.AmountCents {
 		t.Fatalf("grab after a release = %+v, %v; want the released share %d (%d cents)", again, err, first.Share, first.AmountCents)
 	}
@@ -268,7 +266,7 @@ func gateCrowd(t *testing.T, g sale.Gate) {
 				if u%2 == 0 {
 					key = "k"
 				}
-				got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "crowd", UserID: user, IdempotencyKey: key, Now: gateT0})
+				got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "crowd", UserID: user, IdempotencyKey: key, Now: T0})
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -308,7 +306,7 @@ func gatePasses(t *testing.T, g sale.Gate) {
 	issue := func(a sale.Activity, user string, ttl time.Duration) string {
 		t.Helper()
 		tok := sale.NewToken("p")
-		if err := g.IssuePass(ctx, a, user, tok, gateT0, gateT0.Add(ttl)); err != nil {
+		if err := g.IssuePass(ctx, a, user, tok, T0, T0.Add(ttl)); err != nil {
 			t.Fatalf("IssuePass: %v", err)
 		}
 		return tok
@@ -317,7 +315,7 @@ func gatePasses(t *testing.T, g sale.Gate) {
 	late := issue(guarded, "bob", time.Second)
 	keyed := issue(guarded, "carol", time.Minute)
 	stray := issue(open, "dave", time.Minute)
-	at := gateT0.Add(500 * time.Millisecond)
+	at := T0.Add(500 * time.Millisecond)
 	steps := []struct {
 		name string
 		req  sale.GrabRequest
@@ -329,7 +327,7 @@ func gatePasses(t *testing.T, g sale.Gate) {
 		{"alice's pass on another activity", sale.GrabRequest{ActivityID: "ps2", UserID: "alice", Pass: alice}, sale.ErrChallengeRequired},
 		{"alice's pass", sale.GrabRequest{ActivityID: "ps1", UserID: "alice", Pass: alice}, nil},
 		{"alice's pass replayed", sale.GrabRequest{ActivityID: "ps1", UserID: "alice", Pass: alice}, sale.ErrChallengeRequired},
-		{"bob's pass after it expired", sale.GrabRequest{ActivityID: "ps1", UserID: "bob", Pass: late, Now: gateT0.Add(time.Second)}, sale.ErrChallengeRequired},
+		{"bob's pass after it expired", sale.GrabRequest{ActivityID: "ps1", UserID: "bob", Pass: late, Now: T0.Add(time.Second)}, sale.ErrChallengeRequired},
 		{"carol's pass with a key", sale.GrabRequest{ActivityID: "ps1", UserID: "carol", Pass: keyed, IdempotencyKey: "k"}, nil},
 		{"carol's retry owed its first answer", sale.GrabRequest{ActivityID: "ps1", UserID: "carol", Pass: keyed, IdempotencyKey: "k"}, nil},
 		{"a pass on an open activity is checked too", sale.GrabRequest{ActivityID: "ps3", UserID: "erin", Pass: stray}, sale.ErrChallengeRequired},

@@ -15,7 +15,7 @@ import (
 	"seckill/internal/sale"
 )
 
-// LineItem is a queue activity of stock units starting at 12:00 on 2026-11-30, with a fixed seed.
+// LineItem is a queue activity of stock units starting at 12:00 on 2001-11-30, with a fixed seed.
 func LineItem(id string, stock int64, admission sale.Admission) sale.Activity {
 	a := GateItem(id, stock, 1)
 	a.Admission, a.QueueCap, a.AdmitRate = admission, 10*stock, 1000

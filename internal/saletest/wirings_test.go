@@ -97,7 +97,7 @@ func TestConcurrentSweepersRestockOnce(t *testing.T) {
 // clock) and a payer per order.
 func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	ctx := context.Background()
-	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	start := saletest.T0
 	clock := saletest.NewClock(start)
 	var nodes []saletest.Env
 	for _, newEnv := range newEnvs {
@@ -182,7 +182,7 @@ func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
@@ -226,7 +226,7 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 func TestRedisKillNineWithAOFAlways(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"})
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 300
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
@@ -290,7 +290,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 // drains into exactly one order per grab.
 func TestDatabaseOutage(t *testing.T) {
 	ctx := context.Background()
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
 	a := createItem(t, env.Service, clock, "", 1000, time.Hour)
 	acked := map[string]string{}
@@ -352,7 +352,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	gate := redisgate.New(rdb, store.Activity)
 	ids := func(ctx context.Context) ([]string, error) { return []string{"dead"}, nil }
 	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
@@ -410,7 +410,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 func TestReconcileRepairsRedisDrift(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Hour)
@@ -474,7 +474,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	ids := func(ctx context.Context) ([]string, error) { return []string{"poison"}, nil }
 	consumer := func(name string) *redisgate.Queue {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
@@ -544,7 +544,7 @@ func createItem(t *testing.T, svc *sale.Service, clock *saletest.Clock, id strin
 func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	var nodes []saletest.Env
 	for range 3 {
 		nodes = append(nodes, saletest.Distributed(t, clock, srv.URL(), dsn))
@@ -586,7 +586,7 @@ func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 // TestChallengeJourney runs the challenge and its one-time pass on the embedded wiring and on a
 // Redis Cluster, where the pass must sit in its activity's slot for the grab script to spend it.
 func TestChallengeJourney(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t0 := saletest.T0
 	t.Run("Embedded", func(t *testing.T) {
 		saletest.ChallengeJourney(t, saletest.Embedded(t, saletest.NewClock(t0)))
 	})
@@ -597,7 +597,7 @@ func TestChallengeJourney(t *testing.T) {
 
 // TestLeaderboard runs the red-packet rain and its leaderboards in process and on Redis.
 func TestLeaderboard(t *testing.T) {
-	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	t0 := saletest.T0
 	t.Run("Embedded", func(t *testing.T) { saletest.LeaderboardTests(t, saletest.Embedded(t, saletest.NewClock(t0))) })
 	t.Run("Redis", func(t *testing.T) {
 		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
@@ -612,7 +612,7 @@ func TestLeaderboard(t *testing.T) {
 func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "rain", Kind: sale.KindRedPacket, Stock: 10,
 		TotalCents: 1000, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour})
@@ -665,7 +665,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 func TestShardedStockThroughTheService(t *testing.T) {
 	ctx := context.Background()
 	cluster := redistest.StartCluster(t)
-	clock := saletest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clock := saletest.NewClock(saletest.T0)
 	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
 	const stock = 30
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,

@@ -78,7 +78,7 @@ func openStore(t *testing.T, dsn string) *Store {
 	return s
 }
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC) // saletest.T0, which this package cannot import
 
 func item(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: "Item " + id, Kind: sale.KindItem, Stock: stock, PriceCents: 1999,

@@ -53,7 +53,7 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handl
 	clock := saletest.RealClock()
 	clock.Advance(skew)
 	env := saletest.Embedded(t, clock)
-	tokens, err := auth.New([]byte("0123456789abcdef0123456789abcdef"))
+	tokens, err := auth.New([]byte("0123456789abcdef0123456789abcdef"), clock.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func (s *site) create(a sale.Activity, start time.Duration) sale.Activity {
 // grab grabs through the API as user, returning the status code.
 func (s *site) grab(id, user string) int {
 	s.t.Helper()
-	tok, err := s.tokens.Mint(user, time.Now(), time.Hour)
+	tok, err := s.tokens.Mint(user, s.env.Clock.Now(), time.Hour)
 	if err != nil {
 		s.t.Fatal(err)
 	}

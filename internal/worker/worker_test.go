@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"seckill/internal/saletest"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 	"seckill/internal/worker"
 )
 
-var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+var t0 = saletest.T0
 
 // twiceQueue hands out every grab twice, in separate batches, and records acknowledgements: the
 // worst a real queue does after a crash or a lost ack.

@@ -21,7 +21,7 @@ func main() {
 	n := flag.Int("n", 400_000, "tokens to mint")
 	prefix := flag.String("prefix", "u", "user id prefix")
 	flag.Parse()
-	tk, err := auth.New([]byte(*secret))
+	tk, err := auth.New([]byte(*secret), time.Now)
 	if err != nil {
 		log.Fatal(err)
 	}
