@@ -58,6 +58,10 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.refuseChallenge(w, r, "", err)
+		return
+	}
 	c, err := s.svc.Challenge(r.Context(), id, user)
 	if err != nil {
 		s.refuseChallenge(w, r, "", err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,10 +17,48 @@ var (
 	errBadAdmin = fmt.Errorf("%w: missing or wrong admin token", sale.ErrUnauthorized)
 )
 
-// decode reads exactly one JSON object into v: unknown fields, trailing data and bodies over
-// MaxBody are refused with errors that map to 400 and 413.
+// decode reads exactly one JSON object into v: anything else (empty, another JSON value,
+// trailing data), unknown fields and bodies over MaxBody are refused with errors that map to 400
+// and 413.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	body, err := io.ReadAll(r.Body) // bounded by ServeHTTP's MaxBytesReader
+	if err != nil {
+		return decodeError(err)
+	}
+	return decodeObject(body, v)
+}
+
+// MaxEmptyBody bounds the body of a route that defines no fields (a grab, a payment, a
+// cancellation, a challenge): ample for a JSON object of the few fields such a route may define
+// one day, and a refusal without reading for anything bigger.
+const MaxEmptyBody = 1 << 10
+
+// decodeEmpty checks the body of a route that takes none: no body at all, or a JSON object of
+// the fields v defines (none, for an empty struct), so that a client who believes it can send
+// {"quantity": 2} learns that it cannot. Anything else is refused as decode refuses it.
+func decodeEmpty(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 { // the server's own word that there is no body: the hot path
+		return nil
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxEmptyBody))
+	if err != nil {
+		return decodeError(err)
+	}
+	if len(body) == 0 { // a chunked body of no bytes
+		return nil
+	}
+	return decodeObject(body, v)
+}
+
+// decodeObject decodes body, which must hold exactly one JSON object, into v.
+func decodeObject(body []byte, v any) error {
+	switch lead := bytes.TrimLeft(body, " \t\r\n"); {
+	case len(lead) == 0:
+		return decodeError(io.EOF)
+	case lead[0] != '{': // null, an array, a string: valid JSON, but not an object
+		return fmt.Errorf("%w: the body must be a JSON object", sale.ErrInvalid)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

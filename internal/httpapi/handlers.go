@@ -143,6 +143,10 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	rec, err := s.svc.Reconcile(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -278,10 +282,16 @@ type GrabResponse struct {
 	AmountCents int64  `json:"amount_cents"` // the share won (red packet) or the price (item)
 }
 
+// GrabBody is what a grab may carry: nothing, or a JSON object of these fields (none yet). A
+// field the grab does not define is refused, so that one a client believes in (a quantity) is
+// never silently ignored.
+type GrabBody struct{}
+
 // grab is the hot path. Once an activity is sold out, the crowd is turned away by the local
 // sold-out flag before its token is even checked: 410 is public knowledge, and the check costs
 // more than the answer. A retry carrying an Idempotency-Key goes through, as it may be owed its
-// first answer. The route with a path token ({pass}) is the hidden grab path a solved challenge
+// first answer. The body is checked once the caller is known, before the risk rules and the gate
+// see the grab. The route with a path token ({pass}) is the hidden grab path a solved challenge
 // reveals; the gate spends the token with the grab.
 func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	start, outcome, id := requestStart(w), "won", r.PathValue("id")
@@ -300,6 +310,9 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	pass := r.PathValue("pass")
 	user, name, err := s.edge(w, r, id, key != "")
+	if err == nil {
+		err = decodeEmpty(w, r, &GrabBody{})
+	}
 	if err == nil {
 		name, err = s.vet(r, id, user, pass)
 	}
@@ -436,6 +449,10 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request, user string) {
 }
 
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, user string) {
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	o, err := s.svc.Pay(r.Context(), user, r.PathValue("ref"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -445,6 +462,10 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request, user string) {
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, user string) {
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	o, err := s.svc.Cancel(r.Context(), user, r.PathValue("ref"))
 	if err != nil {
 		s.writeError(w, r, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,83 @@ func TestSecuritySuite(t *testing.T) {
 		}
 		if r := f.solveSlowly(id, alice); r.status != http.StatusOK {
 			t.Fatalf("an answer after 2 s: %d %s", r.status, r.raw)
+		}
+	})
+
+	t.Run("bodies the routes without one do not take", func(t *testing.T) {
+		f := newFixture(t, false) // no rate limits: every request reaches the body check
+		id := f.create(bigItem)
+		alice, bob := f.user("alice"), f.user("bob")
+		r := f.do("POST", "/api/activities/"+id+"/grab", bob, "")
+		if r.status != http.StatusAccepted {
+			t.Fatalf("bob's grab: %d %s", r.status, r.raw)
+		}
+		order := r.body["order_token"].(string)
+		f.drain(id)
+		before := f.holdings(id)
+		bad := map[string]string{
+			"malformed":       `{not json`,
+			"unknown field":   `{"quantity":2}`,
+			"an array":        `[]`,
+			"null":            `null`,
+			"a string":        `"grab"`,
+			"two objects":     `{} {}`,
+			"trailing bytes":  `{}x`,
+			"whitespace only": "  \n",
+			"a form":          "quantity=2",
+			"truncated":       `{"`,
+			"over the limit":  `{"pad":"` + strings.Repeat("x", httpapi.MaxEmptyBody) + `"}`,
+			"eight mebibytes": strings.Repeat("x", 8<<20),
+		}
+		for _, route := range []struct{ path, bearer string }{
+			{"/api/activities/" + id + "/grab", alice},
+			{"/api/activities/" + id + "/challenge", alice},
+			{"/api/orders/" + order + "/pay", bob},
+			{"/api/orders/" + order + "/cancel", bob},
+			{"/api/admin/activities/" + id + "/reconcile", adminToken},
+		} {
+			for name, body := range bad {
+				status, code := http.StatusBadRequest, "INVALID_ARGUMENT"
+				if len(body) > httpapi.MaxEmptyBody {
+					status, code = http.StatusRequestEntityTooLarge, "TOO_LARGE"
+				}
+				r := f.do("POST", route.path, route.bearer, body, "Idempotency-Key", "k-"+strings.ReplaceAll(name, " ", "-"))
+				if r.status != status || r.code() != code {
+					t.Errorf("%s with a body %s: %d %s, want %d %s", route.path, name, r.status, r.raw, status, code)
+				}
+			}
+		}
+		// The same, sent chunked (no Content-Length): the server reads what comes.
+		req := httptest.NewRequest("POST", "/api/activities/"+id+"/grab", strings.NewReader(`{"quantity":2}`))
+		req.ContentLength = -1
+		req.Header.Set("Authorization", "Bearer "+alice)
+		rec := httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"INVALID_ARGUMENT"`) {
+			t.Errorf("a chunked unknown field: %d %s", rec.Code, rec.Body)
+		}
+		if after := f.holdings(id); after != before {
+			t.Fatalf("refused bodies wrote: %s -> %s", before, after)
+		}
+		if o := f.do("GET", "/api/orders/"+order, bob, ""); o.body["status"] != "CREATED" {
+			t.Fatalf("bob's order after refused pays and cancels: %s", o.raw)
+		}
+		// Nothing was remembered under the refused requests' keys: the key's first grab is the
+		// next one, and an empty object is no body at all.
+		r = f.do("POST", "/api/activities/"+id+"/grab", alice, " {} ", "Idempotency-Key", "k-malformed")
+		if r.status != http.StatusAccepted {
+			t.Fatalf("a grab with {} under a key a refused body used: %d %s", r.status, r.raw)
+		}
+		req = httptest.NewRequest("POST", "/api/activities/"+id+"/grab", strings.NewReader(""))
+		req.ContentLength = -1
+		req.Header.Set("Authorization", "Bearer "+f.user("carol"))
+		rec = httptest.NewRecorder()
+		f.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusAccepted {
+			t.Errorf("a chunked empty body: %d %s", rec.Code, rec.Body)
+		}
+		if h := f.holdings(id); !strings.HasPrefix(h, "remaining 997,") {
+			t.Fatalf("after the accepted grabs: %s, want 3 units taken in all", h)
 		}
 	})
 
