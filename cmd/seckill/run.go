@@ -319,8 +319,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err := svc.ReloadBlocks(ctx); err != nil {
 		return err
 	}
+	var demoEnded []string
 	if c.demo {
-		if err := seedDemo(ctx, svc); err != nil {
+		if demoEnded, err = seedDemo(ctx, svc, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -433,6 +434,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.demo {
 		fmt.Fprintf(stdout, "demo sale: %s/activity/%s  red packet: %s/activity/%s  waiting line: %s/activity/%s  (dev login on the page, or POST %s/api/login {\"user\":\"alice\"})\n",
 			base, demoID, base, demoPacketID, base, demoQueueID, base)
+		if len(demoEnded) > 0 {
+			fmt.Fprintf(stdout, "the demo activities %s of this database have ended: start on a new -db (or remove its file) for fresh ones\n",
+				strings.Join(demoEnded, ", "))
+		}
 	}
 	if c.ready != nil {
 		c.ready(base)
