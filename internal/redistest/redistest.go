@@ -17,13 +17,8 @@ package redistest
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"net"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,8 +28,7 @@ import (
 )
 
 const (
-	clusterTimeout = 30 * time.Second // how long redis-cli --cluster create may take
-	okTimeout      = 20 * time.Second // how long WaitOK waits for cluster_state:ok on every node
+	okTimeout = 20 * time.Second // how long WaitOK waits for cluster_state:ok on every node
 
 	// nodeTimeout is the cluster-node-timeout of cluster nodes, in milliseconds. Redis's default
 	// of 15 s would make fault tests slow: a killed master is flagged as failed only after it,
@@ -126,9 +120,10 @@ func (s *Server) Resume(t testing.TB) {
 	}
 }
 
-// Cluster is a Redis Cluster of three masters, without replicas, started by StartCluster and
-// stopped when the test that started it ends.
+// Cluster is a Redis Cluster started by StartCluster or StartClusterWith and stopped when the
+// test that started it ends.
 type Cluster struct {
+	*servers.RedisCluster
 	nodes []*Server
 }
 
@@ -139,108 +134,41 @@ type Cluster struct {
 // StartCluster fails t if the cluster cannot be formed.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
-	cli, err := servers.FindBinary("redis-cli", "/usr/bin/redis-cli")
+	return StartClusterWith(t, servers.ClusterOptions{NodeTimeout: nodeTimeout * time.Millisecond})
+}
+
+// StartClusterWith is StartCluster with the shape of o: more masters, replicas (for failover
+// tests), AOF, the DEBUG command.
+func StartClusterWith(t testing.TB, o servers.ClusterOptions) *Cluster {
+	t.Helper()
+	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
+	rc, err := servers.StartRedisCluster(t.TempDir(), o, logf)
 	if err != nil {
-		t.Fatalf("redistest: %v\n%s", err, installHint)
+		t.Fatalf("redistest: cannot start a Redis Cluster: %v\n%s", err, installHint)
 	}
-	c := &Cluster{}
-	for range 3 {
-		c.nodes = append(c.nodes, startServer(t, []string{
-			"--appendonly", "no",
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", // in --dir, each node's own
-			"--cluster-node-timeout", strconv.Itoa(nodeTimeout),
-		}, freeClusterPort))
+	c := &Cluster{RedisCluster: rc}
+	for i := range rc.Len() {
+		n := &Server{redis: rc.Node(i)}
+		c.nodes = append(c.nodes, n)
+		t.Cleanup(func() { n.redis.Resume(); n.redis.Stop() })
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("redistest: redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, servers.Tail(out))
-	}
-	c.WaitOK(t)
 	return c
 }
 
-// Addrs returns the addresses of the three nodes, "127.0.0.1:PORT", in the order of Node.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		addrs[i] = n.Addr()
-	}
-	return addrs
-}
-
-// Seeds returns the addresses of the nodes separated by commas, the form SECKILL_REDIS takes
-// for a cluster.
-func (c *Cluster) Seeds() string { return strings.Join(c.Addrs(), ",") }
-
-// Node returns node i, 0 to 2, for fault tests. A node killed and restarted keeps its place in
-// the cluster (nodes.conf is kept) but not its data; call WaitOK after restarting it.
+// Node returns node i for fault tests: of a cluster of three masters without replicas, 0 to 2.
+// A node killed and restarted keeps its place in the cluster (nodes.conf is kept) but not its
+// data unless it has AOF; call WaitOK after restarting it.
 func (c *Cluster) Node(i int) *Server { return c.nodes[i] }
 
-// WaitOK waits until every node reports cluster_state:ok, as after StartCluster or after a
-// node's Restart. After a master was flagged as failed (3 s after it went down) the others
-// clear the flag only 6 s after they set it, so this can take several seconds. WaitOK fails t if
-// a node is not running or the cluster is not ok after 20 s.
+// WaitOK waits until every running node reports cluster_state:ok, as after StartCluster or after
+// a node's Restart. After a master was flagged as failed (a node timeout after it went down) the
+// others clear the flag only two node timeouts after they set it, so this can take several
+// seconds. WaitOK fails t if no node is running or the cluster is not ok after 20 s.
 func (c *Cluster) WaitOK(t testing.TB) {
 	t.Helper()
-	deadline := time.Now().Add(okTimeout)
-	for i, n := range c.nodes {
-		for {
-			if !n.redis.Running() {
-				t.Fatalf("redistest: cluster node %d (%s) is not running", i, n.Addr())
-			}
-			info, err := servers.RedisCommand(n.Addr(), "CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				if err == nil {
-					err = errors.New(strings.TrimSpace(info))
-				}
-				nodes, nerr := servers.RedisCommand(n.Addr(), "CLUSTER", "NODES")
-				if nerr != nil {
-					nodes = nerr.Error()
-				}
-				t.Fatalf("redistest: cluster node %d (%s) is not ok after %v: %v\nCLUSTER NODES:\n%s\nserver log ends with:\n%s",
-					i, n.Addr(), okTimeout, err, strings.TrimSpace(nodes), servers.TailFile(n.redis.LogPath()))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	if err := c.RedisCluster.WaitOK(okTimeout); err != nil {
+		t.Fatalf("redistest: %v", err)
 	}
-}
-
-// freeClusterPort returns a TCP port on 127.0.0.1 that was free a moment ago, as was port+10000,
-// the cluster bus port of a node listening on it.
-func freeClusterPort() (int, error) {
-	var held []net.Listener // ports rejected are held until the end, so they are not offered again
-	defer func() {
-		for _, l := range held {
-			l.Close()
-		}
-	}()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("find free port: %w", err)
-		}
-		held = append(held, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		if port+10000 > 65535 {
-			continue
-		}
-		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
-		if err != nil {
-			continue
-		}
-		held = append(held, bus)
-		return port, nil
-	}
-	return 0, errors.New("find free port: no port found whose cluster bus port (port+10000) is free too")
 }
 
 // UsedMemory reads the bytes Redis says it uses (INFO memory, used_memory) through rdb.

@@ -1,0 +1,372 @@
+package servers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	clusterCreateTimeout = 30 * time.Second // how long redis-cli --cluster create may take
+	clusterOKTimeout     = 20 * time.Second // how long WaitOK waits for cluster_state:ok on every node
+)
+
+// ClusterOptions shape a Redis Cluster started by StartRedisCluster.
+type ClusterOptions struct {
+	Masters  int // masters holding the slots; default 3
+	Replicas int // replicas of each master; default 0
+	// NodeTimeout is cluster-node-timeout: how long a node may not answer before it is flagged as
+	// failing and, if a master with a replica, replaced. Default 3 s (Redis's own 15 s would make
+	// fault tests slow).
+	NodeTimeout time.Duration
+	// Persistence is each node's AOF setting (none by default).
+	Persistence RedisOptions
+	// Debug enables the DEBUG command (DEBUG SLEEP freezes a replica deterministically).
+	Debug bool
+}
+
+func (o ClusterOptions) withDefaults() ClusterOptions {
+	if o.Masters == 0 {
+		o.Masters = 3
+	}
+	if o.NodeTimeout == 0 {
+		o.NodeTimeout = 3 * time.Second
+	}
+	return o
+}
+
+// RedisCluster is a Redis Cluster of redis-server processes started by StartRedisCluster. Node i
+// of the first Masters nodes was created a master; the others its replicas, as redis-cli assigned
+// them. Roles change with failovers: MasterOf asks the cluster.
+type RedisCluster struct {
+	nodes []*Redis
+}
+
+// StartRedisCluster starts the nodes of o in subdirectories of dir on free ports of 127.0.0.1
+// (whose cluster bus ports, port+10000, are free too), assigns the hash slots with redis-cli
+// --cluster create, and waits until every node reports cluster_state:ok. logf, which may be nil,
+// is told about retries. On error the nodes started are stopped; otherwise the caller must Stop
+// the cluster.
+func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, args ...any)) (_ *RedisCluster, err error) {
+	o = o.withDefaults()
+	cli, err := FindBinary("redis-cli", "/usr/bin/redis-cli")
+	if err != nil {
+		return nil, err
+	}
+	persistence, err := o.Persistence.Args()
+	if err != nil {
+		return nil, err
+	}
+	extra := append([]string{
+		"--cluster-enabled", "yes",
+		"--cluster-config-file", "nodes.conf", // in --dir, each node's own
+		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
+		// A replica syncs at once, not after Redis's 5 s wait for more replicas to share the
+		// transfer: a replica that never synced cannot take over.
+		"--repl-diskless-sync-delay", "0",
+	}, persistence...)
+	if o.Debug {
+		extra = append(extra, "--enable-debug-command", "yes")
+	}
+	c := &RedisCluster{}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	for i := range o.Masters * (1 + o.Replicas) {
+		nodeDir := filepath.Join(dir, "node"+strconv.Itoa(i))
+		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+			return nil, err
+		}
+		n, err := StartRedisArgs(nodeDir, extra, FreeClusterPort, logf)
+		if err != nil {
+			return nil, err
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(o.Replicas), "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, Tail(out))
+	}
+	if err := c.WaitOK(clusterOKTimeout); err != nil {
+		return nil, err
+	}
+	if err := c.waitReplicas(o.Masters*o.Replicas, clusterOKTimeout); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// waitReplicas waits until n nodes are replicas whose link to their master is up: cluster_state
+// is ok before the replicas have synced, and until then a master's death loses its slots.
+func (c *RedisCluster) waitReplicas(n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		up := 0
+		for _, node := range c.nodes {
+			info, err := RedisCommand(node.Addr(), "INFO", "replication")
+			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+				up++
+			}
+		}
+		if up >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d replicas in sync with their masters after %v", up, n, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Addrs returns the nodes' addresses, "127.0.0.1:PORT", in the order of Node.
+func (c *RedisCluster) Addrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return addrs
+}
+
+// Seeds returns the nodes' addresses separated by commas, the form SECKILL_REDIS takes for a
+// cluster.
+func (c *RedisCluster) Seeds() string { return strings.Join(c.Addrs(), ",") }
+
+// Node returns node i, for fault tests.
+func (c *RedisCluster) Node(i int) *Redis { return c.nodes[i] }
+
+// Len returns the number of nodes.
+func (c *RedisCluster) Len() int { return len(c.nodes) }
+
+// Stop stops every node.
+func (c *RedisCluster) Stop() {
+	for _, n := range c.nodes {
+		n.Stop()
+	}
+}
+
+// WaitOK waits until every running node reports cluster_state:ok, as after a start or a node's
+// Restart. It fails if no node is running or the cluster is not ok within timeout.
+func (c *RedisCluster) WaitOK(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	running := 0
+	for i, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		running++
+		for {
+			info, err := RedisCommand(n.Addr(), "CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				if err == nil {
+					err = errors.New(strings.TrimSpace(info))
+				}
+				nodes, nerr := RedisCommand(n.Addr(), "CLUSTER", "NODES")
+				if nerr != nil {
+					nodes = nerr.Error()
+				}
+				return fmt.Errorf("cluster node %d (%s) is not ok after %v: %v\nCLUSTER NODES:\n%s\nserver log ends with:\n%s",
+					i, n.Addr(), timeout, err, strings.TrimSpace(nodes), TailFile(n.LogPath()))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if running == 0 {
+		return errors.New("no cluster node is running")
+	}
+	return nil
+}
+
+// Slot returns the hash slot of key, as the cluster computes it.
+func (c *RedisCluster) Slot(key string) (int, error) {
+	var lastErr error
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		s, err := RedisCommand(n.Addr(), "CLUSTER", "KEYSLOT", key)
+		if err == nil {
+			return strconv.Atoi(s)
+		}
+		lastErr = err
+	}
+	return 0, fmt.Errorf("CLUSTER KEYSLOT %s: %v", key, lastErr)
+}
+
+// ClusterNode is one line of CLUSTER NODES.
+type ClusterNode struct {
+	ID, Addr string
+	Master   bool   // flagged master, and not failed
+	Failed   bool   // flagged fail or fail?
+	MasterID string // a replica's master
+	Slots    [][2]int
+}
+
+// Owns reports whether the node serves slot.
+func (n ClusterNode) Owns(slot int) bool {
+	for _, r := range n.Slots {
+		if slot >= r[0] && slot <= r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// Topology returns the cluster as the first running node that answers sees it.
+func (c *RedisCluster) Topology() ([]ClusterNode, error) {
+	var lastErr error
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		out, err := RedisCommand(n.Addr(), "CLUSTER", "NODES")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return parseClusterNodes(out)
+	}
+	return nil, fmt.Errorf("CLUSTER NODES: no running node answered: %v", lastErr)
+}
+
+// parseClusterNodes reads the text of CLUSTER NODES.
+func parseClusterNodes(out string) ([]ClusterNode, error) {
+	var nodes []ClusterNode
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			return nil, fmt.Errorf("CLUSTER NODES line %q: too few fields", line)
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		flags := "," + f[2] + ","
+		n := ClusterNode{ID: f[0], Addr: addr, Failed: strings.Contains(flags, ",fail,") || strings.Contains(flags, ",fail?,")}
+		n.Master = strings.Contains(flags, ",master,") && !n.Failed
+		if f[3] != "-" {
+			n.MasterID = f[3]
+		}
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") { // a slot being imported or migrated
+				continue
+			}
+			lo, hi, isRange := strings.Cut(s, "-")
+			a, err := strconv.Atoi(lo)
+			if err != nil {
+				return nil, fmt.Errorf("CLUSTER NODES slot %q: %v", s, err)
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(hi); err != nil {
+					return nil, fmt.Errorf("CLUSTER NODES slot %q: %v", s, err)
+				}
+			}
+			n.Slots = append(n.Slots, [2]int{a, b})
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// MasterOf returns the index (for Node) of the live master serving slot, as the cluster sees it
+// now, or -1 if none does (after a master failed and before its replica took over).
+func (c *RedisCluster) MasterOf(slot int) (int, error) {
+	top, err := c.Topology()
+	if err != nil {
+		return -1, err
+	}
+	for _, n := range top {
+		if n.Master && n.Owns(slot) {
+			return c.index(n.Addr), nil
+		}
+	}
+	return -1, nil
+}
+
+// ReplicaOf returns the index of a replica of node i (which must be a master), or -1.
+func (c *RedisCluster) ReplicaOf(i int) (int, error) {
+	top, err := c.Topology()
+	if err != nil {
+		return -1, err
+	}
+	var id string
+	for _, n := range top {
+		if n.Addr == c.nodes[i].Addr() {
+			id = n.ID
+		}
+	}
+	for _, n := range top {
+		if id != "" && n.MasterID == id && !n.Failed {
+			return c.index(n.Addr), nil
+		}
+	}
+	return -1, nil
+}
+
+// WaitMaster waits until a live master other than node not serves slot, and returns its index.
+func (c *RedisCluster) WaitMaster(slot, not int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		i, err := c.MasterOf(slot)
+		if err == nil && i >= 0 && i != not {
+			return i, nil
+		}
+		if time.Now().After(deadline) {
+			return -1, fmt.Errorf("no new master for slot %d after %v (last: node %d, %v)", slot, timeout, i, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (c *RedisCluster) index(addr string) int {
+	for i, n := range c.nodes {
+		if n.Addr() == addr {
+			return i
+		}
+	}
+	return -1
+}
+
+// FreeClusterPort returns a TCP port on 127.0.0.1 that was free a moment ago, as was port+10000,
+// the cluster bus port of a node listening on it.
+func FreeClusterPort() (int, error) {
+	var held []net.Listener // ports rejected are held until the end, so they are not offered again
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find free port: %w", err)
+		}
+		held = append(held, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		if port+10000 > 65535 {
+			continue
+		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000))
+		if err != nil {
+			continue
+		}
+		held = append(held, bus)
+		return port, nil
+	}
+	return 0, errors.New("find free port: no port found whose cluster bus port (port+10000) is free too")
+}
