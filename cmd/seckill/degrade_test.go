@@ -14,7 +14,8 @@ import (
 // TestHungRedisFailsFastAndRecovers freezes Redis (SIGSTOP: connections stay open and nothing
 // answers) in the middle of a sale. Grabs must be answered 503 BUSY, each within the gate's call
 // deadline (1 s) and then at once from the tripped breaker, never hanging on the client's
-// timeouts; /readyz and /metrics must say degraded with the breaker tripped. A grab answered BUSY
+// timeouts; /readyz and /metrics must say degraded with the breaker tripped, and the stats shed
+// what they cannot ask. A grab answered BUSY
 // at its deadline may still run when Redis thaws, so its user retries with the same
 // Idempotency-Key and learns its fate. When Redis thaws the sale resumes, and in the end exactly
 // the stock is sold, once per user.
@@ -61,6 +62,12 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 	if err != nil || status != http.StatusServiceUnavailable || ready["level"] != "degraded" {
 		t.Fatalf("/readyz with Redis hung: %d %v %v; want 503 and level degraded", status, ready, err)
 	}
+	// The stats are shed, never refused: the stock is known, the gate's numbers and the
+	// database's counts are not asked for.
+	status, st, err := c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+	if err != nil || status != http.StatusOK || st["stock"] != float64(stock) || fmt.Sprint(st["shed"]) != "[gate counts]" {
+		t.Fatalf("stats with Redis hung: %d %v %v; want 200 with the gate and the counts shed", status, st, err)
+	}
 	metrics := scrape(t, base)
 	for _, want := range []string{"seckill_health_level 2\n", `seckill_breaker_open{dependency="redis"} 1` + "\n",
 		`seckill_grab_requests_total{outcome="busy"} 20` + "\n"} {
@@ -99,7 +106,7 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 			t.Fatalf("grab after the stock is gone: %d %s, want 410", status, code)
 		}
 	}
-	st := c.drained(id)
+	st = c.drained(id)
 	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("stats after the sale: %v; want exactly %d orders, none left", st, stock)
 	}

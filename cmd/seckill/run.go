@@ -141,7 +141,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
-	var slowGate, slowDB, breakerOpen, failRate string
+	var slowGate, slowDB, breakerOpen, failRate, failoverGrace string
 	var riskAccounts, riskCadence, riskSolve, rankExact string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -164,6 +164,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&slowDB, "slow-db", env("SECKILL_SLOW_DB", "200ms"), "mean latency of the database over 10 s above which the node is at level warning (SECKILL_SLOW_DB)")
 	fs.StringVar(&failRate, "fail-rate", env("SECKILL_FAIL_RATE", "0.05"), "error rate of a dependency over 10 s above which the node is at level degraded (SECKILL_FAIL_RATE)")
 	fs.StringVar(&breakerOpen, "breaker-open", env("SECKILL_BREAKER_OPEN", "2s"), "how long a tripped circuit breaker answers BUSY before it lets a probe through (SECKILL_BREAKER_OPEN)")
+	fs.StringVar(&failoverGrace, "failover-grace", env("SECKILL_FAILOVER_GRACE", "20s"), "Redis Cluster or Sentinel: how long a node may refuse connections, or a slot redirect, before it counts as down and opens the breaker; longer than a failover takes (SECKILL_FAILOVER_GRACE)")
 	fs.StringVar(&riskAccounts, "risk-accounts-per-ip", env("SECKILL_RISK_ACCOUNTS_PER_IP", "0"), "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN (SECKILL_RISK_ACCOUNTS_PER_IP)")
 	fs.StringVar(&riskCadence, "risk-cadence", env("SECKILL_RISK_CADENCE", "on"), "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge (SECKILL_RISK_CADENCE)")
 	fs.StringVar(&rankExact, "rank-exact-max", env("SECKILL_RANK_EXACT_MAX", "1000000"), "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound (SECKILL_RANK_EXACT_MAX)")
@@ -222,6 +223,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		{"SECKILL_SLOW_GATE", slowGate, "50ms", []*time.Duration{&c.gateLimits.SlowAfter}},
 		{"SECKILL_SLOW_DB", slowDB, "200ms", []*time.Duration{&c.dbLimits.SlowAfter}},
 		{"SECKILL_BREAKER_OPEN", breakerOpen, "2s", []*time.Duration{&c.gateLimits.OpenFor, &c.dbLimits.OpenFor}},
+		{"SECKILL_FAILOVER_GRACE", failoverGrace, "20s", []*time.Duration{&c.gateLimits.FailoverGrace}},
 	} {
 		v, err := time.ParseDuration(d.val)
 		if err != nil || v <= 0 {
@@ -300,7 +302,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	defer store.Close()
 	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
 	db := health.Store(store, dbGuard)
-	g, err := openGate(ctx, c, store)
+	g, err := openGate(ctx, c, store, log)
 	if err != nil {
 		return err
 	}
@@ -585,7 +587,7 @@ const maxChallenges = 1 << 20
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
 // SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams).
-func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, error) {
+func openGate(ctx context.Context, c config, store *sqlstore.Store, log *slog.Logger) (stockGate, error) {
 	if c.redis == "" {
 		journal, err := sqlstore.OpenJournal(ctx, c.db)
 		if err != nil {
@@ -613,6 +615,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 				once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
 			}}, nil
 	}
+	redisgate.LogTo(log)
 	rdb, err := redisgate.Dial(ctx, c.redis)
 	if err != nil {
 		return stockGate{}, err
@@ -623,6 +626,9 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 	}
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
 	guard := health.NewGuard("redis", c.gateLimits, time.Now)
+	if topo := redisgate.NewTopology(rdb); topo != nil {
+		guard.WithTopology(topo.Classify)
+	}
 	gate := redisgate.New(rdb, store.Activity)
 	var once sync.Once
 	return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue,
@@ -633,7 +639,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store) (stockGate, 
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
 		line:    health.Line(redisgate.NewLine(rdb), guard),
 		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
-		ping:    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
 }
 

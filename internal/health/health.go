@@ -9,6 +9,12 @@
 //     50 ms for the gate, 200 ms for the database): non-core work is shed;
 //   - degraded: a dependency fails (error rate above 5 % over the last 10 s, or its breaker open):
 //     only the sale itself is served, and a grab that cannot be decided is 503 BUSY.
+//
+// A dependency that changes shape (a Redis Cluster failing over or moving a slot, a Sentinel
+// naming a new master) is not failing: a guard given its Topology retries what was refused
+// within the call's deadline, keeps those errors out of the breaker and the error rate, and
+// reports the dependency moving (warning) until a call succeeds, unless it stays unreachable for
+// longer than the failover grace.
 package health
 
 import (
@@ -68,7 +74,17 @@ type Thresholds struct {
 	TripAfter  int           // consecutive failures that open the breaker; default 5
 	TripRate   float64       // error rate (with MinCalls) that opens the breaker; default 0.5
 	CallWithin time.Duration // the deadline of one call; 0: none (the client's own timeouts apply)
+	// FailoverGrace is how long a dependency's topology events (see Topology) are taken for a
+	// failover in progress: past it, with no success since the first, they count as failures
+	// and open the breaker. Default 20 s.
+	FailoverGrace time.Duration
 }
+
+// Topology tells a dependency's topology events from its failures. moving says err is one (a
+// refused connection to a node that fails over, a slot redirected or being migrated, a cluster
+// without a master for a slot); retry, that the call was not carried out and may be sent again
+// as it is, whatever it does. A Topology may react (reload the client's view of the cluster).
+type Topology func(err error) (moving, retry bool)
 
 func (t Thresholds) withDefaults() Thresholds {
 	if t.FailRate == 0 {
@@ -85,6 +101,9 @@ func (t Thresholds) withDefaults() Thresholds {
 	}
 	if t.TripRate == 0 {
 		t.TripRate = 0.5
+	}
+	if t.FailoverGrace == 0 {
+		t.FailoverGrace = 20 * time.Second
 	}
 	return t
 }
@@ -107,6 +126,10 @@ type Guard struct {
 	th   Thresholds
 	now  func() time.Time
 	cb   *gobreaker.TwoStepCircuitBreaker[struct{}]
+	topo Topology
+	// movingSince is when (Unix ns, on now) the topology events began that no success has
+	// followed yet; 0 when none has.
+	movingSince atomic.Int64
 
 	mu      sync.Mutex
 	buckets [window]bucket
@@ -134,10 +157,19 @@ func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
 				int(c.Requests) >= th.MinCalls && float64(c.TotalFailures) > th.TripRate*float64(c.Requests)
 		},
 		IsSuccessful: func(err error) bool { return !Failed(err) },
-		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) },
+		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) || errors.Is(err, errMoving) },
 	})
 	return g
 }
+
+// WithTopology makes g tell t's topology events from failures (see Topology).
+func (g *Guard) WithTopology(t Topology) *Guard {
+	g.topo = t
+	return g
+}
+
+// errMoving marks, for the breaker, a topology event within the failover grace.
+var errMoving = errors.New("the dependency is changing its topology")
 
 // Failed reports whether err says the dependency failed, rather than answered: the sale's
 // answers (sold out, not found, ...) are successes for the breaker, and a caller that gave up
@@ -175,11 +207,6 @@ func Call[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, 
 	return guarded(ctx, g, g.th.CallWithin, f)
 }
 
-type result[T any] struct {
-	v   T
-	err error
-}
-
 func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	done, err := g.cb.Allow()
@@ -188,19 +215,25 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	}
 	start := g.now()
 	var v T
+	var moving bool
 	if within <= 0 {
-		v, err = f(ctx)
+		v, moving, err = retry(ctx, g, f)
 	} else {
 		callCtx, cancel := context.WithTimeout(ctx, within)
 		defer cancel()
-		res := make(chan result[T], 1)
+		type result struct {
+			v      T
+			moving bool
+			err    error
+		}
+		res := make(chan result, 1)
 		go func() {
-			v, err := f(callCtx)
-			res <- result[T]{v, err}
+			v, moving, err := retry(callCtx, g, f)
+			res <- result{v, moving, err}
 		}()
 		select {
 		case r := <-res:
-			v, err = r.v, r.err
+			v, moving, err = r.v, r.moving, r.err
 		case <-callCtx.Done():
 			v, err = zero, callCtx.Err()
 		}
@@ -210,17 +243,89 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		done(context.Canceled)
 		return v, err
 	}
-	g.record(start, g.now().Sub(start), err)
-	done(err)
+	now := g.now()
+	counted := err
+	switch {
+	case moving && g.inGrace(now):
+		counted = errMoving
+	case !Failed(err):
+		g.movingSince.Store(0)
+	}
+	g.record(start, now.Sub(start), Failed(counted) && counted != errMoving)
+	done(counted)
 	if Failed(err) && !errors.Is(err, sale.ErrBusy) {
 		// A failure the adapter did not name (a driver's error, a deadline): the dependency
 		// is unavailable, and the client is told so.
-		err = fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, err)
+		err = fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
 	}
 	return v, err
 }
 
-func (g *Guard) record(at time.Time, d time.Duration, err error) {
+// retry runs f and, while its error is a topology event that left the call undone, runs it
+// again after a short pause, as long as ctx's deadline (or, without one, maxRetryFor) leaves
+// room: the cluster names a new master or finishes moving a slot within the call's time, and
+// the call goes through instead of failing. moving says the last error was a topology event.
+func retry[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error)) (T, bool, error) {
+	v, err := f(ctx)
+	if g.topo == nil || err == nil || sale.IsAnswer(err) {
+		return v, false, err
+	}
+	began := time.Now()
+	pause := firstPause
+	for {
+		moving, again := g.topo(err)
+		if !moving {
+			return v, false, err
+		}
+		left := maxRetryFor - time.Since(began)
+		if dl, ok := ctx.Deadline(); ok {
+			left = time.Until(dl)
+		}
+		if !again || left < pause+retryMargin {
+			return v, true, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, true, err
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, maxPause)
+		if v, err = f(ctx); err == nil || sale.IsAnswer(err) {
+			return v, false, err
+		}
+	}
+}
+
+// The pauses between the retries of a call refused by a topology event: short, as a failover
+// ends at a moment nobody can tell in advance and the first call after it should go through.
+// retryMargin is the time left for the last try before the deadline; maxRetryFor bounds the
+// retries of a call without a deadline.
+const (
+	firstPause  = 20 * time.Millisecond
+	maxPause    = 200 * time.Millisecond
+	retryMargin = 50 * time.Millisecond
+	maxRetryFor = 5 * time.Second
+)
+
+// inGrace reports whether the topology events that no success has followed began within the
+// failover grace, noting now as their beginning if they begin now.
+func (g *Guard) inGrace(now time.Time) bool {
+	since := g.movingSince.Load()
+	if since == 0 {
+		g.movingSince.CompareAndSwap(0, now.UnixNano())
+		return true
+	}
+	return now.UnixNano()-since < int64(g.th.FailoverGrace)
+}
+
+// Moving reports whether the dependency's last calls met topology events, within the failover
+// grace, that no success has followed yet.
+func (g *Guard) Moving() bool {
+	since := g.movingSince.Load()
+	return since != 0 && g.now().UnixNano()-since < int64(g.th.FailoverGrace)
+}
+
+func (g *Guard) record(at time.Time, d time.Duration, failed bool) {
 	sec := at.Unix()
 	g.mu.Lock()
 	b := &g.buckets[sec%window]
@@ -229,7 +334,7 @@ func (g *Guard) record(at time.Time, d time.Duration, err error) {
 	}
 	b.calls++
 	b.latency += d
-	if Failed(err) {
+	if failed {
 		b.failures++
 	}
 	g.mu.Unlock()
@@ -237,13 +342,16 @@ func (g *Guard) record(at time.Time, d time.Duration, err error) {
 
 // Report is what a guard saw over the last 10 s, and its breaker's state.
 type Report struct {
-	Name      string        `json:"name"`
-	Level     Level         `json:"level"`
-	Breaker   string        `json:"breaker"` // closed, half-open, open
-	Calls     int64         `json:"calls"`
-	ErrorRate float64       `json:"error_rate"`
-	MeanMS    float64       `json:"mean_latency_ms"`
-	mean      time.Duration // MeanMS as a duration
+	Name      string  `json:"name"`
+	Level     Level   `json:"level"`
+	Breaker   string  `json:"breaker"` // closed, half-open, open
+	Calls     int64   `json:"calls"`
+	ErrorRate float64 `json:"error_rate"`
+	MeanMS    float64 `json:"mean_latency_ms"`
+	// Moving says the dependency is changing its topology (a failover, a slot moving): its
+	// refusals are retried and not counted as failures, and the level is warning meanwhile.
+	Moving bool          `json:"moving"`
+	mean   time.Duration // MeanMS as a duration
 }
 
 // Report summarises the guard's window at now.
@@ -260,7 +368,7 @@ func (g *Guard) Report() Report {
 		}
 	}
 	g.mu.Unlock()
-	r := Report{Name: g.name, Breaker: g.cb.State().String(), Calls: calls}
+	r := Report{Name: g.name, Breaker: g.cb.State().String(), Calls: calls, Moving: g.Moving()}
 	if calls > 0 {
 		r.ErrorRate = float64(failures) / float64(calls)
 		r.mean = latency / time.Duration(calls)
@@ -270,7 +378,7 @@ func (g *Guard) Report() Report {
 	case g.cb.State() != gobreaker.StateClosed,
 		calls >= int64(g.th.MinCalls) && r.ErrorRate > g.th.FailRate:
 		r.Level = Degraded
-	case calls > 0 && g.th.SlowAfter > 0 && r.mean > g.th.SlowAfter:
+	case calls > 0 && g.th.SlowAfter > 0 && r.mean > g.th.SlowAfter, r.Moving:
 		r.Level = Warning
 	}
 	return r

@@ -155,3 +155,93 @@ func TestCallerHangingUpIsNotAFailure(t *testing.T) {
 		t.Fatalf("%+v, want nothing recorded for callers that hung up", r)
 	}
 }
+
+// errRefused and errLost stand for a topology's two kinds of event: a call refused before it
+// ran (a dial to a dead master, TRYAGAIN), and a connection lost with the call on it.
+var (
+	errRefused = fmt.Errorf("%w: redis: dial tcp: connection refused", sale.ErrBusy)
+	errLost    = fmt.Errorf("%w: redis: EOF", sale.ErrBusy)
+)
+
+func testTopology(err error) (moving, retry bool) {
+	switch {
+	case errors.Is(err, errRefused):
+		return true, true
+	case errors.Is(err, errLost):
+		return true, false
+	}
+	return false, false
+}
+
+func TestTopologyEventsAreRetriedWithinTheDeadline(t *testing.T) {
+	g, _ := newTestGuard(GateThresholds)
+	g.WithTopology(testTopology)
+	calls := 0
+	err := g.Do(context.Background(), func(context.Context) error {
+		if calls++; calls < 4 {
+			return errRefused
+		}
+		return nil
+	})
+	if err != nil || calls != 4 {
+		t.Fatalf("a call refused three times, then carried out: %v after %d calls, want success after 4", err, calls)
+	}
+	if r := g.Report(); r.Calls != 1 || r.ErrorRate != 0 || r.Moving || r.Level != Normal {
+		t.Fatalf("after the call went through: %+v, want one call, no error, not moving", r)
+	}
+
+	calls = 0
+	err = g.Do(context.Background(), func(context.Context) error { calls++; return errLost })
+	if !errors.Is(err, sale.ErrBusy) || calls != 1 {
+		t.Fatalf("a call whose connection was lost: %v after %d calls, want ErrBusy after 1 (it may have run)", err, calls)
+	}
+
+	short, _ := newTestGuard(Thresholds{CallWithin: 200 * time.Millisecond})
+	short.WithTopology(testTopology)
+	calls = 0
+	start := time.Now()
+	err = short.Do(context.Background(), func(context.Context) error { calls++; return errRefused })
+	if !errors.Is(err, sale.ErrBusy) || calls < 3 {
+		t.Fatalf("a call refused until its deadline: %v after %d calls, want ErrBusy after several", err, calls)
+	}
+	if r := short.Report(); r.ErrorRate != 0 || !r.Moving || r.Breaker != "closed" {
+		t.Fatalf("a call refused until its deadline: %+v, want moving, not failing", r)
+	}
+	t.Logf("refused until the deadline: %d calls in %v", calls, time.Since(start).Round(time.Millisecond))
+}
+
+func TestTopologyEventsOpenTheBreakerOnlyPastTheGrace(t *testing.T) {
+	g, clock := newTestGuard(Thresholds{FailoverGrace: 10 * time.Second, OpenFor: time.Hour})
+	g.WithTopology(testTopology)
+	ctx := context.Background()
+	calls := 0
+	lost := func(context.Context) error { calls++; return errLost }
+	for range 100 {
+		if err := g.Do(ctx, lost); !errors.Is(err, sale.ErrBusy) {
+			t.Fatalf("during a failover: %v, want ErrBusy", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "closed" || r.ErrorRate != 0 || !r.Moving || r.Level != Warning {
+		t.Fatalf("100 topology events within the grace: %+v, want the breaker closed, moving, warning", r)
+	}
+	if err := g.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.Report(); r.Moving || r.Level != Normal {
+		t.Fatalf("after a success: %+v, want normal, not moving", r)
+	}
+	// A failover that never ends is an outage: past the grace the events are failures.
+	g.Do(ctx, lost)
+	clock.Advance(11 * time.Second)
+	for range 5 {
+		g.Do(ctx, lost)
+	}
+	if r := g.Report(); r.Breaker != "open" || r.Moving || r.Level != Degraded {
+		t.Fatalf("topology events for 11 s with a 10 s grace: %+v, want the breaker open and degraded", r)
+	}
+	calls = 0
+	g.Do(ctx, lost)
+	if calls != 0 {
+		t.Fatal("an open breaker called the dependency")
+	}
+}

@@ -167,7 +167,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	}
 	for i, c := range batch {
 		if err != nil {
-			c.err = fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, err)
+			c.err = fmt.Errorf("%w: grab on redis: %w", sale.ErrBusy, err)
 		} else {
 			code, _ := res[3*i].(int64)
 			token, _ := res[3*i+1].(string)

@@ -94,37 +94,6 @@ func (g *Gate) WithBatching(b Batching) *Gate {
 	return g
 }
 
-// Dial connects to Redis: a redis://host:port/db URL for one server, or comma-separated
-// host:port seeds of a cluster. It checks that Redis answers. Calls honour their context's
-// deadline, so a guard's deadline bounds a call to a Redis that hangs.
-func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
-	var rdb redis.UniversalClient
-	if strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://") {
-		opts, err := redis.ParseURL(spec)
-		if err != nil {
-			return nil, fmt.Errorf("%w: redis %q: %v", sale.ErrInvalid, spec, err)
-		}
-		opts.DisableIdentity = true // Redis 7.0 answers CLIENT SETINFO with an error
-		opts.ContextTimeoutEnabled = true
-		rdb = redis.NewClient(opts)
-	} else {
-		seeds := strings.Split(spec, ",")
-		for _, s := range seeds {
-			if !strings.Contains(s, ":") {
-				return nil, fmt.Errorf("%w: redis %q: want redis://host:port/db or host:port,host:port,...", sale.ErrInvalid, spec)
-			}
-		}
-		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, DisableIdentity: true, ContextTimeoutEnabled: true})
-	}
-	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := rdb.Ping(ping).Err(); err != nil {
-		rdb.Close()
-		return nil, fmt.Errorf("%w: redis %s: %v", sale.ErrBusy, spec, err)
-	}
-	return rdb, nil
-}
-
 // keys of an activity (or of one shard of its stock), all in the slot of its hash tag.
 type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards string }
 
@@ -224,7 +193,7 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 	n := shardsOf(a)
 	for i := range n {
 		if err := ensureGroup(ctx, g.rdb, keysOf(ShardID(a.ID, i)).stream); err != nil {
-			return false, fmt.Errorf("%w: create the consumer group of %s: %v", sale.ErrBusy, a.ID, err)
+			return false, fmt.Errorf("%w: create the consumer group of %s: %w", sale.ErrBusy, a.ID, err)
 		}
 	}
 	remaining := a.Stock - int64(len(st.Held))
@@ -257,7 +226,7 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 	if onlyIfAbsent {
 		// Shard 0's stock is written last: its presence means "loaded".
 		if ok, err := g.rdb.Exists(ctx, keysOf(a.ID).stock).Result(); err != nil {
-			return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
 		} else if ok == 1 {
 			return false, nil
 		}
@@ -265,7 +234,7 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 	for i := n - 1; i >= 1; i-- {
 		k := keysOf(ShardID(a.ID, i))
 		if _, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[i].write(ctx, p, k) }); err != nil {
-			return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
 		}
 	}
 	k := keysOf(a.ID)
@@ -287,7 +256,7 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 	case onlyIfAbsent && (errors.Is(err, errLoaded) || errors.Is(err, redis.TxFailedErr)):
 		return false, nil // another node loaded it first
 	case err != nil:
-		return false, fmt.Errorf("%w: load activity %s into redis: %v", sale.ErrBusy, a.ID, err)
+		return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
 	}
 	return true, nil
 }
@@ -404,7 +373,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		res, err := takeScript.Run(ctx, g.grabs, []string{k.stock, k.grabs, k.stream},
 			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
 		if err != nil || len(res) != 2 {
-			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %v", sale.ErrBusy, j, a.ID, res, err)
+			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %w", sale.ErrBusy, j, a.ID, res, err)
 		}
 		code, _ := res[0].(int64)
 		rec, _ := res[1].(string)
@@ -423,7 +392,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		}
 	}
 	if err := g.home(ctx, a, home, "none", token, r.UserID, r.IdempotencyKey, 0, ""); err != nil {
-		return sale.Grab{}, fmt.Errorf("%w: give back a reservation on %s: %v", sale.ErrBusy, a.ID, err)
+		return sale.Grab{}, fmt.Errorf("%w: give back a reservation on %s: %w", sale.ErrBusy, a.ID, err)
 	}
 	return sale.Grab{}, sale.ErrSoldOut
 }
@@ -472,7 +441,7 @@ func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Tim
 		for h := range n {
 			pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, h)).pending).Result()
 			if err != nil {
-				return settled, fmt.Errorf("%w: read the reservations of %s: %v", sale.ErrBusy, a.ID, err)
+				return settled, fmt.Errorf("%w: read the reservations of %s: %w", sale.ErrBusy, a.ID, err)
 			}
 			for token, v := range pending {
 				f := strings.Split(v, "\n")
@@ -493,13 +462,13 @@ func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Tim
 						continue
 					}
 					if err != nil {
-						return settled, fmt.Errorf("%w: look for grab %s: %v", sale.ErrBusy, token, err)
+						return settled, fmt.Errorf("%w: look for grab %s: %w", sale.ErrBusy, token, err)
 					}
 					op, shard, rec = "took", j, r
 					break
 				}
 				if err := g.home(ctx, a, h, op, token, f[0], f[1], shard, rec); err != nil {
-					return settled, fmt.Errorf("%w: settle grab %s: %v", sale.ErrBusy, token, err)
+					return settled, fmt.Errorf("%w: settle grab %s: %w", sale.ErrBusy, token, err)
 				}
 				settled++
 			}
@@ -525,7 +494,7 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	shard := ShardID(a.ID, homeShard(userID, shardsOf(a))) // where the user's grabs are checked
 	err := g.rdb.Set(ctx, passKey(shard, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
 	if err != nil {
-		return fmt.Errorf("%w: issue a pass on redis: %v", sale.ErrBusy, err)
+		return fmt.Errorf("%w: issue a pass on redis: %w", sale.ErrBusy, err)
 	}
 	return nil
 }
@@ -540,7 +509,7 @@ func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, 
 	key := passKey(ShardID(a.ID, homeShard(userID, shardsOf(a))), token)
 	n, err := spendScript.Run(ctx, g.rdb, []string{key}, userID, now.UnixMilli()).Int64()
 	if err != nil {
-		return fmt.Errorf("%w: spend a pass on redis: %v", sale.ErrBusy, err)
+		return fmt.Errorf("%w: spend a pass on redis: %w", sale.ErrBusy, err)
 	}
 	if n != 1 {
 		return fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)
@@ -570,7 +539,7 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 		return nil // released before, or unknown to this cache
 	}
 	if err != nil {
-		return fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
+		return fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
 	}
 	j, err := strconv.ParseInt(v[:strings.IndexByte(v+"\n", '\n')], 10, 64)
 	if err != nil || j < 0 || j >= shardsOf(a) {
@@ -581,7 +550,7 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 	}
 	g.empty.Delete(ShardID(a.ID, j))
 	if err := g.home(ctx, a, home, "release", gr.Token, gr.UserID, gr.IdempotencyKey, 0, ""); err != nil {
-		return fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
+		return fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
 	}
 	return nil
 }
@@ -591,7 +560,7 @@ func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Gra
 	n, err := releaseScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.grabs},
 		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind), mode).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("%w: release on redis: %v", sale.ErrBusy, err)
+		return 0, fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("release on redis: script answered %d", n)
@@ -609,7 +578,7 @@ func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) 
 		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrUnloaded)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+		return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 	}
 	a, err := g.lookup(ctx, activityID)
 	if err != nil {
@@ -621,7 +590,7 @@ func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) 
 			return 0, fmt.Errorf("activity %s, shard %d: %w", activityID, i, sale.ErrUnloaded)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+			return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 		}
 		n += m
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -323,6 +324,69 @@ func TestDialRefusesBadSpecs(t *testing.T) {
 			t.Errorf("Dial(%q) = %v, want ErrInvalid", spec, err)
 		}
 	}
+}
+
+func TestParseSpec(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		want Spec // TLS compared by presence only
+		tls  bool
+	}{
+		{"redis://127.0.0.1:6379/2", Spec{Kind: KindServer, Addrs: []string{"127.0.0.1:6379"}, DB: 2}, false},
+		{"redis://127.0.0.1:6379", Spec{Kind: KindServer, Addrs: []string{"127.0.0.1:6379"}}, false},
+		{"rediss://app:s%3Acret@r.example:6380/0", Spec{Kind: KindServer, Addrs: []string{"r.example:6380"}, Username: "app", Password: "s:cret"}, true},
+		{"127.0.0.1:7001,127.0.0.1:7002", Spec{Kind: KindCluster, Addrs: []string{"127.0.0.1:7001", "127.0.0.1:7002"}}, false},
+		{"redis://app:pw@10.0.0.1:7001,10.0.0.2:7001", Spec{Kind: KindCluster, Addrs: []string{"10.0.0.1:7001", "10.0.0.2:7001"}, Username: "app", Password: "pw"}, false},
+		{"rediss://:pw@10.0.0.1:7001,10.0.0.2:7001/0", Spec{Kind: KindCluster, Addrs: []string{"10.0.0.1:7001", "10.0.0.2:7001"}, Password: "pw"}, true},
+		{"sentinel://127.0.0.1:26379,127.0.0.1:26380/seckill", Spec{Kind: KindSentinel, Addrs: []string{"127.0.0.1:26379", "127.0.0.1:26380"}, Master: "seckill"}, false},
+		{"sentinels://app:pw@s1:26379/main?db=3&sentinel_password=sp", Spec{Kind: KindSentinel, Addrs: []string{"s1:26379"}, Master: "main", DB: 3,
+			Username: "app", Password: "pw", SentinelPassword: "sp"}, true},
+	} {
+		got, err := ParseSpec(c.spec)
+		if err != nil {
+			t.Errorf("ParseSpec(%q): %v", c.spec, err)
+			continue
+		}
+		if (got.TLS != nil) != c.tls {
+			t.Errorf("ParseSpec(%q): TLS %v, want %v", c.spec, got.TLS != nil, c.tls)
+		}
+		got.TLS = nil
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ParseSpec(%q) = %+v, want %+v", c.spec, got, c.want)
+		}
+	}
+	for _, spec := range []string{"", "localhost", "redis://", "redis://h", "redis://h:0", "redis://h:99999", "redis://h:1/x",
+		"http://h:1", "sentinel://h:1", "sentinel://h:1/", "h:1,h:2/3", "user:pw@h:1,h:2", "redis://h:1?nope=1",
+		"redis://h:1?ca=/etc/hosts", "rediss://h:1?ca=/nonexistent", "rediss://h:1?ca=/etc/hostname", "redis://h:1,h:2/1",
+		"sentinel://h:1/m?db=x", "redis://h:1/-1", "redis://%zz@h:1"} {
+		if _, err := ParseSpec(spec); !errors.Is(err, sale.ErrInvalid) {
+			t.Errorf("ParseSpec(%q) = %v, want ErrInvalid", spec, err)
+		}
+	}
+	if _, err := ParseSpec("redis://app:hunter2@h:1,h:2/5"); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("a refused spec's error shows its password: %v", err)
+	}
+}
+
+// FuzzParseSpec: any SECKILL_REDIS is parsed or refused with ErrInvalid, never a panic, and
+// what is parsed has an address for every node and a kind.
+func FuzzParseSpec(f *testing.F) {
+	for _, s := range []string{"redis://127.0.0.1:6379/0", "h:1,h:2", "rediss://u:p@h:1,h:2", "sentinel://h:1,h:2/m?db=1",
+		"redis://:@h:1", "redis://h:1?ca=", "sentinels://h:1/m?sentinel_user=u"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		s, err := ParseSpec(spec)
+		if err != nil {
+			if !errors.Is(err, sale.ErrInvalid) {
+				t.Fatalf("ParseSpec(%q): %v, not ErrInvalid", spec, err)
+			}
+			return
+		}
+		if len(s.Addrs) == 0 || s.Kind == "" || s.Kind == KindSentinel && s.Master == "" {
+			t.Fatalf("ParseSpec(%q) = %+v: incomplete", spec, s)
+		}
+	})
 }
 
 // TestMalformedEntriesAreBuried: an entry that is not a grab goes to the dead-letter stream

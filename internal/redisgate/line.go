@@ -74,7 +74,7 @@ func lineKeysOf(id string) lineKeys {
 func ticketID(token, activityID string) string { return strings.TrimSuffix(token, "."+activityID) }
 
 func busy(what string, err error) error {
-	return fmt.Errorf("%w: %s on redis: %v", sale.ErrBusy, what, err)
+	return fmt.Errorf("%w: %s on redis: %w", sale.ErrBusy, what, err)
 }
 
 // Join implements sale.Line.

@@ -29,6 +29,7 @@ type Queue struct {
 	activities func(ctx context.Context) ([]string, error) // ids of the activities to consume
 	claimIdle  time.Duration
 	poll       time.Duration
+	topo       *Topology // reloads the cluster's map when a read meets a failover
 
 	mu        sync.Mutex
 	groups    map[string]bool // streams whose group is known to exist
@@ -43,7 +44,7 @@ type Queue struct {
 func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]string, error),
 	poll, claimIdle time.Duration) *Queue {
 	return &Queue{rdb: rdb, consumer: consumer, activities: activities, poll: poll, claimIdle: claimIdle,
-		groups: map[string]bool{}}
+		groups: map[string]bool{}, topo: NewTopology(rdb)}
 }
 
 // ensureGroup creates the consumer group of a stream, reading from its start, unless it exists.
@@ -69,7 +70,7 @@ func (q *Queue) streams(ctx context.Context) ([]string, error) {
 	for _, id := range ids {
 		if !q.groups[id] {
 			if err := ensureGroup(ctx, q.rdb, StreamKey(id)); err != nil {
-				return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 			}
 			q.groups[id] = true
 		}
@@ -78,14 +79,18 @@ func (q *Queue) streams(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// Receive implements sale.Queue: entries claimed from dead consumers first, then new ones.
+// Receive implements sale.Queue: entries claimed from dead consumers first, then new ones. A
+// stream that cannot be read (its master failing over) does not keep back the entries read from
+// the others: they are returned, and the error only when nothing was read.
 func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
 	for {
 		ids, err := q.streams(ctx)
 		if err != nil {
+			q.topo.Classify(err)
 			return nil, err
 		}
 		var out []sale.Delivery
+		var failed error
 		claim := q.claimDue()
 		for _, id := range ids {
 			if len(out) >= max {
@@ -93,9 +98,14 @@ func (q *Queue) Receive(ctx context.Context, max int) ([]sale.Delivery, error) {
 			}
 			ds, err := q.read(ctx, id, max-len(out), claim)
 			if err != nil {
-				return nil, err
+				q.topo.Classify(err)
+				failed = err
+				continue
 			}
 			out = append(out, ds...)
+		}
+		if len(out) == 0 && failed != nil {
+			return nil, failed
 		}
 		if len(out) > 0 {
 			return out, nil
@@ -127,7 +137,7 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
 			MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer}).Result()
 		if err != nil {
-			return nil, fmt.Errorf("%w: redis: claim %s: %v", sale.ErrBusy, stream, err)
+			return nil, fmt.Errorf("%w: redis: claim %s: %w", sale.ErrBusy, stream, err)
 		}
 		msgs = claimed
 		if len(claimed) > 0 {
@@ -140,7 +150,7 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
 			Streams: []string{stream, ">"}, Count: int64(max), Block: -1}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("%w: redis: read %s: %v", sale.ErrBusy, stream, err)
+			return nil, fmt.Errorf("%w: redis: read %s: %w", sale.ErrBusy, stream, err)
 		}
 		for _, s := range res {
 			msgs = append(msgs, s.Messages...)
@@ -203,7 +213,7 @@ func (q *Queue) moveToDead(ctx context.Context, activityID, id string, values ma
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: redis: bury %s: %v", sale.ErrBusy, id, err)
+		return fmt.Errorf("%w: redis: bury %s: %w", sale.ErrBusy, id, err)
 	}
 	return nil
 }
@@ -213,7 +223,7 @@ func (q *Queue) deliveries(ctx context.Context, stream string, msgs []redis.XMes
 	pend, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: Group,
 		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)) + 1000}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis: pending %s: %v", sale.ErrBusy, stream, err)
+		return nil, fmt.Errorf("%w: redis: pending %s: %w", sale.ErrBusy, stream, err)
 	}
 	counts := make(map[string]int, len(pend))
 	for _, p := range pend {
@@ -253,7 +263,7 @@ func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("%w: redis: ack %s: %v", sale.ErrBusy, stream, err)
+			return fmt.Errorf("%w: redis: ack %s: %w", sale.ErrBusy, stream, err)
 		}
 	}
 	return nil
@@ -271,7 +281,7 @@ func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
 			continue
 		}
 		if err != nil {
-			return sale.Grab{}, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+			return sale.Grab{}, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 		}
 		return parseRecord(baseID(id), token, rec)
 	}
@@ -302,7 +312,7 @@ func (q *Queue) shardStreams(ctx context.Context, activityID string) ([]string, 
 	if errors.Is(err, redis.Nil) {
 		n = 1
 	} else if err != nil {
-		return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+		return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 	}
 	out := make([]string, 0, n)
 	for i := range max(n, 1) {
@@ -322,7 +332,7 @@ func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
 	for _, id := range ids {
 		n, err := q.rdb.XLen(ctx, StreamKey(id)).Result()
 		if err != nil {
-			return 0, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+			return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 		}
 		total += n
 	}
@@ -339,7 +349,7 @@ func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, er
 	for _, id := range ids {
 		msgs, err := q.rdb.XRange(ctx, StreamKey(id), "-", "+").Result()
 		if err != nil {
-			return nil, fmt.Errorf("%w: redis: %v", sale.ErrBusy, err)
+			return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 		}
 		for _, m := range msgs {
 			g, err := grabOfEntry(m)

@@ -100,7 +100,7 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: load the leaderboard of %s: %v", sale.ErrBusy, a.ID, err)
+		return fmt.Errorf("%w: load the leaderboard of %s: %w", sale.ErrBusy, a.ID, err)
 	}
 	r.metas.Delete(a.ID)
 	return nil
@@ -113,7 +113,7 @@ func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, e
 	}
 	m, err := r.rdb.HGetAll(ctx, rankKeysOf(activityID).meta).Result()
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, activityID, err)
+		return "", 0, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
 	}
 	if m["strategy"] == "" {
 		return "", 0, fmt.Errorf("%w: no leaderboard loaded for %s", sale.ErrNotFound, activityID)
@@ -151,7 +151,7 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, sale.ErrBusy) {
-		return fmt.Errorf("%w: leaderboard: %v", sale.ErrBusy, err)
+		return fmt.Errorf("%w: leaderboard: %w", sale.ErrBusy, err)
 	}
 	return err
 }
@@ -173,7 +173,7 @@ func (r *Ranking) Top(ctx context.Context, activityID string, n int) ([]sale.Sta
 	}
 	zs, err := r.rdb.ZRevRangeWithScores(ctx, rankKeysOf(activityID).zset, 0, int64(n-1)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, activityID, err)
+		return nil, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
 	}
 	out := make([]sale.Standing, len(zs))
 	for i, z := range zs {
@@ -200,13 +200,13 @@ func (r *Ranking) Rank(ctx context.Context, g sale.Grab) (int64, int64, string, 
 			return 0, 0, "", sale.ErrNotFound
 		}
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, g.ActivityID, err)
+			return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, g.ActivityID, err)
 		}
 		return n + 1, 0, sale.RankExact, nil
 	}
 	counts, err := r.rdb.HGetAll(ctx, k.hist).Result()
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, g.ActivityID, err)
+		return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, g.ActivityID, err)
 	}
 	h := rank.NewApprox(max, rank.Buckets)
 	for b, n := range counts {
@@ -236,7 +236,7 @@ func (r *Ranking) Usage(ctx context.Context, activityID string) (string, int64, 
 		return strategy, 0, nil
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: leaderboard of %s: %v", sale.ErrBusy, activityID, err)
+		return "", 0, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
 	}
 	return strategy, n, nil
 }

@@ -26,7 +26,7 @@ func NewRestocks(rdb redis.UniversalClient) *Restocks { return &Restocks{rdb: rd
 // Announce implements sale.Restocks.
 func (r *Restocks) Announce(ctx context.Context, activityID string) error {
 	if err := r.rdb.Publish(ctx, RestocksChannel, activityID).Err(); err != nil {
-		return fmt.Errorf("%w: announce the restock of %s: %v", sale.ErrBusy, activityID, err)
+		return fmt.Errorf("%w: announce the restock of %s: %w", sale.ErrBusy, activityID, err)
 	}
 	return nil
 }
@@ -37,7 +37,7 @@ func (r *Restocks) Listen(ctx context.Context, heard func(activityID string)) er
 	sub := r.rdb.Subscribe(ctx, RestocksChannel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
-		return fmt.Errorf("%w: subscribe to %s: %v", sale.ErrBusy, RestocksChannel, err)
+		return fmt.Errorf("%w: subscribe to %s: %w", sale.ErrBusy, RestocksChannel, err)
 	}
 	ch := sub.Channel()
 	for {

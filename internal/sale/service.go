@@ -569,6 +569,15 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	return st, nil
 }
 
+// Counts is the part of Stats the database knows: the activity's orders by state and its dead
+// letters, what a node whose gate is away still answers.
+func (s *Service) Counts(ctx context.Context, id string) (Counts, error) {
+	if _, err := s.Activity(ctx, id); err != nil {
+		return Counts{}, err
+	}
+	return s.store.Counts(ctx, id)
+}
+
 // GateStats is the part of Stats the gate knows, without the database's counts (which scan the
 // activity's orders): what a node under strain still answers.
 func (s *Service) GateStats(ctx context.Context, id string) (Stats, error) {

@@ -40,16 +40,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	if batch <= 0 {
 		batch = 256
 	}
+	pause, logged := time.Duration(0), time.Time{}
 	for ctx.Err() == nil {
 		ds, err := w.Queue.Receive(ctx, batch)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err != nil {
-			w.Log.Error("receive grabs", "err", err)
-			sleep(ctx, time.Second)
+			// The queue's backend is away (down, or failing over): try again soon, as a failover
+			// ends when nobody can tell, and say so once every few seconds, not at every try.
+			pause = min(max(2*pause, receiveFirstPause), receiveMaxPause)
+			if time.Since(logged) >= receiveLogEvery {
+				w.Log.Error("receive grabs", "err", err, "retry_in", pause)
+				logged = time.Now()
+			}
+			sleep(ctx, pause)
 			continue
 		}
+		pause = 0
 		w.process(ctx, ds)
 		if len(ds) < batch && w.Linger > 0 {
 			sleep(ctx, w.Linger)
@@ -57,6 +65,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// The pauses of the worker after a failed receive, and how often it logs them.
+const (
+	receiveFirstPause = 50 * time.Millisecond
+	receiveMaxPause   = time.Second
+	receiveLogEvery   = 5 * time.Second
+)
 
 // process places and acknowledges ds, retrying with backoff while the database is unavailable.
 // The calls themselves are not cancelled by ctx; only the retrying stops when it ends, leaving

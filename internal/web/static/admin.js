@@ -144,7 +144,8 @@
     if (ev.stats_error) {
       $("live-state").textContent = "Stats unavailable: " + ev.stats_error.code + " (" + ev.stats_error.message + ")";
     } else if (s.shed) {
-      $("live-state").textContent = "Degraded: the database's counts are shed.";
+      const what = { counts: "the database's counts", gate: "the gate's numbers (Redis is away or failing over)" };
+      $("live-state").textContent = "Shed while a dependency is away: " + s.shed.map((k) => what[k] || k).join(" and ") + ".";
     } else {
       $("live-state").textContent = "Live: updated every second.";
     }
