@@ -83,6 +83,8 @@ type config struct {
 	sweepEvery time.Duration
 	role       string        // roleAll, roleAPI or roleWorker
 	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
+	// replication is how many Redis replicas must have a write before it is acknowledged.
+	replication redisgate.Replication
 	// ready, when set, is told the base URL once the server listens (bench's in-process server).
 	ready func(base string)
 	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
@@ -142,7 +144,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
 	var slowGate, slowDB, breakerOpen, failRate, failoverGrace string
-	var riskAccounts, riskCadence, riskSolve, rankExact string
+	var riskAccounts, riskCadence, riskSolve, rankExact, minReplicas string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -164,6 +166,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&slowDB, "slow-db", env("SECKILL_SLOW_DB", "200ms"), "mean latency of the database over 10 s above which the node is at level warning (SECKILL_SLOW_DB)")
 	fs.StringVar(&failRate, "fail-rate", env("SECKILL_FAIL_RATE", "0.05"), "error rate of a dependency over 10 s above which the node is at level degraded (SECKILL_FAIL_RATE)")
 	fs.StringVar(&breakerOpen, "breaker-open", env("SECKILL_BREAKER_OPEN", "2s"), "how long a tripped circuit breaker answers BUSY before it lets a probe through (SECKILL_BREAKER_OPEN)")
+	fs.StringVar(&minReplicas, "redis-min-replicas", env("SECKILL_REDIS_MIN_REPLICAS", "0"), "acknowledge a grab, join, release or spent pass only once this many Redis replicas have it (WAIT); on timeout 503 BUSY; 0: Redis's asynchronous replication (SECKILL_REDIS_MIN_REPLICAS)")
 	fs.StringVar(&failoverGrace, "failover-grace", env("SECKILL_FAILOVER_GRACE", "20s"), "Redis Cluster or Sentinel: how long a node may refuse connections, or a slot redirect, before it counts as down and opens the breaker; longer than a failover takes (SECKILL_FAILOVER_GRACE)")
 	fs.StringVar(&riskAccounts, "risk-accounts-per-ip", env("SECKILL_RISK_ACCOUNTS_PER_IP", "0"), "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN (SECKILL_RISK_ACCOUNTS_PER_IP)")
 	fs.StringVar(&riskCadence, "risk-cadence", env("SECKILL_RISK_CADENCE", "on"), "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge (SECKILL_RISK_CADENCE)")
@@ -253,6 +256,12 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if c.rankExactMax, err = strconv.ParseInt(rankExact, 10, 64); err != nil || c.rankExactMax < 0 || c.rankExactMax > sale.MaxStock {
 		return c, fmt.Errorf("SECKILL_RANK_EXACT_MAX=%q: want a number of shares from 0 to %d", rankExact, sale.MaxStock)
+	}
+	if c.replication.Replicas, err = strconv.Atoi(minReplicas); err != nil || c.replication.Replicas < 0 || c.replication.Replicas > 16 {
+		return c, fmt.Errorf("SECKILL_REDIS_MIN_REPLICAS=%q: want a number of replicas from 0 to 16", minReplicas)
+	}
+	if c.replication.Replicas > 0 && c.redis == "" {
+		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
 	return c, nil
 }
@@ -629,7 +638,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store, log *slog.Lo
 	if topo := redisgate.NewTopology(rdb); topo != nil {
 		guard.WithTopology(topo.Classify)
 	}
-	gate := redisgate.New(rdb, store.Activity)
+	gate := redisgate.New(rdb, store.Activity).WithReplication(c.replication)
 	var once sync.Once
 	return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue,
 		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
@@ -637,7 +646,7 @@ func openGate(ctx context.Context, c config, store *sqlstore.Store, log *slog.Lo
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
 		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
-		line:    health.Line(redisgate.NewLine(rdb), guard),
+		line:    health.Line(redisgate.NewLine(rdb).WithReplication(c.replication), guard),
 		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
 		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil

@@ -160,7 +160,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-	res, err := grabScript.Run(ctx, g.grabs, keys, args...).Slice()
+	res, err := g.repl.runScript(ctx, g.rdb, g.grabs, grabScript, keys, args...).Slice()
 	cancel()
 	if err == nil && len(res) != 3*len(batch) {
 		err = fmt.Errorf("script answered %d values for %d grabs", len(res), len(batch))

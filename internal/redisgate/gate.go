@@ -60,6 +60,7 @@ type Gate struct {
 
 	batching Batching
 	lanes    sync.Map // activity id -> *lane, the grabs waiting to leave together
+	repl     Replication
 
 	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
 	// out of units: a crowd falling through does not ask it again for emptyFor.
@@ -78,6 +79,12 @@ func New(rdb redis.UniversalClient, activity func(ctx context.Context, id string
 	if ap, err := rdb.AutoPipeline(); err == nil {
 		g.grabs = ap
 	}
+	return g
+}
+
+// WithReplication makes every write the gate acknowledges wait for r's replicas.
+func (g *Gate) WithReplication(r Replication) *Gate {
+	g.repl = r
 	return g
 }
 
@@ -370,7 +377,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 			continue
 		}
 		k := keysOf(id)
-		res, err := takeScript.Run(ctx, g.grabs, []string{k.stock, k.grabs, k.stream},
+		res, err := g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
 			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
 		if err != nil || len(res) != 2 {
 			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %w", sale.ErrBusy, j, a.ID, res, err)
@@ -409,7 +416,7 @@ func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token,
 	var err error
 	for attempt := range 3 {
 		var n int64
-		n, err = homeScript.Run(ctx, g.grabs, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
+		n, err = g.repl.runScript(ctx, g.rdb, g.grabs, homeScript, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
 		if err == nil && n < 0 {
 			return fmt.Errorf("home.lua %s answered %d", op, n)
 		}
@@ -507,7 +514,7 @@ func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, 
 		return err
 	}
 	key := passKey(ShardID(a.ID, homeShard(userID, shardsOf(a))), token)
-	n, err := spendScript.Run(ctx, g.rdb, []string{key}, userID, now.UnixMilli()).Int64()
+	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, spendScript, []string{key}, userID, now.UnixMilli()).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: spend a pass on redis: %w", sale.ErrBusy, err)
 	}
@@ -557,7 +564,7 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 
 // release runs release.lua on the shard of keys k; it answers 1 if it gave the unit back.
 func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Grab, mode string) (int64, error) {
-	n, err := releaseScript.Run(ctx, g.rdb, []string{k.stock, k.shares, k.held, k.grabs},
+	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, releaseScript, []string{k.stock, k.shares, k.held, k.grabs},
 		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind), mode).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)

@@ -48,11 +48,18 @@ var _ sale.Line = (*Line)(nil)
 // Inside it a ticket is known by its random part, the token less ".ID": a queued user costs a
 // few short hash fields (see BenchmarkLineJoin for the bytes).
 type Line struct {
-	rdb redis.UniversalClient
+	rdb  redis.UniversalClient
+	repl Replication
 }
 
 // NewLine returns a line on rdb.
 func NewLine(rdb redis.UniversalClient) *Line { return &Line{rdb: rdb} }
+
+// WithReplication makes every join wait for r's replicas before it is acknowledged.
+func (l *Line) WithReplication(r Replication) *Line {
+	l.repl = r
+	return l
+}
 
 // lineKeys are the keys of an activity's line.
 type lineKeys struct {
@@ -85,7 +92,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 	if r.Tail {
 		tail = "1"
 	}
-	res, err := lineJoinScript.Run(ctx, l.rdb, []string{k.state, k.tickets, k.users, k.at, k.early, k.drawn},
+	res, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineJoinScript, []string{k.state, k.tickets, k.users, k.at, k.early, k.drawn},
 		ticketID(r.Token, a.ID), r.UserID, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.QueueCap, tail).Slice()
 	if err != nil {
 		return sale.Joined{}, busy("join the line", err)

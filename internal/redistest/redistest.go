@@ -62,6 +62,29 @@ func Start(t testing.TB, opts Options) *Server {
 	return startServer(t, persistence, servers.FreePort)
 }
 
+// StartReplica starts a redis-server that replicates master and waits until its link to the
+// master is up. It is stopped when t ends.
+func StartReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	// The master sends its data at once rather than wait 5 s for more replicas to share it.
+	if _, err := servers.RedisCommand(master.Addr(), "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	r := startServer(t, []string{"--appendonly", "no", "--replicaof", host, port}, servers.FreePort)
+	deadline := time.Now().Add(okTimeout)
+	for {
+		info, err := servers.RedisCommand(r.Addr(), "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: the replica %s of %s is not in sync after %v: %v %q", r.Addr(), master.Addr(), okTimeout, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startServer starts one redis-server with extra arguments on a port from pick, trying again
 // with another port if the one picked was taken meanwhile. It fails t if the server cannot start.
 func startServer(t testing.TB, extra []string, pick func() (int, error)) *Server {
@@ -85,6 +108,15 @@ func (s *Server) URL() string { return s.redis.URL() }
 // Kill kills the server with SIGKILL, as a crash would, and waits for it to exit. It does
 // nothing if the server is not running.
 func (s *Server) Kill() { s.redis.Kill() }
+
+// Freeze blocks the server for d (DEBUG SLEEP; a cluster started with Debug) and returns when it
+// answers again: a replica frozen so takes no writes from its master meanwhile.
+func (s *Server) Freeze(t testing.TB, d time.Duration) {
+	t.Helper()
+	if err := s.redis.Freeze(d); err != nil {
+		t.Errorf("redistest: freeze redis-server: %v", err)
+	}
+}
 
 // Restart starts the server again with the same dir, port and options, killing it first if it
 // is still running, and waits until it answers PING: with AOF, the data written before is

@@ -298,21 +298,20 @@ func (c *RedisCluster) MasterOf(slot int) (int, error) {
 	return -1, nil
 }
 
-// ReplicaOf returns the index of a replica of node i (which must be a master), or -1.
+// ReplicaOf returns the index of a replica of node i whose link to it is up, or -1. It asks the
+// replicas themselves: the cluster's gossip may not have told every node yet.
 func (c *RedisCluster) ReplicaOf(i int) (int, error) {
-	top, err := c.Topology()
-	if err != nil {
-		return -1, err
-	}
-	var id string
-	for _, n := range top {
-		if n.Addr == c.nodes[i].Addr() {
-			id = n.ID
+	want := "master_port:" + strconv.Itoa(c.nodes[i].Port()) + "\r\n"
+	for j, n := range c.nodes {
+		if j == i || !n.Running() {
+			continue
 		}
-	}
-	for _, n := range top {
-		if id != "" && n.MasterID == id && !n.Failed {
-			return c.index(n.Addr), nil
+		info, err := RedisCommand(n.Addr(), "INFO", "replication")
+		if err != nil {
+			return -1, err
+		}
+		if strings.Contains(info, "role:slave") && strings.Contains(info, want) && strings.Contains(info, "master_link_status:up") {
+			return j, nil
 		}
 	}
 	return -1, nil

@@ -223,6 +223,14 @@ func waitRedisReady(p *Process, addr string) error {
 	})
 }
 
+// Freeze blocks the server for d with DEBUG SLEEP (it needs the DEBUG command, ClusterOptions's
+// Debug): a replica frozen this way takes no writes from its master, deterministically. Freeze
+// returns when the server answers again.
+func (s *Redis) Freeze(d time.Duration) error {
+	_, err := redisCommandWithin(nil, s.Addr(), d+redisIOTimeout, "DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))
+	return err
+}
+
 // RedisCommand sends one command to the Redis server at addr, on a connection of its own with a
 // timeout of 2 s, and returns its reply, which must be a simple string, an integer or a bulk
 // string. An error reply is returned as an error. It is for probing a server (PING, CLUSTER
@@ -234,6 +242,11 @@ func RedisCommand(addr string, args ...string) (string, error) {
 // redisCommand is RedisCommand that gives up early when abort is closed (a nil abort is never
 // closed).
 func redisCommand(abort <-chan struct{}, addr string, args ...string) (string, error) {
+	return redisCommandWithin(abort, addr, redisIOTimeout, args...)
+}
+
+// redisCommandWithin is redisCommand with a timeout of its own for the reply.
+func redisCommandWithin(abort <-chan struct{}, addr string, timeout time.Duration, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, redisIOTimeout)
 	if err != nil {
 		return "", err
@@ -250,7 +263,7 @@ func redisCommand(abort <-chan struct{}, addr string, args ...string) (string, e
 			}
 		}()
 	}
-	conn.SetDeadline(time.Now().Add(redisIOTimeout))
+	conn.SetDeadline(time.Now().Add(timeout))
 	var req bytes.Buffer
 	fmt.Fprintf(&req, "*%d\r\n", len(args))
 	for _, a := range args {
