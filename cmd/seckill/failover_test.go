@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"seckill/internal/mysqltest"
+	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // failoverCluster starts a Redis Cluster of three masters, each with a replica, whose nodes
@@ -324,4 +327,74 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 			}
 		})
 	}
+}
+
+// aclArgs gives a server a user "app" (password "app-secret") that may do everything, and leaves
+// the default user only what the harness's probes need: a node that did not log in as app could
+// not run a single script. A replica logs in to its master as app.
+var aclArgs = []string{
+	"--user", "default", "on", "nopass", "-@all", "+ping", "+info", "+config|set",
+	"--user", "app", "on", ">app-secret", "~*", "&*", "+@all",
+	"--masteruser", "app", "--masterauth", "app-secret",
+}
+
+// TestSentinelFailoverMidSale runs a sale on Redis Sentinel (a master with two replicas, three
+// sentinels, every data node behind an ACL user the node logs in as) with
+// SECKILL_REDIS_MIN_REPLICAS=1, and kills the master -9 mid-sale: once the sentinels have named
+// a replica, grabs succeed again at once, and every grab acknowledged before or after is exactly
+// one order (the second replica confirms the writes on the new master).
+func TestSentinelFailoverMidSale(t *testing.T) {
+	master := redistest.StartWith(t, redistest.Options{}, aclArgs...)
+	redistest.StartReplica(t, master, aclArgs...)
+	redistest.StartReplica(t, master, aclArgs...)
+	sentinels := redistest.StartSentinels(t, master, servers.SentinelOptions{AuthUser: "app", AuthPass: "app-secret"})
+
+	// Without the user, a client reaches the master but may do nothing there.
+	anon, err := redisgate.Dial(t.Context(), sentinels.Spec(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := anon.Get(t.Context(), "{act:x}:stock").Err(); !redis.IsPermissionError(err) {
+		t.Fatalf("a read as the default user: %v, want NOPERM", err)
+	}
+	anon.Close()
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", sentinels.Spec("app:app-secret@"),
+		"SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"))
+	c := newClient(t, base)
+	id := c.createItem(1_000_000, 1, 15*time.Minute)
+
+	s := newSale(c, id)
+	stop := make(chan struct{})
+	crowd := make(chan struct{})
+	go func() { s.run(8, 400_000, stop); close(crowd) }()
+	stopCrowd := sync.OnceFunc(func() { close(stop); <-crowd })
+	defer stopCrowd()
+	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.answers)
+		}
+	}
+	killed := time.Now()
+	master.Kill()
+	promoted, err := sentinels.WaitMaster(master.Addr(), 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := time.Now()
+	for first := s.firstWinAfter(named); first.IsZero(); first = s.firstWinAfter(named) {
+		if time.Since(named) > 20*time.Second {
+			t.Fatalf("no grab succeeded in the 20 s after the sentinels named %s: %v", promoted, s.answers)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	first := s.firstWinAfter(named)
+	t.Logf("killed the master; the sentinels named %s after %v; first 202 %v after that",
+		promoted, named.Sub(killed).Round(time.Millisecond), first.Sub(named).Round(time.Millisecond))
+	if took := first.Sub(named); took > 10*time.Second {
+		t.Errorf("the first grab succeeded %v after the new master was named, want within a few seconds", took)
+	}
+	time.Sleep(time.Second)
+	stopCrowd()
+	t.Logf("%d clicks: %v; %d acknowledged, %d busy: %v", s.clicks.Load(), s.answers, len(s.acked), len(s.busy), s.reasons)
+	s.check(t)
 }

@@ -71,12 +71,9 @@ func ParseSpec(spec string) (Spec, error) {
 	default:
 		return bad("unknown scheme; %s", forms)
 	}
-	// The host part may list several addresses, which url.Parse refuses: cut it out first.
+	// The host part may list several addresses, which url.Parse refuses: cut it out by hand.
+	rest, rawQuery, _ := strings.Cut(rest, "?")
 	authority, path, _ := strings.Cut(rest, "/")
-	path, rawQuery, _ := strings.Cut(path, "?")
-	if i := strings.Index(authority, "?"); i >= 0 {
-		authority, rawQuery = authority[:i], authority[i+1:]
-	}
 	if at := strings.LastIndex(authority, "@"); at >= 0 {
 		if scheme == "" {
 			return bad("credentials need a scheme: redis://user:pass@host:port,host:port")

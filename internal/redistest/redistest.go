@@ -62,16 +62,28 @@ func Start(t testing.TB, opts Options) *Server {
 	return startServer(t, persistence, servers.FreePort)
 }
 
-// StartReplica starts a redis-server that replicates master and waits until its link to the
-// master is up. It is stopped when t ends.
-func StartReplica(t testing.TB, master *Server) *Server {
+// StartWith is Start with more of redis-server's command line (ACL users, TLS), one word an
+// element: "--user", "app", "on", ">secret", "~*", "+@all".
+func StartWith(t testing.TB, opts Options, extra ...string) *Server {
+	t.Helper()
+	persistence, err := servers.RedisOptions(opts).Args()
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	return startServer(t, append(persistence, extra...), servers.FreePort)
+}
+
+// StartReplica starts a redis-server that replicates master, with more of the command line
+// (a replica of a master with ACL users needs them, and --masteruser and --masterauth), and waits
+// until its link to the master is up. It is stopped when t ends.
+func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 	t.Helper()
 	host, port, _ := strings.Cut(master.Addr(), ":")
 	// The master sends its data at once rather than wait 5 s for more replicas to share it.
 	if _, err := servers.RedisCommand(master.Addr(), "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
-	r := startServer(t, []string{"--appendonly", "no", "--replicaof", host, port}, servers.FreePort)
+	r := startServer(t, append([]string{"--appendonly", "no", "--replicaof", host, port}, extra...), servers.FreePort)
 	deadline := time.Now().Add(okTimeout)
 	for {
 		info, err := servers.RedisCommand(r.Addr(), "INFO", "replication")
@@ -221,4 +233,25 @@ func UsedMemory(t testing.TB, rdb redis.UniversalClient) int64 {
 	}
 	t.Fatal("INFO memory has no used_memory")
 	return 0
+}
+
+// Sentinels are the sentinels started by StartSentinels, stopped when the test ends.
+type Sentinels struct{ *servers.Sentinels }
+
+// StartSentinels starts sentinels (three by default) watching master, and waits until they know
+// each other and its replicas. StartSentinels fails t if they cannot start.
+func StartSentinels(t testing.TB, master *Server, o servers.SentinelOptions) *Sentinels {
+	t.Helper()
+	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
+	s, err := servers.StartSentinels(t.TempDir(), master.Addr(), o, logf)
+	if err != nil {
+		t.Fatalf("redistest: cannot start the sentinels: %v\n%s", err, installHint)
+	}
+	t.Cleanup(s.Stop)
+	return &Sentinels{s}
+}
+
+// Spec is the SECKILL_REDIS of a client logging in as userinfo ("user:pass@", or empty).
+func (s *Sentinels) Spec(userinfo string) string {
+	return "sentinel://" + userinfo + strings.Join(s.Addrs(), ",") + "/" + s.Name()
 }

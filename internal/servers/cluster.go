@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,6 +32,24 @@ type ClusterOptions struct {
 	Persistence RedisOptions
 	// Debug enables the DEBUG command (DEBUG SLEEP freezes a replica deterministically).
 	Debug bool
+	// TLS, when set, gives every node a TLS port beside its plain one (which the harness's probes
+	// use), with TLS on the cluster bus and between replicas: TLSSeeds are the seeds a client
+	// reaches the cluster by TLS on, and the cluster then names TLS ports to it.
+	TLS *TLSFiles
+	// Extra is more of each node's command line (ACL users: see Auth).
+	Extra []string
+	// Auth is the "user:password" redis-cli logs in with to create the cluster, when Extra
+	// leaves the default user unable to.
+	Auth string
+}
+
+// TLSFiles are the PEM files of a server's certificate, its key and the CA that signed it.
+type TLSFiles struct{ Cert, Key, CA string }
+
+// Args are the TLS part of redis-server's command line, for a TLS port.
+func (f TLSFiles) Args(port int) []string {
+	return []string{"--tls-port", strconv.Itoa(port), "--tls-cert-file", f.Cert, "--tls-key-file", f.Key,
+		"--tls-ca-cert-file", f.CA, "--tls-auth-clients", "no"}
 }
 
 func (o ClusterOptions) withDefaults() ClusterOptions {
@@ -47,7 +66,8 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 // of the first Masters nodes was created a master; the others its replicas, as redis-cli assigned
 // them. Roles change with failovers: MasterOf asks the cluster.
 type RedisCluster struct {
-	nodes []*Redis
+	nodes    []*Redis
+	tlsAddrs []string // the nodes' TLS addresses, with ClusterOptions.TLS
 }
 
 // StartRedisCluster starts the nodes of o in subdirectories of dir on free ports of 127.0.0.1
@@ -76,6 +96,10 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 	if o.Debug {
 		extra = append(extra, "--enable-debug-command", "yes")
 	}
+	if o.TLS != nil {
+		extra = append(extra, "--tls-cluster", "yes", "--tls-replication", "yes")
+	}
+	extra = append(extra, o.Extra...)
 	c := &RedisCluster{}
 	defer func() {
 		if err != nil {
@@ -87,13 +111,33 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return nil, err
 		}
-		n, err := StartRedisArgs(nodeDir, extra, FreeClusterPort, logf)
+		pick, args := FreeClusterPort, extra
+		if o.TLS != nil { // the bus is the TLS port's: port+10000 of it must be free, not of the plain one
+			tlsPort, err := FreeClusterPort()
+			if err != nil {
+				return nil, err
+			}
+			pick, args = FreePort, append(slices.Clip(extra), o.TLS.Args(tlsPort)...)
+			c.tlsAddrs = append(c.tlsAddrs, "127.0.0.1:"+strconv.Itoa(tlsPort))
+		}
+		n, err := StartRedisArgs(nodeDir, args, pick, logf)
 		if err != nil {
 			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	var args []string
+	if o.Auth != "" {
+		user, pass, _ := strings.Cut(o.Auth, ":")
+		args = append(args, "--user", user, "--pass", pass, "--no-auth-warning")
+	}
+	if o.TLS != nil {
+		args = append(args, "--tls", "--cacert", o.TLS.CA, "--cluster", "create")
+		args = append(args, c.tlsAddrs...)
+	} else {
+		args = append(args, "--cluster", "create")
+		args = append(args, c.Addrs()...)
+	}
 	args = append(args, "--cluster-replicas", strconv.Itoa(o.Replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
 	defer cancel()
@@ -145,6 +189,9 @@ func (c *RedisCluster) Addrs() []string {
 // Seeds returns the nodes' addresses separated by commas, the form SECKILL_REDIS takes for a
 // cluster.
 func (c *RedisCluster) Seeds() string { return strings.Join(c.Addrs(), ",") }
+
+// TLSSeeds returns the nodes' TLS addresses separated by commas (ClusterOptions.TLS).
+func (c *RedisCluster) TLSSeeds() string { return strings.Join(c.tlsAddrs, ",") }
 
 // Node returns node i, for fault tests.
 func (c *RedisCluster) Node(i int) *Redis { return c.nodes[i] }

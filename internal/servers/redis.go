@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,12 @@ func StartRedis(dir string, opts RedisOptions) (*Redis, error) {
 // port, dir and log (RedisOptions.Args, or cluster mode for a cluster node), and pick, which
 // returns the port to try. logf, which may be nil, is told about retries.
 func StartRedisArgs(dir string, extra []string, pick func() (int, error), logf func(format string, args ...any)) (*Redis, error) {
+	return startRedis(dir, nil, extra, pick, logf)
+}
+
+// startRedis is StartRedisArgs with first, the arguments that must come before every other (a
+// config file: a sentinel's).
+func startRedis(dir string, first, extra []string, pick func() (int, error), logf func(format string, args ...any)) (*Redis, error) {
 	bin, err := FindBinary("redis-server", "/usr/bin/redis-server")
 	if err != nil {
 		return nil, err
@@ -89,14 +96,14 @@ func StartRedisArgs(dir string, extra []string, pick func() (int, error), logf f
 			return nil, err
 		}
 		s := &Redis{bin: bin, dir: dir, port: port}
-		s.args = append([]string{
+		s.args = append(append(slices.Clip(first),
 			"--port", strconv.Itoa(port),
 			"--bind", "127.0.0.1",
 			"--dir", dir,
 			"--logfile", logPath,
 			"--daemonize", "no",
-			"--save", "",
-		}, extra...)
+			"--save", ""),
+			extra...)
 		s.mu.Lock()
 		err = s.launch()
 		s.mu.Unlock()
@@ -232,8 +239,8 @@ func (s *Redis) Freeze(d time.Duration) error {
 }
 
 // RedisCommand sends one command to the Redis server at addr, on a connection of its own with a
-// timeout of 2 s, and returns its reply, which must be a simple string, an integer or a bulk
-// string. An error reply is returned as an error. It is for probing a server (PING, CLUSTER
+// timeout of 2 s, and returns its reply, which must be a simple string, an integer, a bulk string
+// or a flat array of them (its elements one a line). An error reply is returned as an error. It is for probing a server (PING, CLUSTER
 // INFO) without a client library.
 func RedisCommand(addr string, args ...string) (string, error) {
 	return redisCommand(nil, addr, args...)
@@ -272,7 +279,12 @@ func redisCommandWithin(abort <-chan struct{}, addr string, timeout time.Duratio
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		return "", err
 	}
-	r := bufio.NewReader(conn)
+	return readReply(bufio.NewReader(conn), 0)
+}
+
+// readReply reads one RESP reply: a simple string, an integer, a bulk string, or an array of
+// them, whose elements are returned one a line (a nil element as an empty line).
+func readReply(r *bufio.Reader, depth int) (string, error) {
 	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
@@ -288,6 +300,9 @@ func redisCommandWithin(abort <-chan struct{}, addr string, timeout time.Duratio
 		return "", errors.New(line[1:])
 	case '$':
 		n, err := strconv.Atoi(line[1:])
+		if n == -1 {
+			return "", nil
+		}
 		if err != nil || n < 0 {
 			return "", fmt.Errorf("unexpected reply %q", line)
 		}
@@ -296,6 +311,20 @@ func redisCommandWithin(abort <-chan struct{}, addr string, timeout time.Duratio
 			return "", err
 		}
 		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil || depth > 0 {
+			return "", fmt.Errorf("unexpected reply %q", line)
+		}
+		elems := make([]string, 0, max(n, 0))
+		for range n {
+			e, err := readReply(r, depth+1)
+			if err != nil {
+				return "", err
+			}
+			elems = append(elems, e)
+		}
+		return strings.Join(elems, "\n"), nil
 	default:
 		return "", fmt.Errorf("unexpected reply %q", line)
 	}
