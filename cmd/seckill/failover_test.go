@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,7 @@ type crowdSale struct {
 	acked   map[string]string // user -> order token, the grabs answered 202
 	busy    map[string]bool   // users answered 503 BUSY: their grab's fate is unknown
 	reasons map[string]int    // the messages of the BUSY answers
+	busyAt  []time.Time       // when the requests answered BUSY were sent
 	wins    []time.Time       // when each 202 arrived
 	answers map[int]int       // status -> count
 	clicks  atomic.Int64
@@ -60,6 +62,7 @@ func (s *crowdSale) run(conc int, max int64, stop <-chan struct{}) {
 					return
 				}
 				user := fmt.Sprint("u", n)
+				sent := time.Now()
 				status, body, err := s.c.callKeyed("POST", "/api/activities/"+s.id+"/grab", s.c.token(user), "k-"+user, "")
 				at := time.Now()
 				s.mu.Lock()
@@ -71,6 +74,7 @@ func (s *crowdSale) run(conc int, max int64, stop <-chan struct{}) {
 					s.wins = append(s.wins, at)
 				case status == http.StatusServiceUnavailable:
 					s.busy[user] = true
+					s.busyAt = append(s.busyAt, sent)
 					e, _ := body["error"].(map[string]any)
 					msg, _ := e["message"].(string)
 					s.reasons[msg]++
@@ -396,5 +400,81 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 	time.Sleep(time.Second)
 	stopCrowd()
 	t.Logf("%d clicks: %v; %d acknowledged, %d busy: %v", s.clicks.Load(), s.answers, len(s.acked), len(s.busy), s.reasons)
+	s.check(t)
+}
+
+// busySentAfter counts the requests sent after t that were answered BUSY.
+func (s *crowdSale) busySentAfter(t time.Time) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, b := range s.busyAt {
+		if b.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestReshardMidSale moves the sale's slot to another master key by key while the crowd grabs
+// (what redis-cli --cluster reshard does), 100 ms between keys as a slot of big keys takes, then
+// adds a fourth master to the running cluster, moves 1,024 slots to it with redis-cli and the
+// sale's slot after them. The grabs meet MOVED, ASK and TRYAGAIN on the way, which the node
+// follows or retries: at most 1 % are answered BUSY, none sent once the slot has moved, and every
+// acknowledged grab is one order on whichever master took it. (Before TRYAGAIN was retried, the
+// first move alone had 37 % of the grabs answered BUSY, most by the breaker it opened.)
+func TestReshardMidSale(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
+	c := newClient(t, base)
+	id := c.createItem(1_000_000, 1, 15*time.Minute)
+	slot, err := cluster.Slot("{act:" + id + "}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := cluster.MasterOf(slot)
+	if err != nil || from < 0 {
+		t.Fatalf("the master of slot %d: %d, %v", slot, from, err)
+	}
+
+	s := newSale(c, id)
+	stop := make(chan struct{})
+	crowd := make(chan struct{})
+	go func() { s.run(8, 400_000, stop); close(crowd) }()
+	stopCrowd := sync.OnceFunc(func() { close(stop); <-crowd })
+	defer stopCrowd()
+	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%d grabs succeeded in 30 s before the move: %v", s.won(), s.answers)
+		}
+	}
+
+	began := time.Now()
+	if err := cluster.MigrateSlot(slot, (from+1)%3, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	moved := time.Now()
+	time.Sleep(time.Second)
+	busyMoving, busyAfter := s.busySentAfter(began)-s.busySentAfter(moved), s.busySentAfter(moved)
+
+	fourth := cluster.AddMaster(t)
+	cluster.Reshard(t, fourth, 1024)
+	if err := cluster.MigrateSlot(slot, fourth, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	joined := time.Now()
+	time.Sleep(time.Second)
+	stopCrowd()
+	if n, err := servers.RedisCommand(cluster.Node(fourth).Addr(), "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)); err != nil || n == "0" {
+		t.Fatalf("the new master holds %s keys of the sale's slot, %v", n, err)
+	}
+	t.Logf("%d clicks %v; slot %d moved from node %d in %v: %d busy meanwhile, %d busy sent after; then to the new node %d: %d busy sent after",
+		s.clicks.Load(), s.answers, slot, from, moved.Sub(began).Round(time.Millisecond), busyMoving, busyAfter, fourth, s.busySentAfter(joined))
+	if busy := len(s.busy); float64(busy) > 0.01*float64(s.clicks.Load()) {
+		t.Errorf("%d of %d grabs answered BUSY while the slots moved, want at most 1 %%: %v", busy, s.clicks.Load(), s.reasons)
+	}
+	if n := s.busySentAfter(joined); n > 0 {
+		t.Errorf("%d grabs sent after the slot had moved were answered BUSY: %v", n, s.reasons)
+	}
 	s.check(t)
 }

@@ -169,6 +169,7 @@ func (s *Server) Resume(t testing.TB) {
 type Cluster struct {
 	*servers.RedisCluster
 	nodes []*Server
+	opts  servers.ClusterOptions
 }
 
 // StartCluster starts three redis-server nodes in cluster mode on free ports of 127.0.0.1 (whose
@@ -190,13 +191,36 @@ func StartClusterWith(t testing.TB, o servers.ClusterOptions) *Cluster {
 	if err != nil {
 		t.Fatalf("redistest: cannot start a Redis Cluster: %v\n%s", err, installHint)
 	}
-	c := &Cluster{RedisCluster: rc}
+	c := &Cluster{RedisCluster: rc, opts: o}
 	for i := range rc.Len() {
 		n := &Server{redis: rc.Node(i)}
 		c.nodes = append(c.nodes, n)
 		t.Cleanup(func() { n.redis.Resume(); n.redis.Stop() })
 	}
 	return c
+}
+
+// AddMaster adds a master without slots to the running cluster (redis-cli --cluster add-node)
+// and returns its index for Node; Reshard or MigrateSlot then give it slots.
+func (c *Cluster) AddMaster(t testing.TB) int {
+	t.Helper()
+	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
+	i, err := c.RedisCluster.AddMaster(t.TempDir(), c.opts, logf)
+	if err != nil {
+		t.Fatalf("redistest: add a master: %v", err)
+	}
+	n := &Server{redis: c.RedisCluster.Node(i)}
+	c.nodes = append(c.nodes, n)
+	t.Cleanup(n.redis.Stop)
+	return i
+}
+
+// Reshard moves slots slots from the other masters to node to (redis-cli --cluster reshard).
+func (c *Cluster) Reshard(t testing.TB, to, slots int) {
+	t.Helper()
+	if err := c.RedisCluster.Reshard(to, slots, c.opts); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
 }
 
 // Node returns node i for fault tests: of a cluster of three masters without replicas, 0 to 2.

@@ -126,25 +126,15 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 		}
 		c.nodes = append(c.nodes, n)
 	}
-	var args []string
-	if o.Auth != "" {
-		user, pass, _ := strings.Cut(o.Auth, ":")
-		args = append(args, "--user", user, "--pass", pass, "--no-auth-warning")
-	}
+	args := []string{"--cluster", "create"}
 	if o.TLS != nil {
-		args = append(args, "--tls", "--cacert", o.TLS.CA, "--cluster", "create")
+		args = append([]string{"--tls", "--cacert", o.TLS.CA}, args...)
 		args = append(args, c.tlsAddrs...)
 	} else {
-		args = append(args, "--cluster", "create")
 		args = append(args, c.Addrs()...)
 	}
-	args = append(args, "--cluster-replicas", strconv.Itoa(o.Replicas), "--cluster-yes")
-	ctx, cancel := context.WithTimeout(context.Background(), clusterCreateTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("redis-cli --cluster create %s: %v\n%s", c.Seeds(), err, Tail(out))
+	if err := c.cli(cli, o, append(args, "--cluster-replicas", strconv.Itoa(o.Replicas), "--cluster-yes")...); err != nil {
+		return nil, err
 	}
 	if err := c.WaitOK(clusterOKTimeout); err != nil {
 		return nil, err
@@ -415,4 +405,132 @@ func FreeClusterPort() (int, error) {
 		return port, nil
 	}
 	return 0, errors.New("find free port: no port found whose cluster bus port (port+10000) is free too")
+}
+
+// id returns the cluster's id of node i.
+func (c *RedisCluster) id(i int) (string, error) {
+	id, err := RedisCommand(c.nodes[i].Addr(), "CLUSTER", "MYID")
+	if err != nil {
+		return "", fmt.Errorf("CLUSTER MYID of node %d: %w", i, err)
+	}
+	return id, nil
+}
+
+// MigrateSlot moves slot from the master that serves it to node to, as redis-cli --cluster
+// reshard does, by hand and key by key: IMPORTING on the target, MIGRATING on the source, each key
+// MIGRATEd with pause between keys (so a test can watch the slot mid-move), then the slot
+// assigned to the target on every master.
+func (c *RedisCluster) MigrateSlot(slot, to int, pause time.Duration) error {
+	from, err := c.MasterOf(slot)
+	if err != nil || from < 0 {
+		return fmt.Errorf("migrate slot %d: no master serves it: %v", slot, err)
+	}
+	if from == to {
+		return nil
+	}
+	fromID, err := c.id(from)
+	if err != nil {
+		return err
+	}
+	toID, err := c.id(to)
+	if err != nil {
+		return err
+	}
+	s := strconv.Itoa(slot)
+	src, dst := c.nodes[from].Addr(), c.nodes[to].Addr()
+	if _, err := RedisCommand(dst, "CLUSTER", "SETSLOT", s, "IMPORTING", fromID); err != nil {
+		return fmt.Errorf("migrate slot %d: IMPORTING on %s: %w", slot, dst, err)
+	}
+	if _, err := RedisCommand(src, "CLUSTER", "SETSLOT", s, "MIGRATING", toID); err != nil {
+		return fmt.Errorf("migrate slot %d: MIGRATING on %s: %w", slot, src, err)
+	}
+	host, port, _ := strings.Cut(dst, ":")
+	for {
+		keys, err := RedisCommand(src, "CLUSTER", "GETKEYSINSLOT", s, "1")
+		if err != nil {
+			return fmt.Errorf("migrate slot %d: GETKEYSINSLOT: %w", slot, err)
+		}
+		if keys == "" {
+			break
+		}
+		if _, err := redisCommandWithin(nil, src, 10*time.Second, "MIGRATE", host, port, "", "0", "5000", "KEYS", keys); err != nil {
+			return fmt.Errorf("migrate slot %d: MIGRATE %s: %w", slot, keys, err)
+		}
+		time.Sleep(pause)
+	}
+	// The target first, then the source, then the others: the order redis-cli uses, so that no
+	// node ever sends a client to a master that does not know it owns the slot.
+	order := []int{to, from}
+	for i, n := range c.nodes {
+		if i != to && i != from && n.Running() {
+			order = append(order, i)
+		}
+	}
+	for _, i := range order {
+		if _, err := RedisCommand(c.nodes[i].Addr(), "CLUSTER", "SETSLOT", s, "NODE", toID); err != nil &&
+			!strings.Contains(err.Error(), "I'm a replica") && !strings.Contains(err.Error(), "replica") {
+			return fmt.Errorf("migrate slot %d: SETSLOT NODE on %s: %w", slot, c.nodes[i].Addr(), err)
+		}
+	}
+	return nil
+}
+
+// AddMaster starts a new node with the options the cluster was started with (persistence and
+// TLS aside: it has none) and adds it to the cluster as a master without slots (redis-cli
+// --cluster add-node), and returns its index.
+func (c *RedisCluster) AddMaster(dir string, o ClusterOptions, logf func(format string, args ...any)) (int, error) {
+	o = o.withDefaults()
+	if o.TLS != nil {
+		return -1, errors.New("add a master: not with TLS")
+	}
+	cli, err := FindBinary("redis-cli", "/usr/bin/redis-cli")
+	if err != nil {
+		return -1, err
+	}
+	nodeDir := filepath.Join(dir, "node"+strconv.Itoa(len(c.nodes)))
+	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+		return -1, err
+	}
+	n, err := StartRedisArgs(nodeDir, append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10), "--appendonly", "no"}, o.Extra...),
+		FreeClusterPort, logf)
+	if err != nil {
+		return -1, err
+	}
+	if err := c.cli(cli, o, "--cluster", "add-node", n.Addr(), c.nodes[0].Addr()); err != nil {
+		n.Stop()
+		return -1, err
+	}
+	c.nodes = append(c.nodes, n)
+	return len(c.nodes) - 1, c.WaitOK(clusterOKTimeout)
+}
+
+// Reshard moves slots slots from every other master to node to, with redis-cli --cluster reshard.
+func (c *RedisCluster) Reshard(to, slots int, o ClusterOptions) error {
+	cli, err := FindBinary("redis-cli", "/usr/bin/redis-cli")
+	if err != nil {
+		return err
+	}
+	toID, err := c.id(to)
+	if err != nil {
+		return err
+	}
+	return c.cli(cli, o, "--cluster", "reshard", c.nodes[0].Addr(), "--cluster-from", "all", "--cluster-to", toID,
+		"--cluster-slots", strconv.Itoa(slots), "--cluster-yes")
+}
+
+// cli runs redis-cli with args (logged in as o.Auth).
+func (c *RedisCluster) cli(bin string, o ClusterOptions, args ...string) error {
+	if o.Auth != "" {
+		user, pass, _ := strings.Cut(o.Auth, ":")
+		args = append([]string{"--user", user, "--pass", pass, "--no-auth-warning"}, args...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*clusterCreateTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, Tail(out))
+	}
+	return nil
 }
