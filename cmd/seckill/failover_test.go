@@ -1,15 +1,19 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"seckill/internal/mysqltest"
+	"seckill/internal/netfault"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
@@ -28,8 +32,9 @@ func failoverCluster(t *testing.T, debug bool) *redistest.Cluster {
 // crowdSale is a crowd of distinct users grabbing one activity until stop is closed, each click
 // with its own Idempotency-Key, remembering every answer and when it came.
 type crowdSale struct {
-	c  *client
-	id string
+	c   *client
+	id  string
+	dsn string // the database the orders are in, read back by audit
 
 	mu      sync.Mutex
 	acked   map[string]string // user -> order token, the grabs answered 202
@@ -41,8 +46,8 @@ type crowdSale struct {
 	clicks  atomic.Int64
 }
 
-func newSale(c *client, id string) *crowdSale {
-	return &crowdSale{c: c, id: id, acked: map[string]string{}, busy: map[string]bool{}, answers: map[int]int{},
+func newSale(c *client, id, dsn string) *crowdSale {
+	return &crowdSale{c: c, id: id, dsn: dsn, acked: map[string]string{}, busy: map[string]bool{}, answers: map[int]int{},
 		reasons: map[string]int{}}
 }
 
@@ -118,18 +123,43 @@ func (s *crowdSale) firstWinAfter(t time.Time) time.Time {
 	return time.Time{}
 }
 
-// audit waits for the queue to drain and reads every acknowledged grab's order back: lost are
-// the grabs answered 202 that have none; orders is what the database holds.
+// audit waits for the queue to drain and reads every acknowledged grab's order back from the
+// database, in one query: lost are the grabs answered 202 that have none (or not CREATED);
+// orders is how many the activity has.
 func (s *crowdSale) audit(t *testing.T) (lost []string, orders int, st map[string]any) {
 	t.Helper()
 	st = s.c.drained(s.id)
+	driver, dsn := "sqlite", strings.TrimPrefix(s.dsn, "sqlite:")
+	if strings.HasPrefix(s.dsn, "mysql://") {
+		driver, dsn = "mysql", must(mysqltest.DriverDSN(s.dsn))
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT token, status FROM orders WHERE activity_id = ?`, s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	status := map[string]string{}
+	for rows.Next() {
+		var tok, st string
+		if err := rows.Scan(&tok, &st); err != nil {
+			t.Fatal(err)
+		}
+		status[tok] = st
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	for user, tok := range s.acked {
-		status, o, err := s.c.call("GET", "/api/orders/"+tok, s.c.token(user), "")
-		if err != nil || status != http.StatusOK || o["status"] != "CREATED" {
-			lost = append(lost, fmt.Sprintf("%s (%s): %d %v %v", user, tok, status, o, err))
+		if status[tok] != "CREATED" {
+			lost = append(lost, fmt.Sprintf("%s (%s): %q", user, tok, status[tok]))
 		}
 	}
-	return lost, int(st["orders"].(float64)), st
+	return lost, len(status), st
 }
 
 // check is audit that fails t unless every grab answered 202 is exactly one order, a grab
@@ -156,7 +186,8 @@ func (s *crowdSale) check(t *testing.T) {
 // every grab acknowledged, before or after, becomes exactly one order.
 func TestClusterFailoverMidSale(t *testing.T) {
 	cluster := failoverCluster(t, false)
-	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
+	dsn := sqliteDSN(t)
+	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
 	c := newClient(t, base)
 	id := c.createItem(1_000_000, 1, 15*time.Minute)
 	slot, err := cluster.Slot("{act:" + id + "}")
@@ -168,7 +199,7 @@ func TestClusterFailoverMidSale(t *testing.T) {
 		t.Fatalf("the master of slot %d: %d, %v", slot, master, err)
 	}
 
-	s := newSale(c, id)
+	s := newSale(c, id, dsn)
 	stop := make(chan struct{})
 	crowd := make(chan struct{})
 	go func() { s.run(8, 400_000, stop); close(crowd) }()
@@ -252,7 +283,8 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 	for _, replicas := range []string{"0", "1"} {
 		t.Run("min replicas "+replicas, func(t *testing.T) {
 			cluster := failoverCluster(t, true)
-			env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0",
+			dsn := mysqltest.DSN(t)
+			env := testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0",
 				"SECKILL_REDIS_MIN_REPLICAS", replicas)
 			api := startRun(t, env, "-role", "api")
 			c := newClient(t, api)
@@ -270,7 +302,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 				t.Fatalf("the replica of node %d: %d, %v", master, replica, err)
 			}
 
-			s := newSale(c, id)
+			s := newSale(c, id, dsn)
 			stop := make(chan struct{})
 			crowd := make(chan struct{})
 			go func() { s.run(8, 400_000, stop); close(crowd) }()
@@ -362,12 +394,13 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 		t.Fatalf("a read as the default user: %v, want NOPERM", err)
 	}
 	anon.Close()
-	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", sentinels.Spec("app:app-secret@"),
+	dsn := sqliteDSN(t)
+	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", sentinels.Spec("app:app-secret@"),
 		"SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"))
 	c := newClient(t, base)
 	id := c.createItem(1_000_000, 1, 15*time.Minute)
 
-	s := newSale(c, id)
+	s := newSale(c, id, dsn)
 	stop := make(chan struct{})
 	crowd := make(chan struct{})
 	go func() { s.run(8, 400_000, stop); close(crowd) }()
@@ -425,7 +458,8 @@ func (s *crowdSale) busySentAfter(t time.Time) int {
 // first move alone had 37 % of the grabs answered BUSY, most by the breaker it opened.)
 func TestReshardMidSale(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
+	dsn := sqliteDSN(t)
+	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
 	c := newClient(t, base)
 	id := c.createItem(1_000_000, 1, 15*time.Minute)
 	slot, err := cluster.Slot("{act:" + id + "}")
@@ -437,7 +471,7 @@ func TestReshardMidSale(t *testing.T) {
 		t.Fatalf("the master of slot %d: %d, %v", slot, from, err)
 	}
 
-	s := newSale(c, id)
+	s := newSale(c, id, dsn)
 	stop := make(chan struct{})
 	crowd := make(chan struct{})
 	go func() { s.run(8, 400_000, stop); close(crowd) }()
@@ -477,4 +511,101 @@ func TestReshardMidSale(t *testing.T) {
 		t.Errorf("%d grabs sent after the slot had moved were answered BUSY: %v", n, s.reasons)
 	}
 	s.check(t)
+}
+
+// TestNetworkFaultsMidSale puts a bad network between the node and Redis, and between the node
+// and MariaDB, one fault at a time while the crowd grabs: latency, every connection reset, a
+// link held half open (nothing answers, nothing closes). Each lasts 2 s and is then healed. Every
+// user clicks once, with an Idempotency-Key, on an activity that would let them buy five: a
+// script run twice as two grabs would show as a user with two orders. BUSY answers come only
+// while a fault lasts (and the breaker's 2 s after it), no acknowledged grab is lost, and nobody
+// has two orders.
+func TestNetworkFaultsMidSale(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	toRedis, err := netfault.Start(rs.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer toRedis.Close()
+	dsn := mysqltest.DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toDB, err := netfault.Start(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer toDB.Close()
+	u.Host = toDB.Addr()
+	base := startRun(t, testEnv(u.String(), "SECKILL_REDIS", "redis://"+toRedis.Addr()+"/0", "SECKILL_RATE_USER", "0"))
+	c := newClient(t, base)
+	id := c.createItem(1_000_000, 5, 15*time.Minute)
+
+	s := newSale(c, id, dsn)
+	stop := make(chan struct{})
+	crowd := make(chan struct{})
+	go func() { s.run(8, 400_000, stop); close(crowd) }()
+	stopCrowd := sync.OnceFunc(func() { close(stop); <-crowd })
+	defer stopCrowd()
+	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%d grabs succeeded in 30 s before the faults: %v", s.won(), s.answers)
+		}
+	}
+	const lasts, settle = 2 * time.Second, 3 * time.Second // settle: the breaker's 2 s and a probe
+	for _, f := range []struct {
+		link  string
+		proxy *netfault.Proxy
+		fault string
+		delay time.Duration
+	}{
+		{"redis", toRedis, netfault.Latency, 200 * time.Millisecond},
+		{"redis", toRedis, netfault.Reset, 0},
+		{"redis", toRedis, netfault.HalfOpen, 0},
+		{"database", toDB, netfault.Latency, 300 * time.Millisecond},
+		{"database", toDB, netfault.Reset, 0},
+		{"database", toDB, netfault.HalfOpen, 0},
+	} {
+		before, injected := s.busySentAfter(time.Time{}), time.Now()
+		if err := f.proxy.Inject(f.fault, f.delay); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(lasts)
+		if err := f.proxy.Heal(); err != nil {
+			t.Fatal(err)
+		}
+		healed := time.Now()
+		time.Sleep(settle)
+		settled := time.Now()
+		during := s.busySentAfter(injected) - s.busySentAfter(healed.Add(settle))
+		after := s.busySentAfter(settled.Add(-time.Second)) // sent in the last second, long after the heal
+		wins := len(s.winsBetween(healed.Add(settle-time.Second), settled))
+		t.Logf("%s %s for %v: %d busy sent during it and the %v after, %d in the last second, %d grabs won in it (%d busy before)",
+			f.link, f.fault, lasts, during, settle, after, wins, before)
+		if after > 0 || wins == 0 {
+			t.Errorf("%s %s: %d grabs busy and %d won %v after the link was healed, want none busy and some won", f.link, f.fault, after, wins, settle)
+		}
+	}
+	stopCrowd()
+	t.Logf("%d clicks: %v; %d acknowledged, %d busy: %v", s.clicks.Load(), s.answers, len(s.acked), len(s.busy), s.reasons)
+	s.check(t)
+
+	db, err := sql.Open("mysql", must(mysqltest.DriverDSN(dsn)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var twice int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM (SELECT user_id FROM orders WHERE activity_id = ? GROUP BY user_id HAVING COUNT(*) > 1) d`,
+		id).Scan(&twice); err != nil || twice > 0 {
+		t.Fatalf("%d users who clicked once have two orders (%v): a script ran twice", twice, err)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
