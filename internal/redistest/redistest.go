@@ -78,23 +78,13 @@ func StartWith(t testing.TB, opts Options, extra ...string) *Server {
 // until its link to the master is up. It is stopped when t ends.
 func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 	t.Helper()
-	host, port, _ := strings.Cut(master.Addr(), ":")
-	// The master sends its data at once rather than wait 5 s for more replicas to share it.
-	if _, err := servers.RedisCommand(master.Addr(), "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
-		t.Fatalf("redistest: %v", err)
+	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
+	r, err := servers.StartRedisReplica(t.TempDir(), master.Addr(), append([]string{"--appendonly", "no"}, extra...), logf)
+	if err != nil {
+		t.Fatalf("redistest: cannot start a replica: %v\n%s", err, installHint)
 	}
-	r := startServer(t, append([]string{"--appendonly", "no", "--replicaof", host, port}, extra...), servers.FreePort)
-	deadline := time.Now().Add(okTimeout)
-	for {
-		info, err := servers.RedisCommand(r.Addr(), "INFO", "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: the replica %s of %s is not in sync after %v: %v %q", r.Addr(), master.Addr(), okTimeout, err, info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	t.Cleanup(r.Stop)
+	return &Server{redis: r}
 }
 
 // startServer starts one redis-server with extra arguments on a port from pick, trying again

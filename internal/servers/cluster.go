@@ -145,15 +145,19 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 	return c, nil
 }
 
-// waitReplicas waits until n nodes are replicas whose link to their master is up: cluster_state
-// is ok before the replicas have synced, and until then a master's death loses its slots.
+// waitReplicas waits until n nodes are replicas whose link to their master is up and whom their
+// master counts online: cluster_state is ok before the replicas have synced, and until then a
+// master's death loses its slots (and WAIT counts no replica).
 func (c *RedisCluster) waitReplicas(n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		up := 0
 		for _, node := range c.nodes {
 			info, err := RedisCommand(node.Addr(), "INFO", "replication")
-			if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") {
+			if err != nil || !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_link_status:up") {
+				continue
+			}
+			if i := c.masterIndexIn(info); i >= 0 && replicaOnline(c.nodes[i].Addr(), node.Port()) {
 				up++
 			}
 		}
@@ -165,6 +169,20 @@ func (c *RedisCluster) waitReplicas(n int, timeout time.Duration) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// masterIndexIn returns the index of the master a replica's INFO replication names, or -1.
+func (c *RedisCluster) masterIndexIn(info string) int {
+	for _, l := range strings.Split(info, "\r\n") {
+		if p, ok := strings.CutPrefix(l, "master_port:"); ok {
+			for i, n := range c.nodes {
+				if strconv.Itoa(n.Port()) == p {
+					return i
+				}
+			}
+		}
+	}
+	return -1
 }
 
 // Addrs returns the nodes' addresses, "127.0.0.1:PORT", in the order of Node.

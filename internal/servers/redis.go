@@ -125,6 +125,43 @@ func startRedis(dir string, first, extra []string, pick func() (int, error), log
 	}
 }
 
+// StartRedisReplica starts a redis-server in dir that replicates the server at master
+// ("127.0.0.1:PORT"), with extra (the ACL users and --masteruser/--masterauth a master with
+// users needs; persistence), and waits until its link to the master is up. The master is told
+// to sync at once rather than wait 5 s for more replicas to share the transfer.
+func StartRedisReplica(dir, master string, extra []string, logf func(format string, args ...any)) (*Redis, error) {
+	host, port, ok := strings.Cut(master, ":")
+	if !ok {
+		return nil, fmt.Errorf("replica of %q: not host:port", master)
+	}
+	if _, err := RedisCommand(master, "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
+		return nil, fmt.Errorf("replica of %s: %w", master, err)
+	}
+	r, err := StartRedisArgs(dir, append([]string{"--replicaof", host, port}, extra...), FreePort, logf)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(redisReadyTimeout)
+	for {
+		info, err := RedisCommand(r.Addr(), "INFO", "replication")
+		if err == nil && strings.Contains(info, "master_link_status:up") && replicaOnline(master, r.Port()) {
+			return r, nil
+		}
+		if time.Now().After(deadline) {
+			r.Stop()
+			return nil, fmt.Errorf("the replica %s of %s is not in sync after %v: %v %q", r.Addr(), master, redisReadyTimeout, err, info)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// replicaOnline reports whether the master at addr counts its replica on port as online: the
+// replica's link comes up before its first acknowledgement, and until that WAIT does not count it.
+func replicaOnline(master string, port int) bool {
+	info, err := RedisCommand(master, "INFO", "replication")
+	return err == nil && strings.Contains(info, ",port="+strconv.Itoa(port)+",state=online,")
+}
+
 // emptyDir removes everything in dir but not dir itself, whose mode and owner were the caller's
 // choice.
 func emptyDir(dir string) error {
