@@ -520,7 +520,46 @@ func (c *RedisCluster) AddMaster(dir string, o ClusterOptions, logf func(format 
 		return -1, err
 	}
 	c.nodes = append(c.nodes, n)
-	return len(c.nodes) - 1, c.WaitOK(clusterOKTimeout)
+	if err := c.WaitOK(clusterOKTimeout); err != nil {
+		return -1, err
+	}
+	return len(c.nodes) - 1, c.waitKnown(len(c.nodes)-1, clusterOKTimeout)
+}
+
+// waitKnown waits until every running node lists node i in its CLUSTER NODES, and i lists them:
+// gossip takes a while, and a node asked to hand a slot to a node it does not know refuses.
+func (c *RedisCluster) waitKnown(i int, timeout time.Duration) error {
+	id, err := c.id(i)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for j, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		for {
+			out, err := RedisCommand(n.Addr(), "CLUSTER", "NODES")
+			if err == nil && strings.Contains(out, id) && strings.Count(out, "\n")+1 >= c.running() {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("node %d does not know node %d after %v: %v\n%s", j, i, timeout, err, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+func (c *RedisCluster) running() int {
+	n := 0
+	for _, node := range c.nodes {
+		if node.Running() {
+			n++
+		}
+	}
+	return n
 }
 
 // Reshard moves slots slots from every other master to node to, with redis-cli --cluster reshard.

@@ -146,7 +146,9 @@ func status(b *browsertest.Browser) string { return b.Text("status") }
 
 func TestProductPageJourney(t *testing.T) {
 	s := newSite(t)
-	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900, PerUserLimit: 2}, 4*time.Second)
+	// Eight seconds ahead: time for a browser on a busy machine to start and show the countdown
+	// and for the user to sign in before the start.
+	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900, PerUserLimit: 2}, 8*time.Second)
 	b := browsertest.New(t, 1280, 900)
 	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
 	b.WaitFor(`!document.getElementById("product").hidden`, 10*time.Second, "the product shown")
@@ -158,7 +160,7 @@ func TestProductPageJourney(t *testing.T) {
 	}
 	// The countdown runs on the server's clock, an hour ahead of the browser's: it shows
 	// seconds, not an hour.
-	b.WaitFor(`/^00:00:0[1-4]$/.test(document.getElementById("clock").textContent)`, 5*time.Second,
+	b.WaitFor(`/^00:00:0[1-8]$/.test(document.getElementById("clock").textContent)`, 8*time.Second,
 		"a countdown of a few seconds")
 	if got := b.Text("clock-label"); got != "Starts in" {
 		t.Errorf("clock label = %q before the start", got)
