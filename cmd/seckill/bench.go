@@ -8,12 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"seckill/internal/bench"
-	"seckill/internal/servers"
+	"seckill/internal/netfault"
 )
 
 // benchConfig is what `seckill bench` runs with.
@@ -22,8 +23,10 @@ type benchConfig struct {
 	db, redis               string        // the in-process server's or the spawned nodes', when there is no url
 	spawn                   int           // nodes of the binary to start; 0: serve in this process
 	binary                  string        // the binary to spawn
-	kill                    string        // "", "api", "worker" or "redis"
-	dbOutage                time.Duration // how long the database is down, 0: no outage
+	fault                   string        // "" or one of faultKinds
+	faultFor                time.Duration // how long an outage (db) or a bad network (netem) lasts
+	netem, netemLink        string        // the bad network, and the link it is on (redis or db)
+	minReplicas             int           // SECKILL_REDIS_MIN_REPLICAS of the servers bench starts
 	sale                    bench.Sale
 	jsonOut                 bool
 	history                 string
@@ -34,7 +37,8 @@ type benchConfig struct {
 // parseBench reads bench's flags. The secrets default to the server's environment variables.
 func parseBench(args []string, getenv func(string) string, stderr io.Writer) (benchConfig, error) {
 	var c benchConfig
-	var arrival, at string
+	var arrival, at, kill string
+	var dbOutage time.Duration
 	s := &c.sale
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -42,12 +46,17 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&c.adminToken, "admin-token", getenv("SECKILL_ADMIN_TOKEN"), "the server's admin `token` (SECKILL_ADMIN_TOKEN)")
 	fs.StringVar(&c.secret, "jwt-secret", getenv("SECKILL_JWT_SECRET"), "the server's JWT `secret`, to mint the users' tokens (SECKILL_JWT_SECRET)")
 	fs.StringVar(&c.db, "db", "", "the database of the server bench starts (default: SQLite in a temporary directory); spawn:mariadb or spawn:postgres starts one")
-	fs.StringVar(&c.redis, "redis", "", "Redis URL or cluster seeds of the server bench starts (default: the embedded gate); spawn starts a redis-server with appendfsync always")
+	fs.StringVar(&c.redis, "redis", "", "SECKILL_REDIS of the server bench starts (default: the embedded gate); spawn starts a redis-server, spawn:cluster a cluster of three masters with a replica each, spawn:sentinel a master, two replicas and three sentinels, all with appendfsync always")
 	fs.IntVar(&c.spawn, "spawn", 0, "start this many nodes of --binary (sharing --redis and --db) instead of serving in this process")
 	fs.StringVar(&c.binary, "binary", "", "the seckill binary --spawn starts (default: this program)")
-	fs.StringVar(&c.kill, "kill", "", "SIGKILL and restart, at --at: api (an API node) or worker (the worker node), with --spawn; redis, with --redis spawn")
-	fs.DurationVar(&c.dbOutage, "db-outage", 0, "stop the database (--db spawn:...) at --at for this long, then start it again")
-	fs.StringVar(&at, "at", "50%", "when --kill or --db-outage strikes: the share of the clicks answered")
+	fs.StringVar(&c.fault, "fault", "", "strike at --at: api (SIGKILL and restart an API node, --spawn), worker (the worker node, --spawn, --redis), redis (redis-server, --redis spawn), db (the database, kept down --fault-for, --db spawn:...), redis-failover (the master of the sale's slot, --redis spawn:cluster), sentinel-failover (the master, --redis spawn:sentinel), reshard (the sale's slot moved to another master, --redis spawn:cluster) or netem (a bad network for --fault-for, see --netem)")
+	fs.StringVar(&kill, "kill", "", "the same as --fault api, worker or redis")
+	fs.DurationVar(&c.faultFor, "fault-for", 0, "how long --fault db keeps the database down, and --fault netem the network bad (default 3s)")
+	fs.DurationVar(&dbOutage, "db-outage", 0, "the same as --fault db --fault-for")
+	fs.StringVar(&c.netem, "netem", netfault.HalfOpen, "--fault netem: latency (200 ms each way), reset (every connection reset) or halfopen (nothing answers, nothing closes)")
+	fs.StringVar(&c.netemLink, "netem-link", "redis", "--fault netem: the link it is on, redis (--redis spawn) or db (--db spawn:...)")
+	fs.IntVar(&c.minReplicas, "min-replicas", 0, "SECKILL_REDIS_MIN_REPLICAS of the servers bench starts")
+	fs.StringVar(&at, "at", "50%", "when --fault strikes: the share of the clicks answered")
 	fs.IntVar(&s.Users, "users", 20_000, "distinct users")
 	fs.Int64Var(&s.Stock, "stock", 500, "units on sale (shares of a red packet)")
 	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most")
@@ -95,11 +104,14 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	if c.timeout <= 0 {
 		return c, errors.New("--timeout must be positive")
 	}
+	if err := c.parseFaultAliases(kill, dbOutage); err != nil {
+		return c, err
+	}
 	if err := c.parseFleet(at, s); err != nil {
 		return c, err
 	}
 	if c.url != "" {
-		if c.db != "" || c.redis != "" || c.spawn > 0 || c.dbOutage != 0 {
+		if c.db != "" || c.redis != "" || c.spawn > 0 || c.fault != "" {
 			return c, errors.New("--db, --redis and --spawn are for the servers bench starts; with --url the server runs already")
 		}
 		if c.secret == "" || c.adminToken == "" {
@@ -113,115 +125,97 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	return c, s.Validate()
 }
 
+// parseFaultAliases turns the older --kill and --db-outage into --fault.
+func (c *benchConfig) parseFaultAliases(kill string, dbOutage time.Duration) error {
+	switch {
+	case kill != "" && kill != "api" && kill != "worker" && kill != "redis":
+		return fmt.Errorf("--kill %q: want api, worker or redis", kill)
+	case dbOutage < 0:
+		return fmt.Errorf("--db-outage %s: want a positive duration", dbOutage)
+	case (kill != "" || dbOutage > 0) && c.fault != "", kill != "" && dbOutage > 0:
+		return errors.New("one fault per run: --fault, --kill or --db-outage")
+	case kill != "":
+		c.fault = kill
+	case dbOutage > 0:
+		c.fault, c.faultFor = "db", dbOutage
+	}
+	return nil
+}
+
 // parseFleet checks the flags of the processes bench starts and the fault it injects.
 func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 	sqlite := c.db == "" || strings.HasPrefix(c.db, "sqlite:")
+	dbSpawned := c.db == dbSpawnMariaDB || c.db == dbSpawnPostgres
+	if c.fault == "db" && c.faultFor == 0 {
+		return errors.New("--fault db needs --fault-for: how long the database stays down")
+	}
+	if c.fault == "netem" && c.faultFor == 0 {
+		c.faultFor = 3 * time.Second
+	}
 	switch {
 	case c.spawn < 0 || c.spawn > 16:
 		return fmt.Errorf("--spawn %d: want 1 to 16 nodes", c.spawn)
 	case c.spawn > 1 && (c.redis == "" || sqlite):
 		return errors.New("--spawn of several nodes needs --redis and a MySQL or PostgreSQL --db that they share")
-	case strings.HasPrefix(c.db, "spawn:") && c.db != dbSpawnMariaDB && c.db != dbSpawnPostgres:
+	case strings.HasPrefix(c.db, "spawn:") && !dbSpawned:
 		return fmt.Errorf("--db %q: want %s or %s", c.db, dbSpawnMariaDB, dbSpawnPostgres)
-	case c.dbOutage < 0:
-		return fmt.Errorf("--db-outage %s: want a positive duration", c.dbOutage)
-	case c.dbOutage > 0 && c.kill != "":
-		return errors.New("one fault per run: --kill or --db-outage")
-	case c.dbOutage > 0 && !strings.HasPrefix(c.db, "spawn:"):
-		return errors.New("--db-outage needs --db spawn:mariadb or spawn:postgres: bench stops only a database it started")
-	case c.dbOutage > 10*time.Minute:
-		return fmt.Errorf("--db-outage %s: at most 10m", c.dbOutage)
-	case c.kill == "" && c.dbOutage == 0:
+	case strings.HasPrefix(c.redis, "spawn") && c.redis != redisSpawn && c.redis != redisSpawnCluster && c.redis != redisSpawnSentinel:
+		return fmt.Errorf("--redis %q: want %s, %s or %s", c.redis, redisSpawn, redisSpawnCluster, redisSpawnSentinel)
+	case c.minReplicas < 0 || c.minReplicas > 2:
+		return fmt.Errorf("--min-replicas %d: want 0 to 2", c.minReplicas)
+	case c.minReplicas > 0 && c.redis != redisSpawnCluster && c.redis != redisSpawnSentinel:
+		return errors.New("--min-replicas needs replicas: --redis spawn:cluster or spawn:sentinel")
+	case c.faultFor < 0 || c.faultFor > 10*time.Minute:
+		return fmt.Errorf("--fault-for %s: want a positive duration of at most 10m", c.faultFor)
+	case c.fault == "":
+		if c.faultFor != 0 {
+			return errors.New("--fault-for without --fault")
+		}
 		return nil
-	case c.kill != "" && c.kill != "api" && c.kill != "worker" && c.kill != "redis":
-		return fmt.Errorf("--kill %q: want api, worker or redis", c.kill)
-	case c.kill == "redis" && c.redis != redisSpawn:
-		return errors.New("--kill redis needs --redis spawn: bench kills only a redis-server it started")
-	case (c.kill == "api" || c.kill == "worker") && c.spawn == 0:
-		return errors.New("--kill needs --spawn: bench kills only the nodes it started")
-	case c.kill == "worker" && c.redis == "":
-		return errors.New("--kill worker needs --redis: the embedded worker lives in the API process (use --kill api)")
+	case !slices.Contains(faultKinds, c.fault):
+		return fmt.Errorf("--fault %q: want %s", c.fault, strings.Join(faultKinds, ", "))
+	case c.faultFor != 0 && c.fault != "db" && c.fault != "netem":
+		return fmt.Errorf("--fault-for is for --fault db and netem, not %s: one fault per run", c.fault)
+	case c.fault == "redis" && c.redis != redisSpawn:
+		return errors.New("--fault redis needs --redis spawn: bench kills only a redis-server it started")
+	case c.fault == "db" && !dbSpawned:
+		return errors.New("--fault db needs --db spawn:mariadb or spawn:postgres: bench stops only a database it started")
+	case (c.fault == "api" || c.fault == "worker") && c.spawn == 0:
+		return fmt.Errorf("--fault %s needs --spawn: bench kills only the nodes it started", c.fault)
+	case c.fault == "worker" && c.redis == "":
+		return errors.New("--fault worker needs --redis: the embedded worker lives in the API process (use --fault api)")
+	case (c.fault == "redis-failover" || c.fault == "reshard") && c.redis != redisSpawnCluster:
+		return fmt.Errorf("--fault %s needs --redis %s: bench moves only a cluster it started", c.fault, redisSpawnCluster)
+	case c.fault == "sentinel-failover" && c.redis != redisSpawnSentinel:
+		return fmt.Errorf("--fault sentinel-failover needs --redis %s", redisSpawnSentinel)
+	case c.fault == "netem" && c.netemLink == "redis" && c.redis != redisSpawn:
+		return errors.New("--fault netem on the redis link needs --redis spawn: bench puts the bad network before a redis-server it started")
+	case c.fault == "netem" && c.netemLink == "db" && !dbSpawned:
+		return errors.New("--fault netem on the db link needs --db spawn:mariadb or spawn:postgres")
+	case c.fault == "netem" && c.netemLink != "redis" && c.netemLink != "db":
+		return fmt.Errorf("--netem-link %q: want redis or db", c.netemLink)
+	case c.fault == "netem" && c.netem != netfault.Latency && c.netem != netfault.Reset && c.netem != netfault.HalfOpen:
+		return fmt.Errorf("--netem %q: want latency, reset or halfopen", c.netem)
 	}
 	pct, err := strconv.ParseFloat(strings.TrimSuffix(at, "%"), 64)
 	if err != nil {
 		return fmt.Errorf("--at %q: want a share of the clicks such as 50%%", at)
 	}
-	kind := c.kill
-	if c.dbOutage > 0 {
-		kind = "db"
-	}
-	s.Fault = &bench.Fault{Kind: kind, At: pct / 100}
+	s.Fault = &bench.Fault{Kind: c.fault, At: pct / 100}
 	return nil
 }
 
+// faultKinds are the faults bench injects.
+var faultKinds = []string{"api", "worker", "redis", "db", "redis-failover", "sentinel-failover", "reshard", "netem"}
+
 // The values of --redis and --db that make bench start the server itself.
 const (
-	redisSpawn      = "spawn"
-	dbSpawnMariaDB  = "spawn:mariadb"
-	dbSpawnPostgres = "spawn:postgres"
+	redisSpawn         = "spawn"
+	redisSpawnCluster  = "spawn:cluster"
+	redisSpawnSentinel = "spawn:sentinel"
+	dbSpawnMariaDB     = "spawn:mariadb"
+	dbSpawnPostgres    = "spawn:postgres"
 )
-
-// restartable is a server bench started and may kill.
-type restartable interface {
-	Kill()
-	Restart() error
-}
-
-// owned are the servers bench started for the run (--redis spawn, --db spawn:...).
-type owned struct {
-	redis, db restartable
-	close     []func()
-}
-
-func (o *owned) stop() {
-	for i := len(o.close) - 1; i >= 0; i-- {
-		o.close[i]()
-	}
-}
-
-// startServers starts the servers c asks bench to run, and points c.redis and c.db at them.
-func startServers(c *benchConfig) (*owned, error) {
-	o := &owned{}
-	if c.redis == redisSpawn {
-		dir, err := os.MkdirTemp("", "seckill-bench-redis-")
-		if err != nil {
-			return o, err
-		}
-		o.close = append(o.close, func() { os.RemoveAll(dir) })
-		srv, err := servers.StartRedis(dir, servers.RedisOptions{AOF: true, Fsync: "always"})
-		if err != nil {
-			return o, err
-		}
-		o.close = append(o.close, srv.Stop)
-		o.redis, c.redis = srv, srv.URL()
-	}
-	var start func() (database, error)
-	switch c.db {
-	case dbSpawnMariaDB:
-		start = func() (database, error) { return servers.StartMariaDB() }
-	case dbSpawnPostgres:
-		start = func() (database, error) { return servers.StartPostgres() }
-	default:
-		return o, nil
-	}
-	srv, err := start()
-	if err != nil {
-		return o, err
-	}
-	o.close = append(o.close, srv.Close)
-	if c.db, err = srv.CreateDatabase("bench"); err != nil {
-		return o, err
-	}
-	o.db = srv
-	return o, nil
-}
-
-// database is a database server bench started.
-type database interface {
-	restartable
-	CreateDatabase(name string) (dsn string, err error)
-	Close()
-}
 
 // benchCmd runs `seckill bench`: the exit status is non-zero when the run could not be made or
 // the checker found a violation.
@@ -269,7 +263,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer client.Close()
 	if f := c.sale.Fault; f != nil {
-		f.Inject = injector(f.Kind, c.dbOutage, fleet, fleetIndex, client, srvs)
+		f.Inject = injector(c, fleet, fleetIndex, client, srvs)
 	}
 	if isTerminal(stderr) {
 		c.sale.Progress = stderr
@@ -315,7 +309,7 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 	// The server's own defaults (rate limits and all), as `seckill serve` would take them.
 	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
 		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
-		"SECKILL_DEMO": "0"}
+		"SECKILL_DEMO": "0", "SECKILL_REDIS_MIN_REPLICAS": strconv.Itoa(c.minReplicas)}
 	cfg, err := parseServe(nil, func(k string) string { return env[k] }, stderr)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -341,40 +335,6 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 	}
 }
 
-// injector returns how to make the fault of kind: SIGKILL and restart an API node, the worker
-// node or redis-server, or stop the database for outage.
-func injector(kind string, outage time.Duration, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned) func(context.Context) error {
-	restart := func(s restartable, pause time.Duration) func(context.Context) error {
-		return func(ctx context.Context) error {
-			s.Kill()
-			select {
-			case <-ctx.Done():
-			case <-time.After(pause):
-			}
-			return s.Restart()
-		}
-	}
-	switch kind {
-	case "redis":
-		return restart(srvs.redis, 0)
-	case "db":
-		return restart(srvs.db, outage)
-	case "worker":
-		return func(ctx context.Context) error {
-			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
-			return err
-		}
-	default: // an API node: the crowd moves to the others, and back to it once it listens again
-		return func(ctx context.Context) error {
-			base, err := fleet.KillAndRestart(ctx, fleetIndex[0])
-			if err == nil {
-				client.SetBase(0, base)
-			}
-			return err
-		}
-	}
-}
-
 // startFleet starts c.spawn nodes of the binary on c.redis and c.db (a SQLite file in a temporary
 // directory when there is neither), plus a worker node when the worker is to be killed: then the
 // others serve only the API.
@@ -397,16 +357,17 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 	roles := make([]string, c.spawn)
 	for i := range roles {
 		roles[i] = roleAll
-		if c.kill == "worker" {
+		if c.fault == "worker" {
 			roles[i] = roleAPI
 		}
 	}
-	if c.kill == "worker" {
+	if c.fault == "worker" {
 		roles = append(roles, roleWorker)
 	}
 	env := []string{"SECKILL_DB=" + db, "SECKILL_REDIS=" + c.redis, "SECKILL_JWT_SECRET=" + c.secret,
 		"SECKILL_ADMIN_TOKEN=" + c.adminToken, "SECKILL_LOG_LEVEL=error", "SECKILL_DEMO=0",
-		"SECKILL_CLAIM_IDLE=3s"} // a killed worker's grabs are taken over within the drain
+		"SECKILL_CLAIM_IDLE=3s", // a killed worker's grabs are taken over within the drain
+		"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(c.minReplicas)}
 	return bench.StartFleet(ctx, exe, env, roles, stderr)
 }
 

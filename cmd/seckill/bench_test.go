@@ -42,9 +42,12 @@ type benchResult struct {
 	Restocked  int64   `json:"restocked"`
 	Unreleased int64   `json:"unreleased"`
 	Fault      *struct {
-		Kind      string  `json:"kind"`
-		AtS       float64 `json:"at_s"`
-		RecoveryS float64 `json:"recovery_s"`
+		Kind      string   `json:"kind"`
+		AtS       float64  `json:"at_s"`
+		RecoveryS float64  `json:"recovery_s"`
+		OutageS   *float64 `json:"outage_s"`
+		Busy      int      `json:"busy"`
+		BusyShare float64  `json:"busy_share"`
 	} `json:"fault"`
 	Outcomes map[string]struct {
 		Count int64 `json:"count"`
@@ -219,10 +222,21 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"unpaid without a window", []string{"--unpaid", "0.1"}, "needs a --pay-window"},
 		{"unpaid above one", []string{"--unpaid", "1.5", "--pay-window", "2s"}, "--unpaid 1.5"},
 		{"window too long to wait", []string{"--unpaid", "0.1", "--pay-window", "1h"}, "1s to 10m"},
-		{"kill without spawn", []string{"--kill", "api"}, "--kill needs --spawn"},
+		{"kill without spawn", []string{"--kill", "api"}, "--fault api needs --spawn"},
 		{"kill what", []string{"--spawn", "1", "--kill", "db"}, "want api, worker or redis"},
 		{"kill a redis bench did not start", []string{"--kill", "redis"}, "needs --redis spawn"},
 		{"outage of a database bench did not start", []string{"--db-outage", "3s"}, "needs --db spawn:mariadb"},
+		{"unknown fault", []string{"--fault", "meteor"}, "want api, worker, redis, db, redis-failover"},
+		{"a failover of a cluster bench did not start", []string{"--fault", "redis-failover"}, "needs --redis spawn:cluster"},
+		{"a reshard of one server", []string{"--redis", "spawn", "--fault", "reshard"}, "needs --redis spawn:cluster"},
+		{"a Sentinel failover of a cluster", []string{"--redis", "spawn:cluster", "--fault", "sentinel-failover"}, "needs --redis spawn:sentinel"},
+		{"a bad network before a redis bench did not start", []string{"--fault", "netem"}, "needs --redis spawn"},
+		{"a bad network of no kind", []string{"--redis", "spawn", "--fault", "netem", "--netem", "rain"}, "want latency, reset or halfopen"},
+		{"a bad network on no link", []string{"--redis", "spawn", "--fault", "netem", "--netem-link", "dns"}, "want redis or db"},
+		{"an outage of a kill", []string{"--redis", "spawn", "--fault", "redis", "--fault-for", "3s"}, "one fault per run"},
+		{"a database down for no time", []string{"--db", "spawn:mariadb", "--fault", "db"}, "needs --fault-for"},
+		{"replicas of one server", []string{"--redis", "spawn", "--min-replicas", "1"}, "needs replicas"},
+		{"spawn what redis", []string{"--redis", "spawn:ring"}, "want spawn, spawn:cluster or spawn:sentinel"},
 		{"spawn what database", []string{"--db", "spawn:oracle"}, "want spawn:mariadb or spawn:postgres"},
 		{"two faults", []string{"--redis", "spawn", "--kill", "redis", "--db", "spawn:mariadb", "--db-outage", "1s"}, "one fault per run"},
 		{"kill the embedded worker", []string{"--spawn", "1", "--kill", "worker"}, "needs --redis"},
@@ -306,6 +320,41 @@ func TestBenchFaults(t *testing.T) {
 			}
 			t.Logf("killed %.2f s in with %d units sold, back after %.2f s; %d unanswered",
 				res.Fault.AtS, before, res.Fault.RecoveryS, res.Unanswered)
+		})
+	}
+}
+
+// TestBenchRedisFaults runs the faults of a Redis deployment bench starts itself, on the
+// in-process server: the master of the sale's slot killed on a cluster with replicas, the master
+// killed under Sentinel (both with a replica required for every acknowledgement, so that none can
+// be lost), the sale's slot moved, and a link to Redis that resets every connection for 2 s. The
+// checker must find every unit sold once and every acknowledged grab placed, and the report must
+// say how long the sale stood still and how many answers were BUSY.
+func TestBenchRedisFaults(t *testing.T) {
+	for _, tc := range []struct {
+		fault string
+		args  []string
+	}{
+		{"redis-failover", []string{"--redis", "spawn:cluster", "--min-replicas", "1"}},
+		{"sentinel-failover", []string{"--redis", "spawn:sentinel", "--min-replicas", "1"}},
+		{"reshard", []string{"--redis", "spawn:cluster"}},
+		{"netem", []string{"--redis", "spawn", "--netem", "reset", "--fault-for", "2s"}},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			// Over a ramp: a burst would be answered before the fault is over.
+			args := append(tc.args, "--fault", tc.fault, "--db", mysqltest.DSN(t), "--at", "25%", "--users", "8000", "--dup", "0",
+				"--stock", "4000", "--concurrency", "32", "--arrival", "ramp:10s")
+			res, _ := runBench(t, noEnv, args...)
+			if !res.OK || res.Wins > 4000 || res.Demand < 4000 || res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
+				t.Fatalf("after the fault: %+v", res)
+			}
+			f := res.Fault
+			if f == nil || f.Kind != tc.fault || f.RecoveryS <= 0 || f.OutageS == nil || *f.OutageS < 0 ||
+				f.BusyShare < 0 || f.BusyShare > 1 || (f.Busy > 0) != (f.BusyShare > 0) {
+				t.Fatalf("fault report %+v", f)
+			}
+			t.Logf("%s %.2f s in: back after %.2f s, first win sent after it %.3f s later, %d BUSY (%.2f %%)",
+				f.Kind, f.AtS, f.RecoveryS, *f.OutageS, f.Busy, 100*f.BusyShare)
 		})
 	}
 }

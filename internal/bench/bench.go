@@ -43,17 +43,46 @@ const MaxUnpaidWindow = 10 * time.Minute
 
 // Fault is a failure injected while the crowd runs.
 type Fault struct {
-	Kind string  // what fails, for the report ("api", "worker")
+	Kind string  // what fails, for the report ("api", "worker", "redis-failover", ...)
 	At   float64 // when: the fraction of the clicks answered, in (0, 1)
-	// Inject makes the failure and returns once the system is back (a restarted node listens).
-	Inject func(ctx context.Context) error
+	// Inject makes the failure to the sale of activity and returns once the system is back (a
+	// restarted node listens, a replica took over, a slot moved, a link was healed).
+	Inject func(ctx context.Context, activity string) error
 }
 
-// FaultReport is what happened to the fault.
+// FaultReport is what happened to the fault, and to the sale through it.
 type FaultReport struct {
 	Kind      string  `json:"kind"`
 	AtS       float64 `json:"at_s"`       // seconds after the crowd began
-	RecoveryS float64 `json:"recovery_s"` // from the failure until the system was back
+	RecoveryS float64 `json:"recovery_s"` // from the failure until Inject said the system was back
+	// OutageS is from the failure to the first grab sent after it that won: how long the sale
+	// stood still (null when none won after it: the stock was gone, or the sale never came back).
+	OutageS *float64 `json:"outage_s"`
+	// Busy counts the crowd's answers 503 BUSY; BusyShare is their share of the crowd's requests.
+	Busy      int     `json:"busy"`
+	BusyShare float64 `json:"busy_share"`
+	at        time.Time
+}
+
+// measure fills in what the history says of the sale through the fault.
+func (f *FaultReport) measure(history []Record) {
+	from := f.at.UnixMicro()
+	var first int64 = -1
+	for _, r := range history {
+		if r.Status == 503 {
+			f.Busy++
+		}
+		if r.Outcome == Won && r.Start >= from && (first < 0 || r.End < first) {
+			first = r.End
+		}
+	}
+	if len(history) > 0 {
+		f.BusyShare = float64(f.Busy) / float64(len(history))
+	}
+	if first >= 0 {
+		s := float64(first-from) / 1e6
+		f.OutageS = &s
+	}
 }
 
 // MaxStock is the largest stock bench asks for (the server's own limit).
@@ -138,7 +167,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	stopBar := s.progress(&answered)
 	history := Run(ctx, c, id, s.Crowd, s.Clicks(), bearer, func() {
 		if answered.Add(1) == trigger {
-			faults.Go(func() { report, faultErr = s.inject(ctx, began) })
+			faults.Go(func() { report, faultErr = s.inject(ctx, id, began) })
 		}
 	})
 	stopBar()
@@ -156,6 +185,9 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	}
 	drained := time.Since(crowdEnd)
 	crowd := len(history) // the flash crowd; the figures are about it, not about a second wave
+	if report != nil {
+		report.measure(history)
+	}
 	var paid, unpaid map[string]bool
 	if s.Unpaid > 0 {
 		var again []Record
@@ -281,12 +313,12 @@ func (s Sale) restock(ctx context.Context, c *Client, id string, history []Recor
 }
 
 // inject makes the fault and times it.
-func (s Sale) inject(ctx context.Context, began time.Time) (*FaultReport, error) {
+func (s Sale) inject(ctx context.Context, activity string, began time.Time) (*FaultReport, error) {
 	at := time.Now()
-	if err := s.Fault.Inject(ctx); err != nil {
+	if err := s.Fault.Inject(ctx, activity); err != nil {
 		return nil, fmt.Errorf("inject the %s fault: %w", s.Fault.Kind, err)
 	}
-	return &FaultReport{Kind: s.Fault.Kind, AtS: at.Sub(began).Seconds(), RecoveryS: time.Since(at).Seconds()}, nil
+	return &FaultReport{Kind: s.Fault.Kind, AtS: at.Sub(began).Seconds(), RecoveryS: time.Since(at).Seconds(), at: at}, nil
 }
 
 // progress shows answered/total on s.Progress until the returned stop is called.

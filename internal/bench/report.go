@@ -124,10 +124,14 @@ type Result struct {
 
 // faultText says what each kind of fault does.
 var faultText = map[string]string{
-	"api":    "an API node SIGKILLed and restarted",
-	"worker": "the worker node SIGKILLed and restarted",
-	"redis":  "redis-server SIGKILLed and restarted",
-	"db":     "the database SIGKILLed, kept down for --db-outage and restarted",
+	"api":               "an API node SIGKILLed and restarted",
+	"worker":            "the worker node SIGKILLed and restarted",
+	"redis":             "redis-server SIGKILLed and restarted",
+	"db":                "the database SIGKILLed, kept down for --fault-for and restarted",
+	"redis-failover":    "the master of the sale's slot SIGKILLed, its replica taking over",
+	"sentinel-failover": "the Sentinel master SIGKILLed, a replica promoted by the sentinels",
+	"reshard":           "the sale's slot migrated to another master, key by key",
+	"netem":             "a bad network (--netem) between the node and a dependency for --fault-for",
 }
 
 // jsonResult flattens the headline figures the way scripts read them.
@@ -182,7 +186,13 @@ func (r Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "queue drained %.2f s after the last answer\n", r.DrainS)
 	}
 	if r.Fault != nil {
-		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s\n", faultText[r.Fault.Kind], r.Fault.AtS, r.Fault.RecoveryS)
+		f := r.Fault
+		outage := "no grab won after it"
+		if f.OutageS != nil {
+			outage = fmt.Sprintf("the first grab sent after it won %.3f s after it", *f.OutageS)
+		}
+		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s; %s; %d answers BUSY (%.2f %% of the crowd)\n",
+			faultText[f.Kind], f.AtS, f.RecoveryS, outage, f.Busy, 100*f.BusyShare)
 	}
 	if r.History != "" {
 		fmt.Fprintf(w, "history: %s\n", r.History)

@@ -476,17 +476,21 @@ func (c *RedisCluster) MigrateSlot(slot, to int, pause time.Duration) error {
 		}
 		time.Sleep(pause)
 	}
-	// The target first, then the source, then the others: the order redis-cli uses, so that no
-	// node ever sends a client to a master that does not know it owns the slot.
+	// The target first, then the source, then the other masters (replicas learn it from them):
+	// the order redis-cli uses, so that no node ever sends a client to a master that does not
+	// know it owns the slot.
+	top, err := c.Topology()
+	if err != nil {
+		return fmt.Errorf("migrate slot %d: %w", slot, err)
+	}
 	order := []int{to, from}
-	for i, n := range c.nodes {
-		if i != to && i != from && n.Running() {
+	for _, n := range top {
+		if i := c.index(n.Addr); n.Master && i != to && i != from && i >= 0 && c.nodes[i].Running() {
 			order = append(order, i)
 		}
 	}
 	for _, i := range order {
-		if _, err := RedisCommand(c.nodes[i].Addr(), "CLUSTER", "SETSLOT", s, "NODE", toID); err != nil &&
-			!strings.Contains(err.Error(), "I'm a replica") && !strings.Contains(err.Error(), "replica") {
+		if _, err := RedisCommand(c.nodes[i].Addr(), "CLUSTER", "SETSLOT", s, "NODE", toID); err != nil {
 			return fmt.Errorf("migrate slot %d: SETSLOT NODE on %s: %w", slot, c.nodes[i].Addr(), err)
 		}
 	}

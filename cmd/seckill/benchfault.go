@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"seckill/internal/bench"
+	"seckill/internal/netfault"
+	"seckill/internal/servers"
+)
+
+// restartable is a server bench started and may kill.
+type restartable interface {
+	Kill()
+	Restart() error
+}
+
+// owned are the servers bench started for the run (--redis spawn..., --db spawn:...) and the
+// bad network it put before one of them.
+type owned struct {
+	redis, db restartable
+	cluster   *servers.RedisCluster // --redis spawn:cluster
+	sentinels *servers.Sentinels    // --redis spawn:sentinel, watching master
+	master    *servers.Redis
+	proxy     *netfault.Proxy // --fault netem
+	close     []func()
+}
+
+func (o *owned) stop() {
+	for i := len(o.close) - 1; i >= 0; i-- {
+		o.close[i]()
+	}
+}
+
+// database is a database server bench started.
+type database interface {
+	restartable
+	CreateDatabase(name string) (dsn string, err error)
+	Close()
+}
+
+// failoverTimeout bounds how long a failover bench caused may take to name a new master.
+const failoverTimeout = time.Minute
+
+// startServers starts the servers c asks bench to run, and points c.redis and c.db at them (or
+// at the bad network before them).
+func startServers(c *benchConfig) (*owned, error) {
+	o := &owned{}
+	tempDir := func() (string, error) {
+		dir, err := os.MkdirTemp("", "seckill-bench-redis-")
+		if err == nil {
+			o.close = append(o.close, func() { os.RemoveAll(dir) })
+		}
+		return dir, err
+	}
+	aof := servers.RedisOptions{AOF: true, Fsync: "always"}
+	switch c.redis {
+	case redisSpawn:
+		dir, err := tempDir()
+		if err != nil {
+			return o, err
+		}
+		srv, err := servers.StartRedis(dir, aof)
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, srv.Stop)
+		o.redis, c.redis = srv, srv.URL()
+	case redisSpawnCluster:
+		dir, err := tempDir()
+		if err != nil {
+			return o, err
+		}
+		cl, err := servers.StartRedisCluster(dir, servers.ClusterOptions{Replicas: 1, NodeTimeout: 1500 * time.Millisecond,
+			Persistence: aof}, nil)
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, cl.Stop)
+		o.cluster, c.redis = cl, cl.Seeds()
+	case redisSpawnSentinel:
+		dir, err := tempDir()
+		if err != nil {
+			return o, err
+		}
+		persistence, _ := aof.Args()
+		if err := os.MkdirAll(filepath.Join(dir, "master"), 0o755); err != nil {
+			return o, err
+		}
+		master, err := servers.StartRedisArgs(filepath.Join(dir, "master"), persistence, servers.FreePort, nil)
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, master.Stop)
+		for i := range 2 {
+			d := filepath.Join(dir, fmt.Sprint("replica", i))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return o, err
+			}
+			r, err := servers.StartRedisReplica(d, master.Addr(), persistence, nil)
+			if err != nil {
+				return o, err
+			}
+			o.close = append(o.close, r.Stop)
+		}
+		s, err := servers.StartSentinels(dir, master.Addr(), servers.SentinelOptions{}, nil)
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, s.Stop)
+		o.sentinels, o.master = s, master
+		c.redis = "sentinel://" + strings.Join(s.Addrs(), ",") + "/" + s.Name()
+	}
+	var start func() (database, error)
+	switch c.db {
+	case dbSpawnMariaDB:
+		start = func() (database, error) { return servers.StartMariaDB() }
+	case dbSpawnPostgres:
+		start = func() (database, error) { return servers.StartPostgres() }
+	}
+	if start != nil {
+		srv, err := start()
+		if err != nil {
+			return o, err
+		}
+		o.close = append(o.close, srv.Close)
+		if c.db, err = srv.CreateDatabase("bench"); err != nil {
+			return o, err
+		}
+		o.db = srv
+	}
+	if c.fault == "netem" {
+		return o, o.badNetwork(c)
+	}
+	return o, nil
+}
+
+// badNetwork puts a netfault proxy before the dependency c.netemLink names and points c at it.
+func (o *owned) badNetwork(c *benchConfig) error {
+	target := &c.redis
+	if c.netemLink == "db" {
+		target = &c.db
+	}
+	u, err := url.Parse(*target)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("--fault netem: %q has no host:port to proxy", *target)
+	}
+	p, err := netfault.Start(u.Host)
+	if err != nil {
+		return err
+	}
+	o.close = append(o.close, p.Close)
+	u.Host = p.Addr()
+	o.proxy, *target = p, u.String()
+	return nil
+}
+
+// injector returns how to make c's fault on the servers bench started.
+func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned) func(context.Context, string) error {
+	restart := func(s restartable, pause time.Duration) func(context.Context, string) error {
+		return func(ctx context.Context, _ string) error {
+			s.Kill()
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			return s.Restart()
+		}
+	}
+	switch c.fault {
+	case "redis":
+		return restart(srvs.redis, 0)
+	case "db":
+		return restart(srvs.db, c.faultFor)
+	case "worker":
+		return func(ctx context.Context, _ string) error {
+			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
+			return err
+		}
+	case "redis-failover":
+		return srvs.clusterFailover
+	case "sentinel-failover":
+		return srvs.sentinelFailover
+	case "reshard":
+		return srvs.reshard
+	case "netem":
+		return func(ctx context.Context, _ string) error {
+			if err := srvs.proxy.Inject(c.netem, 200*time.Millisecond); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(c.faultFor):
+			}
+			return srvs.proxy.Heal()
+		}
+	default: // an API node: the crowd moves to the others, and back to it once it listens again
+		return func(ctx context.Context, _ string) error {
+			base, err := fleet.KillAndRestart(ctx, fleetIndex[0])
+			if err == nil {
+				client.SetBase(0, base)
+			}
+			return err
+		}
+	}
+}
+
+// clusterFailover kills the master of the activity's slot and returns once its replica has
+// taken the slot over; the dead node is then restarted on its AOF and rejoins as a replica.
+func (o *owned) clusterFailover(ctx context.Context, activity string) error {
+	slot, master, err := o.slotMaster(activity)
+	if err != nil {
+		return err
+	}
+	o.cluster.Node(master).Kill()
+	if _, err := o.cluster.WaitMaster(slot, master, failoverTimeout); err != nil {
+		return err
+	}
+	return o.cluster.Node(master).Restart()
+}
+
+// sentinelFailover kills the master and returns once the sentinels have named another; the dead
+// server is then restarted, and the sentinels make it a replica.
+func (o *owned) sentinelFailover(ctx context.Context, _ string) error {
+	master, err := o.sentinels.Master()
+	if err != nil {
+		return err
+	}
+	if master != o.master.Addr() {
+		return fmt.Errorf("sentinel-failover: the sentinels name %s, not the master bench started", master)
+	}
+	o.master.Kill()
+	if _, err := o.sentinels.WaitMaster(master, failoverTimeout); err != nil {
+		return err
+	}
+	return o.master.Restart()
+}
+
+// reshard moves the activity's slot to the next master, key by key, as redis-cli --cluster
+// reshard does.
+func (o *owned) reshard(ctx context.Context, activity string) error {
+	slot, master, err := o.slotMaster(activity)
+	if err != nil {
+		return err
+	}
+	top, err := o.cluster.Topology()
+	if err != nil {
+		return err
+	}
+	for step := 1; step < o.cluster.Len(); step++ {
+		to := (master + step) % o.cluster.Len()
+		for _, n := range top {
+			if n.Master && len(n.Slots) > 0 && n.Addr == o.cluster.Node(to).Addr() {
+				return o.cluster.MigrateSlot(slot, to, 20*time.Millisecond)
+			}
+		}
+	}
+	return errors.New("reshard: no other master to move the slot to")
+}
+
+// slotMaster returns the slot of activity's keys and the node that is its master.
+func (o *owned) slotMaster(activity string) (slot, master int, err error) {
+	if slot, err = o.cluster.Slot("{act:" + activity + "}"); err != nil {
+		return 0, 0, err
+	}
+	if master, err = o.cluster.MasterOf(slot); err == nil && master < 0 {
+		err = fmt.Errorf("no master serves slot %d", slot)
+	}
+	return slot, master, err
+}
