@@ -353,7 +353,7 @@ func TestBenchRedisFaults(t *testing.T) {
 				f.BusyShare < 0 || f.BusyShare > 1 || (f.Busy > 0) != (f.BusyShare > 0) {
 				t.Fatalf("fault report %+v", f)
 			}
-			t.Logf("%s %.2f s in: back after %.2f s, first win sent after it %.3f s later, %d BUSY (%.2f %%)",
+			t.Logf("%s %.2f s in: back after %.2f s, %.3f s at most without a win, %d BUSY (%.2f %%)",
 				f.Kind, f.AtS, f.RecoveryS, *f.OutageS, f.Busy, 100*f.BusyShare)
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +56,10 @@ type FaultReport struct {
 	Kind      string  `json:"kind"`
 	AtS       float64 `json:"at_s"`       // seconds after the crowd began
 	RecoveryS float64 `json:"recovery_s"` // from the failure until Inject said the system was back
-	// OutageS is from the failure to the first grab sent after it that won: how long the sale
-	// stood still (null when none won after it: the stock was gone, or the sale never came back).
+	// OutageS is the longest the sale went without a grab answered 202, from the failure to the
+	// crowd's end: for a fault that stops the sale, from the fault to the first win after it
+	// (grabs in flight when it struck can win first; they do not shorten it); for one that slows
+	// it, the widest gap it left. Null when nothing won after the failure (the stock was gone).
 	OutageS *float64 `json:"outage_s"`
 	// Busy counts the crowd's answers 503 BUSY; BusyShare is their share of the crowd's requests.
 	Busy      int     `json:"busy"`
@@ -67,22 +70,34 @@ type FaultReport struct {
 // measure fills in what the history says of the sale through the fault.
 func (f *FaultReport) measure(history []Record) {
 	from := f.at.UnixMicro()
-	var first int64 = -1
+	var wins []int64
+	var failedUntil int64 // the last answer that was a failure (BUSY, no answer)
 	for _, r := range history {
 		if r.Status == 503 {
 			f.Busy++
 		}
-		if r.Outcome == Won && r.Start >= from && (first < 0 || r.End < first) {
-			first = r.End
+		switch {
+		case r.Outcome == Won && r.End >= from:
+			wins = append(wins, r.End)
+		case r.Outcome == Error && r.End >= from:
+			failedUntil = max(failedUntil, r.End)
 		}
 	}
 	if len(history) > 0 {
 		f.BusyShare = float64(f.Busy) / float64(len(history))
 	}
-	if first >= 0 {
-		s := float64(first-from) / 1e6
-		f.OutageS = &s
+	if len(wins) == 0 {
+		return
 	}
+	slices.Sort(wins)
+	widest, last := int64(0), from
+	for _, w := range wins {
+		widest, last = max(widest, w-last), w
+	}
+	// Failures after the last win (a sale that never came back) are an outage too.
+	widest = max(widest, failedUntil-last)
+	s := float64(widest) / 1e6
+	f.OutageS = &s
 }
 
 // MaxStock is the largest stock bench asks for (the server's own limit).

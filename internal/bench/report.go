@@ -189,7 +189,7 @@ func (r Result) WriteText(w io.Writer) error {
 		f := r.Fault
 		outage := "no grab won after it"
 		if f.OutageS != nil {
-			outage = fmt.Sprintf("the first grab sent after it won %.3f s after it", *f.OutageS)
+			outage = fmt.Sprintf("%.3f s at most without a grab won", *f.OutageS)
 		}
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s; %s; %d answers BUSY (%.2f %% of the crowd)\n",
 			faultText[f.Kind], f.AtS, f.RecoveryS, outage, f.Busy, 100*f.BusyShare)

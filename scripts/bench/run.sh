@@ -6,6 +6,7 @@
 #
 #   scripts/bench/run.sh            # every scenario
 #   scripts/bench/run.sh fault-db   # only those whose name contains the argument
+#   scripts/bench/run.sh fault-     # the fault matrix: kills, failovers, a moved slot, bad networks
 #
 # Each run appends its JSON result to docs/bench/results.jsonl and draws docs/bench/NAME.svg.
 set -euo pipefail
@@ -37,3 +38,16 @@ run fault-api       "${redis[@]}" --spawn 2 --binary "$tmp/seckill" --kill api -
 run fault-worker    "${redis[@]}" --spawn 1 --binary "$tmp/seckill" --kill worker --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-redis     "${redis[@]}" --kill redis --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-db        "${redis[@]}" --db-outage 30s --at 25% --users 20000 --stock 10000 --dup 0 --concurrency 64 --arrival ramp:40s
+
+# The faults of a Redis deployment: a crowd spread over 20 s, every user winning, so that the
+# sale's outage shows as the gap in the 202s; the fault at 40 %.
+deploy=(--db spawn:mariadb --users 40000 --stock 40000 --dup 0 --concurrency 64 --arrival ramp:20s --at 40%)
+run fault-redis-failover    --redis spawn:cluster  --fault redis-failover "${deploy[@]}"
+run fault-redis-failover-r1 --redis spawn:cluster  --fault redis-failover --min-replicas 1 "${deploy[@]}"
+run fault-sentinel-failover    --redis spawn:sentinel --fault sentinel-failover "${deploy[@]}"
+run fault-sentinel-failover-r1 --redis spawn:sentinel --fault sentinel-failover --min-replicas 1 "${deploy[@]}"
+run fault-reshard           --redis spawn:cluster  --fault reshard "${deploy[@]}"
+run fault-netem-redis-latency  --redis spawn --fault netem --netem latency --fault-for 3s "${deploy[@]}"
+run fault-netem-redis-reset    --redis spawn --fault netem --netem reset --fault-for 3s "${deploy[@]}"
+run fault-netem-redis-halfopen --redis spawn --fault netem --netem halfopen --fault-for 3s "${deploy[@]}"
+run fault-netem-db-halfopen    --redis spawn --fault netem --netem-link db --netem halfopen --fault-for 3s "${deploy[@]}"

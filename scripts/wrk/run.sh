@@ -8,6 +8,7 @@
 #   scripts/wrk/run.sh [duration] [connections]
 #   ROUNDS=5 PROFILES="flash allwin limited" scripts/wrk/run.sh ...   # rounds per profile (3), which profiles
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
+#   MODE=redis REPLICA=1 MIN_REPLICAS=1 scripts/wrk/run.sh ...   # with a replica, and WAIT for it
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
 # 5 s in the middle of the run (so the duration should be 8 s or more), and in Redis mode the time
@@ -28,15 +29,23 @@ go run scripts/wrk/mint.go -secret "$secret" -n 1 -prefix hammer > "$tmp/one-tok
 
 "$tmp/trivial" -addr 127.0.0.1:18081 &
 trivial_pid=$!
-redis= redis_pid=
+redis= redis_pid= replica_pid=
 if [ "${MODE:-embedded}" = redis ]; then
   redis-server --port 18379 --bind 127.0.0.1 --save "" --appendonly yes --appendfsync ${FSYNC:-always} \
     --dir "$tmp" --daemonize no --logfile "$tmp/redis.log" &
   redis_pid=$!
   for _ in $(seq 50); do redis-cli -p 18379 ping >/dev/null 2>&1 && break; sleep 0.1; done
   redis=redis://127.0.0.1:18379/0
+  if [ "${REPLICA:-0}" = 1 ]; then # a replica of it, as a failover-safe deployment has
+    mkdir -p "$tmp/replica"
+    redis-cli -p 18379 config set repl-diskless-sync-delay 0 >/dev/null
+    redis-server --port 18380 --bind 127.0.0.1 --save "" --appendonly yes --appendfsync ${FSYNC:-always} \
+      --dir "$tmp/replica" --daemonize no --logfile "$tmp/replica.log" --replicaof 127.0.0.1 18379 &
+    replica_pid=$!
+    for _ in $(seq 100); do redis-cli -p 18379 info replication | grep -q 'state=online' && break; sleep 0.1; done
+  fi
 fi
-SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
+SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
 seckill_pid=$!
 for _ in $(seq 100); do curl -sf 127.0.0.1:18080/healthz >/dev/null && curl -sf 127.0.0.1:18081/ >/dev/null 2>&1 && break; sleep 0.1; done
@@ -68,9 +77,10 @@ measure() { # name url activity name=pid... (the processes whose CPU to report)
   done
 }
 
-echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}; ${ROUNDS:-3} rounds"
+echo "machine: $(nproc) cores, $(uname -m); wrk -t2 -c$conns -d$dur on the same machine; mode ${MODE:-embedded}; replica ${REPLICA:-0}, min replicas ${MIN_REPLICAS:-0}; ${ROUNDS:-3} rounds"
 server=("seckill=$seckill_pid")
 [ -n "$redis_pid" ] && server+=("redis-server=$redis_pid")
+[ -n "$replica_pid" ] && server+=("replica=$replica_pid")
 
 # round profile activity [TOKENS]: trivial then seckill, printing both and the round's ratio.
 round() {
