@@ -50,7 +50,7 @@ type activity struct {
 	remaining int64
 	held      map[string]int64   // user -> units held
 	keyed     map[string]*answer // user + "\x00" + idempotency key -> first answer
-	released  map[string]bool    // tokens already restocked
+	holding   map[string]bool    // the tokens of the grabs that hold a unit: a release gives back only these
 	shares    []sale.Share       // red packet: free shares, taken from the end
 	passes    map[string]pass    // one-time path tokens not yet spent
 	issued    int                // passes issued since expired ones were last swept
@@ -82,14 +82,15 @@ func (g *Gate) Close() error { return g.commit.close() }
 // Load replaces the gate's state for a with st.
 func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
 	act := &activity{
-		a:        a,
-		held:     map[string]int64{},
-		keyed:    map[string]*answer{},
-		released: map[string]bool{},
-		passes:   map[string]pass{},
+		a:       a,
+		held:    map[string]int64{},
+		keyed:   map[string]*answer{},
+		holding: map[string]bool{},
+		passes:  map[string]pass{},
 	}
 	for _, h := range st.Held {
 		act.held[h.UserID]++
+		act.holding[h.Token] = true
 	}
 	for _, k := range st.Keyed {
 		done := make(chan struct{})
@@ -191,6 +192,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	}
 	act.remaining--
 	act.held[r.UserID]++
+	act.holding[grab.Token] = true
 	ans := &answer{grab: grab, done: make(chan struct{})}
 	if key != "" {
 		act.keyed[key] = ans
@@ -265,6 +267,7 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 
 // undo gives back a unit taken for grab; the caller holds act.mu.
 func (act *activity) undo(grab sale.Grab, key string) {
+	delete(act.holding, grab.Token)
 	act.remaining++
 	if act.held[grab.UserID]--; act.held[grab.UserID] <= 0 {
 		delete(act.held, grab.UserID)
@@ -286,10 +289,11 @@ func (g *Gate) Release(ctx context.Context, grab sale.Grab) error {
 	}
 	act.mu.Lock()
 	defer act.mu.Unlock()
-	if act.released[grab.Token] || act.held[grab.UserID] == 0 {
+	// Only a grab that holds a unit gives one back, once: a release repeated, or of a grab the
+	// gate was loaded without (its order already cancelled), changes nothing.
+	if !act.holding[grab.Token] {
 		return nil
 	}
-	act.released[grab.Token] = true
 	// The buyer's idempotency key keeps its first answer: a retry sees the cancelled order
 	// rather than winning again with a stale key.
 	act.undo(grab, "")

@@ -30,6 +30,7 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	})
 	t.Run("IdempotentRetry", func(t *testing.T) { gateIdempotentRetry(t, newGate(t)) })
 	t.Run("ReleaseRestocksOnce", func(t *testing.T) { gateReleaseOnce(t, newGate(t)) })
+	t.Run("ReleaseAfterALoadRestocksOnce", func(t *testing.T) { gateReleaseAfterLoad(t, newGate(t)) })
 	t.Run("LoadCountsHoldings", func(t *testing.T) { gateLoad(t, newGate(t)) })
 	t.Run("RedPacketShares", func(t *testing.T) { gateRedPacket(t, newGate(t)) })
 	t.Run("Crowd", func(t *testing.T) { gateCrowd(t, newGate(t)) })
@@ -180,6 +181,39 @@ func gateReleaseOnce(t *testing.T, g sale.Gate) {
 	}
 	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("grab after resale: got %v, want ErrSoldOut", err)
+	}
+}
+
+// gateReleaseAfterLoad: a release repeated after the gate was loaded again (a reconcile, a
+// rebuild), by a buyer who still holds another unit, gives nothing back a second time.
+func gateReleaseAfterLoad(t *testing.T, g sale.Gate) {
+	a := GateItem("rel2", 3, 2)
+	load(t, g, a, sale.GateState{})
+	ctx := context.Background()
+	var grabs []sale.Grab
+	for range 2 {
+		gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: T0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		grabs = append(grabs, gr)
+	}
+	if err := g.Release(ctx, grabs[0]); err != nil {
+		t.Fatal(err)
+	}
+	// What the database holds now: the second grab only, the first order cancelled.
+	load(t, g, a, sale.GateState{Held: grabs[1:]})
+	if err := g.Release(ctx, grabs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if rem := remaining(t, g, a.ID); rem != 2 {
+		t.Fatalf("remaining = %d after one release repeated across a load, want 2", rem)
+	}
+	if err := g.Release(ctx, grabs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if rem := remaining(t, g, a.ID); rem != 3 {
+		t.Fatalf("remaining = %d after releasing the loaded holding too, want 3", rem)
 	}
 }
 
