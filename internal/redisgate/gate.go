@@ -506,15 +506,18 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	return nil
 }
 
-// SpendPass implements sale.Gate, in one script (spend.lua): checked and deleted at once, so
-// that it is spent once however many joins present it at the same time.
+// SpendPass implements sale.Gate, in one script (spend.lua): checked and marked spent at once, so
+// that it is spent once however many joins present it at the same time. The mark names this
+// call, so that go-redis resending the script after a lost reply is told "spent" again rather
+// than refused.
 func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
 	a, err := g.lookup(ctx, activityID)
 	if err != nil {
 		return err
 	}
 	key := passKey(ShardID(a.ID, homeShard(userID, shardsOf(a))), token)
-	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, spendScript, []string{key}, userID, now.UnixMilli()).Int64()
+	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, spendScript, []string{key}, userID, now.UnixMilli(),
+		sale.NewGrabToken(time.Now())).Int64()
 	if err != nil {
 		return fmt.Errorf("%w: spend a pass on redis: %w", sale.ErrBusy, err)
 	}

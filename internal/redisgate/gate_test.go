@@ -419,3 +419,35 @@ func TestMalformedEntriesAreBuried(t *testing.T) {
 		t.Fatalf("depth after ack = %d, want 0", n)
 	}
 }
+
+// TestSpentPassUnderRetry runs spend.lua twice with one spend's id, as go-redis does when a reply
+// is lost: the retry is told "spent" again, not refused; any other spend, and a grab, are refused.
+func TestSpentPassUnderRetry(t *testing.T) {
+	ctx := context.Background()
+	a := item("spend", 5, 1)
+	g, rdb := loadedGate(t, a)
+	if err := g.IssuePass(ctx, a, "u1", "p1", t0, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	key := []string{passKey(a.ID, "p1")}
+	spend := func(user, id string) int64 {
+		t.Helper()
+		n, err := spendScript.Run(ctx, rdb, key, user, t0.UnixMilli(), id).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := spend("u2", "s0"); n != 0 {
+		t.Fatalf("another user's spend: %d, want 0", n)
+	}
+	if first, retry := spend("u1", "s1"), spend("u1", "s1"); first != 1 || retry != 1 {
+		t.Fatalf("a spend and its retry: %d, %d; want 1 and 1", first, retry)
+	}
+	if n := spend("u1", "s2"); n != 0 {
+		t.Fatalf("a second spend of a spent pass: %d, want 0", n)
+	}
+	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Pass: "p1", Now: t0}); !errors.Is(err, sale.ErrChallengeRequired) {
+		t.Fatalf("a grab with the spent pass: %v, want ErrChallengeRequired", err)
+	}
+}
