@@ -154,3 +154,43 @@ func TestRiskRulesInTheBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestCancelWhileRedisIsAwayRestocks: a buyer cancels while Redis is frozen (SIGSTOP). The
+// cancel is the database's and succeeds; the restock the gate could not take is owed, and once
+// Redis thaws the sweeper gives the unit back: it sells again without anyone's help, and the
+// buyer may buy again.
+func TestCancelWhileRedisIsAwayRestocks(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"))
+	c := newClient(t, base)
+	id := c.createItem(1, 1, 15*time.Minute)
+	o := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)
+	tok := o["order_token"].(string)
+	c.drained(id)
+
+	rs.Pause(t)
+	status, body, err := c.call("POST", "/api/orders/"+tok+"/cancel", c.token("alice"), "")
+	if err != nil || status != http.StatusOK || body["status"] != "CANCELLED" {
+		t.Fatalf("cancel with Redis frozen: %d %v %v; want 200 CANCELLED: the cancel is the database's", status, body, err)
+	}
+	rs.Resume(t)
+
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token("bob"), "")
+		if err == nil && status == http.StatusAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after Redis thawed the cancelled unit does not sell: %d %v %v", status, body, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st := c.drained(id); st["orders"] != 2.0 || st["cancelled"] != 1.0 || st["created"] != 1.0 || st["remaining"] != 0.0 {
+		t.Fatalf("stats after the resale: %v; want alice's order cancelled and bob's created, none left", st)
+	}
+	// Given back once: alice may buy again, and finds it sold out.
+	if status, body, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token("alice"), ""); status != http.StatusGone {
+		t.Fatalf("alice grabs again: %d %v, want 410 SOLD_OUT (not ALREADY_BOUGHT: her unit was given back)", status, body)
+	}
+}

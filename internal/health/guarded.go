@@ -136,6 +136,14 @@ func (x guardedStore) Cancel(ctx context.Context, token, reason string, now time
 	return v.o, v.won, err
 }
 
+func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.s.Unreleased(ctx, limit) })
+}
+
+func (x guardedStore) Released(ctx context.Context, token string) error {
+	return x.do(ctx, func(ctx context.Context) error { return x.s.Released(ctx, token) })
+}
+
 func (x guardedStore) Expired(ctx context.Context, now time.Time, limit int) ([]sale.Order, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.s.Expired(ctx, now, limit) })
 }

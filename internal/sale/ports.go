@@ -117,9 +117,18 @@ type Store interface {
 	Pay(ctx context.Context, token string, now time.Time) (Order, error)
 
 	// Cancel moves a CREATED order to CANCELLED and reports whether this call did it, so that
-	// exactly one caller restocks. Cancelling a CANCELLED order returns it with false. Errors:
-	// ErrNotFound, ErrInvalidState.
+	// exactly one caller restocks. In the same transaction it records the restock as owed (see
+	// Unreleased), so that a gate that fails after the commit cannot lose the unit. Cancelling a
+	// CANCELLED order returns it with false. Errors: ErrNotFound, ErrInvalidState.
 	Cancel(ctx context.Context, token, reason string, now time.Time) (Order, bool, error)
+
+	// Unreleased lists up to limit cancelled orders whose unit is owed to the gate still, the
+	// oldest first.
+	Unreleased(ctx context.Context, limit int) ([]Order, error)
+
+	// Released records that the unit of the order of token is back in the gate. Recording it
+	// twice is harmless.
+	Released(ctx context.Context, token string) error
 
 	// Expired lists up to limit CREATED orders whose payment window closed before now.
 	Expired(ctx context.Context, now time.Time, limit int) ([]Order, error)

@@ -500,16 +500,29 @@ func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error)
 }
 
 // cancel moves an order to CANCELLED; the caller whose conditional update won gives the unit
-// back to the gate. A crash between the two loses nothing: the next start rebuilds the gate from
-// the database, where the order is already cancelled.
+// back to the gate. The database records the restock as owed in the same transaction, so a gate
+// that fails after the commit (Redis away, the breaker open, the client hanging up, a crash)
+// loses nothing: ReleaseOwed gives the unit back once the gate answers. The cancel itself has
+// succeeded either way.
 func (s *Service) cancel(ctx context.Context, token, reason string) (Order, error) {
 	o, won, err := s.store.Cancel(ctx, token, reason, s.now())
 	if err != nil || !won {
 		return o, err
 	}
+	// Not on the request's context: a buyer who hangs up has still cancelled.
+	if err := s.restock(context.WithoutCancel(ctx), o); err != nil {
+		s.event("restock_deferred", 1)
+	}
+	return o, nil
+}
+
+// restock gives the unit of the cancelled order o back to the gate and records it given. A
+// failure leaves the restock owed in the database; giving it back again is harmless (the gate
+// restocks once per grab token).
+func (s *Service) restock(ctx context.Context, o Order) error {
 	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
 	if err := s.gate.Release(ctx, g); err != nil {
-		return o, fmt.Errorf("restock order %s: %w", o.Token, err)
+		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	if s.ranking != nil && s.isRedPacket(ctx, o.ActivityID) {
 		// Best effort: a share left on the leaderboard is fixed by the next load; the
@@ -520,9 +533,33 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 	if s.restocks != nil {
 		// Best effort: a lost announcement only makes the other nodes wait for their flags
 		// to expire.
-		s.restocks.Announce(context.WithoutCancel(ctx), o.ActivityID)
+		s.restocks.Announce(ctx, o.ActivityID)
 	}
-	return o, nil
+	if err := s.store.Released(ctx, o.Token); err != nil {
+		return fmt.Errorf("restock order %s: record it given back: %w", o.Token, err)
+	}
+	return nil
+}
+
+// ReleaseOwed gives back to the gate up to limit units of cancelled orders whose restock failed
+// when they were cancelled, and returns how many it gave back. Every node's sweeper runs it; two
+// giving back the same unit restock it once.
+func (s *Service) ReleaseOwed(ctx context.Context, limit int) (int, error) {
+	owed, err := s.store.Unreleased(ctx, limit)
+	if err != nil {
+		return 0, fmt.Errorf("owed restocks: %w", err)
+	}
+	n := 0
+	for _, o := range owed {
+		if err := s.restock(ctx, o); err != nil {
+			return n, fmt.Errorf("owed restocks: %w", err)
+		}
+		n++
+	}
+	if n > 0 {
+		s.event("restock_owed", n)
+	}
+	return n, nil
 }
 
 // SweepExpired cancels up to limit orders whose payment window has closed and restocks each

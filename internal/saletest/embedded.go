@@ -2,9 +2,11 @@ package saletest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,7 +85,8 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 // start runs a service on gate, queue and store with a worker in the background; when t ends it
 // stops the worker and calls closers in order.
 func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, ranking sale.Ranking, closers ...func() error) Env {
-	svc := sale.NewService(gate, queue, store, clock.Now)
+	faults := &Faults{}
+	svc := sale.NewService(faultyGate{gate, faults}, queue, store, clock.Now)
 	if leaders, ok := store.(sale.LeaderStore); ok {
 		svc.WithRanking(ranking, leaders)
 	}
@@ -100,5 +103,37 @@ func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store s
 			c()
 		}
 	})
-	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue)}
+	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue), Faults: faults}
+}
+
+// Faults break an Env's gate on demand: what the service must survive when the gate fails
+// after the database has committed (Redis away between a cancel and its restock).
+type Faults struct{ releases atomic.Int64 }
+
+// FailReleases makes the next n releases of the gate fail with ErrBusy, without calling it.
+func (f *Faults) FailReleases(n int64) { f.releases.Store(n) }
+
+// take reports whether a release is to fail, counting it.
+func (f *Faults) take() bool {
+	for {
+		n := f.releases.Load()
+		if n <= 0 {
+			return false
+		}
+		if f.releases.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+type faultyGate struct {
+	sale.Gate
+	f *Faults
+}
+
+func (g faultyGate) Release(ctx context.Context, gr sale.Grab) error {
+	if g.f.take() {
+		return fmt.Errorf("%w: the test refuses this release", sale.ErrBusy)
+	}
+	return g.Gate.Release(ctx, gr)
 }

@@ -61,6 +61,8 @@ type Env struct {
 	Drain func(activityID string)
 	// Answers knows the answer of every challenge the service put.
 	Answers *Answers
+	// Faults break the gate under the service on demand.
+	Faults *Faults
 }
 
 // NewEnv builds a fresh, empty Env whose service runs on clock; it stops when t's cleanup runs.
@@ -72,6 +74,7 @@ type model struct {
 	acked        map[string]string // token -> user, every grab answered with success
 	keyed        map[string]string // user + key -> token
 	cancelled    map[string]bool
+	owed         map[string]bool // cancelled, their unit not yet back in the gate
 	paid         map[string]bool
 	soldOut      bool
 }
@@ -80,6 +83,17 @@ func (m *model) heldBy(user string) int64 {
 	var n int64
 	for tok, u := range m.acked {
 		if u == user && !m.cancelled[tok] {
+			n++
+		}
+	}
+	return n
+}
+
+// owedBy counts user's cancelled units whose restock the gate has not taken yet.
+func (m *model) owedBy(user string) int64 {
+	var n int64
+	for tok := range m.owed {
+		if m.acked[tok] == user {
 			n++
 		}
 	}
@@ -118,7 +132,7 @@ func Property(t *testing.T, newEnv NewEnv) {
 			rt.Fatalf("create: %v", err)
 		}
 		m := &model{stock: a.Stock, limit: a.PerUserLimit, acked: map[string]string{}, keyed: map[string]string{},
-			cancelled: map[string]bool{}, paid: map[string]bool{}}
+			cancelled: map[string]bool{}, owed: map[string]bool{}, paid: map[string]bool{}}
 		users := rapid.IntRange(1, 10).Draw(rt, "users")
 		user := rapid.Custom(func(t *rapid.T) string { return fmt.Sprint("u", rapid.IntRange(0, users-1).Draw(t, "user")) })
 
@@ -145,8 +159,9 @@ func Property(t *testing.T, newEnv NewEnv) {
 				case errors.Is(err, sale.ErrSoldOut):
 					m.soldOut = true
 				case errors.Is(err, sale.ErrAlreadyBought):
-					if m.heldBy(u) < m.limit {
-						rt.Fatalf("%s refused as already bought holding %d of %d", u, m.heldBy(u), m.limit)
+					// A unit whose restock is owed still counts for its buyer in the gate.
+					if held := m.heldBy(u) + m.owedBy(u); held < m.limit {
+						rt.Fatalf("%s refused as already bought holding %d of %d", u, held, m.limit)
 					}
 				default:
 					rt.Fatalf("grab: %v", err)
@@ -166,6 +181,25 @@ func Property(t *testing.T, newEnv NewEnv) {
 					rt.Fatalf("cancel %s: status %s", tok, o.Status)
 				}
 				m.cancelled[tok] = true
+			},
+			// The gate fails after the database committed the cancel: the cancel stands, the
+			// unit is owed to the gate and comes back when the owed restocks are given back.
+			"cancel, the gate failing": func(rt *rapid.T) {
+				tok, ok := pickLive(rt, m)
+				if !ok {
+					rt.Skip("nothing to cancel")
+				}
+				env.Drain(a.ID)
+				env.Faults.FailReleases(1)
+				o, err := env.Service.Cancel(ctx, m.acked[tok], tok)
+				env.Faults.FailReleases(0)
+				if err != nil || o.Status != sale.StatusCancelled {
+					rt.Fatalf("cancel %s with the gate failing: %v, %v; want CANCELLED, the restock owed", tok, o.Status, err)
+				}
+				m.cancelled[tok], m.owed[tok] = true, true
+			},
+			"give back owed restocks": func(rt *rapid.T) {
+				giveBackOwed(rt, env, m)
 			},
 			"pay": func(rt *rapid.T) {
 				tok, ok := pickLive(rt, m)
@@ -204,13 +238,14 @@ func Property(t *testing.T, newEnv NewEnv) {
 				if err != nil {
 					rt.Fatalf("remaining: %v", err)
 				}
-				if rem != m.stock-m.held() {
-					rt.Fatalf("gate has %d remaining; stock %d less %d held is %d", rem, m.stock, m.held(), m.stock-m.held())
+				if want := m.stock - m.held() - int64(len(m.owed)); rem != want {
+					rt.Fatalf("gate has %d remaining; stock %d less %d held and %d owed is %d", rem, m.stock, m.held(), len(m.owed), want)
 				}
 			},
 		})
 
 		env.Drain(a.ID)
+		giveBackOwed(rt, env, m)
 		for tok, u := range m.acked {
 			o, err := env.Service.Order(ctx, u, tok)
 			if err != nil {
@@ -244,6 +279,20 @@ func Property(t *testing.T, newEnv NewEnv) {
 			rt.Fatalf("reconcile after the sale = %+v, %v", rec, err)
 		}
 	})
+}
+
+// giveBackOwed runs the owed restocks (a sweeper's round) and checks every one came back.
+func giveBackOwed(rt *rapid.T, env Env, m *model) {
+	for {
+		n, err := env.Service.ReleaseOwed(context.Background(), 100)
+		if err != nil {
+			rt.Fatalf("give back owed restocks: %v", err)
+		}
+		if n < 100 {
+			break
+		}
+	}
+	clear(m.owed)
 }
 
 // pickLive draws an acknowledged grab that is neither cancelled nor paid.

@@ -486,6 +486,10 @@ func (s *Store) Cancel(ctx context.Context, token, reason string, now time.Time)
 		if _, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, o.ActivityID); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO restocks (token, activity_id, created_at) VALUES (?, ?, ?)`,
+			o.Token, o.ActivityID, ms(now)); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE shares SET holder = NULL WHERE activity_id = ? AND idx = ? AND holder = ?`,
 			o.ActivityID, o.Share, o.Token)
 		return err
@@ -494,6 +498,41 @@ func (s *Store) Cancel(ctx context.Context, token, reason string, now time.Time)
 		return o, false, err
 	}
 	return o, won, nil
+}
+
+// Unreleased implements sale.Store.
+func (s *Store) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT token FROM restocks ORDER BY created_at, token LIMIT ?`, limit)
+	if err != nil {
+		return nil, err
+	}
+	var tokens []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		tokens = append(tokens, t)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	out := make([]sale.Order, 0, len(tokens))
+	for _, t := range tokens { // a handful: restocks are owed only while the gate is away
+		o, err := orderByToken(ctx, s.r, t)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// Released implements sale.Store.
+func (s *Store) Released(ctx context.Context, token string) error {
+	_, err := s.w.ExecContext(ctx, `DELETE FROM restocks WHERE token = ?`, token)
+	return err
 }
 
 // Expired implements sale.Store.

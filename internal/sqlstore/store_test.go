@@ -48,6 +48,7 @@ var storeTests = []struct {
 	{"PlaceOrdersGuardsPerUserLimit", testPlaceOrdersGuardsPerUserLimit},
 	{"PayAndCancelTransitions", testPayAndCancelTransitions},
 	{"ConcurrentCancelRestocksOnce", testConcurrentCancelRestocksOnce},
+	{"CancelOwesTheRestock", testCancelOwesTheRestock},
 	{"ConcurrentPlacementOfOneGrab", testConcurrentPlacementOfOneGrab},
 	{"BatchPlacement", testBatchPlacement},
 	{"RedPacketShares", testRedPacketShares},
@@ -199,6 +200,42 @@ func testPlaceOrdersGuardsPerUserLimit(t *testing.T, dsn string) {
 				t.Fatalf("grab after a cancel: %s, want CREATED", p[0].Order.Status)
 			}
 		})
+	}
+}
+
+// testCancelOwesTheRestock: the cancel that won records its restock as owed, in its own
+// transaction; a cancel that lost records nothing; Released settles it, twice harmlessly.
+func testCancelOwesTheRestock(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	create(t, s, item("a", 5, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0))
+	if owed, err := s.Unreleased(ctx, 10); err != nil || len(owed) != 0 {
+		t.Fatalf("owed before any cancel: %v, %v", owed, err)
+	}
+	for i, p := range ps[:2] {
+		if _, won, err := s.Cancel(ctx, p.Order.Token, "test", t0.Add(time.Duration(i)*time.Second)); err != nil || !won {
+			t.Fatalf("Cancel = %v, %v", won, err)
+		}
+	}
+	if _, won, err := s.Cancel(ctx, ps[0].Order.Token, "test", t0.Add(time.Hour)); err != nil || won {
+		t.Fatalf("a second Cancel = %v, %v; want not won", won, err)
+	}
+	owed, err := s.Unreleased(ctx, 10)
+	if err != nil || len(owed) != 2 || owed[0].Token != ps[0].Order.Token || owed[1].Token != ps[1].Order.Token ||
+		owed[0].Status != sale.StatusCancelled || owed[0].UserID != "u1" {
+		t.Fatalf("owed after two cancels: %+v, %v; want both orders, oldest first, once each", owed, err)
+	}
+	if owed, err := s.Unreleased(ctx, 1); err != nil || len(owed) != 1 {
+		t.Fatalf("owed, at most 1: %v, %v", owed, err)
+	}
+	for range 2 {
+		if err := s.Released(ctx, ps[0].Order.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if owed, err := s.Unreleased(ctx, 10); err != nil || len(owed) != 1 || owed[0].Token != ps[1].Order.Token {
+		t.Fatalf("owed after one was released: %+v, %v", owed, err)
 	}
 }
 

@@ -168,7 +168,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // Sweeper closes expired payment windows: every Every it cancels the expired orders, and the
-// service restocks each exactly once however many sweepers run.
+// service restocks each exactly once however many sweepers run; then it gives back the units
+// still owed by cancels whose restock failed.
 type Sweeper struct {
 	Service *sale.Service
 	Log     *slog.Logger
@@ -199,6 +200,12 @@ func (s *Sweeper) Run(ctx context.Context) error {
 			if err != nil || n < batch {
 				break
 			}
+		}
+		// The units of cancels whose restock failed (the gate was away): given back now.
+		if n, err := s.Service.ReleaseOwed(ctx, batch); err != nil && !errors.Is(err, context.Canceled) {
+			s.Log.Error("give back owed restocks", "err", err)
+		} else if n > 0 {
+			s.Log.Info("gave back owed restocks", "count", n)
 		}
 	}
 	return nil
