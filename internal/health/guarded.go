@@ -24,6 +24,10 @@ func (x guardedGate) Warm(ctx context.Context, a sale.Activity, st sale.GateStat
 	return slowCall(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.g.Warm(ctx, a, st) })
 }
 
+func (x guardedGate) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	return slowCall(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.g.Repair(ctx, a, read) })
+}
+
 func (x guardedGate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.g.Grab(ctx, r) })
 }

@@ -51,6 +51,7 @@ type activity struct {
 	held      map[string]int64   // user -> units held
 	keyed     map[string]*answer // user + "\x00" + idempotency key -> first answer
 	holding   map[string]bool    // the tokens of the grabs that hold a unit: a release gives back only these
+	version   int64              // counts every change of the units or holdings: what Repair checks
 	shares    []sale.Share       // red packet: free shares, taken from the end
 	passes    map[string]pass    // one-time path tokens not yet spent
 	issued    int                // passes issued since expired ones were last swept
@@ -81,6 +82,18 @@ func (g *Gate) Close() error { return g.commit.close() }
 
 // Load replaces the gate's state for a with st.
 func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	act, err := newActivity(a, st)
+	if err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.acts[a.ID] = act
+	g.mu.Unlock()
+	return nil
+}
+
+// newActivity is a's state in the gate, holding st.
+func newActivity(a sale.Activity, st sale.GateState) (*activity, error) {
 	act := &activity{
 		a:       a,
 		held:    map[string]int64{},
@@ -109,13 +122,39 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 		act.remaining = a.Stock - int64(len(st.Held))
 	}
 	if act.remaining < 0 {
-		return fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
+		return nil, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}
 	act.soldOut.Store(act.remaining == 0)
-	g.mu.Lock()
-	g.acts[a.ID] = act
-	g.mu.Unlock()
-	return nil
+	return act, nil
+}
+
+// Repair implements sale.Gate: read runs without the activity's lock, and its state replaces the
+// activity's only if no grab or release changed it meanwhile. The unspent passes are kept.
+func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	act, err := g.activity(a.ID)
+	if err != nil {
+		return false, err
+	}
+	act.mu.Lock()
+	version, remaining := act.version, act.remaining
+	act.mu.Unlock()
+	st, repair, err := read(ctx, remaining)
+	if err != nil || !repair {
+		return false, err
+	}
+	fresh, err := newActivity(a, st)
+	if err != nil {
+		return false, err
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	if act.version != version {
+		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
+	}
+	act.remaining, act.held, act.keyed, act.holding, act.shares = fresh.remaining, fresh.held, fresh.keyed, fresh.holding, fresh.shares
+	act.version++
+	act.soldOut.Store(act.remaining == 0)
+	return true, nil
 }
 
 // Warm implements sale.Gate.
@@ -191,6 +230,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		grab.Share, grab.AmountCents = s.Index, s.AmountCents
 	}
 	act.remaining--
+	act.version++
 	act.held[r.UserID]++
 	act.holding[grab.Token] = true
 	ans := &answer{grab: grab, done: make(chan struct{})}
@@ -269,6 +309,7 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 func (act *activity) undo(grab sale.Grab, key string) {
 	delete(act.holding, grab.Token)
 	act.remaining++
+	act.version++
 	if act.held[grab.UserID]--; act.held[grab.UserID] <= 0 {
 		delete(act.held, grab.UserID)
 	}

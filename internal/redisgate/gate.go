@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,26 +182,115 @@ func (g *Gate) lookup(ctx context.Context, id string) (sale.Activity, error) {
 	return a, nil
 }
 
-// Load implements sale.Gate: it replaces what Redis holds for a, in one MULTI/EXEC on the
-// activity's slot. The stream is left alone: its entries are grabs still on their way to orders.
+// Load implements sale.Gate: it replaces what Redis holds for a, one MULTI/EXEC per shard. The
+// stream is left alone: its entries are grabs still on their way to orders.
 func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
-	_, err := g.load(ctx, a, st, false)
-	return err
+	parts, err := g.prepare(ctx, a, st)
+	if err != nil {
+		return err
+	}
+	for i := int64(len(parts)) - 1; i >= 0; i-- { // shard 0 last: its stock means "loaded"
+		k := keysOf(ShardID(a.ID, i))
+		if _, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[i].write(ctx, p, k) }); err != nil {
+			return fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+		}
+	}
+	g.remember(a)
+	return nil
 }
 
-// Warm implements sale.Gate: WATCH on the stock key makes "absent" and the load one step, so two
-// nodes starting together cannot overwrite each other's sales.
+// Warm implements sale.Gate. Each shard is written only if it is absent, atomically with that
+// check (WATCH on its stock key), so two nodes starting together, or a node rebuilding an
+// activity another is selling, never overwrite units on sale. Shard 0 is written last, and its
+// stock means "loaded": a node that finds other shards but not shard 0 waits a moment for the
+// loader that is writing them. A shard missing from a loaded activity (its master failed over
+// to an empty replica) gets back its users' holdings, records and answers and no units: the
+// units it had are unknown, and a reconcile at rest gives the difference back to shard 0.
 func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
-	return g.load(ctx, a, st, true)
+	parts, err := g.prepare(ctx, a, st)
+	if err != nil {
+		return false, err
+	}
+	n := int64(len(parts))
+	present, err := g.present(ctx, a, n)
+	if err != nil {
+		return false, err
+	}
+	if !present[0] && slices.Contains(present, true) {
+		// Another node may be loading it: its shard 0 comes last. Give it a moment.
+		for wait := time.Now().Add(warmWait); !present[0] && time.Now().Before(wait); {
+			time.Sleep(20 * time.Millisecond)
+			if present, err = g.present(ctx, a, n); err != nil {
+				return false, err
+			}
+		}
+	}
+	whole := !slices.Contains(present, true) // nothing of it there: the whole split
+	loaded := false
+	for i := n - 1; i >= 0; i-- {
+		if present[i] {
+			continue
+		}
+		part := parts[i]
+		if !whole {
+			part.remaining = 0 // a lost shard: its units come back through a reconcile
+		}
+		k := keysOf(ShardID(a.ID, i))
+		err := g.rdb.Watch(ctx, func(tx *redis.Tx) error {
+			if n, err := tx.Exists(ctx, k.stock).Result(); err != nil {
+				return err
+			} else if n == 1 {
+				return errLoaded
+			}
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return part.write(ctx, p, k) })
+			return err
+		}, k.stock)
+		switch {
+		case errors.Is(err, errLoaded) || errors.Is(err, redis.TxFailedErr):
+			// another node wrote this shard first
+		case err != nil:
+			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+		default:
+			loaded = true
+		}
+	}
+	g.remember(a)
+	return loaded, nil
+}
+
+// warmWait is how long Warm waits for another node to finish loading an activity.
+const warmWait = time.Second
+
+// present reports which of a's n shards Redis holds (their stock key exists).
+func (g *Gate) present(ctx context.Context, a sale.Activity, n int64) ([]bool, error) {
+	out := make([]bool, n)
+	for i := range n {
+		ok, err := g.rdb.Exists(ctx, keysOf(ShardID(a.ID, i)).stock).Result()
+		if err != nil {
+			return nil, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+		}
+		out[i] = ok == 1
+	}
+	return out, nil
 }
 
 var errLoaded = errors.New("loaded already")
 
-func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onlyIfAbsent bool) (bool, error) {
+// remember notes a as known to this gate.
+func (g *Gate) remember(a sale.Activity) {
+	g.mu.Lock()
+	g.acts[a.ID] = a
+	g.mu.Unlock()
+}
+
+// prepare makes sure every shard's stream has its consumer group and splits st over a's shards:
+// each gets its part of what is left, and the holdings, records and answers of the users whose
+// home it is.
+func (g *Gate) prepare(ctx context.Context, a sale.Activity, st sale.GateState) ([]shardState, error) {
 	n := shardsOf(a)
 	for i := range n {
 		if err := ensureGroup(ctx, g.rdb, keysOf(ShardID(a.ID, i)).stream); err != nil {
-			return false, fmt.Errorf("%w: create the consumer group of %s: %w", sale.ErrBusy, a.ID, err)
+			return nil, fmt.Errorf("%w: create the consumer group of %s: %w", sale.ErrBusy, a.ID, err)
 		}
 	}
 	remaining := a.Stock - int64(len(st.Held))
@@ -208,10 +298,8 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 		remaining = int64(len(st.Shares))
 	}
 	if remaining < 0 {
-		return false, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
+		return nil, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}
-	// Each shard gets its part of what is left, and the holdings, grabs and answers of the
-	// users whose home it is.
 	parts := make([]shardState, n)
 	for i := range parts {
 		parts[i].remaining = remaining / n
@@ -230,42 +318,82 @@ func (g *Gate) load(ctx context.Context, a sale.Activity, st sale.GateState, onl
 		p := &parts[homeShard(h.UserID, n)]
 		p.keyed = append(p.keyed, h)
 	}
-	if onlyIfAbsent {
-		// Shard 0's stock is written last: its presence means "loaded".
-		if ok, err := g.rdb.Exists(ctx, keysOf(a.ID).stock).Result(); err != nil {
-			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
-		} else if ok == 1 {
-			return false, nil
-		}
-	}
-	for i := n - 1; i >= 1; i-- {
-		k := keysOf(ShardID(a.ID, i))
-		if _, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[i].write(ctx, p, k) }); err != nil {
-			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
-		}
-	}
+	return parts, nil
+}
+
+// Repair implements sale.Gate. Every key of shard 0 is watched while read runs: a grab, a
+// release or a load there meanwhile makes the repair fail with ErrChanged, and so does a change
+// of the other shards' counts. A stock on one slot is then replaced whole in one MULTI/EXEC; a
+// sharded stock has shard 0's count moved by the difference.
+func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	n := shardsOf(a)
 	k := keysOf(a.ID)
+	counts := func(ctx context.Context, first redis.Cmdable) ([]int64, error) {
+		out := make([]int64, n)
+		for i := range n {
+			c := g.rdb.Get
+			if i == 0 {
+				c = first.Get
+			}
+			v, err := c(ctx, keysOf(ShardID(a.ID, i)).stock).Int64()
+			if errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("activity %s, shard %d: %w", a.ID, i, sale.ErrUnloaded)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	repaired := false
 	err := g.rdb.Watch(ctx, func(tx *redis.Tx) error {
-		if onlyIfAbsent {
-			if n, err := tx.Exists(ctx, k.stock).Result(); err != nil {
+		before, err := counts(ctx, tx)
+		if err != nil {
+			return err
+		}
+		var total int64
+		for _, c := range before {
+			total += c
+		}
+		st, repair, err := read(ctx, total)
+		if err != nil || !repair {
+			return err
+		}
+		if n > 1 {
+			after, err := counts(ctx, tx)
+			if err != nil {
 				return err
-			} else if n == 1 {
-				return errLoaded
+			}
+			if !slices.Equal(before, after) {
+				return sale.ErrChanged
 			}
 		}
-		_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[0].write(ctx, p, k) })
+		parts, err := g.prepare(ctx, a, st)
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if n == 1 {
+				return parts[0].write(ctx, p, k)
+			}
+			var want int64
+			for _, part := range parts {
+				want += part.remaining
+			}
+			p.IncrBy(ctx, k.stock, want-total)
+			return nil
+		})
+		repaired = err == nil
 		return err
-	}, k.stock)
-	g.mu.Lock()
-	g.acts[a.ID] = a
-	g.mu.Unlock()
+	}, k.stock, k.shares, k.held, k.answers, k.grabs, k.pending, k.away)
 	switch {
-	case onlyIfAbsent && (errors.Is(err, errLoaded) || errors.Is(err, redis.TxFailedErr)):
-		return false, nil // another node loaded it first
-	case err != nil:
-		return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+	case errors.Is(err, redis.TxFailedErr), errors.Is(err, sale.ErrChanged):
+		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
+	case err != nil && !errors.Is(err, sale.ErrBusy) && !sale.IsAnswer(err) && !errors.Is(err, sale.ErrUnloaded):
+		return false, fmt.Errorf("%w: repair activity %s: %w", sale.ErrBusy, a.ID, err)
 	}
-	return true, nil
+	return repaired, err
 }
 
 // shardState is what one shard of an activity holds after a load.

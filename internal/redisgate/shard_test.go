@@ -254,3 +254,49 @@ func TestShardedStockOnACluster(t *testing.T) {
 		}
 	})
 }
+
+// TestWarmNeverResetsASellingShard: a node loads a sharded stock while another, slower node
+// found it absent a moment before. The slow one comes once the first has written shards 2 and 1
+// and grabs are selling there, shard 0 not written yet: it must not write over them (before, it
+// rewrote every shard but 0 without a check, and the units sold there came back).
+func TestWarmNeverResetsASellingShard(t *testing.T) {
+	ctx := context.Background()
+	first, rdb := clusterGate(t)
+	slow := New(rdb, notFound)
+	a := shardedItem("race", 30, 3, 1)
+	if err := first.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []int64{1, 2} {
+		for _, u := range usersOf(3, home, 3) {
+			if _, err := first.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// As if the first node were still to write shard 0.
+	k0 := keysOf(a.ID)
+	saved, err := rdb.Get(ctx, k0.stock).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Del(ctx, k0.stock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(200 * time.Millisecond); rdb.Set(ctx, k0.stock, saved, 0) }() // the first node finishes
+	if _, err := slow.Warm(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []int64{1, 2} {
+		k := keysOf(ShardID(a.ID, home))
+		if n, _ := rdb.Get(ctx, k.stock).Int64(); n != 7 {
+			t.Errorf("shard %d has %d units after the slow node's warm, want the 7 the first left", home, n)
+		}
+		if n, _ := rdb.HLen(ctx, k.grabs).Result(); n != 3 {
+			t.Errorf("shard %d holds %d grabs after the slow node's warm, want its 3", home, n)
+		}
+	}
+	if n, err := first.Remaining(ctx, a.ID); err != nil || n != 24 {
+		t.Fatalf("remaining %d, %v after the warm, want 24: nothing sold came back", n, err)
+	}
+}

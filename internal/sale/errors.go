@@ -25,6 +25,8 @@ var (
 	ErrRateLimited       = errors.New("too many requests")
 	ErrBusy              = errors.New("busy: a dependency is unavailable")
 	ErrTooLarge          = errors.New("request body too large")
+	// ErrChanged says the gate moved while a repair read it: the repair was not made.
+	ErrChanged = errors.New("the gate changed while it was being repaired")
 )
 
 // ErrUnloaded says the gate does not hold an activity that exists: a cache that lost its data
@@ -35,7 +37,7 @@ var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBu
 // answers are the errors that are the sale's answer to a request, not a failure of a dependency.
 var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
-	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull}
+	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged}
 
 // IsAnswer reports whether err is one of the sale's answers (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

@@ -11,13 +11,22 @@ import (
 // stream by the same script that took the unit), so an acknowledged grab is never lost.
 type Gate interface {
 	// Load makes activity a sellable with the holdings of st, replacing whatever the gate knew of
-	// it. It is how a gate is warmed up, rebuilt after a restart, and repaired by a reconcile.
+	// it. It is how a new activity is loaded; nothing may be selling it yet.
 	Load(ctx context.Context, a Activity, st GateState) error
 
 	// Warm loads a with st unless the gate holds a already (another node loaded it, or the cache
 	// outlived this process), atomically with that check, and reports whether it loaded. It is
-	// how a node starts: it never overwrites units another node is selling.
+	// how a node starts: it never overwrites units another node is selling. A gate that holds
+	// only part of a (a Redis shard of a sharded stock lost) gets the missing part back, with its
+	// holdings and none of the units it had, which a reconcile at rest returns.
 	Warm(ctx context.Context, a Activity, st GateState) (bool, error)
+
+	// Repair makes the gate hold what read returns for a, provided nothing moved in the gate
+	// while read ran: read is given the units the gate had when Repair began, and says whether
+	// to repair. A stock on one slot is replaced whole; a sharded stock has its count corrected on
+	// its first shard (each shard's holdings are its own). Repair reports whether it repaired.
+	// Errors: ErrChanged (a grab or a release came meanwhile: try again at rest), ErrBusy.
+	Repair(ctx context.Context, a Activity, read func(ctx context.Context, remaining int64) (GateState, bool, error)) (bool, error)
 
 	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
 	// returns the first grab again and takes nothing. Otherwise a pass in r.Pass is spent first:

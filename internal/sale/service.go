@@ -221,17 +221,17 @@ type Reconciliation struct {
 }
 
 // Reconcile compares the gate's remaining units with what the database and the queue say, and
-// reloads the gate from them when the two disagree. A grab in flight (taken by the gate, not yet
-// durable) looks like drift for a moment, so the comparison is made twice, 100 ms apart, and only
-// a drift seen both times with the gate standing still is repaired.
+// repairs the gate when the two disagree. A grab in flight (taken by the gate, not yet durable)
+// looks like drift for a moment, so the comparison is made twice, 100 ms apart, and only a drift
+// seen both times with the gate standing still is repaired; the repair itself reads the database
+// once more and is made only if nothing moved in the gate meanwhile (Gate.Repair), so that a
+// reconcile under live traffic never erases a grab.
 func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, error) {
 	a, err := s.Activity(ctx, id)
 	if err != nil {
 		return Reconciliation{}, err
 	}
 	var rec Reconciliation
-	var st GateState
-	var queued []Grab
 	for round := 0; round < 2; round++ {
 		if round > 0 {
 			select {
@@ -244,20 +244,16 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		if st, queued, err = s.gateState(ctx, a); err != nil {
+		st, _, err := s.gateState(ctx, a)
+		if err != nil {
 			return Reconciliation{}, err
 		}
 		after, err := s.gate.Remaining(ctx, id)
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		want := a.Stock - int64(len(st.Held))
-		if a.Kind == KindRedPacket {
-			want = int64(len(st.Shares))
-		}
 		prev := rec.Drift
-		rec = Reconciliation{Stock: a.Stock, GateRemaining: after, ExpectedRemaining: want,
-			Held: int64(len(st.Held)), Drift: after - want}
+		rec = s.compare(a, st, after)
 		if before != after {
 			rec.Note = "grabs are in flight; the gate was not compared at rest, try again"
 			return rec, nil
@@ -271,15 +267,40 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 			return rec, nil
 		}
 	}
-	if err := s.gate.Load(ctx, a, st); err != nil {
+	drift := rec.Drift
+	var queued []Grab
+	var st GateState
+	repaired, err := s.gate.Repair(ctx, a, func(ctx context.Context, remaining int64) (GateState, bool, error) {
+		var err error
+		if st, queued, err = s.gateState(ctx, a); err != nil {
+			return GateState{}, false, err
+		}
+		rec = s.compare(a, st, remaining)
+		return st, rec.Drift == drift, nil
+	})
+	switch {
+	case errors.Is(err, ErrChanged) || err == nil && !repaired:
+		rec.Note = "the gate moved while the repair read the database; not repaired, try again"
+		return rec, nil
+	case err != nil:
 		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
 	}
 	if err := s.loadRanking(ctx, a, st, queued); err != nil {
 		return rec, fmt.Errorf("repair the leaderboard of %s: %w", id, err)
 	}
 	rec.Repaired = true
-	rec.Note = "the gate (and a red packet's leaderboard) was reloaded from the database and the queue"
+	rec.Note = "the gate (and a red packet's leaderboard) was repaired from the database and the queue"
 	return rec, nil
+}
+
+// compare is a reconciliation of a's gate, holding remaining units, with st.
+func (s *Service) compare(a Activity, st GateState, remaining int64) Reconciliation {
+	want := a.Stock - int64(len(st.Held))
+	if a.Kind == KindRedPacket {
+		want = int64(len(st.Shares))
+	}
+	return Reconciliation{Stock: a.Stock, GateRemaining: remaining, ExpectedRemaining: want,
+		Held: int64(len(st.Held)), Drift: remaining - want}
 }
 
 // Activity returns an activity. Errors: ErrNotFound.

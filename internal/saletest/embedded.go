@@ -108,7 +108,20 @@ func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store s
 
 // Faults break an Env's gate on demand: what the service must survive when the gate fails
 // after the database has committed (Redis away between a cancel and its restock).
-type Faults struct{ releases atomic.Int64 }
+type Faults struct {
+	releases atomic.Int64
+	repair   atomic.Pointer[func()]
+}
+
+// DuringRepair makes the next repair of the gate run f while it reads the database: traffic that
+// lands between a reconcile's reading and its writing. nil takes it back.
+func (f *Faults) DuringRepair(fn func()) {
+	if fn == nil {
+		f.repair.Store(nil)
+		return
+	}
+	f.repair.Store(&fn)
+}
 
 // FailReleases makes the next n releases of the gate fail with ErrBusy, without calling it.
 func (f *Faults) FailReleases(n int64) { f.releases.Store(n) }
@@ -129,6 +142,26 @@ func (f *Faults) take() bool {
 type faultyGate struct {
 	sale.Gate
 	f *Faults
+}
+
+// Load runs the repair hook too: a reconcile that loads the gate whole, without Repair's check,
+// meets the same traffic.
+func (g faultyGate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	if fn := g.f.repair.Swap(nil); fn != nil {
+		(*fn)()
+	}
+	return g.Gate.Load(ctx, a, st)
+}
+
+func (g faultyGate) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	if fn := g.f.repair.Swap(nil); fn != nil {
+		inner := read
+		read = func(ctx context.Context, remaining int64) (sale.GateState, bool, error) {
+			(*fn)()
+			return inner(ctx, remaining)
+		}
+	}
+	return g.Gate.Repair(ctx, a, read)
 }
 
 func (g faultyGate) Release(ctx context.Context, gr sale.Grab) error {

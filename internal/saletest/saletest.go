@@ -198,6 +198,34 @@ func Property(t *testing.T, newEnv NewEnv) {
 				}
 				m.cancelled[tok], m.owed[tok] = true, true
 			},
+			// A reconcile while a grab lands between its reading and its writing: the grab
+			// survives (the repair is not made), and a repair made at rest counts the owed
+			// restocks back.
+			"reconcile under traffic": func(rt *rapid.T) {
+				env.Drain(a.ID)
+				u := user.Draw(rt, "who")
+				var injected sale.Grab
+				var injectedErr error
+				ran := false
+				env.Faults.DuringRepair(func() {
+					ran = true
+					injected, injectedErr = env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u})
+				})
+				rec, err := env.Service.Reconcile(ctx, a.ID)
+				env.Faults.DuringRepair(nil)
+				if err != nil {
+					rt.Fatalf("reconcile under traffic: %v", err)
+				}
+				if ran && injectedErr == nil {
+					m.acked[injected.Token] = u
+				}
+				if rec.Repaired {
+					if ran && injectedErr == nil {
+						rt.Fatalf("the reconcile repaired over a grab that landed meanwhile: %+v", rec)
+					}
+					clear(m.owed)
+				}
+			},
 			"give back owed restocks": func(rt *rapid.T) {
 				giveBackOwed(rt, env, m)
 			},
