@@ -29,7 +29,8 @@ type Queue struct {
 	activities func(ctx context.Context) ([]string, error) // ids of the activities to consume
 	claimIdle  time.Duration
 	poll       time.Duration
-	topo       *Topology // reloads the cluster's map when a read meets a failover
+	listEvery  time.Duration // how often the activities are listed again
+	topo       *Topology     // reloads the cluster's map when a read meets a failover
 
 	mu        sync.Mutex
 	groups    map[string]bool // streams whose group is known to exist
@@ -44,7 +45,14 @@ type Queue struct {
 func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]string, error),
 	poll, claimIdle time.Duration) *Queue {
 	return &Queue{rdb: rdb, consumer: consumer, activities: activities, poll: poll, claimIdle: claimIdle,
-		groups: map[string]bool{}, topo: NewTopology(rdb)}
+		listEvery: time.Second, groups: map[string]bool{}, topo: NewTopology(rdb)}
+}
+
+// WithListEvery sets how often the queue lists the activities again (a second): an activity
+// created meanwhile has its grabs read only from the next listing on.
+func (q *Queue) WithListEvery(d time.Duration) *Queue {
+	q.listEvery = d
+	return q
 }
 
 // ensureGroup creates the consumer group of a stream, reading from its start, unless it exists.
@@ -56,11 +64,11 @@ func ensureGroup(ctx context.Context, rdb redis.UniversalClient, stream string) 
 	return nil
 }
 
-// streams returns the activities to read, refreshed every second, each with its group ensured.
+// streams returns the activities to read, listed again every listEvery, each with its group ensured.
 func (q *Queue) streams(ctx context.Context) ([]string, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if time.Since(q.listedAt) < time.Second {
+	if time.Since(q.listedAt) < q.listEvery {
 		return q.ids, nil
 	}
 	ids, err := q.activities(ctx)

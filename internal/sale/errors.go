@@ -27,6 +27,9 @@ var (
 	ErrTooLarge          = errors.New("request body too large")
 	// ErrChanged says the gate moved while a repair read it: the repair was not made.
 	ErrChanged = errors.New("the gate changed while it was being repaired")
+	// ErrUnplaceable says the database refuses a grab for what it is (its activity does not
+	// exist, a value does not fit), not for being away: placing it again can never succeed.
+	ErrUnplaceable = errors.New("the grab can never be placed as an order")
 )
 
 // ErrUnloaded says the gate does not hold an activity that exists: a cache that lost its data
@@ -37,7 +40,7 @@ var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBu
 // answers are the errors that are the sale's answer to a request, not a failure of a dependency.
 var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
-	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged}
+	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable}
 
 // IsAnswer reports whether err is one of the sale's answers (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

@@ -112,10 +112,12 @@ type Store interface {
 	// PlaceOrders turns grabs into orders in one transaction, idempotently per token: a grab
 	// whose token already has an order gets that order back. A grab the guard refuses (no unit
 	// left, the user's limit reached, the share taken) becomes a FAILED order. Orders open
-	// their payment window at the grab's time.
+	// their payment window at the grab's time. Errors: ErrUnplaceable (a grab of the batch can
+	// never be placed: nothing was written), ErrBusy.
 	PlaceOrders(ctx context.Context, gs []Grab) ([]Placement, error)
 
-	// Order returns the order of a token. Errors: ErrNotFound.
+	// Order returns the order of a token; a grab the workers dead-lettered comes as a FAILED
+	// order. Errors: ErrNotFound.
 	Order(ctx context.Context, token string) (Order, error)
 
 	// OrderByID returns an order by its numeric id. Errors: ErrNotFound.

@@ -27,6 +27,9 @@ type Service struct {
 	soldOut    sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
 	soldOutTTL time.Duration
 	restocks   Restocks // nil: this node is the only one
+	// reconcilePause is how long a reconcile waits between its two readings: a grab in flight
+	// lands meanwhile, and a drift it caused does not last.
+	reconcilePause time.Duration
 
 	blocked Blocklist // this node's copy of the blacklist
 
@@ -51,7 +54,14 @@ const SoldOutTTL = time.Second
 
 // NewService returns a Service. now is the clock (time.Now outside tests).
 func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
-	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL, event: func(string, int) {}}
+	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL, event: func(string, int) {},
+		reconcilePause: 100 * time.Millisecond}
+}
+
+// WithReconcilePause sets how long a reconcile waits between its two readings (100 ms).
+func (s *Service) WithReconcilePause(d time.Duration) *Service {
+	s.reconcilePause = d
+	return s
 }
 
 // WithEvents makes the service tell event of every order a buyer pays ("paid") or cancels
@@ -222,7 +232,8 @@ type Reconciliation struct {
 
 // Reconcile compares the gate's remaining units with what the database and the queue say, and
 // repairs the gate when the two disagree. A grab in flight (taken by the gate, not yet durable)
-// looks like drift for a moment, so the comparison is made twice, 100 ms apart, and only a drift
+// looks like drift for a moment, so the comparison is made twice, 100 ms apart (see
+// WithReconcilePause), and only a drift
 // seen both times with the gate standing still is repaired; the repair itself reads the database
 // once more and is made only if nothing moved in the gate meanwhile (Gate.Repair), so that a
 // reconcile under live traffic never erases a grab.
@@ -237,7 +248,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 			select {
 			case <-ctx.Done():
 				return Reconciliation{}, ctx.Err()
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(s.reconcilePause):
 			}
 		}
 		before, err := s.gate.Remaining(ctx, id)

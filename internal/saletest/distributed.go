@@ -31,7 +31,9 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 		acts, err := store.Activities(ctx, time.Time{})
 		return redisgate.StreamIDs(acts), err
 	}
-	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second)
+	// Every random sale is a new activity: listed every 20 ms, its first drain need not wait a second.
+	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second).
+		WithListEvery(20 * time.Millisecond)
 	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
 	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL).WithLine(redisgate.NewLine(rdb))
 	env.Answers = NewAnswers(redisgate.NewChallenges(rdb))

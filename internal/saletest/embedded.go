@@ -85,15 +85,16 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 // start runs a service on gate, queue and store with a worker in the background; when t ends it
 // stops the worker and calls closers in order.
 func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, ranking sale.Ranking, closers ...func() error) Env {
-	faults := &Faults{}
-	svc := sale.NewService(faultyGate{gate, faults}, queue, store, clock.Now)
+	faults := &Faults{unplaceable: map[string]bool{}}
+	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
+	svc := sale.NewService(faultyGate{gate, faults}, queue, store, clock.Now).WithReconcilePause(5 * time.Millisecond)
 	if leaders, ok := store.(sale.LeaderStore); ok {
 		svc.WithRanking(ranking, leaders)
 	}
 	run, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		(&worker.Worker{Queue: queue, Store: store, Log: quiet, Batch: 16,
+		(&worker.Worker{Queue: queue, Store: faultyStore{store, faults}, Log: quiet, Batch: 16,
 			Placed: func(ps []sale.Placement) { svc.OrdersPlaced(run, ps) }}).Run(run)
 	})
 	t.Cleanup(func() {
@@ -111,6 +112,33 @@ func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store s
 type Faults struct {
 	releases atomic.Int64
 	repair   atomic.Pointer[func()]
+
+	mu          sync.Mutex
+	unplaceable map[string]bool // users whose grabs the database refuses for good
+}
+
+// Unplaceable makes the database refuse, for good, every batch with a grab of user in it, as it
+// refuses a grab of an activity that does not exist: the worker must dead-letter that grab alone.
+func (f *Faults) Unplaceable(user string) {
+	f.mu.Lock()
+	f.unplaceable[user] = true
+	f.mu.Unlock()
+}
+
+type faultyStore struct {
+	sale.Store
+	f *Faults
+}
+
+func (s faultyStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for _, g := range gs {
+		if s.f.unplaceable[g.UserID] {
+			return nil, fmt.Errorf("%w: the test refuses grab %s", sale.ErrUnplaceable, g.Token)
+		}
+	}
+	return s.Store.PlaceOrders(ctx, gs)
 }
 
 // DuringRepair makes the next repair of the gate run f while it reads the database: traffic that

@@ -75,18 +75,31 @@ type model struct {
 	keyed        map[string]string // user + key -> token
 	cancelled    map[string]bool
 	owed         map[string]bool // cancelled, their unit not yet back in the gate
+	dead         map[string]bool // acknowledged, dead-lettered: no order, the unit held until a reconcile
+	freed        map[string]bool // dead letters whose unit a reconcile gave back
 	paid         map[string]bool
 	soldOut      bool
 }
 
+// heldBy counts the units user holds: acknowledged, not cancelled, and not a dead letter whose
+// unit a reconcile gave back.
 func (m *model) heldBy(user string) int64 {
 	var n int64
 	for tok, u := range m.acked {
-		if u == user && !m.cancelled[tok] {
+		if u == user && !m.cancelled[tok] && !m.freed[tok] {
 			n++
 		}
 	}
 	return n
+}
+
+// repaired notes a reconcile's repair: the gate now holds what the database does, so the owed
+// restocks and the dead letters' units are back in it.
+func (m *model) repaired() {
+	clear(m.owed)
+	for tok := range m.dead {
+		m.freed[tok] = true
+	}
 }
 
 // owedBy counts user's cancelled units whose restock the gate has not taken yet.
@@ -100,8 +113,9 @@ func (m *model) owedBy(user string) int64 {
 	return n
 }
 
+// held counts the units held, in the gate's view (which the owed restocks are not back in yet).
 func (m *model) held() int64 {
-	return int64(len(m.acked) - len(m.cancelled))
+	return int64(len(m.acked) - len(m.cancelled) - len(m.freed))
 }
 
 // Property runs random sales on newEnv and checks after every step that no more units are held
@@ -132,7 +146,7 @@ func Property(t *testing.T, newEnv NewEnv) {
 			rt.Fatalf("create: %v", err)
 		}
 		m := &model{stock: a.Stock, limit: a.PerUserLimit, acked: map[string]string{}, keyed: map[string]string{},
-			cancelled: map[string]bool{}, owed: map[string]bool{}, paid: map[string]bool{}}
+			cancelled: map[string]bool{}, owed: map[string]bool{}, dead: map[string]bool{}, freed: map[string]bool{}, paid: map[string]bool{}}
 		users := rapid.IntRange(1, 10).Draw(rt, "users")
 		user := rapid.Custom(func(t *rapid.T) string { return fmt.Sprint("u", rapid.IntRange(0, users-1).Draw(t, "user")) })
 
@@ -223,8 +237,24 @@ func Property(t *testing.T, newEnv NewEnv) {
 					if ran && injectedErr == nil {
 						rt.Fatalf("the reconcile repaired over a grab that landed meanwhile: %+v", rec)
 					}
-					clear(m.owed)
+					m.repaired()
 				}
+			},
+			// A grab the database can never place goes to the dead letters alone; the grabs
+			// around it are placed.
+			"a grab the database refuses": func(rt *rapid.T) {
+				u := fmt.Sprint("poison-", len(m.dead))
+				env.Faults.Unplaceable(u)
+				g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u})
+				if errors.Is(err, sale.ErrSoldOut) {
+					m.soldOut = true
+					return
+				}
+				if err != nil {
+					rt.Fatalf("grab by %s: %v", u, err)
+				}
+				m.acked[g.Token], m.dead[g.Token] = u, true
+				env.Drain(a.ID)
 			},
 			"give back owed restocks": func(rt *rapid.T) {
 				giveBackOwed(rt, env, m)
@@ -248,7 +278,7 @@ func Property(t *testing.T, newEnv NewEnv) {
 					rt.Fatalf("sweep: %v", err)
 				}
 				for tok := range m.acked {
-					if !m.paid[tok] {
+					if !m.paid[tok] && !m.dead[tok] { // a dead letter has no order to expire
 						m.cancelled[tok] = true
 					}
 				}
@@ -275,6 +305,12 @@ func Property(t *testing.T, newEnv NewEnv) {
 		env.Drain(a.ID)
 		giveBackOwed(rt, env, m)
 		for tok, u := range m.acked {
+			if m.dead[tok] {
+				if o, err := env.Service.Order(ctx, u, tok); err == nil && o.Status != sale.StatusFailed {
+					rt.Fatalf("dead-lettered grab %s has an order %s", tok, o.Status)
+				}
+				continue
+			}
 			o, err := env.Service.Order(ctx, u, tok)
 			if err != nil {
 				rt.Fatalf("acknowledged grab %s has no order: %v", tok, err)
@@ -297,11 +333,20 @@ func Property(t *testing.T, newEnv NewEnv) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		if c.Orders != int64(len(m.acked)) || c.Failed != 0 {
-			rt.Fatalf("database has %+v; %d grabs were acknowledged", c, len(m.acked))
+		dead := int64(len(m.dead))
+		if c.Orders != int64(len(m.acked))-dead || c.Failed != 0 || c.DeadLetters != dead {
+			rt.Fatalf("database has %+v; %d grabs were acknowledged, %d of them dead-lettered", c, len(m.acked), dead)
 		}
-		if c.Created+c.Paid != m.held() {
-			rt.Fatalf("database holds %d units, the model %d", c.Created+c.Paid, m.held())
+		deadHeld := dead - int64(len(m.freed)) // in the gate, not in the database
+		if c.Created+c.Paid != m.held()-deadHeld {
+			rt.Fatalf("database holds %d units, the model %d", c.Created+c.Paid, m.held()-deadHeld)
+		}
+		if deadHeld > 0 {
+			// The dead letters' units are held in the gate and by nobody in the database: the
+			// reconcile gives them back.
+			if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.Repaired || rec.Drift != -deadHeld {
+				rt.Fatalf("reconcile with %d dead letters holding units = %+v, %v; want a drift of -%d repaired", deadHeld, rec, err, deadHeld)
+			}
 		}
 		if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK {
 			rt.Fatalf("reconcile after the sale = %+v, %v", rec, err)
@@ -327,7 +372,7 @@ func giveBackOwed(rt *rapid.T, env Env, m *model) {
 func pickLive(rt *rapid.T, m *model) (string, bool) {
 	var live []string
 	for tok := range m.acked {
-		if !m.cancelled[tok] && !m.paid[tok] {
+		if !m.cancelled[tok] && !m.paid[tok] && !m.dead[tok] {
 			live = append(live, tok)
 		}
 	}
@@ -346,6 +391,9 @@ func checkShares(rt *rapid.T, env Env, a sale.Activity, m *model) {
 	held := map[int64]bool{}
 	var sum int64
 	for tok, u := range m.acked {
+		if m.dead[tok] {
+			continue // no order: its share waits in the gate for a reconcile
+		}
 		o, err := env.Service.Order(ctx, u, tok)
 		if err != nil {
 			rt.Fatalf("order %s: %v", tok, err)

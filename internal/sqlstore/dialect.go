@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +33,7 @@ type dialect struct {
 	isolation  sql.IsolationLevel
 	unique     func(error) bool
 	retryable  func(error) bool // the transaction lost a deadlock or a serialization race
+	invalid    func(error) bool // the statement was refused for its data: a foreign key, a check, a value that does not fit
 
 	cache sync.Map // query -> rewritten query
 }
@@ -40,7 +42,15 @@ var (
 	sqliteDialect = &dialect{name: "sqlite", goose: goose.DialectSQLite3, migrations: "migrations/sqlite",
 		ignoreDup: " ON CONFLICT DO NOTHING",
 		unique:    func(err error) bool { return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") },
-		retryable: func(error) bool { return false }}
+		retryable: func(error) bool { return false },
+		invalid: func(err error) bool {
+			if err == nil {
+				return false
+			}
+			m := err.Error()
+			return strings.Contains(m, "FOREIGN KEY constraint failed") || strings.Contains(m, "CHECK constraint failed") ||
+				strings.Contains(m, "NOT NULL constraint failed") || strings.Contains(m, "string or blob too big")
+		}}
 
 	// READ COMMITTED: a transaction that lost a unique-key race must see the winner's row when it
 	// looks for it; InnoDB's default snapshot would hide it.
@@ -53,6 +63,11 @@ var (
 		retryable: func(err error) bool {
 			var me *mysql.MySQLError
 			return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205) // deadlock, lock wait timeout
+		},
+		invalid: func(err error) bool {
+			var me *mysql.MySQLError
+			// foreign key, not null, out of range, incorrect value, too long, check
+			return errors.As(err, &me) && slices.Contains([]uint16{1452, 1048, 1264, 1366, 1406, 3819}, me.Number)
 		}}
 
 	postgresDialect = &dialect{name: "postgres", goose: goose.DialectPostgres, migrations: "migrations/postgres",
@@ -64,6 +79,11 @@ var (
 		retryable: func(err error) bool {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") // serialization, deadlock
+		},
+		invalid: func(err error) bool {
+			var pe *pgconn.PgError
+			// data exceptions; foreign key, not null, check violations
+			return errors.As(err, &pe) && (strings.HasPrefix(pe.Code, "22") || pe.Code == "23503" || pe.Code == "23502" || pe.Code == "23514")
 		}}
 )
 

@@ -66,6 +66,9 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 		}
 		return nil
 	})
+	if err != nil && !errors.Is(err, sale.ErrUnplaceable) && s.w.d.invalid(err) {
+		err = fmt.Errorf("%w: %w", sale.ErrUnplaceable, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +333,8 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 		return sale.Placement{}, err
 	}
 	if !ok {
-		return p.fail(ctx, g, "unknown activity")
+		// No order can name it (the foreign key): the worker dead-letters it.
+		return sale.Placement{}, fmt.Errorf("%w: grab %s: activity %s does not exist", sale.ErrUnplaceable, g.Token, g.ActivityID)
 	}
 	expires := g.At.Add(gd.window)
 	placed := false
@@ -416,9 +420,25 @@ func orderByToken(ctx context.Context, q querier, token string) (sale.Order, err
 	return o, err
 }
 
-// Order implements sale.Store.
+// Order implements sale.Store. A grab the workers dead-lettered has no order row: it comes back
+// as a FAILED order with the dead letter's reason, so that its buyer is told.
 func (s *Store) Order(ctx context.Context, token string) (sale.Order, error) {
-	return orderByToken(ctx, s.r, token)
+	o, err := orderByToken(ctx, s.r, token)
+	if !errors.Is(err, sale.ErrNotFound) {
+		return o, err
+	}
+	var at int64
+	dead := sale.Order{Token: token, Status: sale.StatusFailed}
+	switch err := s.r.QueryRowContext(ctx, `SELECT activity_id, user_id, reason, created_at FROM dead_letters WHERE token = ?`,
+		token).Scan(&dead.ActivityID, &dead.UserID, &dead.Reason, &at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return sale.Order{}, fmt.Errorf("order %s: %w", token, sale.ErrNotFound)
+	case err != nil:
+		return sale.Order{}, err
+	}
+	dead.CreatedAt, dead.ClosedAt = fromMS(at), fromMS(at)
+	dead.Reason = "dead letter: " + dead.Reason
+	return dead, nil
 }
 
 // OrderByID implements sale.Store.

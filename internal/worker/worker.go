@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"seckill/internal/sale"
@@ -75,23 +76,17 @@ const (
 
 // process places and acknowledges ds, retrying with backoff while the database is unavailable.
 // The calls themselves are not cancelled by ctx; only the retrying stops when it ends, leaving
-// the grabs in the queue for the next start.
+// the grabs in the queue for the next start. A grab the database can never place (its activity
+// does not exist, a value does not fit) goes to the dead letters, and the others of its batch
+// are placed: one bad grab never stalls the queue behind it.
 func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 	call := context.WithoutCancel(ctx)
 	ds = w.buryPoison(ctx, call, ds)
 	if len(ds) == 0 {
 		return
 	}
-	grabs := make([]sale.Grab, len(ds))
-	for i, d := range ds {
-		grabs[i] = d.Grab
-	}
-	var placed []sale.Placement
-	retry(ctx, w.Log, "place orders", func() (err error) {
-		placed, err = w.Store.PlaceOrders(call, grabs)
-		return err
-	})
-	if len(placed) == 0 {
+	placed, unplaceable, ok := w.place(ctx, call, ds)
+	if !ok {
 		return // gave up: shutting down with the database away
 	}
 	for _, p := range placed {
@@ -100,10 +95,56 @@ func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 				"user", p.Order.UserID, "reason", p.Order.Reason)
 		}
 	}
-	if w.Placed != nil {
+	if w.Placed != nil && len(placed) > 0 {
 		w.Placed(placed)
 	}
-	retry(ctx, w.Log, "ack grabs", func() error { return w.Queue.Ack(call, ds) })
+	if len(unplaceable) > 0 {
+		w.bury(ctx, call, unplaceable, "the database can never place it as an order")
+		ds = slices.DeleteFunc(ds, func(d sale.Delivery) bool {
+			return slices.ContainsFunc(unplaceable, func(u sale.Delivery) bool { return u.ID == d.ID })
+		})
+	}
+	if len(ds) > 0 {
+		retry(ctx, w.Log, "ack grabs", func() error { return w.Queue.Ack(call, ds) })
+	}
+}
+
+// place places ds, retrying while the database is away. A batch the database refuses as
+// unplaceable is split in halves until the grabs it refuses are alone: those are returned apart,
+// the placements of the others with them. ok is false when ctx ended first.
+func (w *Worker) place(ctx, call context.Context, ds []sale.Delivery) (placed []sale.Placement, unplaceable []sale.Delivery, ok bool) {
+	grabs := make([]sale.Grab, len(ds))
+	for i, d := range ds {
+		grabs[i] = d.Grab
+	}
+	var refused error
+	retry(ctx, w.Log, "place orders", func() (err error) {
+		placed, err = w.Store.PlaceOrders(call, grabs)
+		if errors.Is(err, sale.ErrUnplaceable) {
+			refused = err
+			return nil // no retry can help: find the grab
+		}
+		return err
+	})
+	switch {
+	case refused == nil && len(placed) == 0:
+		return nil, nil, false
+	case refused == nil:
+		return placed, nil, true
+	case len(ds) == 1:
+		w.Log.Error("unplaceable grab", "token", ds[0].Grab.Token, "activity", ds[0].Grab.ActivityID,
+			"user", ds[0].Grab.UserID, "err", refused)
+		return nil, ds, true
+	}
+	mid := len(ds) / 2
+	for _, half := range [][]sale.Delivery{ds[:mid], ds[mid:]} {
+		p, u, ok := w.place(ctx, call, half)
+		if !ok {
+			return nil, nil, false
+		}
+		placed, unplaceable = append(placed, p...), append(unplaceable, u...)
+	}
+	return placed, unplaceable, true
 }
 
 // buryPoison sends the deliveries past MaxDeliveries to the dead letters (the database's table
@@ -121,22 +162,25 @@ func (w *Worker) buryPoison(ctx, call context.Context, ds []sale.Delivery) []sal
 			keep = append(keep, d)
 		}
 	}
-	if len(poison) == 0 {
-		return ds
+	if len(poison) > 0 {
+		w.bury(ctx, call, poison, fmt.Sprintf("delivered %d times or more without being placed", max+1))
 	}
-	reason := fmt.Sprintf("delivered %d times or more without being placed", max+1)
-	for _, d := range poison {
+	return keep
+}
+
+// bury records ds as dead letters, in the database's table and the queue's dead-letter stream.
+func (w *Worker) bury(ctx, call context.Context, ds []sale.Delivery, reason string) {
+	for _, d := range ds {
 		w.Log.Error("dead letter", "token", d.Grab.Token, "activity", d.Grab.ActivityID, "user", d.Grab.UserID,
-			"attempts", d.Attempts)
+			"attempts", d.Attempts, "reason", reason)
 		retry(ctx, w.Log, "record dead letter", func() error {
 			return w.Store.DeadLetter(call, d.Grab, d.Attempts, reason, time.Now())
 		})
 	}
-	retry(ctx, w.Log, "bury dead letters", func() error { return w.Queue.Bury(call, poison, reason) })
+	retry(ctx, w.Log, "bury dead letters", func() error { return w.Queue.Bury(call, ds, reason) })
 	if w.Buried != nil {
-		w.Buried(len(poison))
+		w.Buried(len(ds))
 	}
-	return keep
 }
 
 // retry calls fn until it succeeds or ctx ends, backing off from 50 ms to 5 s between tries.

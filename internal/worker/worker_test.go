@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"seckill/internal/saletest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/sale"
+	"seckill/internal/saletest"
 	"seckill/internal/sqlstore"
 	"seckill/internal/worker"
 )
@@ -199,8 +200,10 @@ func TestTooManyDeliveriesGoToTheDeadLetters(t *testing.T) {
 	if c.Orders != 2 || c.DeadLetters != 1 {
 		t.Fatalf("counts %+v, want 2 orders and 1 dead letter", c)
 	}
-	if _, err := store.Order(ctx, "gu2"); !errors.Is(err, sale.ErrNotFound) {
-		t.Fatalf("the dead letter has an order: %v", err)
+	// No order row, but its buyer asking is told it failed, and why.
+	if o, err := store.Order(ctx, "gu2"); err != nil || o.Status != sale.StatusFailed || o.UserID != "u2" ||
+		!strings.HasPrefix(o.Reason, "dead letter: delivered") {
+		t.Fatalf("the dead letter's order: %+v, %v; want FAILED with the dead letter's reason", o, err)
 	}
 }
 
@@ -246,5 +249,47 @@ func TestWorkerLingersOnlyAfterAShortBatch(t *testing.T) {
 	}
 	if left, acked := q.left(); left != 1 || acked != 3 {
 		t.Fatalf("%d batches left and %d acks, want 1 left and the first 3 grabs acknowledged", left, acked)
+	}
+}
+
+// TestUnplaceableGrabGoesToTheDeadLetters: a grab the database can never place (its activity
+// does not exist: no order may name it) is in a batch with good grabs, on its first delivery
+// (the embedded journal never counts more). It is dead-lettered at once and the others placed;
+// before, the whole batch failed and was retried until shutdown, and every later grab waited.
+func TestUnplaceableGrabGoesToTheDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	store := openStore(t, 10)
+	ds := deliveries(7)
+	ds[4].Grab.ActivityID = "nowhere"
+	q := &twiceQueue{batches: [][]sale.Delivery{ds, deliveries(9)[7:]}}
+	w := &worker.Worker{Queue: q, Store: store, Log: slog.New(slog.DiscardHandler), Batch: 16}
+	run, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { w.Run(run); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if left, acked := q.left(); left == 0 && acked == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			left, acked := q.left()
+			t.Fatalf("worker stuck on an unplaceable grab: %d batches left, %d acked", left, acked)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	<-done
+	if len(q.buried) != 1 || q.buried[0].Grab.Token != ds[4].Grab.Token {
+		t.Fatalf("buried %+v, want the grab of the activity that does not exist", q.buried)
+	}
+	c, err := store.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Orders != 8 || c.Created != 8 || c.Failed != 0 {
+		t.Fatalf("counts %+v, want the 8 good grabs placed", c)
+	}
+	if c, err := store.Counts(ctx, "nowhere"); err != nil || c.DeadLetters != 1 {
+		t.Fatalf("dead letters of the unknown activity: %+v, %v", c, err)
 	}
 }
