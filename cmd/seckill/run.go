@@ -311,7 +311,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	defer store.Close()
 	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
 	db := health.Store(store, dbGuard)
-	g, err := openGate(ctx, c, store, log)
+	g, err := openGate(ctx, c, db, log)
 	if err != nil {
 		return err
 	}
@@ -595,8 +595,10 @@ const restockFlagTTL = 5 * time.Second
 const maxChallenges = 1 << 20
 
 // openGate builds the embedded gate (in process, its queue beside the database) or, when
-// SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams).
-func openGate(ctx context.Context, c config, store *sqlstore.Store, log *slog.Logger) (stockGate, error) {
+// SECKILL_REDIS is set, the distributed one (Redis or Redis Cluster, streams). store is the
+// guarded database: the gate's and the line's lookups of activities go through its breaker like
+// the service's.
+func openGate(ctx context.Context, c config, store sale.Store, log *slog.Logger) (stockGate, error) {
 	if c.redis == "" {
 		journal, err := sqlstore.OpenJournal(ctx, c.db)
 		if err != nil {

@@ -353,7 +353,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	var a sale.Activity
 	if err == nil {
-		a, err = s.svc.Peek(r.Context(), id)
+		a, err = s.svc.Activity(r.Context(), id)
 	}
 	if err == nil && a.Lined() {
 		var t sale.TicketView

@@ -38,7 +38,8 @@ type Service struct {
 	event func(name string, n int) // told of orders paid and cancelled by their buyers
 
 	// acts caches the activities this node has read: they never change once created.
-	acts sync.Map // id -> Activity
+	acts   sync.Map // id -> Activity
+	misses *misses  // ids the database said it does not have, for a moment
 
 	ranking Ranking     // red packets' leaderboards beside the gate; nil: none
 	leaders LeaderStore // the database's answer to leaderboards; nil: none
@@ -55,7 +56,7 @@ const SoldOutTTL = time.Second
 // NewService returns a Service. now is the clock (time.Now outside tests).
 func NewService(g Gate, q Queue, s Store, now func() time.Time) *Service {
 	return &Service{gate: g, queue: q, store: s, now: now, soldOutTTL: SoldOutTTL, event: func(string, int) {},
-		reconcilePause: 100 * time.Millisecond}
+		reconcilePause: 100 * time.Millisecond, misses: newMisses(maxMisses)}
 }
 
 // WithReconcilePause sets how long a reconcile waits between its two readings (100 ms).
@@ -145,7 +146,7 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	if err := s.store.CreateActivity(ctx, a, shares); err != nil {
 		return Activity{}, fmt.Errorf("create activity %s: %w", a.ID, err)
 	}
-	s.acts.Store(a.ID, a)
+	s.remember(a)
 	if err := s.gate.Load(ctx, a, st); err != nil {
 		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
 	}
@@ -165,7 +166,7 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		return fmt.Errorf("warm up: %w", err)
 	}
 	for _, a := range acts {
-		s.acts.Store(a.ID, a)
+		s.remember(a)
 		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
 		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
@@ -314,7 +315,9 @@ func (s *Service) compare(a Activity, st GateState, remaining int64) Reconciliat
 		Held: int64(len(st.Held)), Drift: remaining - want}
 }
 
-// Activity returns an activity. Errors: ErrNotFound.
+// Activity returns an activity from the node's cache, or from the database. An id the database
+// does not have is remembered for MissTTL: a crowd grabbing ids that do not exist costs a query
+// per id, not per request. Errors: ErrNotFound, ErrBusy.
 func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
 	if a, ok := s.Known(id); ok {
 		return a, nil
@@ -322,11 +325,23 @@ func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
 	if !ValidID(id) {
 		return Activity{}, ErrNotFound
 	}
+	if s.misses.known(id, time.Now()) {
+		return Activity{}, fmt.Errorf("activity %s: %w", id, ErrNotFound)
+	}
 	a, err := s.store.Activity(ctx, id)
-	if err == nil {
-		s.acts.Store(a.ID, a)
+	switch {
+	case err == nil:
+		s.remember(a)
+	case errors.Is(err, ErrNotFound):
+		s.misses.add(id, time.Now())
 	}
 	return a, err
+}
+
+// remember caches a on this node.
+func (s *Service) remember(a Activity) {
+	s.acts.Store(a.ID, a)
+	s.misses.forget(a.ID)
 }
 
 // Known returns an activity this node has read already, without asking the database: the edge
@@ -368,7 +383,7 @@ func (s *Service) ReloadActivities(ctx context.Context) error {
 		return fmt.Errorf("reload activities: %w", err)
 	}
 	for _, a := range acts {
-		s.acts.Store(a.ID, a)
+		s.remember(a)
 	}
 	return nil
 }
@@ -396,7 +411,7 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	if len(req.Pass) > MaxPassLen {
 		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
 	}
-	a, err := s.Peek(ctx, req.ActivityID)
+	a, err := s.Activity(ctx, req.ActivityID)
 	if err != nil {
 		return Grab{}, err
 	}
@@ -405,19 +420,6 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	}
 	req.Now = s.now()
 	return s.grab(ctx, req)
-}
-
-// Peek returns an activity from the node's cache, or from the database if the gate has it: a
-// crowd grabbing ids that do not exist costs the gate's answer, never a query. Errors:
-// ErrNotFound, ErrBusy.
-func (s *Service) Peek(ctx context.Context, id string) (Activity, error) {
-	if a, ok := s.Known(id); ok {
-		return a, nil
-	}
-	if _, err := s.gate.Remaining(ctx, id); errors.Is(err, ErrNotFound) {
-		return Activity{}, err
-	}
-	return s.Activity(ctx, id)
 }
 
 // grab asks the gate, rebuilding the activity in it if the cache lost it, and raises the local
