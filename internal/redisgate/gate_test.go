@@ -318,6 +318,47 @@ func TestStreamCarriesEveryGrab(t *testing.T) {
 	}
 }
 
+// TestUnackedReadsALongStreamInPages: a stream longer than a page is read whole by Unacked, in
+// order, each grab once, in pages of unackedPage.
+func TestUnackedReadsALongStreamInPages(t *testing.T) {
+	ctx := context.Background()
+	n := 2*unackedPage + 17
+	a := item("long", int64(n), 1)
+	g, rdb := loadedGate(t, a)
+	var wg sync.WaitGroup
+	tokens := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", i), Now: a.StartAt})
+			if err != nil {
+				t.Error(err)
+			}
+			tokens[i] = gr.Token
+		})
+	}
+	wg.Wait()
+	q := NewQueue(rdb, "c", func(context.Context) ([]string, error) { return []string{a.ID}, nil }, time.Millisecond, time.Minute)
+	got, err := q.Unacked(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, gr := range got {
+		if seen[gr.Token] {
+			t.Fatalf("grab %s read twice", gr.Token)
+		}
+		seen[gr.Token] = true
+	}
+	for _, tok := range tokens {
+		if !seen[tok] {
+			t.Fatalf("grab %s missing from the %d read of %d", tok, len(got), n)
+		}
+	}
+	if len(got) != n {
+		t.Fatalf("read %d grabs, want %d", len(got), n)
+	}
+}
+
 func TestDialRefusesBadSpecs(t *testing.T) {
 	for _, spec := range []string{"redis://:bad:port/x", "localhost", "nohost,alsono"} {
 		if _, err := Dial(context.Background(), spec); !errors.Is(err, sale.ErrInvalid) {

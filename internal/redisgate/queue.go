@@ -355,17 +355,27 @@ func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, er
 	}
 	var out []sale.Grab
 	for _, id := range ids {
-		msgs, err := q.rdb.XRange(ctx, StreamKey(id), "-", "+").Result()
-		if err != nil {
-			return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
-		}
-		for _, m := range msgs {
-			g, err := grabOfEntry(m)
+		// In pages: a long stream is never one reply Redis must build (and block on) at once.
+		for from := "-"; ; {
+			msgs, err := q.rdb.XRangeN(ctx, StreamKey(id), from, "+", unackedPage).Result()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 			}
-			out = append(out, g)
+			for _, m := range msgs {
+				g, err := grabOfEntry(m)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, g)
+			}
+			if len(msgs) < unackedPage {
+				break
+			}
+			from = "(" + msgs[len(msgs)-1].ID // exclusive: after the page's last entry
 		}
 	}
 	return out, nil
 }
+
+// unackedPage is how many stream entries one read of Unacked asks for.
+const unackedPage = 1000

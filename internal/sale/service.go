@@ -41,6 +41,8 @@ type Service struct {
 	acts   sync.Map // id -> Activity
 	misses *misses  // ids the database said it does not have, for a moment
 
+	warming flights // the rebuilds of activities the gate lost, one at a time per activity
+
 	ranking Ranking     // red packets' leaderboards beside the gate; nil: none
 	leaders LeaderStore // the database's answer to leaderboards; nil: none
 
@@ -186,8 +188,23 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	return nil
 }
 
-// warmOne loads one activity into the gate unless it is there.
+// warmOne loads one activity into the gate unless it is there. The grabs and reads that find
+// it absent together share one rebuild: a crowd meeting a cache that lost the activity costs one
+// read of the database and the queue, not one each.
 func (s *Service) warmOne(ctx context.Context, id string) error {
+	return s.warming.do(ctx, id, func() error {
+		call, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildWithin)
+		defer cancel()
+		return s.rebuild(call, id)
+	})
+}
+
+// rebuildWithin bounds a shared rebuild of an activity in the gate.
+const rebuildWithin = 30 * time.Second
+
+// rebuild reads what the gate must hold for activity id and stores it, unless another node got
+// there first.
+func (s *Service) rebuild(ctx context.Context, id string) error {
 	a, err := s.store.Activity(ctx, id)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"seckill/internal/sale"
@@ -144,15 +145,20 @@ func (s *Store) GateState(ctx context.Context, a sale.Activity, pending []sale.G
 		return st, err
 	}
 	// A grab can be both queued and placed when the worker died between placing and acking.
+	var unknown []string
+	for _, g := range pending {
+		if g.ActivityID == a.ID && !placed[g.Token] {
+			unknown = append(unknown, g.Token)
+		}
+	}
+	ordered, err := s.tokensWithOrders(ctx, unknown)
+	if err != nil {
+		return st, err
+	}
 	var queuedShares = map[int64]bool{}
 	for _, g := range pending {
-		if g.ActivityID != a.ID || placed[g.Token] {
+		if g.ActivityID != a.ID || placed[g.Token] || ordered[g.Token] {
 			continue
-		}
-		if err := s.r.QueryRowContext(ctx, `SELECT 1 FROM orders WHERE token = ?`, g.Token).Scan(new(int)); err == nil {
-			continue
-		} else if !errors.Is(err, sql.ErrNoRows) {
-			return st, err
 		}
 		st.Held = append(st.Held, g)
 		if g.IdempotencyKey != "" {
@@ -179,4 +185,38 @@ func (s *Store) GateState(ctx context.Context, a sale.Activity, pending []sale.G
 		}
 	}
 	return st, srows.Err()
+}
+
+// tokensWithOrders returns which of tokens have an order (cancelled ones too), asking for 500 at
+// a time: a long queue costs a few queries, not one per grab.
+func (s *Store) tokensWithOrders(ctx context.Context, tokens []string) (map[string]bool, error) {
+	const chunk = 500
+	found := map[string]bool{}
+	for lo := 0; lo < len(tokens); lo += chunk {
+		hi := min(lo+chunk, len(tokens))
+		args := make([]any, hi-lo)
+		for i, t := range tokens[lo:hi] {
+			args[i] = t
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT token FROM orders WHERE token IN (`+
+			strings.TrimSuffix(strings.Repeat("?,", hi-lo), ",")+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var tok string
+			if err := rows.Scan(&tok); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			found[tok] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return found, nil
 }

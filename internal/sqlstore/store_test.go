@@ -53,6 +53,7 @@ var storeTests = []struct {
 	{"BatchPlacement", testBatchPlacement},
 	{"RedPacketShares", testRedPacketShares},
 	{"Journal", testJournal},
+	{"GateStateOfALongQueue", testGateStateOfALongQueue},
 	{"ReopenKeepsData", testReopenKeepsData},
 	{"PlacementIsWhatWasStored", testPlacementIsWhatWasStored},
 	{"Blocks", testBlocks},
@@ -433,6 +434,48 @@ func testJournal(t *testing.T, dsn string) {
 	}
 	if len(st.Keyed) != 1 || st.Keyed[0].Token != gs[1].Token {
 		t.Errorf("keyed = %+v, want u2's grab", st.Keyed)
+	}
+}
+
+// testGateStateOfALongQueue: of 1,203 queued grabs (more than one query's worth of tokens), the
+// ones whose order was placed and cancelled before the queue's ack was lost hold nothing, the
+// ones placed are held once, and the rest are held as queued.
+func testGateStateOfALongQueue(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	const n = 1203
+	a := item("long", n, 1)
+	create(t, s, a)
+	queued := make([]sale.Grab, n)
+	for i := range queued {
+		queued[i] = grab("long", fmt.Sprint("u", i), 0)
+	}
+	place(t, s, queued[:600]...)
+	cancelled := 0
+	for i := 0; i < 600; i += 7 {
+		if _, _, err := s.Cancel(ctx, queued[i].Token, "test", t0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		cancelled++
+	}
+	st, err := s.GateState(ctx, a, queued)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := n - cancelled; len(st.Held) != want {
+		t.Fatalf("held %d grabs, want %d (%d queued, %d of them placed and cancelled)", len(st.Held), want, n, cancelled)
+	}
+	held := map[string]bool{}
+	for _, g := range st.Held {
+		if held[g.Token] {
+			t.Fatalf("grab %s held twice", g.Token)
+		}
+		held[g.Token] = true
+	}
+	for i := 0; i < 600; i += 7 {
+		if held[queued[i].Token] {
+			t.Fatalf("cancelled grab %s is held", queued[i].Token)
+		}
 	}
 }
 
