@@ -5,7 +5,8 @@ set -euo pipefail
 
 # "program package": the race detector builds with cgo (gcc); the store and gate tests run on
 # real MariaDB, PostgreSQL and Redis servers (redis-cli creates the test cluster); the pages'
-# tests drive Chromium, headless, and its screenshots need a font.
+# tests drive Chromium, headless, and its screenshots need a font; promtool (Debian's prometheus
+# package) checks the shipped alerting rules and the /metrics text.
 needs=(
   "gcc gcc"
   "/usr/bin/chromium chromium"
@@ -15,6 +16,7 @@ needs=(
   "mariadbd mariadb-server"
   "mariadb-install-db mariadb-server"
   "/usr/lib/postgresql/*/bin/initdb postgresql"
+  "promtool prometheus"
 )
 
 found() {

@@ -275,6 +275,9 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"negative accounts per IP", nil, map[string]string{"SECKILL_RISK_ACCOUNTS_PER_IP": "-1"}, "SECKILL_RISK_ACCOUNTS_PER_IP"},
 		{"cadence maybe", nil, map[string]string{"SECKILL_RISK_CADENCE": "maybe"}, "SECKILL_RISK_CADENCE"},
 		{"negative solve time", []string{"-risk-min-solve", "-1s"}, nil, "SECKILL_RISK_MIN_SOLVE"},
+		{"reconcile every millisecond", nil, map[string]string{"SECKILL_RECONCILE_EVERY": "1ms"}, "SECKILL_RECONCILE_EVERY"},
+		{"reconcile every hour in words", []string{"-reconcile-every", "hourly"}, nil, "SECKILL_RECONCILE_EVERY"},
+		{"reconcile repair maybe", nil, map[string]string{"SECKILL_RECONCILE_REPAIR": "maybe"}, "SECKILL_RECONCILE_REPAIR"},
 		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
 	}
 	for _, tc := range tests {

@@ -100,6 +100,9 @@ type config struct {
 	trustedProxies []netip.Prefix
 	pprofAddr      string // where to serve net/http/pprof; empty: nowhere
 	rankExactMax   int64  // the most shares a red packet's leaderboard keeps exactly
+	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
+	reconcileEvery  time.Duration
+	reconcileRepair bool
 }
 
 // maxRate bounds the rate limits' settings.
@@ -144,7 +147,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
 	var slowGate, slowDB, breakerOpen, failRate, failoverGrace string
-	var riskAccounts, riskCadence, riskSolve, rankExact, minReplicas string
+	var riskAccounts, riskCadence, riskSolve, rankExact, minReplicas, reconcileEvery, reconcileRepair string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -172,6 +175,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&riskCadence, "risk-cadence", env("SECKILL_RISK_CADENCE", "on"), "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge (SECKILL_RISK_CADENCE)")
 	fs.StringVar(&rankExact, "rank-exact-max", env("SECKILL_RANK_EXACT_MAX", "1000000"), "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound (SECKILL_RANK_EXACT_MAX)")
 	fs.StringVar(&riskSolve, "risk-min-solve", env("SECKILL_RISK_MIN_SOLVE", "1s"), "a challenge answered faster than this is refused; 0: off (SECKILL_RISK_MIN_SOLVE)")
+	fs.StringVar(&reconcileEvery, "reconcile-every", env("SECKILL_RECONCILE_EVERY", "1h"), "how often one node compares every current activity's gate with the database, under a lease (0: off) (SECKILL_RECONCILE_EVERY)")
+	fs.StringVar(&reconcileRepair, "reconcile-repair", env("SECKILL_RECONCILE_REPAIR", "off"), "on: the scheduled reconciliation repairs the drift it finds; off: it reports it (log, metric, alert) (SECKILL_RECONCILE_REPAIR)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -259,6 +264,17 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if c.replication.Replicas, err = strconv.Atoi(minReplicas); err != nil || c.replication.Replicas < 0 || c.replication.Replicas > 16 {
 		return c, fmt.Errorf("SECKILL_REDIS_MIN_REPLICAS=%q: want a number of replicas from 0 to 16", minReplicas)
+	}
+	if c.reconcileEvery, err = time.ParseDuration(reconcileEvery); err != nil || c.reconcileEvery < 0 ||
+		c.reconcileEvery > 0 && c.reconcileEvery < time.Second {
+		return c, fmt.Errorf("SECKILL_RECONCILE_EVERY=%q: want a duration of a second or more such as 1h, or 0 for off", reconcileEvery)
+	}
+	switch reconcileRepair {
+	case "on", "1", "true":
+		c.reconcileRepair = true
+	case "off", "0", "false":
+	default:
+		return c, fmt.Errorf("SECKILL_RECONCILE_REPAIR=%q: want on or off", reconcileRepair)
 	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
@@ -426,6 +442,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
 				Expired: func(n int) { stats.Order("expired", n) }}).Run(bg)
 		})
+		if c.reconcileEvery > 0 {
+			wg.Go(func() {
+				(&worker.Reconciler{Service: svc, Lease: g.lease, Holder: consumerName(), Every: c.reconcileEvery,
+					Repair: c.reconcileRepair, Log: log, Checked: stats.Reconciled,
+					Done: func(checked []string) { stats.ReconcileRound(checked, time.Now()) }}).Run(bg)
+			})
+		}
 	}
 
 	serveErr := make(chan error, 1)
@@ -582,6 +605,8 @@ type stockGate struct {
 	ranking sale.Ranking
 	// line keeps the waiting lines of queue and lottery activities.
 	line sale.Line
+	// lease lets one node at a time run the scheduled reconciliation.
+	lease sale.Lease
 }
 
 // drainTick is how often a node's drainer admits tickets from the lines it leads.
@@ -622,6 +647,7 @@ func openGate(ctx context.Context, c config, store sale.Store, log *slog.Logger)
 		return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
 			challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
 			windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.Line(line, guard),
+			lease: memory.NewLease(time.Now),
 			close: func() {
 				once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
 			}}, nil
@@ -642,7 +668,7 @@ func openGate(ctx context.Context, c config, store sale.Store, log *slog.Logger)
 	}
 	gate := redisgate.New(rdb, store.Activity).WithReplication(c.replication)
 	var once sync.Once
-	return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue,
+	return stockGate{gate: health.Gate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
 		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
 		linger:   50 * time.Millisecond,
 		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),

@@ -57,3 +57,8 @@ func TestLineRules(t *testing.T) {
 		return open(), open
 	})
 }
+
+// TestLeaseRules runs the rules every lease keeps (saletest.LeaseTests) on the in-process lease.
+func TestLeaseRules(t *testing.T) {
+	saletest.LeaseTests(t, func(*testing.T) sale.Lease { return memory.NewLease(time.Now) })
+}

@@ -30,6 +30,12 @@ type Metrics struct {
 	risks    *prometheus.CounterVec
 	waits    *prometheus.HistogramVec
 
+	reconciles   *prometheus.CounterVec
+	drift        *prometheus.GaugeVec
+	reconciledAt prometheus.Gauge
+	driftMu      sync.Mutex
+	drifting     map[string]bool // activities with a drift series
+
 	// outcomes caches each grab outcome's counter and histogram, so the hot path does not hash
 	// its label on every request. Outcomes are a small fixed set.
 	outcomes sync.Map // outcome -> *outcomeSeries
@@ -75,8 +81,21 @@ func New() *Metrics {
 			Help:    "Time a ticket waited in a queue or lottery line, from its join (or the start, for the early crowd) to its admission, by outcome (WON, SOLD_OUT, NOT_DRAWN, ALREADY_BOUGHT, ENDED).",
 			Buckets: []float64{.1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800},
 		}, []string{"outcome"}),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_reconcile_checks_total",
+			Help: "Scheduled reconciliations of an activity's gate with the database, by outcome: ok, drift (seen twice at rest, reported), repaired, unsettled (grabs moved the gate meanwhile), error.",
+		}, []string{"outcome"}),
+		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_drift",
+			Help: "The gate's remaining units less what the database and the queue say, as the last scheduled reconciliation found it seen twice at rest (0: they agree), per activity that has not ended.",
+		}, []string{"activity"}),
+		reconciledAt: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_last_round_timestamp_seconds",
+			Help: "When this node last finished a scheduled reconciliation round (it held the lease), Unix seconds.",
+		}),
+		drifting: map[string]bool{},
 	}
-	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks, m.waits,
+	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks, m.waits, m.reconciles, m.drift, m.reconciledAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -249,4 +268,39 @@ func (m *Metrics) Placed(ps []sale.Placement) {
 	m.Order("created", created)
 	m.Order("failed", failed)
 	m.batch.Observe(float64(len(ps)))
+}
+
+// Reconciled counts a scheduled reconciliation of an activity and, when it concluded, sets the
+// activity's drift.
+func (m *Metrics) Reconciled(activityID string, rec sale.Reconciliation, err error) {
+	outcome := rec.Outcome
+	if err != nil {
+		outcome = "error"
+	}
+	m.reconciles.WithLabelValues(outcome).Inc()
+	if err != nil || outcome == sale.ReconcileUnsettled {
+		return // nothing concluded: the last drift found stands
+	}
+	m.driftMu.Lock()
+	defer m.driftMu.Unlock()
+	m.drift.WithLabelValues(activityID).Set(float64(rec.Drift))
+	m.drifting[activityID] = true
+}
+
+// ReconcileRound notes the end of a scheduled reconciliation round over checked, at now: the
+// drift series of activities no longer checked (ended) are dropped.
+func (m *Metrics) ReconcileRound(checked []string, now time.Time) {
+	m.reconciledAt.Set(float64(now.UnixMilli()) / 1000)
+	keep := make(map[string]bool, len(checked))
+	for _, id := range checked {
+		keep[id] = true
+	}
+	m.driftMu.Lock()
+	defer m.driftMu.Unlock()
+	for id := range m.drifting {
+		if !keep[id] {
+			m.drift.DeleteLabelValues(id)
+			delete(m.drifting, id)
+		}
+	}
 }

@@ -2,9 +2,11 @@ package metrics_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -89,6 +91,7 @@ func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
 	m.Risk(risk.Verdict{Decision: risk.Block, Rule: "cadence"})
 	m.Order("paid", 1)
 	m.Placed([]sale.Placement{{New: true, Order: sale.Order{Status: sale.StatusCreated}}})
+	m.Reconciled("a", sale.Reconciliation{Outcome: sale.ReconcileOK}, nil)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -119,5 +122,108 @@ func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
 				t.Errorf("%s queries %s, which is not exported", file, n)
 			}
 		}
+	}
+}
+
+// TestReconcileMetrics: a scheduled reconciliation's outcome is counted and its drift set per
+// activity; an unsettled one leaves the last drift found; an activity no longer checked (ended)
+// loses its series at the end of the round.
+func TestReconcileMetrics(t *testing.T) {
+	m := metrics.New()
+	m.Reconciled("a", sale.Reconciliation{Outcome: sale.ReconcileDrift, Drift: -2}, nil)
+	m.Reconciled("b", sale.Reconciliation{Outcome: sale.ReconcileOK}, nil)
+	m.Reconciled("a", sale.Reconciliation{Outcome: sale.ReconcileUnsettled, Drift: 5}, nil)
+	m.Reconciled("c", sale.Reconciliation{}, errors.New("redis away"))
+	m.ReconcileRound([]string{"a", "b", "c"}, time.Unix(1_000_000_000, 0))
+	text := scrape(t, m)
+	for _, want := range []string{
+		`seckill_reconcile_drift{activity="a"} -2`,
+		`seckill_reconcile_drift{activity="b"} 0`,
+		`seckill_reconcile_checks_total{outcome="drift"} 1`,
+		`seckill_reconcile_checks_total{outcome="ok"} 1`,
+		`seckill_reconcile_checks_total{outcome="unsettled"} 1`,
+		`seckill_reconcile_checks_total{outcome="error"} 1`,
+		`seckill_reconcile_last_round_timestamp_seconds 1e+09`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(text, `seckill_reconcile_drift{activity="c"}`) {
+		t.Error("a reconciliation that failed set a drift")
+	}
+	m.ReconcileRound([]string{"b"}, time.Unix(1_000_000_060, 0))
+	if text := scrape(t, m); strings.Contains(text, `seckill_reconcile_drift{activity="a"}`) ||
+		!strings.Contains(text, `seckill_reconcile_drift{activity="b"} 0`) {
+		t.Errorf("after a round without a, its drift series stays or b's went:\n%s", text)
+	}
+}
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	return string(body)
+}
+
+// TestAlertRules checks the shipped alerting rules with promtool (Debian's prometheus package,
+// which the test command installs): they parse, and each fires on the series of its unit tests
+// (docs/grafana/alerts_test.yml) and stays silent on the others. Every alert has a test that
+// expects it to fire.
+func TestAlertRules(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not installed (apt-get install prometheus; make test does): %v", err)
+	}
+	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {
+		cmd := exec.Command(promtool, args...)
+		cmd.Dir = "../../docs/grafana"
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	rules, err := os.ReadFile("../../docs/grafana/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := os.ReadFile("../../docs/grafana/alerts_test.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alerts := regexp.MustCompile(`(?m)^\s*- alert: (\w+)`).FindAllStringSubmatch(string(rules), -1)
+	if len(alerts) < 6 {
+		t.Fatalf("alerts.yml names %d alerts", len(alerts))
+	}
+	// A test expecting an alert to fire names it, then lists exp_labels under exp_alerts.
+	firing := regexp.MustCompile(`alertname: (\w+)\n\s+exp_alerts:\n\s+- exp_labels`)
+	fired := map[string]bool{}
+	for _, m := range firing.FindAllStringSubmatch(string(tests), -1) {
+		fired[m[1]] = true
+	}
+	for _, a := range alerts {
+		if !fired[a[1]] {
+			t.Errorf("alert %s has no test that expects it to fire", a[1])
+		}
+	}
+}
+
+// TestMetricsPassPromtool: the text /metrics serves passes promtool's linter.
+func TestMetricsPassPromtool(t *testing.T) {
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not installed (apt-get install prometheus; make test does): %v", err)
+	}
+	m := metrics.New().WatchActivities(func(context.Context) []sale.Gauge {
+		return []sale.Gauge{{ActivityID: "q", Remaining: 1, Line: &sale.LineStats{Joined: 1}}}
+	})
+	m.Grab("won", time.Millisecond)
+	m.Placed([]sale.Placement{{New: true, Order: sale.Order{Status: sale.StatusCreated}}})
+	m.Reconciled("q", sale.Reconciliation{Outcome: sale.ReconcileOK}, nil)
+	m.ReconcileRound([]string{"q"}, time.Unix(1_000_000_000, 0))
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = strings.NewReader(scrape(t, m))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 }

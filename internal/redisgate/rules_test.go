@@ -80,3 +80,9 @@ func TestLineRules(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseRules runs the rules every lease keeps (saletest.LeaseTests) on a real Redis server.
+func TestLeaseRules(t *testing.T) {
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	saletest.LeaseTests(t, func(*testing.T) sale.Lease { return redisgate.NewLease(rdb) })
+}

@@ -174,3 +174,11 @@ type Restocks interface {
 	// Listen calls heard with every activity announced, until ctx ends.
 	Listen(ctx context.Context, heard func(activityID string)) error
 }
+
+// Lease lets one node of many run a periodic job (the scheduled reconcile): the node holding a
+// name's lease does the job, the others skip their turn.
+type Lease interface {
+	// Hold takes the lease of name for holder for ttl, or extends it if holder has it already;
+	// false when another holder has it.
+	Hold(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
+}

@@ -245,8 +245,17 @@ type Reconciliation struct {
 	Held              int64  `json:"held"`
 	Drift             int64  `json:"drift"` // gate_remaining - expected_remaining
 	Repaired          bool   `json:"repaired"`
+	Outcome           string `json:"outcome"` // ReconcileOK, ReconcileDrift, ReconcileRepaired or ReconcileUnsettled
 	Note              string `json:"note,omitempty"`
 }
+
+// The outcomes of a reconciliation.
+const (
+	ReconcileOK        = "ok"        // the gate agrees with the database and the queue
+	ReconcileDrift     = "drift"     // a drift seen twice at rest, not repaired (Check)
+	ReconcileRepaired  = "repaired"  // a drift seen twice at rest, repaired (Reconcile)
+	ReconcileUnsettled = "unsettled" // grabs moved the gate while it was read: nothing concluded
+)
 
 // Reconcile compares the gate's remaining units with what the database and the queue say, and
 // repairs the gate when the two disagree. A grab in flight (taken by the gate, not yet durable)
@@ -256,6 +265,16 @@ type Reconciliation struct {
 // once more and is made only if nothing moved in the gate meanwhile (Gate.Repair), so that a
 // reconcile under live traffic never erases a grab.
 func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, error) {
+	return s.reconcile(ctx, id, true)
+}
+
+// Check is Reconcile without the repair: it reports a drift seen twice at rest, and leaves the
+// gate as it is (Note says so).
+func (s *Service) Check(ctx context.Context, id string) (Reconciliation, error) {
+	return s.reconcile(ctx, id, false)
+}
+
+func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconciliation, error) {
 	a, err := s.Activity(ctx, id)
 	if err != nil {
 		return Reconciliation{}, err
@@ -284,17 +303,21 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 		prev := rec.Drift
 		rec = s.compare(a, st, after)
 		if before != after {
-			rec.Note = "grabs are in flight; the gate was not compared at rest, try again"
+			rec.Outcome, rec.Note = ReconcileUnsettled, "grabs are in flight; the gate was not compared at rest, try again"
 			return rec, nil
 		}
 		if rec.Drift == 0 {
-			rec.OK = true
+			rec.OK, rec.Outcome = true, ReconcileOK
 			return rec, nil
 		}
 		if round > 0 && rec.Drift != prev {
-			rec.Note = "the drift moved between two readings; not repaired, try again"
+			rec.Outcome, rec.Note = ReconcileUnsettled, "the drift moved between two readings; not repaired, try again"
 			return rec, nil
 		}
+	}
+	if !repair {
+		rec.Outcome, rec.Note = ReconcileDrift, "drift seen twice with the gate at rest; report only, not repaired"
+		return rec, nil
 	}
 	drift := rec.Drift
 	var queued []Grab
@@ -309,7 +332,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 	})
 	switch {
 	case errors.Is(err, ErrChanged) || err == nil && !repaired:
-		rec.Note = "the gate moved while the repair read the database; not repaired, try again"
+		rec.Outcome, rec.Note = ReconcileUnsettled, "the gate moved while the repair read the database; not repaired, try again"
 		return rec, nil
 	case err != nil:
 		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
@@ -317,7 +340,7 @@ func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, err
 	if err := s.loadRanking(ctx, a, st, queued); err != nil {
 		return rec, fmt.Errorf("repair the leaderboard of %s: %w", id, err)
 	}
-	rec.Repaired = true
+	rec.Repaired, rec.Outcome = true, ReconcileRepaired
 	rec.Note = "the gate (and a red packet's leaderboard) was repaired from the database and the queue"
 	return rec, nil
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/mysqltest"
+	"seckill/internal/redistest"
+	"seckill/internal/servers"
+)
+
+// TestScheduledReconcileReportsAndRepairsDrift runs two nodes on one Redis and MariaDB with
+// SECKILL_RECONCILE_EVERY=1s and gives two units to an activity's stock behind everyone's back
+// (a restock nobody cancelled for). The scheduled rounds find the drift and a node exports it
+// as seckill_reconcile_drift, leaving the gate as it is (report only). Once they stop, a node
+// started with SECKILL_RECONCILE_REPAIR=on takes the lease over and repairs the drift, which
+// then reads 0.
+func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	dsn := mysqltest.DSN(t)
+	env := func(more ...string) func(string) string {
+		return testEnv(dsn, append([]string{"SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"}, more...)...)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	a, doneA := launch(t, ctx, env("SECKILL_RECONCILE_EVERY", "1s"))
+	b, doneB := launch(t, ctx, env("SECKILL_RECONCILE_EVERY", "1s"))
+	c := newClient(t, a)
+	id := c.createItem(10, 1, 15*time.Minute)
+	for i := range 3 {
+		if status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("u", i)), ""); err != nil || status != http.StatusAccepted {
+			t.Fatalf("grab %d: %d %v %v", i, status, body, err)
+		}
+	}
+	c.drained(id)
+	if _, err := servers.RedisCommand(rs.Addr(), "INCRBY", "{act:"+id+"}:stock", "2"); err != nil {
+		t.Fatal(err)
+	}
+
+	drift := regexp.MustCompile(`seckill_reconcile_drift\{activity="` + id + `"\} (-?[0-9.e+]+)`)
+	// waitDrift waits up to 20 s for one of the nodes at bases to export a drift of want.
+	waitDrift := func(want string, bases ...string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		var seen []string
+		for time.Now().Before(deadline) {
+			seen = seen[:0]
+			for _, base := range bases {
+				m := drift.FindStringSubmatch(scrape(t, base))
+				if m != nil && m[1] == want {
+					return
+				}
+				seen = append(seen, fmt.Sprint(m))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("no node exported a drift of %s for %s within 20 s; last seen %v", want, id, seen)
+	}
+	waitDrift("2", a, b)
+	time.Sleep(1500 * time.Millisecond) // another round or more: report only, nothing repaired
+	_, st, err := c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+	if err != nil || st["remaining"] != 9.0 {
+		t.Fatalf("stats after report-only rounds: %v, %v; want remaining 9, the drift left for an operator", st, err)
+	}
+	for _, base := range []string{a, b} {
+		if m := scrape(t, base); strings.Contains(m, `seckill_reconcile_checks_total{outcome="repaired"}`) {
+			t.Fatalf("a report-only node repaired:\n%s", m)
+		}
+	}
+
+	stop()
+	for _, done := range []<-chan error{doneA, doneB} {
+		if err := <-done; err != nil {
+			t.Fatalf("a report-only node: %v", err)
+		}
+	}
+	c = newClient(t, startRun(t, env())) // the API, its rounds an hour away
+	repairer := startRun(t, env("SECKILL_RECONCILE_EVERY", "1s", "SECKILL_RECONCILE_REPAIR", "on"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, st, err = c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+		if err == nil && st["remaining"] == 7.0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats with a repairing node: %v, %v; want remaining 7 within 20 s", st, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if m := scrape(t, repairer); !strings.Contains(m, `seckill_reconcile_checks_total{outcome="repaired"} 1`) {
+		t.Fatalf("the repairing node did not count its repair:\n%s", m)
+	}
+	waitDrift("0", repairer)
+}

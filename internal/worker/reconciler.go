@@ -1,0 +1,81 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// Reconciler compares, every Every, the gate of each activity that has not ended with what the
+// database and the queue say: the scheduled reconciliation. One node of many does it at a time,
+// the one holding the lease "reconcile"; the others skip their turn. It reports by default
+// (Service.Check) and repairs only with Repair (Service.Reconcile); either is safe under live
+// traffic, since a drift is concluded only when seen twice with the gate at rest.
+type Reconciler struct {
+	Service *sale.Service
+	Lease   sale.Lease
+	Holder  string // this node's name, unique among the nodes
+	Every   time.Duration
+	Repair  bool
+	Log     *slog.Logger
+	// Checked, when set, is told of each activity's reconciliation (metrics); Done of each round
+	// this node held the lease for, with the activities it checked.
+	Checked func(activityID string, rec sale.Reconciliation, err error)
+	Done    func(checked []string)
+}
+
+// LeaseName is the lease a Reconciler holds for its rounds.
+const LeaseName = "reconcile"
+
+// Run reconciles every Every until ctx ends.
+func (r *Reconciler) Run(ctx context.Context) {
+	for sleep(ctx, r.Every) {
+		r.Round(ctx)
+	}
+}
+
+// Round runs one round: if this node holds the lease, every current activity is reconciled. It
+// reports whether it held the lease.
+func (r *Reconciler) Round(ctx context.Context) bool {
+	// The lease outlives the round's period by half, so that its holder keeps it from round to
+	// round and another node takes over within one and a half periods of its going quiet.
+	held, err := r.Lease.Hold(ctx, LeaseName, r.Holder, r.Every+r.Every/2)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			r.Log.Warn("reconcile: lease", "err", err)
+		}
+		return false
+	}
+	if !held {
+		return false
+	}
+	check := r.Service.Check
+	if r.Repair {
+		check = r.Service.Reconcile
+	}
+	var checked []string
+	for _, a := range r.Service.Current() {
+		if ctx.Err() != nil {
+			return true
+		}
+		rec, err := check(ctx, a.ID)
+		switch {
+		case err != nil:
+			r.Log.Warn("reconcile", "activity", a.ID, "err", err)
+		case rec.Outcome == sale.ReconcileDrift || rec.Outcome == sale.ReconcileRepaired:
+			r.Log.Warn("reconcile: the gate drifted from the database", "activity", a.ID, "drift", rec.Drift,
+				"gate_remaining", rec.GateRemaining, "expected_remaining", rec.ExpectedRemaining, "repaired", rec.Repaired)
+		}
+		if r.Checked != nil {
+			r.Checked(a.ID, rec, err)
+		}
+		checked = append(checked, a.ID)
+	}
+	if r.Done != nil {
+		r.Done(checked)
+	}
+	return true
+}
