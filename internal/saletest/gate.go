@@ -29,6 +29,7 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 		}
 	})
 	t.Run("IdempotentRetry", func(t *testing.T) { gateIdempotentRetry(t, newGate(t)) })
+	t.Run("KeyRemembersOnlyWins", func(t *testing.T) { gateKeyRemembersWins(t, newGate(t)) })
 	t.Run("ReleaseRestocksOnce", func(t *testing.T) { gateReleaseOnce(t, newGate(t)) })
 	t.Run("ReleaseAfterALoadRestocksOnce", func(t *testing.T) { gateReleaseAfterLoad(t, newGate(t)) })
 	t.Run("LoadCountsHoldings", func(t *testing.T) { gateLoad(t, newGate(t)) })
@@ -84,6 +85,38 @@ func gateSpendPass(t *testing.T, g sale.Gate) {
 	}
 	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "sp1", UserID: "dave", Pass: dave, Now: at}); !errors.Is(err, sale.ErrChallengeRequired) {
 		t.Fatalf("a grab with a pass spent by a join: %v, want ErrChallengeRequired", err)
+	}
+}
+
+// gateKeyRemembersWins: an idempotency key remembers a win, not a refusal (README, "What an
+// Idempotency-Key remembers"): a key refused SOLD_OUT wins once a unit comes back, and then
+// answers that win again without taking a second unit.
+func gateKeyRemembersWins(t *testing.T, g sale.Gate) {
+	ctx := context.Background()
+	a := GateItem("kw", 1, 1)
+	load(t, g, a, sale.GateState{})
+	at := T0.Add(time.Second)
+	first, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "alice", IdempotencyKey: "a1", Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := sale.GrabRequest{ActivityID: a.ID, UserID: "bob", IdempotencyKey: "b1", Now: at}
+	if _, err := g.Grab(ctx, bob); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("bob's first try: %v, want ErrSoldOut", err)
+	}
+	if err := g.Release(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	won, err := g.Grab(ctx, bob)
+	if err != nil {
+		t.Fatalf("bob's retry with his key after the restock: %v, want a win (a refusal is not remembered)", err)
+	}
+	again, err := g.Grab(ctx, bob)
+	if err != nil || again.Token != won.Token {
+		t.Fatalf("bob's key once it won: %+v, %v; want the win %s again", again, err, won.Token)
+	}
+	if n := remaining(t, g, a.ID); n != 0 {
+		t.Fatalf("remaining %d, want 0: bob's key took one unit", n)
 	}
 }
 
