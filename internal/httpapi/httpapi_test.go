@@ -203,6 +203,7 @@ func TestCreateActivityBadInput(t *testing.T) {
 		{"more stock shards than units", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"stock_shards":3`, 1), 400, "INVALID_ARGUMENT"},
 		{"too many stock shards", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2000,"stock_shards":65`, 1), 400, "INVALID_ARGUMENT"},
 		{"a sharded red packet", adminToken, `{"name":"RP","kind":"redpacket","count":3,"total_cents":300,"stock_shards":2,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
+		{"a red packet past MaxShares", adminToken, `{"name":"RP","kind":"redpacket","count":1000001,"total_cents":100000000,"start_at":"2001-11-30T11:00:00Z","end_at":"2001-11-30T13:00:00Z"}`, 400, "INVALID_ARGUMENT"},
 		{"zero pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":0`, 1), 400, "INVALID_ARGUMENT"},
 		{"huge pay window", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"pay_window_s":99999999999`, 1), 400, "INVALID_ARGUMENT"},
 		{"unknown admission", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"admission":"raffle"`, 1), 400, "INVALID_ARGUMENT"},

@@ -7,7 +7,7 @@ import "fmt"
 // can still get a cent, and the last share takes the remainder. Every share is at least 1 cent
 // and the shares sum to total exactly. intn(n) must return a uniform value in [0, n).
 func SplitRedPacket(total, count int64, intn func(n int64) int64) ([]int64, error) {
-	if count <= 0 || count > MaxStock || total < count || total > MaxCents {
+	if count <= 0 || count > MaxShares || total < count || total > MaxCents {
 		return nil, fmt.Errorf("%w: cannot split %d cents into %d shares of at least 1 cent", ErrInvalid, total, count)
 	}
 	shares := make([]int64, count)

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -55,6 +57,27 @@ func TestSplitRedPacketIsNotDegenerate(t *testing.T) {
 	}
 	if len(distinct) < 20 {
 		t.Errorf("100 shares of 100.00 took only %d distinct amounts; the split is not random", len(distinct))
+	}
+}
+
+// TestRedPacketCountIsBounded: a red packet of more than MaxShares shares is refused before
+// anything is split or allocated; MaxShares itself is split.
+func TestRedPacketCountIsBounded(t *testing.T) {
+	if _, err := SplitRedPacket(3*MaxShares, MaxShares+1, rand.New(rand.NewPCG(1, 2)).Int64N); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("split into MaxShares+1: %v, want ErrInvalid", err)
+	}
+	a := Activity{ID: "rp", Name: "rain", Kind: KindRedPacket, Stock: MaxShares + 1, TotalCents: 3 * MaxShares, PerUserLimit: 1,
+		StartAt: time.Unix(1_000_000_000, 0), EndAt: time.Unix(1_000_003_600, 0), PayWindow: time.Minute, Admission: AdmitDirect, StockShards: 1}
+	if err := a.Validate(); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "count") {
+		t.Fatalf("a red packet of MaxShares+1: %v, want ErrInvalid naming the count", err)
+	}
+	a.Stock = MaxShares
+	if err := a.Validate(); err != nil {
+		t.Fatalf("a red packet of MaxShares: %v", err)
+	}
+	shares, err := SplitRedPacket(3*MaxShares, MaxShares, rand.New(rand.NewPCG(1, 2)).Int64N)
+	if err != nil || len(shares) != MaxShares {
+		t.Fatalf("split into MaxShares: %d shares, %v", len(shares), err)
 	}
 }
 
