@@ -657,9 +657,8 @@ func openGate(ctx context.Context, c config, store sale.Store, log *slog.Logger)
 	if err != nil {
 		return stockGate{}, err
 	}
-	activities := func(ctx context.Context) ([]string, error) {
-		acts, err := store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
-		return redisgate.StreamIDs(acts), err // a sharded stock's every stream
+	activities := func(ctx context.Context) ([]sale.Activity, error) {
+		return store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
 	}
 	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
 	guard := health.NewGuard("redis", c.gateLimits, time.Now)

@@ -217,7 +217,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 		return sale.Grab{}, sale.ErrSoldOut
 	}
 	grab := sale.Grab{
-		Token:          sale.NewGrabToken(time.Now()),
+		Token:          sale.NewGrabToken(r.Now),
 		ActivityID:     r.ActivityID,
 		UserID:         r.UserID,
 		IdempotencyKey: r.IdempotencyKey,

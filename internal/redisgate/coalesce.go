@@ -68,7 +68,7 @@ func (g *Gate) lane(id string) *lane {
 // waiting and gets ErrBusy; its grab may still be taken (a retry with its idempotency key
 // learns what became of it).
 func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest) (sale.Grab, error) {
-	c := &call{req: r, token: sale.NewGrabToken(time.Now()), done: make(chan struct{})}
+	c := &call{req: r, token: sale.NewGrabToken(r.Now), done: make(chan struct{})}
 	l := g.lane(shard)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)

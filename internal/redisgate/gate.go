@@ -469,7 +469,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	for wait := time.Millisecond; ; wait *= 2 {
 		var gr sale.Grab
 		if g.batching.MaxBatch <= 1 {
-			c := &call{req: r, token: sale.NewGrabToken(time.Now()), done: make(chan struct{})}
+			c := &call{req: r, token: sale.NewGrabToken(r.Now), done: make(chan struct{})}
 			g.flush(a, shard, []*call{c})
 			gr, err = c.res, c.err
 		} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -337,7 +338,7 @@ func TestUnackedReadsALongStreamInPages(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	q := NewQueue(rdb, "c", func(context.Context) ([]string, error) { return []string{a.ID}, nil }, time.Millisecond, time.Minute)
+	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return []sale.Activity{a}, nil }, time.Millisecond, time.Minute)
 	got, err := q.Unacked(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -356,6 +357,63 @@ func TestUnackedReadsALongStreamInPages(t *testing.T) {
 	}
 	if len(got) != n {
 		t.Fatalf("read %d grabs, want %d", len(got), n)
+	}
+}
+
+// TestPendingAsksOnlyTheOpenActivity: of 40 activities listed, each open a different hour, a
+// pending grab is found by asking the one open at its token's time, in one HGET; a token of a
+// time no activity was open at costs no command at all.
+func TestPendingAsksOnlyTheOpenActivity(t *testing.T) {
+	ctx := context.Background()
+	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
+	g := New(rdb, notFound)
+	var acts []sale.Activity
+	for i := range 40 {
+		a := item(fmt.Sprint("hour", i), 5, 1)
+		a.StartAt, a.EndAt = t0.Add(time.Duration(i)*time.Hour), t0.Add(time.Duration(i+1)*time.Hour)
+		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		acts = append(acts, a)
+	}
+	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return acts, nil }, time.Millisecond, time.Minute)
+	at := acts[7].StartAt.Add(30 * time.Minute)
+	gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: acts[7].ID, UserID: "u", Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tat, ok := sale.GrabTokenTime(gr.Token); !ok || !tat.Equal(at) {
+		t.Fatalf("the token %s says %v, %v; want the grab's time %v", gr.Token, tat, ok, at)
+	}
+	if _, err := q.Pending(ctx, "warm the listing"); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("Pending of a non-token: %v", err)
+	}
+	hgets := func() int {
+		info, err := rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`cmdstat_hget:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	before := hgets()
+	p, err := q.Pending(ctx, gr.Token)
+	if err != nil || p.Token != gr.Token || p.ActivityID != acts[7].ID || p.UserID != "u" {
+		t.Fatalf("Pending(%s) = %+v, %v", gr.Token, p, err)
+	}
+	if n := hgets() - before; n != 1 {
+		t.Fatalf("Pending asked %d HGETs for one of 40 activities, want 1", n)
+	}
+	before = hgets()
+	if _, err := q.Pending(ctx, sale.NewGrabToken(t0.Add(-time.Hour))); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("Pending of a token from before every window: %v, want ErrNotFound", err)
+	}
+	if n := hgets() - before; n != 0 {
+		t.Fatalf("a token no activity was open for cost %d HGETs", n)
 	}
 }
 
@@ -445,7 +503,7 @@ func TestMalformedEntriesAreBuried(t *testing.T) {
 	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
-	q := NewQueue(rdb, "c", func(context.Context) ([]string, error) { return []string{a.ID}, nil }, time.Millisecond, time.Minute)
+	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return []sale.Activity{a}, nil }, time.Millisecond, time.Minute)
 	ds, err := q.Receive(ctx, 10)
 	if err != nil || len(ds) != 2 || ds[0].Grab.UserID != "u1" || ds[1].Grab.UserID != "u2" {
 		t.Fatalf("Receive = %+v, %v; want the two grabs", ds, err)

@@ -26,7 +26,7 @@ var _ sale.Queue = (*Queue)(nil)
 type Queue struct {
 	rdb        redis.UniversalClient
 	consumer   string
-	activities func(ctx context.Context) ([]string, error) // ids of the activities to consume
+	activities func(ctx context.Context) ([]sale.Activity, error) // the activities to consume
 	claimIdle  time.Duration
 	poll       time.Duration
 	listEvery  time.Duration // how often the activities are listed again
@@ -34,15 +34,17 @@ type Queue struct {
 
 	mu        sync.Mutex
 	groups    map[string]bool // streams whose group is known to exist
-	ids       []string
+	ids       []string        // the streams of acts
+	acts      []sale.Activity // as last listed
 	listedAt  time.Time
 	claimedAt time.Time
 }
 
-// NewQueue returns a queue read by consumer (unique per node), over the activities that
-// activities lists, looking every poll when idle; entries pending longer than claimIdle on a dead
-// consumer are taken over.
-func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]string, error),
+// NewQueue returns a queue read by consumer (unique per node), over the streams of the
+// activities that activities lists (each activity's, and each shard's of a sharded stock),
+// looking every poll when idle; entries pending longer than claimIdle on a dead consumer are
+// taken over.
+func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]sale.Activity, error),
 	poll, claimIdle time.Duration) *Queue {
 	return &Queue{rdb: rdb, consumer: consumer, activities: activities, poll: poll, claimIdle: claimIdle,
 		listEvery: time.Second, groups: map[string]bool{}, topo: NewTopology(rdb)}
@@ -64,27 +66,35 @@ func ensureGroup(ctx context.Context, rdb redis.UniversalClient, stream string) 
 	return nil
 }
 
-// streams returns the activities to read, listed again every listEvery, each with its group ensured.
+// streams returns the streams to read, of the activities listed again every listEvery, each
+// with its group ensured.
 func (q *Queue) streams(ctx context.Context) ([]string, error) {
+	ids, _, err := q.listed(ctx)
+	return ids, err
+}
+
+// listed returns the streams to read and the activities they are of.
+func (q *Queue) listed(ctx context.Context) ([]string, []sale.Activity, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if time.Since(q.listedAt) < q.listEvery {
-		return q.ids, nil
+		return q.ids, q.acts, nil
 	}
-	ids, err := q.activities(ctx)
+	acts, err := q.activities(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	ids := StreamIDs(acts)
 	for _, id := range ids {
 		if !q.groups[id] {
 			if err := ensureGroup(ctx, q.rdb, StreamKey(id)); err != nil {
-				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+				return nil, nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 			}
 			q.groups[id] = true
 		}
 	}
-	q.ids, q.listedAt = ids, time.Now()
-	return ids, nil
+	q.ids, q.acts, q.listedAt = ids, acts, time.Now()
+	return ids, acts, nil
 }
 
 // Receive implements sale.Queue: entries claimed from dead consumers first, then new ones. A
@@ -278,20 +288,46 @@ func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 }
 
 // Pending implements sale.Queue: a grab Redis holds whose order the database has not got yet.
+// A grab token carries the time of its grab, which was within its activity's window: only the
+// activities open then are asked, each of their streams in one round trip.
 func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
-	ids, err := q.streams(ctx)
+	ids, acts, err := q.listed(ctx)
 	if err != nil {
 		return sale.Grab{}, err
 	}
-	for _, id := range ids {
-		rec, err := q.rdb.HGet(ctx, keysOf(id).grabs, token).Result()
+	if at, ok := sale.GrabTokenTime(token); ok {
+		var open []sale.Activity
+		for _, a := range acts {
+			// The token's time is the grab's cut to the millisecond: a grab in the start's
+			// millisecond may read just before it.
+			if !at.Before(a.StartAt.Add(-time.Millisecond)) && at.Before(a.EndAt) {
+				open = append(open, a)
+			}
+		}
+		ids = StreamIDs(open)
+	}
+	if len(ids) == 0 {
+		return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
+	}
+	gets := make([]*redis.StringCmd, len(ids))
+	_, err = q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			gets[i] = p.HGet(ctx, keysOf(id).grabs, token)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return sale.Grab{}, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+	}
+	for i, get := range gets {
+		rec, err := get.Result()
 		if errors.Is(err, redis.Nil) {
 			continue
 		}
 		if err != nil {
 			return sale.Grab{}, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
 		}
-		return parseRecord(baseID(id), token, rec)
+		return parseRecord(baseID(ids[i]), token, rec)
 	}
 	return sale.Grab{}, fmt.Errorf("grab %s: %w", token, sale.ErrNotFound)
 }

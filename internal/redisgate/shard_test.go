@@ -40,14 +40,14 @@ func clusterGate(t *testing.T) (*Gate, redis.UniversalClient) {
 
 // queueOf is a queue over the streams of the activities g has loaded so far.
 func queueOf(g *Gate, rdb redis.UniversalClient) *Queue {
-	list := func(context.Context) ([]string, error) {
+	list := func(context.Context) ([]sale.Activity, error) {
 		g.mu.RLock()
 		defer g.mu.RUnlock()
 		var acts []sale.Activity
 		for _, a := range g.acts {
 			acts = append(acts, a)
 		}
-		return StreamIDs(acts), nil
+		return acts, nil
 	}
 	return NewQueue(rdb, "node-1", list, time.Millisecond, time.Minute)
 }
@@ -181,7 +181,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 		}
 		// users[1] reserves on shard 0 and its process dies before it looks further.
 		reserve := func(user string) string {
-			c := &call{req: sale.GrabRequest{ActivityID: a.ID, UserID: user, Now: a.StartAt}, token: sale.NewToken("g"),
+			c := &call{req: sale.GrabRequest{ActivityID: a.ID, UserID: user, Now: a.StartAt}, token: sale.NewGrabToken(a.StartAt),
 				done: make(chan struct{})}
 			g.flush(a, ShardID(a.ID, 0), []*call{c})
 			if !errors.Is(c.err, errReserved) {

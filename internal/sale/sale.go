@@ -331,8 +331,9 @@ func NewToken(prefix string) string {
 // sorted32 is base32 whose digits sort in byte order as their values do.
 var sorted32 = base32.NewEncoding("234567abcdefghijklmnopqrstuvwxyz").WithPadding(base32.NoPadding)
 
-// NewGrabToken returns a fresh grab token: "g", then the time in milliseconds and 72 random bits,
-// so that tokens made later sort later. The databases index grabs and orders by token; keys that
+// NewGrabToken returns a fresh grab token: "g", then the time of the grab in milliseconds (now:
+// the clock its sale window was checked on, see GrabTokenTime) and 72 random bits, so that tokens
+// made later sort later. The databases index grabs and orders by token; keys that
 // arrive in order add to one end of the index instead of a page anywhere per grab, which is what
 // a commit must write.
 func NewGrabToken(now time.Time) string {
@@ -343,4 +344,22 @@ func NewGrabToken(now time.Time) string {
 	}
 	rand.Read(b[6:])
 	return "g" + sorted32.EncodeToString(b[:])
+}
+
+// GrabTokenTime returns the time a grab token of NewGrabToken was made at, to the millisecond;
+// false for anything else.
+func GrabTokenTime(token string) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(token, "g")
+	if !ok || len(rest) != sorted32.EncodedLen(15) {
+		return time.Time{}, false
+	}
+	b, err := sorted32.DecodeString(rest)
+	if err != nil || len(b) != 15 {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for _, c := range b[:6] {
+		ms = ms<<8 | uint64(c)
+	}
+	return time.UnixMilli(int64(ms)), true
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"seckill/internal/redisgate"
+	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
 )
 
@@ -27,10 +28,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 		t.Fatal(err)
 	}
 	gate := redisgate.New(rdb, store.Activity)
-	ids := func(ctx context.Context) ([]string, error) {
-		acts, err := store.Activities(ctx, time.Time{})
-		return redisgate.StreamIDs(acts), err
-	}
+	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	// Every random sale is a new activity: listed every 20 ms, its first drain need not wait a second.
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second).
 		WithListEvery(20 * time.Millisecond)

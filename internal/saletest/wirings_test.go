@@ -354,7 +354,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	defer rdb.Close()
 	clock := saletest.NewClock(saletest.T0)
 	gate := redisgate.New(rdb, store.Activity)
-	ids := func(ctx context.Context) ([]string, error) { return []string{"dead"}, nil }
+	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
 	svc := sale.NewService(gate, dead, store, clock.Now)
 	const n = 40
@@ -475,7 +475,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	}
 	defer rdb.Close()
 	clock := saletest.NewClock(saletest.T0)
-	ids := func(ctx context.Context) ([]string, error) { return []string{"poison"}, nil }
+	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	consumer := func(name string) *redisgate.Queue {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
