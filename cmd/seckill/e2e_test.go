@@ -278,6 +278,8 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"reconcile every millisecond", nil, map[string]string{"SECKILL_RECONCILE_EVERY": "1ms"}, "SECKILL_RECONCILE_EVERY"},
 		{"reconcile every hour in words", []string{"-reconcile-every", "hourly"}, nil, "SECKILL_RECONCILE_EVERY"},
 		{"reconcile repair maybe", nil, map[string]string{"SECKILL_RECONCILE_REPAIR": "maybe"}, "SECKILL_RECONCILE_REPAIR"},
+		{"archive after a while", nil, map[string]string{"SECKILL_ARCHIVE_AFTER": "a while"}, "SECKILL_ARCHIVE_AFTER"},
+		{"archive before the end", []string{"-archive-after", "-1h"}, nil, "SECKILL_ARCHIVE_AFTER"},
 		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
 	}
 	for _, tc := range tests {

@@ -103,6 +103,9 @@ type config struct {
 	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
 	reconcileEvery  time.Duration
 	reconcileRepair bool
+	// archiveAfter is how long an activity's hot state is kept after its pay windows close (0:
+	// for ever).
+	archiveAfter time.Duration
 }
 
 // maxRate bounds the rate limits' settings.
@@ -147,7 +150,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	var c config
 	var demo, level, claimIdle, rateUser, rateIP, rateGlobal, proxies string
 	var slowGate, slowDB, breakerOpen, failRate, failoverGrace string
-	var riskAccounts, riskCadence, riskSolve, rankExact, minReplicas, reconcileEvery, reconcileRepair string
+	var riskAccounts, riskCadence, riskSolve, rankExact, minReplicas, reconcileEvery, reconcileRepair, archiveAfter string
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", env("SECKILL_ADDR", "127.0.0.1:8080"), "listen `address` (SECKILL_ADDR)")
@@ -177,6 +180,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.StringVar(&riskSolve, "risk-min-solve", env("SECKILL_RISK_MIN_SOLVE", "1s"), "a challenge answered faster than this is refused; 0: off (SECKILL_RISK_MIN_SOLVE)")
 	fs.StringVar(&reconcileEvery, "reconcile-every", env("SECKILL_RECONCILE_EVERY", "1h"), "how often one node compares every current activity's gate with the database, under a lease (0: off) (SECKILL_RECONCILE_EVERY)")
 	fs.StringVar(&reconcileRepair, "reconcile-repair", env("SECKILL_RECONCILE_REPAIR", "off"), "on: the scheduled reconciliation repairs the drift it finds; off: it reports it (log, metric, alert) (SECKILL_RECONCILE_REPAIR)")
+	fs.StringVar(&archiveAfter, "archive-after", env("SECKILL_ARCHIVE_AFTER", "24h"), "how long an activity's hot state (Redis keys, the process's memory) is kept once its sale and pay windows are over and its queue drained; then it is dropped and the database answers for it (0: kept for ever) (SECKILL_ARCHIVE_AFTER)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -268,6 +272,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.reconcileEvery, err = time.ParseDuration(reconcileEvery); err != nil || c.reconcileEvery < 0 ||
 		c.reconcileEvery > 0 && c.reconcileEvery < time.Second {
 		return c, fmt.Errorf("SECKILL_RECONCILE_EVERY=%q: want a duration of a second or more such as 1h, or 0 for off", reconcileEvery)
+	}
+	if c.archiveAfter, err = time.ParseDuration(archiveAfter); err != nil || c.archiveAfter < 0 {
+		return c, fmt.Errorf("SECKILL_ARCHIVE_AFTER=%q: want a duration such as 24h, or 0 to keep everything", archiveAfter)
 	}
 	switch reconcileRepair {
 	case "on", "1", "true":
@@ -442,6 +449,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
 				Expired: func(n int) { stats.Order("expired", n) }}).Run(bg)
 		})
+		if c.archiveAfter > 0 {
+			wg.Go(func() {
+				(&worker.Archiver{Service: svc, Lease: g.lease, Holder: consumerName(), Every: min(archiveEvery, c.archiveAfter),
+					Keep: c.archiveAfter, Log: log}).Run(bg)
+			})
+		}
 		if c.reconcileEvery > 0 {
 			wg.Go(func() {
 				(&worker.Reconciler{Service: svc, Lease: g.lease, Holder: consumerName(), Every: c.reconcileEvery,
@@ -608,6 +621,10 @@ type stockGate struct {
 	// lease lets one node at a time run the scheduled reconciliation.
 	lease sale.Lease
 }
+
+// archiveEvery is how often a node looks for activities to archive (more often when they are
+// kept for less).
+const archiveEvery = time.Minute
 
 // drainTick is how often a node's drainer admits tickets from the lines it leads.
 const drainTick = 100 * time.Millisecond

@@ -44,6 +44,10 @@ func (x guardedGate) Release(ctx context.Context, g sale.Grab) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.g.Release(ctx, g) })
 }
 
+func (x guardedGate) Drop(ctx context.Context, activityID string) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.g.Drop(ctx, activityID) })
+}
+
 func (x guardedGate) Remaining(ctx context.Context, activityID string) (int64, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.g.Remaining(ctx, activityID) })
 }
@@ -104,6 +108,10 @@ func (x guardedStore) Activity(ctx context.Context, id string) (sale.Activity, e
 
 func (x guardedStore) Activities(ctx context.Context, since time.Time) ([]sale.Activity, error) {
 	return slowCall(ctx, x.guard, func(ctx context.Context) ([]sale.Activity, error) { return x.s.Activities(ctx, since) })
+}
+
+func (x guardedStore) Archive(ctx context.Context, id string, at time.Time) error {
+	return x.do(ctx, func(ctx context.Context) error { return x.s.Archive(ctx, id, at) })
 }
 
 func (x guardedStore) GateState(ctx context.Context, a sale.Activity, pending []sale.Grab) (sale.GateState, error) {
@@ -176,6 +184,10 @@ func (x guardedStore) Ping(ctx context.Context) error { return x.s.Ping(ctx) }
 
 // Ranking returns r with every call guarded by guard (the leaderboards kept on Redis).
 func Ranking(r sale.Ranking, guard *Guard) sale.Ranking { return guardedRanking{r, guard} }
+
+func (x guardedRanking) Drop(ctx context.Context, activityID string) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.r.Drop(ctx, activityID) })
+}
 
 type guardedRanking struct {
 	r     sale.Ranking
@@ -267,6 +279,10 @@ func (x guardedLine) Ticket(ctx context.Context, token string) (sale.Ticket, sal
 		return ticketState{t, st}, err
 	})
 	return v.t, v.st, err
+}
+
+func (x guardedLine) Drop(ctx context.Context, activityID string) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.l.Drop(ctx, activityID) })
 }
 
 func (x guardedLine) State(ctx context.Context, activityID string) (sale.LineState, error) {

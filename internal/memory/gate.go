@@ -180,6 +180,14 @@ func (g *Gate) activity(id string) (*activity, error) {
 	return act, nil
 }
 
+// Drop implements sale.Gate.
+func (g *Gate) Drop(_ context.Context, activityID string) error {
+	g.mu.Lock()
+	delete(g.acts, activityID)
+	g.mu.Unlock()
+	return nil
+}
+
 // Grab implements sale.Gate.
 func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
 	act, err := g.activity(r.ActivityID)

@@ -23,6 +23,8 @@ type LineJournal interface {
 	AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []TicketRow) error
 	// LoadLines returns every line: its seal, its head and its tickets.
 	LoadLines(ctx context.Context) ([]LineRecord, error)
+	// DropLine deletes an activity's line and tickets (archived).
+	DropLine(ctx context.Context, activityID string) error
 }
 
 // TicketRow is a ticket as the journal keeps it: Seq, given by the process in the order of the
@@ -54,6 +56,25 @@ type Line struct {
 	mu      sync.RWMutex
 	lines   map[string]*line
 	tickets map[string]*ticket // every ticket by token
+}
+
+// Drop implements sale.Line: the line and its tickets leave the journal, then the memory.
+func (l *Line) Drop(ctx context.Context, activityID string) error {
+	if err := l.journal.DropLine(ctx, activityID); err != nil {
+		return fmt.Errorf("%w: drop the line of %s: %w", sale.ErrBusy, activityID, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.lines[activityID]; !ok {
+		return nil
+	}
+	delete(l.lines, activityID)
+	for tok, t := range l.tickets {
+		if t.line.a.ID == activityID {
+			delete(l.tickets, tok)
+		}
+	}
+	return nil
 }
 
 // line is one activity's line. mu guards it and its tickets' fields.

@@ -21,6 +21,7 @@ func (nullLines) AdmitTickets(context.Context, string, int64, int64, []memory.Ti
 	return nil
 }
 func (nullLines) LoadLines(context.Context) ([]memory.LineRecord, error) { return nil, nil }
+func (nullLines) DropLine(context.Context, string) error                 { return nil }
 
 // TestEarlyCrowdPlacesAreUniform: over 5,000 lines with fixed seeds, each with the same early
 // crowd of five, every member lands at every place about equally often (chi-square over the 25

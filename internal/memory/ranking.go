@@ -20,6 +20,14 @@ type Ranking struct {
 	boards map[string]*board
 }
 
+// Drop implements sale.Ranking.
+func (r *Ranking) Drop(_ context.Context, activityID string) error {
+	r.mu.Lock()
+	delete(r.boards, activityID)
+	r.mu.Unlock()
+	return nil
+}
+
 type board struct {
 	mu     sync.Mutex
 	exact  *rank.Exact  // nil when approximate

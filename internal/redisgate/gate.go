@@ -706,6 +706,33 @@ func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Gra
 	return n, nil
 }
 
+// Drop implements sale.Gate: every key of every shard of the activity, its dead-letter stream
+// included (the dead letters are in the database too). Passes expire by themselves.
+func (g *Gate) Drop(ctx context.Context, activityID string) error {
+	a, err := g.lookup(ctx, activityID)
+	if errors.Is(err, sale.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i := range shardsOf(a) {
+		id := ShardID(a.ID, i)
+		k := keysOf(id)
+		// One slot per shard: one DEL each, cluster or not.
+		if err := g.rdb.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.shards,
+			DeadKey(id)).Err(); err != nil {
+			return fmt.Errorf("%w: drop activity %s from redis: %w", sale.ErrBusy, a.ID, err)
+		}
+		g.empty.Delete(id)
+	}
+	g.lanes.Delete(a.ID)
+	g.mu.Lock()
+	delete(g.acts, a.ID)
+	g.mu.Unlock()
+	return nil
+}
+
 // Remaining implements sale.Gate: the units left on every shard.
 func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
 	n, err := g.rdb.Get(ctx, keysOf(activityID).stock).Int64()

@@ -417,6 +417,28 @@ func TestPendingAsksOnlyTheOpenActivity(t *testing.T) {
 	}
 }
 
+// TestQueueSkipsArchivedActivities: a worker's queue listing an archived activity neither reads
+// nor recreates its dropped stream (ensuring the group would make it again).
+func TestQueueSkipsArchivedActivities(t *testing.T) {
+	ctx := context.Background()
+	a := item("gone", 3, 1)
+	g, rdb := loadedGate(t, a)
+	if err := g.Drop(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	archived := a
+	archived.ArchivedAt = t0.Add(2 * time.Hour)
+	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return []sale.Activity{archived}, nil }, time.Millisecond, time.Minute)
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if ds, err := q.Receive(short, 10); len(ds) != 0 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Receive over an archived activity: %v, %v; want nothing until the deadline", ds, err)
+	}
+	if n, err := rdb.Exists(ctx, StreamKey(a.ID)).Result(); err != nil || n != 0 {
+		t.Fatalf("the archived activity's stream exists again (%d, %v)", n, err)
+	}
+}
+
 func TestDialRefusesBadSpecs(t *testing.T) {
 	for _, spec := range []string{"redis://:bad:port/x", "localhost", "nohost,alsono"} {
 		if _, err := Dial(context.Background(), spec); !errors.Is(err, sale.ErrInvalid) {

@@ -77,6 +77,15 @@ func lineKeysOf(id string) lineKeys {
 	return lineKeys{p + "state", p + "tickets", p + "users", p + "at", p + "early", p + "drawn", p + "lead"}
 }
 
+// Drop implements sale.Line.
+func (l *Line) Drop(ctx context.Context, activityID string) error {
+	k := lineKeysOf(activityID)
+	if err := l.rdb.Del(ctx, k.state, k.tickets, k.users, k.at, k.early, k.drawn, k.lead).Err(); err != nil {
+		return busy("drop the line of "+activityID, err)
+	}
+	return nil
+}
+
 // ticketID is a token's part that names the ticket within its line.
 func ticketID(token, activityID string) string { return strings.TrimSuffix(token, "."+activityID) }
 

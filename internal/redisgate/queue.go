@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,10 +81,12 @@ func (q *Queue) listed(ctx context.Context) ([]string, []sale.Activity, error) {
 	if time.Since(q.listedAt) < q.listEvery {
 		return q.ids, q.acts, nil
 	}
-	acts, err := q.activities(ctx)
+	listed, err := q.activities(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	// An archived activity's streams are gone with its hot state: nothing to read there.
+	acts := slices.DeleteFunc(slices.Clone(listed), sale.Activity.Archived)
 	ids := StreamIDs(acts)
 	for _, id := range ids {
 		if !q.groups[id] {

@@ -51,6 +51,16 @@ func rankKeysOf(activityID string) rankKeys {
 
 const lastMilli = 9_999_999_999_999 // 2286-11-20, in Unix milliseconds
 
+// Drop implements sale.Ranking.
+func (r *Ranking) Drop(ctx context.Context, activityID string) error {
+	k := rankKeysOf(activityID)
+	if err := r.rdb.Del(ctx, k.zset, k.hist, k.meta).Err(); err != nil {
+		return fmt.Errorf("%w: drop the leaderboard of %s: %w", sale.ErrBusy, activityID, err)
+	}
+	r.metas.Delete(activityID)
+	return nil
+}
+
 func rankMember(g sale.Grab) string {
 	tok := []byte(g.Token)
 	for i := range tok {

@@ -37,6 +37,10 @@ var (
 // service answers it by rebuilding the activity in the gate from the database and the queue.
 var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBusy)
 
+// errArchived says an activity's hot state was archived: what the gate would say, the database
+// answers.
+var errArchived = errors.New("the activity is archived")
+
 // answers are the errors that are the sale's answer to a request, not a failure of a dependency.
 var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,

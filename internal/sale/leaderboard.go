@@ -61,6 +61,8 @@ type Ranking interface {
 	Rank(ctx context.Context, g Grab) (rank, bound int64, strategy string, err error)
 	// Usage names the strategy of an activity's leaderboard and the memory it holds.
 	Usage(ctx context.Context, activityID string) (strategy string, bytes int64, err error)
+	// Drop forgets an activity's leaderboard (archived: the database answers for it).
+	Drop(ctx context.Context, activityID string) error
 }
 
 // ErrApproximate says a leaderboard is kept as a histogram: it ranks, but has no top.

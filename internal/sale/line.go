@@ -88,6 +88,8 @@ type JoinRequest struct {
 // Line is an activity's waiting line, durable before it answers: in process with a journal in
 // embedded mode, in Redis in distributed mode.
 type Line interface {
+	// Drop forgets an activity's line and its tickets (archived once its sale is over).
+	Drop(ctx context.Context, activityID string) error
 	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
 	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
 	// the start seals the line. A user whose ticket is still waiting gets it back (Fresh false).

@@ -54,6 +54,11 @@ type Gate interface {
 	// Remaining reports the units the gate still has for an activity. Errors: ErrNotFound,
 	// ErrBusy.
 	Remaining(ctx context.Context, activityID string) (int64, error)
+
+	// Drop forgets everything the gate holds for an activity (its stock, holdings, answers,
+	// grab records, streams): its hot state, archived once the sale is over and drained (see
+	// Service.Archive). Dropping what is not there is no error.
+	Drop(ctx context.Context, activityID string) error
 }
 
 // Delivery is a grab handed to a worker. It stays in the queue until acknowledged, and is
@@ -104,6 +109,10 @@ type Store interface {
 
 	// Activities returns every activity that ends after since.
 	Activities(ctx context.Context, since time.Time) ([]Activity, error)
+
+	// Archive records that activity id's hot state was archived at at (Activity.ArchivedAt); a
+	// second call leaves the first time. Errors: ErrNotFound.
+	Archive(ctx context.Context, id string, at time.Time) error
 
 	// GateState reads what the gate of activity a must hold, including queued grabs that pending
 	// lists (the queue's grabs that have no order yet).

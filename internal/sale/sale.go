@@ -60,7 +60,8 @@ const (
 )
 
 // Activity is one sale: a flash sale of items or a red-packet drop. It does not change after it
-// is created.
+// is created, but for ArchivedAt, set once its hot state is archived (a node's cached copy may
+// not know it yet).
 type Activity struct {
 	ID               string
 	Name             string
@@ -86,7 +87,14 @@ type Activity struct {
 	// the draw; its commitment is public from the creation.
 	Seed      Seed
 	CreatedAt time.Time
+	// ArchivedAt is when the activity's hot state (its gate, line and leaderboard) was dropped,
+	// its sale over, its pay windows closed and its queue drained; zero while it is live. An
+	// archived activity answers from the database (see Service.Archive).
+	ArchivedAt time.Time
 }
+
+// Archived reports whether a's hot state was archived.
+func (a Activity) Archived() bool { return !a.ArchivedAt.IsZero() }
 
 // Lined reports whether grabs join a waiting line rather than go straight to the gate.
 func (a Activity) Lined() bool { return a.Admission == AdmitQueue || a.Admission == AdmitLottery }

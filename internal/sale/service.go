@@ -199,6 +199,89 @@ func (s *Service) warmOne(ctx context.Context, id string) error {
 	})
 }
 
+// Archive drops a's hot state (its gate, line and leaderboard) once nothing can change it any
+// more: its sale and every pay window are over (no CREATED order is left: the sweeper closed
+// them), its queue is drained and no restock of it is owed. The database is told first, so that
+// no node rebuilds what is being dropped (a read of an archived activity answers from the
+// database), then each store drops its part; a second call drops again, harmlessly. It reports
+// whether a was archived now or before; false, nil means not yet.
+func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
+	if s.now().Before(a.EndAt.Add(a.PayWindow)) {
+		return false, nil
+	}
+	if n, err := s.queue.Depth(ctx, a.ID); err != nil || n > 0 {
+		return false, err
+	}
+	c, err := s.store.Counts(ctx, a.ID)
+	if err != nil || c.Created > 0 {
+		return false, err
+	}
+	owed, err := s.store.Unreleased(ctx, maxOwedChecked)
+	if err != nil || slices.ContainsFunc(owed, func(o Order) bool { return o.ActivityID == a.ID }) {
+		return false, err
+	}
+	if !a.Archived() {
+		if err := s.store.Archive(ctx, a.ID, s.now()); err != nil {
+			return false, fmt.Errorf("archive %s: %w", a.ID, err)
+		}
+		if a, err = s.store.Activity(ctx, a.ID); err != nil {
+			return false, fmt.Errorf("archive %s: %w", a.ID, err)
+		}
+	}
+	s.remember(a)
+	if err := s.gate.Drop(ctx, a.ID); err != nil {
+		return false, fmt.Errorf("archive %s: %w", a.ID, err)
+	}
+	if a.Lined() && s.line != nil {
+		if err := s.line.Drop(ctx, a.ID); err != nil {
+			return false, fmt.Errorf("archive %s: %w", a.ID, err)
+		}
+	}
+	if a.Kind == KindRedPacket && s.ranking != nil {
+		if err := s.ranking.Drop(ctx, a.ID); err != nil {
+			return false, fmt.Errorf("archive %s: %w", a.ID, err)
+		}
+	}
+	s.soldOut.Delete(a.ID)
+	s.entries.Delete(a.ID)
+	return true, nil
+}
+
+// maxOwedChecked is how many owed restocks Archive looks through for one of its activity.
+const maxOwedChecked = 10_000
+
+// ArchiveDue archives the activities whose pay windows closed more than keep ago (see Archive),
+// and drops again those archived in the last hour (a node that died mid-drop, a rebuild that
+// raced it). It reports how many it archived.
+func (s *Service) ArchiveDue(ctx context.Context, keep time.Duration) (int, error) {
+	now := s.now()
+	// Activities that ended within a week before the due ones: those ended earlier were
+	// archived by earlier rounds (a cluster down for longer leaves them to an operator).
+	acts, err := s.store.Activities(ctx, now.Add(-keep-MaxPayWindow-archiveBacklog))
+	if err != nil {
+		return 0, fmt.Errorf("archive: %w", err)
+	}
+	n := 0
+	for _, a := range acts {
+		due := !now.Before(a.EndAt.Add(a.PayWindow + keep))
+		if !due || a.Archived() && now.Sub(a.ArchivedAt) > time.Hour {
+			continue
+		}
+		fresh := !a.Archived()
+		done, err := s.Archive(ctx, a)
+		if err != nil {
+			return n, err
+		}
+		if done && fresh {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// archiveBacklog is how far past its due time an activity is still looked at by ArchiveDue.
+const archiveBacklog = 7 * 24 * time.Hour
+
 // rebuildWithin bounds a shared rebuild of an activity in the gate.
 const rebuildWithin = 30 * time.Second
 
@@ -208,6 +291,10 @@ func (s *Service) rebuild(ctx context.Context, id string) error {
 	a, err := s.store.Activity(ctx, id)
 	if err != nil {
 		return err
+	}
+	if a.Archived() {
+		s.remember(a)
+		return fmt.Errorf("activity %s: %w", id, errArchived)
 	}
 	st, queued, err := s.gateState(ctx, a)
 	if err != nil {
@@ -255,6 +342,7 @@ const (
 	ReconcileDrift     = "drift"     // a drift seen twice at rest, not repaired (Check)
 	ReconcileRepaired  = "repaired"  // a drift seen twice at rest, repaired (Reconcile)
 	ReconcileUnsettled = "unsettled" // grabs moved the gate while it was read: nothing concluded
+	ReconcileArchived  = "archived"  // the activity's hot state is archived: nothing to compare
 )
 
 // Reconcile compares the gate's remaining units with what the database and the queue say, and
@@ -289,6 +377,13 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 			}
 		}
 		before, err := s.gate.Remaining(ctx, id)
+		if absent(err) {
+			if fresh, ferr := s.store.Activity(ctx, id); ferr == nil && fresh.Archived() {
+				s.remember(fresh)
+				return Reconciliation{OK: true, Outcome: ReconcileArchived, Stock: a.Stock,
+					Note: "archived: the gate holds nothing of it, the database alone answers"}, nil
+			}
+		}
 		if err != nil {
 			return Reconciliation{}, err
 		}
@@ -416,7 +511,8 @@ func (s *Service) Current() []Activity {
 }
 
 // ReloadActivities reads the activities that have not ended into the node's cache, so that one
-// created through another node is Known here within a reload.
+// created through another node is Known here within a reload, and drops from it those that ended
+// more than MaxPayWindow and a week ago.
 func (s *Service) ReloadActivities(ctx context.Context) error {
 	acts, err := s.store.Activities(ctx, s.now())
 	if err != nil {
@@ -425,20 +521,54 @@ func (s *Service) ReloadActivities(ctx context.Context) error {
 	for _, a := range acts {
 		s.remember(a)
 	}
+	// What the node cached of activities long over goes: a shop that runs a sale a day keeps
+	// two weeks of them, not every one it ever served.
+	old := s.now().Add(-MaxPayWindow - archiveBacklog)
+	s.acts.Range(func(k, v any) bool {
+		if v.(Activity).EndAt.Before(old) {
+			s.acts.Delete(k)
+			s.soldOut.Delete(k)
+			s.entries.Delete(k)
+		}
+		return true
+	})
 	return nil
 }
 
 // Remaining reports the units an activity has left, as the gate sees them, rebuilding the
 // activity in the gate if the cache lost it.
+// An archived activity's remaining units are the database's: its stock less what its orders
+// hold.
 func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
 	n, err := s.gate.Remaining(ctx, id)
-	if errors.Is(err, ErrUnloaded) {
-		if err := s.warmOne(ctx, id); err != nil {
-			return 0, err
+	if absent(err) {
+		werr := s.warmOne(ctx, id)
+		if errors.Is(werr, errArchived) {
+			return s.remainingOfArchived(ctx, id)
+		}
+		if werr != nil {
+			return 0, werr
 		}
 		n, err = s.gate.Remaining(ctx, id)
 	}
 	return n, err
+}
+
+// absent reports whether the gate's err says it does not hold the activity: lost (ErrUnloaded),
+// or never given it, or archived (ErrNotFound, from a gate that knows only what it holds).
+func absent(err error) bool { return errors.Is(err, ErrUnloaded) || errors.Is(err, ErrNotFound) }
+
+// remainingOfArchived is an archived activity's remaining units, from the database.
+func (s *Service) remainingOfArchived(ctx context.Context, id string) (int64, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	c, err := s.store.Counts(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	return a.Stock - c.Created - c.Paid, nil
 }
 
 // Grab takes one unit of an activity admitted directly for a user, at the service's clock
@@ -467,11 +597,15 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	activityID := req.ActivityID
 	g, err := s.gate.Grab(ctx, req)
-	if errors.Is(err, ErrUnloaded) {
+	if absent(err) {
 		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
 		// database and the queue say exactly what it must hold; Warm stores that unless another
-		// node got there first.
-		if werr := s.warmOne(ctx, activityID); werr != nil {
+		// node got there first. An archived activity has ended.
+		werr := s.warmOne(ctx, activityID)
+		if errors.Is(werr, errArchived) {
+			return Grab{}, ErrEnded
+		}
+		if werr != nil {
 			return Grab{}, werr
 		}
 		g, err = s.gate.Grab(ctx, req)

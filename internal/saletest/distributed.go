@@ -3,9 +3,13 @@ package saletest
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/redisgate"
 	"seckill/internal/sale"
@@ -34,6 +38,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 		WithListEvery(20 * time.Millisecond)
 	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
 	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL).WithLine(redisgate.NewLine(rdb))
+	env.Hot = func(id string) []string { return redisKeysOf(t, rdb, id) }
 	env.Answers = NewAnswers(redisgate.NewChallenges(rdb))
 	env.Service.WithChallenges(env.Answers)
 	listen, stop := context.WithCancel(context.Background())
@@ -46,3 +51,40 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 // RestockFlagTTL is how long a distributed test node trusts its sold-out flags: long enough that
 // a test sees a flag cleared by an announcement, not by its expiry.
 const RestockFlagTTL = 10 * time.Second
+
+// redisKeysOf lists the Redis keys of activity id (its own slot's, its stock shards', its
+// line's), on every master of a cluster. A pass, which expires by itself, is not counted.
+func redisKeysOf(t testing.TB, rdb redis.UniversalClient, id string) []string {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var keys []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		for _, match := range []string{"{act:" + id + "}:*", "{act:" + id + "/*", "{line:" + id + "}:*"} {
+			iter := c.Scan(ctx, 0, match, 1000).Iterator()
+			for iter.Next(ctx) {
+				if !strings.Contains(iter.Val(), "}:pass:") {
+					mu.Lock()
+					keys = append(keys, iter.Val())
+					mu.Unlock()
+				}
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	default:
+		t.Fatalf("redisKeysOf: a %T", rdb)
+	}
+	if err != nil {
+		t.Fatalf("scan the keys of %s: %v", id, err)
+	}
+	return keys
+}

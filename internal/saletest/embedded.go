@@ -46,9 +46,24 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
-	env := start(t, clock, gate, queue, store, memory.NewRanking(ExactMax), line.Close, lines.Close, gate.Close,
+	ranking := memory.NewRanking(ExactMax)
+	env := start(t, clock, gate, queue, store, ranking, line.Close, lines.Close, gate.Close,
 		journal.Close, store.Close)
 	env.Service.WithLine(line)
+	env.Hot = func(id string) []string {
+		ctx := context.Background()
+		var hot []string
+		if _, err := gate.Remaining(ctx, id); err == nil {
+			hot = append(hot, "gate")
+		}
+		if _, _, err := ranking.Usage(ctx, id); err == nil {
+			hot = append(hot, "leaderboard")
+		}
+		if st, err := line.State(ctx, id); err == nil && st.Joined > 0 {
+			hot = append(hot, "line")
+		}
+		return hot
+	}
 	env.Answers = NewAnswers(memory.NewChallenges(1 << 16))
 	env.Service.WithChallenges(env.Answers)
 	return env

@@ -63,6 +63,9 @@ type Env struct {
 	Answers *Answers
 	// Faults break the gate under the service on demand.
 	Faults *Faults
+	// Hot names what still holds an activity's hot state (Redis keys, or the process's gate,
+	// line and leaderboard): nothing once it is archived.
+	Hot func(activityID string) []string
 }
 
 // NewEnv builds a fresh, empty Env whose service runs on clock; it stops when t's cleanup runs.

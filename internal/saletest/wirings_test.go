@@ -868,3 +868,15 @@ func TestLostShardIsRebuilt(t *testing.T) {
 		t.Fatalf("orders %+v, %v; want the stock sold exactly once", c, err)
 	}
 }
+
+// TestArchive runs the archive's rules (saletest.Archive) on the embedded mode and on the
+// distributed one, on one Redis and on a cluster.
+func TestArchive(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) { saletest.Archive(t, saletest.Embedded(t, saletest.NewClock(saletest.T0))) })
+	t.Run("Redis", func(t *testing.T) {
+		saletest.Archive(t, saletest.Distributed(t, saletest.NewClock(saletest.T0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+	})
+	t.Run("Cluster", func(t *testing.T) {
+		saletest.Archive(t, saletest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+	})
+}

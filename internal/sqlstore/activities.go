@@ -29,14 +29,21 @@ const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, sta
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
 	stock_shards, queue_cap, admit_rate, draw_seed`
 
+// activityRead is what a read of an activity selects: what was written at its creation, and when
+// it was archived.
+const activityRead = activityColumns + `, archived_at`
+
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
-	var start, end, window, created int64
+	var start, end, window, created, archived int64
 	var challenge int
 	var seed string
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
 		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
-		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed)
+		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &archived)
+	if archived != 0 {
+		a.ArchivedAt = fromMS(archived)
+	}
 	if err == nil && seed != "" {
 		if a.Seed, err = sale.ParseSeed(seed); err != nil {
 			err = fmt.Errorf("activity %s: draw seed: %w", a.ID, err)
@@ -92,16 +99,36 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 
 // Activity implements sale.Store.
 func (s *Store) Activity(ctx context.Context, id string) (sale.Activity, error) {
-	a, err := scanActivity(s.r.QueryRowContext(ctx, `SELECT `+activityColumns+` FROM activities WHERE id = ?`, id))
+	a, err := scanActivity(s.r.QueryRowContext(ctx, `SELECT `+activityRead+` FROM activities WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return sale.Activity{}, fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
 	}
 	return a, err
 }
 
+// Archive implements sale.Store.
+func (s *Store) Archive(ctx context.Context, id string, at time.Time) error {
+	return inTx(ctx, s.w, func(tx tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE activities SET archived_at = ? WHERE id = ? AND archived_at = 0`, ms(at), id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM activities WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
+		} else if err != nil {
+			return err
+		}
+		return nil // archived already: the first time stands
+	})
+}
+
 // Activities implements sale.Store.
 func (s *Store) Activities(ctx context.Context, since time.Time) ([]sale.Activity, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+activityColumns+` FROM activities WHERE end_at > ? ORDER BY created_at`, ms(since))
+	rows, err := s.r.QueryContext(ctx, `SELECT `+activityRead+` FROM activities WHERE end_at > ? ORDER BY created_at`, ms(since))
 	if err != nil {
 		return nil, err
 	}

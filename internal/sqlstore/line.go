@@ -77,6 +77,17 @@ func (s *LineJournal) SealLine(ctx context.Context, activityID string) error {
 	})
 }
 
+// DropLine implements memory.LineJournal.
+func (s *LineJournal) DropLine(ctx context.Context, activityID string) error {
+	return inTx(ctx, s.w, func(tx tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM line_tickets WHERE activity_id = ?`, activityID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM line_states WHERE activity_id = ?`, activityID)
+		return err
+	})
+}
+
 // AdmitTickets implements memory.LineJournal. The head moves only from from: a second call for
 // the same batch changes nothing.
 func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []memory.TicketRow) error {

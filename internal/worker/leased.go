@@ -40,16 +40,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 // Round runs one round: if this node holds the lease, every current activity is reconciled. It
 // reports whether it held the lease.
 func (r *Reconciler) Round(ctx context.Context) bool {
-	// The lease outlives the round's period by half, so that its holder keeps it from round to
-	// round and another node takes over within one and a half periods of its going quiet.
-	held, err := r.Lease.Hold(ctx, LeaseName, r.Holder, r.Every+r.Every/2)
-	if err != nil {
-		if !errors.Is(err, context.Canceled) {
-			r.Log.Warn("reconcile: lease", "err", err)
-		}
-		return false
-	}
-	if !held {
+	if !hold(ctx, r.Lease, LeaseName, r.Holder, r.Every, r.Log) {
 		return false
 	}
 	check := r.Service.Check
@@ -78,4 +69,55 @@ func (r *Reconciler) Round(ctx context.Context) bool {
 		r.Done(checked)
 	}
 	return true
+}
+
+// hold takes or extends the lease name for holder, for a job run every every: the lease outlives
+// the period by half, so that its holder keeps it from round to round and another node takes
+// over within one and a half periods of its going quiet.
+func hold(ctx context.Context, lease sale.Lease, name, holder string, every time.Duration, log *slog.Logger) bool {
+	held, err := lease.Hold(ctx, name, holder, every+every/2)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			log.Warn("lease", "name", name, "err", err)
+		}
+		return false
+	}
+	return held
+}
+
+// Archiver archives, every Every, the activities whose pay windows closed more than Keep ago
+// (Service.ArchiveDue): their hot state in Redis or in the process is dropped, the database
+// answers for them. One node of many does it, the one holding the lease "archive".
+type Archiver struct {
+	Service *sale.Service
+	Lease   sale.Lease
+	Holder  string
+	Every   time.Duration
+	Keep    time.Duration
+	Log     *slog.Logger
+}
+
+// ArchiveLease is the lease an Archiver holds for its rounds.
+const ArchiveLease = "archive"
+
+// Run archives every Every until ctx ends.
+func (a *Archiver) Run(ctx context.Context) {
+	for sleep(ctx, a.Every) {
+		a.Round(ctx)
+	}
+}
+
+// Round archives what is due if this node holds the lease; it returns how many it archived.
+func (a *Archiver) Round(ctx context.Context) int {
+	if !hold(ctx, a.Lease, ArchiveLease, a.Holder, a.Every, a.Log) {
+		return 0
+	}
+	n, err := a.Service.ArchiveDue(ctx, a.Keep)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		a.Log.Warn("archive", "err", err)
+	}
+	if n > 0 {
+		a.Log.Info("archived activities", "count", n)
+	}
+	return n
 }

@@ -97,3 +97,53 @@ func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	}
 	waitDrift("0", repairer)
 }
+
+// TestArchiveDropsTheHotStateOfAFinishedSale runs a node on Redis with SECKILL_ARCHIVE_AFTER=1s
+// and a sale that ends two seconds after it starts, its pay window three. Once it is over
+// and its order paid, its keys leave Redis; the stats and the order still answer, from the
+// database, without bringing them back.
+func TestArchiveDropsTheHotStateOfAFinishedSale(t *testing.T) {
+	rs := redistest.Start(t, redistest.Options{})
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0", "SECKILL_ARCHIVE_AFTER", "1s"))
+	c := newClient(t, base)
+	now := time.Now().UTC()
+	id := c.must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
+		`{"name":"brief","kind":"item","stock":5,"price_cents":100,"start_at":%q,"end_at":%q,"pay_window_s":3}`,
+		now.Add(-time.Second).Format(time.RFC3339), now.Add(2*time.Second).Format(time.RFC3339)), http.StatusCreated)["id"].(string)
+	_, g, err := c.call("POST", "/api/activities/"+id+"/grab", c.token("buyer"), "")
+	if err != nil || g["order_token"] == nil {
+		t.Fatalf("grab: %v, %v", g, err)
+	}
+	tok := g["order_token"].(string)
+	c.drained(id)
+	c.must("POST", "/api/orders/"+tok+"/pay", c.token("buyer"), "", http.StatusOK)
+
+	keys := func() string {
+		t.Helper()
+		out, err := servers.RedisCommand(rs.Addr(), "KEYS", "{act:"+id+"}*")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	if keys() == "" {
+		t.Fatal("the sale holds no keys in Redis while it runs")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for keys() != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished sale's keys are still in Redis 20 s on: %s", keys())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	st := c.stats(id)
+	if st["remaining"] != 4.0 || st["paid"] != 1.0 || st["stock"] != 5.0 {
+		t.Fatalf("stats of the archived sale: %v; want 4 remaining, 1 paid", st)
+	}
+	if o := c.must("GET", "/api/orders/"+tok, c.token("buyer"), "", http.StatusOK); o["status"] != "PAID" {
+		t.Fatalf("the archived sale's order: %v", o)
+	}
+	if k := keys(); k != "" {
+		t.Fatalf("reading the archived sale brought keys back: %s", k)
+	}
+}
