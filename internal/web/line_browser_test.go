@@ -42,7 +42,7 @@ func (s *site) drain() {
 func TestWaitingLineOnThePage(t *testing.T) {
 	s := newSite(t)
 	a := s.create(sale.Activity{Name: "Console", Kind: sale.KindItem, Stock: 1, PriceCents: 49_900,
-		Admission: sale.AdmitQueue, AdmitRate: 1}, 5*time.Second)
+		Admission: sale.AdmitQueue, AdmitRate: 1}, 10*time.Second) // time to start a browser on a loaded machine before the start
 	s.join(a, "bob")
 	b := browsertest.New(t, 1280, 900)
 	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
@@ -105,7 +105,7 @@ func TestWaitingLineOnThePage(t *testing.T) {
 func TestLotteryOnThePage(t *testing.T) {
 	s := newSite(t)
 	a := s.create(sale.Activity{Name: "Sneakers", Kind: sale.KindItem, Stock: 1, PriceCents: 19_900,
-		Admission: sale.AdmitLottery}, 4*time.Second)
+		Admission: sale.AdmitLottery}, 10*time.Second) // time to start a browser on a loaded machine before the start
 	s.join(a, "bob")
 	b := browsertest.New(t, 1280, 900)
 	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
@@ -118,7 +118,7 @@ func TestLotteryOnThePage(t *testing.T) {
 		10*time.Second, "alice's entry")
 	s.drain()
 	b.WaitFor(`["Drawn: you won", "Not drawn"].includes(document.getElementById("line-status").textContent)`,
-		20*time.Second, "the draw's answer")
+		30*time.Second, "the draw's answer")
 	tok := browsertest.Eval[string](b, `localStorage.getItem("seckill.ticket.`+a.ID+`.alice")`)
 	v, err := s.env.Service.Ticket(context.Background(), "alice", tok)
 	if err != nil {
