@@ -253,12 +253,8 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.riskAccounts, err = strconv.Atoi(riskAccounts); err != nil || c.riskAccounts < 0 || c.riskAccounts > 1_000_000 {
 		return c, fmt.Errorf("SECKILL_RISK_ACCOUNTS_PER_IP=%q: want a number of users, 0 for off", riskAccounts)
 	}
-	switch riskCadence {
-	case "on", "1", "true":
-		c.riskCadence = true
-	case "off", "0", "false":
-	default:
-		return c, fmt.Errorf("SECKILL_RISK_CADENCE=%q: want on or off", riskCadence)
+	if c.riskCadence, err = onOff("SECKILL_RISK_CADENCE", riskCadence); err != nil {
+		return c, err
 	}
 	if c.riskMinSolve, err = time.ParseDuration(riskSolve); err != nil || c.riskMinSolve < 0 {
 		return c, fmt.Errorf("SECKILL_RISK_MIN_SOLVE=%q: want a duration such as 1s, or 0 for off", riskSolve)
@@ -276,17 +272,24 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.archiveAfter, err = time.ParseDuration(archiveAfter); err != nil || c.archiveAfter < 0 {
 		return c, fmt.Errorf("SECKILL_ARCHIVE_AFTER=%q: want a duration such as 24h, or 0 to keep everything", archiveAfter)
 	}
-	switch reconcileRepair {
-	case "on", "1", "true":
-		c.reconcileRepair = true
-	case "off", "0", "false":
-	default:
-		return c, fmt.Errorf("SECKILL_RECONCILE_REPAIR=%q: want on or off", reconcileRepair)
+	if c.reconcileRepair, err = onOff("SECKILL_RECONCILE_REPAIR", reconcileRepair); err != nil {
+		return c, err
 	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
 	return c, nil
+}
+
+// onOff reads a switch setting: on, 1 or true; off, 0 or false.
+func onOff(name, val string) (bool, error) {
+	switch val {
+	case "on", "1", "true":
+		return true, nil
+	case "off", "0", "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q: want on or off", name, val)
 }
 
 // riskRules builds the risk engine of c: the rules switched on.

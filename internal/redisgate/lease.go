@@ -2,6 +2,7 @@ package redisgate
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -23,25 +24,23 @@ type Lease struct {
 // NewLease returns leases on rdb.
 func NewLease(rdb redis.UniversalClient) *Lease { return &Lease{rdb: rdb} }
 
-// holdScript takes or extends KEYS[1] for ARGV[1] for ARGV[2] ms: 1 if held, 0 if another has it.
-var holdScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if cur == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-if cur == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return 1
-end
-return 0
-`)
+var (
+	//go:embed lease.lua
+	leaseLua    string
+	leaseScript = redis.NewScript(leaseLua)
+)
+
+// hold takes or extends the lease key for holder for ttl (lease.lua).
+func hold(ctx context.Context, rdb redis.UniversalClient, key, holder string, ttl time.Duration) (bool, error) {
+	n, err := leaseScript.Run(ctx, rdb, []string{key}, holder, ttl.Milliseconds()).Int64()
+	return n == 1, err
+}
 
 // Hold implements sale.Lease.
 func (l *Lease) Hold(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	n, err := holdScript.Run(ctx, l.rdb, []string{"seckill:lease:" + name}, holder, ttl.Milliseconds()).Int64()
+	held, err := hold(ctx, l.rdb, "seckill:lease:"+name, holder, ttl)
 	if err != nil {
 		return false, fmt.Errorf("%w: lease %s on redis: %w", sale.ErrBusy, name, err)
 	}
-	return n == 1, nil
+	return held, nil
 }

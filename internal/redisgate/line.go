@@ -31,10 +31,6 @@ var (
 	lineSkipLua    string
 	lineSkipScript = redis.NewScript(lineSkipLua)
 
-	//go:embed line_lead.lua
-	lineLeadLua    string
-	lineLeadScript = redis.NewScript(lineLeadLua)
-
 	//go:embed line_seal.lua
 	lineSealLua    string
 	lineSealScript = redis.NewScript(lineSealLua)
@@ -322,9 +318,9 @@ func (l *Line) Skip(ctx context.Context, activityID string, from int64) (int64, 
 
 // Lead implements sale.Line.
 func (l *Line) Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error) {
-	n, err := lineLeadScript.Run(ctx, l.rdb, []string{lineKeysOf(activityID).lead}, holder, ttl.Milliseconds()).Int64()
+	held, err := hold(ctx, l.rdb, lineKeysOf(activityID).lead, holder, ttl)
 	if err != nil {
 		return false, busy("lead a line", err)
 	}
-	return n == 1, nil
+	return held, nil
 }

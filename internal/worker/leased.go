@@ -27,8 +27,8 @@ type Reconciler struct {
 	Done    func(checked []string)
 }
 
-// LeaseName is the lease a Reconciler holds for its rounds.
-const LeaseName = "reconcile"
+// ReconcileLease is the lease a Reconciler holds for its rounds.
+const ReconcileLease = "reconcile"
 
 // Run reconciles every Every until ctx ends.
 func (r *Reconciler) Run(ctx context.Context) {
@@ -40,7 +40,7 @@ func (r *Reconciler) Run(ctx context.Context) {
 // Round runs one round: if this node holds the lease, every current activity is reconciled. It
 // reports whether it held the lease.
 func (r *Reconciler) Round(ctx context.Context) bool {
-	if !hold(ctx, r.Lease, LeaseName, r.Holder, r.Every, r.Log) {
+	if !hold(ctx, r.Lease, ReconcileLease, r.Holder, r.Every, r.Log) {
 		return false
 	}
 	check := r.Service.Check
