@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,6 +84,17 @@ func runBench(t *testing.T, getenv func(string) string, args ...string) (benchRe
 		t.Fatalf("history %s has %d lines; the result names %s with %d requests", path, len(history), res.History, res.Requests)
 	}
 	return res, history
+}
+
+// errorsOf tallies the failed requests of a history by status and error, for a failure's message.
+func errorsOf(history []bench.Record) map[string]int {
+	out := map[string]int{}
+	for _, r := range history {
+		if r.Outcome == bench.Error {
+			out[fmt.Sprintf("%d %s", r.Status, r.Err)]++
+		}
+	}
+	return out
 }
 
 // checkFlash checks a flash sale's result: demand above the stock, every unit sold once.
@@ -344,9 +356,9 @@ func TestBenchRedisFaults(t *testing.T) {
 			// Over a ramp: a burst would be answered before the fault is over.
 			args := append(tc.args, "--fault", tc.fault, "--db", mysqltest.DSN(t), "--at", "25%", "--users", "8000", "--dup", "0",
 				"--stock", "4000", "--concurrency", "32", "--arrival", "ramp:10s")
-			res, _ := runBench(t, noEnv, args...)
+			res, history := runBench(t, noEnv, args...)
 			if !res.OK || res.Wins > 4000 || res.Demand < 4000 || res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
-				t.Fatalf("after the fault: %+v", res)
+				t.Fatalf("after the fault: %+v; the errors: %v", res, errorsOf(history))
 			}
 			f := res.Fault
 			if f == nil || f.Kind != tc.fault || f.RecoveryS <= 0 || f.OutageS == nil || *f.OutageS < 0 ||

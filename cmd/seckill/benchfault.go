@@ -77,8 +77,11 @@ func startServers(c *benchConfig) (*owned, error) {
 		if err != nil {
 			return o, err
 		}
-		cl, err := servers.StartRedisCluster(dir, servers.ClusterOptions{Replicas: 1, NodeTimeout: 1500 * time.Millisecond,
-			Persistence: aof}, nil)
+		// A master's death costs it a replica: with --min-replicas N, N+1 a master keep the
+		// setting satisfiable after the failover (with N, every grab would be BUSY until the
+		// killed node rejoined as the new master's replica).
+		cl, err := servers.StartRedisCluster(dir, servers.ClusterOptions{Replicas: c.minReplicas + 1,
+			NodeTimeout: 1500 * time.Millisecond, Persistence: aof}, nil)
 		if err != nil {
 			return o, err
 		}
