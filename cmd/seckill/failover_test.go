@@ -91,6 +91,14 @@ func (s *crowdSale) run(conc int, max int64, stop <-chan struct{}) {
 	wg.Wait()
 }
 
+// summary is what the crowd was answered so far (statuses, and the BUSY answers' reasons), read
+// under the lock: a failure message may be written while the crowd still clicks.
+func (s *crowdSale) summary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%v, BUSY for %v", s.answers, s.reasons)
+}
+
 // won returns how many grabs were answered 202.
 func (s *crowdSale) won() int {
 	s.mu.Lock()
@@ -214,7 +222,7 @@ func TestClusterFailoverMidSale(t *testing.T) {
 
 	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 30*time.Second {
-			t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.answers)
+			t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.summary())
 		}
 	}
 	killed := time.Now()
@@ -317,7 +325,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 			defer stopCrowd()
 			for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
 				if time.Since(start) > 30*time.Second {
-					t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.answers)
+					t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.summary())
 				}
 			}
 
@@ -344,7 +352,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if s.firstWinAfter(named).IsZero() {
-				t.Fatalf("no grab succeeded in the 30 s after the replica took over: %v", s.answers)
+				t.Fatalf("no grab succeeded in the 30 s after the replica took over: %v", s.summary())
 			}
 			time.Sleep(500 * time.Millisecond)
 			stopCrowd()
@@ -415,7 +423,7 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 	defer stopCrowd()
 	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 30*time.Second {
-			t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.answers)
+			t.Fatalf("%d grabs succeeded in 30 s before the fault: %v", s.won(), s.summary())
 		}
 	}
 	killed := time.Now()
@@ -427,7 +435,7 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 	named := time.Now()
 	for first := s.firstWinAfter(named); first.IsZero(); first = s.firstWinAfter(named) {
 		if time.Since(named) > 20*time.Second {
-			t.Fatalf("no grab succeeded in the 20 s after the sentinels named %s: %v", promoted, s.answers)
+			t.Fatalf("no grab succeeded in the 20 s after the sentinels named %s: %v", promoted, s.summary())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -486,7 +494,7 @@ func TestReshardMidSale(t *testing.T) {
 	defer stopCrowd()
 	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 30*time.Second {
-			t.Fatalf("%d grabs succeeded in 30 s before the move: %v", s.won(), s.answers)
+			t.Fatalf("%d grabs succeeded in 30 s before the move: %v", s.won(), s.summary())
 		}
 	}
 
@@ -557,7 +565,7 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 	defer stopCrowd()
 	for start := time.Now(); s.won() < 200; time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 30*time.Second {
-			t.Fatalf("%d grabs succeeded in 30 s before the faults: %v", s.won(), s.answers)
+			t.Fatalf("%d grabs succeeded in 30 s before the faults: %v", s.won(), s.summary())
 		}
 	}
 	const lasts, settle = 2 * time.Second, 3 * time.Second // settle: the breaker's 2 s and a probe
