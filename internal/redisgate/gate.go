@@ -373,6 +373,11 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 		if err != nil {
 			return err
 		}
+		// A sharded stock is corrected on shard 0, the one in this transaction's slot: units
+		// missing are added there, units too many taken from there as far as it has them, and
+		// the rest from the other shards once it has committed (each take atomic on its shard,
+		// never below zero: a shard driven negative would hide the units given back to it).
+		var elsewhere int64
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			if n == 1 {
 				return parts[0].write(ctx, p, k)
@@ -381,11 +386,25 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 			for _, part := range parts {
 				want += part.remaining
 			}
-			p.IncrBy(ctx, k.stock, want-total)
+			delta := want - total
+			if delta < 0 && before[0]+delta < 0 {
+				elsewhere, delta = -(before[0] + delta), -before[0]
+			}
+			p.IncrBy(ctx, k.stock, delta)
 			return nil
 		})
-		repaired = err == nil
-		return err
+		if err != nil {
+			return err
+		}
+		repaired = true
+		for i := int64(1); i < n && elsewhere > 0; i++ {
+			took, err := takeUpTo.Run(ctx, g.rdb, []string{keysOf(ShardID(a.ID, i)).stock}, elsewhere).Int64()
+			if err != nil {
+				return fmt.Errorf("%w: repair shard %d of %s: %w", sale.ErrBusy, i, a.ID, err)
+			}
+			elsewhere -= took
+		}
+		return nil
 	}, k.stock, k.shares, k.held, k.answers, k.grabs, k.pending, k.away)
 	switch {
 	case errors.Is(err, redis.TxFailedErr), errors.Is(err, sale.ErrChanged):
@@ -395,6 +414,16 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 	}
 	return repaired, err
 }
+
+// takeUpTo takes up to ARGV[1] units from the stock KEYS[1], never below zero, and returns how
+// many it took.
+var takeUpTo = redis.NewScript(`
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+local t = math.min(v, tonumber(ARGV[1]))
+if t <= 0 then return 0 end
+redis.call('DECRBY', KEYS[1], t)
+return t
+`)
 
 // shardState is what one shard of an activity holds after a load.
 type shardState struct {

@@ -721,6 +721,13 @@ func TestShardedStockThroughTheService(t *testing.T) {
 	if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 0 {
 		t.Fatalf("remaining after the repair = %d, %v", rem, err)
 	}
+	// The two units were taken from where they were, not charged to shard 0 as a debt: a shard
+	// below zero would swallow the next unit given back to it.
+	for i := range int64(3) {
+		if n, err := rdb.Get(ctx, "{act:"+redisgate.ShardID(a.ID, i)+"}:stock").Int64(); err != nil || n != 0 {
+			t.Fatalf("shard %d holds %d units after the repair (%v), want 0", i, n, err)
+		}
+	}
 
 	// A buyer cancels: the unit goes back to the shard it came from and sells again.
 	var buyer string
