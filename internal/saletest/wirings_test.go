@@ -657,6 +657,22 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	}
 }
 
+// shardedSale starts a three-master cluster and a distributed node on it and MariaDB, with an
+// item of stock units split over three shards, open from the node's clock on.
+func shardedSale(t *testing.T, stock int64) (*redistest.Cluster, saletest.Env, sale.Activity) {
+	t.Helper()
+	cluster := redistest.StartCluster(t)
+	clock := saletest.NewClock(saletest.T0)
+	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
+	a, err := env.Service.CreateActivity(context.Background(), sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
+		Admission: sale.AdmitDirect, StockShards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster, env, a
+}
+
 // TestShardedStockThroughTheService: a hot item's stock split over three slots of a real
 // three-master Redis Cluster, sold through the service and the worker into MariaDB: a crowd buys
 // exactly the stock, reconcile sees no drift and repairs one made on a shard, a cancelled unit
@@ -664,16 +680,8 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 // gate is rebuilt from the database with every buyer remembered.
 func TestShardedStockThroughTheService(t *testing.T) {
 	ctx := context.Background()
-	cluster := redistest.StartCluster(t)
-	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
 	const stock = 30
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect, StockShards: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster, env, a := shardedSale(t, stock)
 	var mu sync.Mutex
 	won := map[string]sale.Grab{}
 	var wg sync.WaitGroup
@@ -806,16 +814,8 @@ func TestDistributedAdmission(t *testing.T) {
 // gives the lost units back, and the whole stock then sells exactly once.
 func TestLostShardIsRebuilt(t *testing.T) {
 	ctx := context.Background()
-	cluster := redistest.StartCluster(t)
-	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
 	const stock = 30
-	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
-		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
-		Admission: sale.AdmitDirect, StockShards: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cluster, env, a := shardedSale(t, stock)
 	sold := 0
 	grab := func(user string) error {
 		t.Helper()
