@@ -59,3 +59,13 @@ func IsAnswer(err error) bool {
 	}
 	return false
 }
+
+// Busy is the one shape of a backend's failure: ErrBusy (a retryable 503 for the caller), what
+// was being done, and the backend's own error, kept in the chain for errors.Is. Adapters wrap
+// every failure of their server with it, e.g. Busy(err, "load activity %s into redis", id).
+func Busy(err error, doing string, args ...any) error {
+	if len(args) > 0 {
+		doing = fmt.Sprintf(doing, args...)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrBusy, doing, err)
+}
