@@ -14,8 +14,14 @@ import (
 	"time"
 
 	"seckill/internal/bench"
-	"seckill/internal/netfault"
 )
+
+// netemKinds are the bad networks of --fault netem, netfault's Latency, Reset and HalfOpen (the
+// default): named here, so that a release build links no proxy (TestNetemKindsAreNetfaults holds
+// the two lists together).
+var netemKinds = []string{"latency", "reset", "halfopen"}
+
+const netemDefault = "halfopen"
 
 // benchConfig is what `seckill bench` runs with.
 type benchConfig struct {
@@ -53,7 +59,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&kill, "kill", "", "the same as --fault api, worker or redis")
 	fs.DurationVar(&c.faultFor, "fault-for", 0, "how long --fault db keeps the database down, and --fault netem the network bad (default 3s)")
 	fs.DurationVar(&dbOutage, "db-outage", 0, "the same as --fault db --fault-for")
-	fs.StringVar(&c.netem, "netem", netfault.HalfOpen, "--fault netem: latency (200 ms each way), reset (every connection reset) or halfopen (nothing answers, nothing closes)")
+	fs.StringVar(&c.netem, "netem", netemDefault, "--fault netem: latency (200 ms each way), reset (every connection reset) or halfopen (nothing answers, nothing closes)")
 	fs.StringVar(&c.netemLink, "netem-link", "redis", "--fault netem: the link it is on, redis (--redis spawn) or db (--db spawn:...)")
 	fs.IntVar(&c.minReplicas, "min-replicas", 0, "SECKILL_REDIS_MIN_REPLICAS of the servers bench starts")
 	fs.StringVar(&at, "at", "50%", "when --fault strikes: the share of the clicks answered")
@@ -194,7 +200,7 @@ func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 		return errors.New("--fault netem on the db link needs --db spawn:mariadb or spawn:postgres")
 	case c.fault == "netem" && c.netemLink != "redis" && c.netemLink != "db":
 		return fmt.Errorf("--netem-link %q: want redis or db", c.netemLink)
-	case c.fault == "netem" && c.netem != netfault.Latency && c.netem != netfault.Reset && c.netem != netfault.HalfOpen:
+	case c.fault == "netem" && !slices.Contains(netemKinds, c.netem):
 		return fmt.Errorf("--netem %q: want latency, reset or halfopen", c.netem)
 	}
 	pct, err := strconv.ParseFloat(strings.TrimSuffix(at, "%"), 64)
@@ -415,4 +421,26 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// injector returns how to make c's fault: on a server bench started (owned.fault), or on a node
+// of the fleet.
+func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned) func(context.Context, string) error {
+	if f := srvs.fault(c); f != nil {
+		return f
+	}
+	if c.fault == "worker" {
+		return func(ctx context.Context, _ string) error {
+			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
+			return err
+		}
+	}
+	// An API node: the crowd moves to the others, and back to it once it listens again.
+	return func(ctx context.Context, _ string) error {
+		base, err := fleet.KillAndRestart(ctx, fleetIndex[0])
+		if err == nil {
+			client.SetBase(0, base)
+		}
+		return err
+	}
 }

@@ -1,3 +1,9 @@
+//go:build !release
+
+// The servers bench starts for a run (spawn:...) and the faults it strikes them with. A release
+// build (go build -tags release) leaves them out, and with them the code that starts Redis,
+// MariaDB and PostgreSQL processes and bad networks: see bench_release.go.
+
 package main
 
 import (
@@ -10,7 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/bench"
 	"seckill/internal/netfault"
 	"seckill/internal/servers"
 )
@@ -164,8 +169,9 @@ func (o *owned) badNetwork(c *benchConfig) error {
 	return nil
 }
 
-// injector returns how to make c's fault on the servers bench started.
-func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned) func(context.Context, string) error {
+// fault returns how to make c's fault when it strikes a server bench started, nil when it
+// strikes a node of the fleet.
+func (o *owned) fault(c benchConfig) func(context.Context, string) error {
 	restart := func(s restartable, pause time.Duration) func(context.Context, string) error {
 		return func(ctx context.Context, _ string) error {
 			s.Kill()
@@ -178,40 +184,28 @@ func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench
 	}
 	switch c.fault {
 	case "redis":
-		return restart(srvs.redis, 0)
+		return restart(o.redis, 0)
 	case "db":
-		return restart(srvs.db, c.faultFor)
-	case "worker":
-		return func(ctx context.Context, _ string) error {
-			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
-			return err
-		}
+		return restart(o.db, c.faultFor)
 	case "redis-failover":
-		return srvs.clusterFailover
+		return o.clusterFailover
 	case "sentinel-failover":
-		return srvs.sentinelFailover
+		return o.sentinelFailover
 	case "reshard":
-		return srvs.reshard
+		return o.reshard
 	case "netem":
 		return func(ctx context.Context, _ string) error {
-			if err := srvs.proxy.Inject(c.netem, 200*time.Millisecond); err != nil {
+			if err := o.proxy.Inject(c.netem, 200*time.Millisecond); err != nil {
 				return err
 			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(c.faultFor):
 			}
-			return srvs.proxy.Heal()
-		}
-	default: // an API node: the crowd moves to the others, and back to it once it listens again
-		return func(ctx context.Context, _ string) error {
-			base, err := fleet.KillAndRestart(ctx, fleetIndex[0])
-			if err == nil {
-				client.SetBase(0, base)
-			}
-			return err
+			return o.proxy.Heal()
 		}
 	}
+	return nil
 }
 
 // clusterFailover kills the master of the activity's slot and returns once its replica has

@@ -5,8 +5,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -16,5 +18,42 @@ func main() {
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "seckill:", err)
 		os.Exit(1)
+	}
+}
+
+const usage = `usage: seckill [serve|bench] [flags]
+
+Commands:
+  serve   run the API, stock gate, order worker and sweeper (the default)
+  bench   send a flash crowd to a server (or to one it starts in process) and check the sale
+  draw    recompute a verifiable draw from its revealed seed and the entries on stdin
+
+Run 'seckill serve -h', 'seckill bench -h' or 'seckill draw -h' for the flags; serve's each have an environment
+variable.
+`
+
+// run is the whole program: main only adds the process's signals, arguments and environment.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		cfg, err := parseServe(args, getenv, stderr)
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args, getenv, stdout, stderr)
+	case "draw":
+		return drawCmd(args, os.Stdin, stdout, stderr)
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
 	}
 }

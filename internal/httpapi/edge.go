@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/health"
 	"seckill/internal/ratelimit"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -115,4 +117,74 @@ func (s *Server) trustedPeer(ip netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// override applies an activity's own rate (sale.Pick) to the node's rule; the burst of a token
+// bucket follows its rate (a window has none).
+func override(node ratelimit.Rule, own int64) ratelimit.Rule {
+	if own == 0 {
+		return node
+	}
+	r := int(sale.Pick(own, int64(node.PerSecond)))
+	return ratelimit.Rule{PerSecond: r, Burst: r}
+}
+
+// vet asks the risk rules about a grab that passed the edge: a blocked one is refused, and one
+// the rules want challenged must carry a pass (which the gate then checks). A degraded node
+// skips the rules: the blacklist and the token are its whole defence, as the design documents
+// have it.
+func (s *Server) vet(r *http.Request, id, user, pass string) (outcome string, err error) {
+	if s.risk == nil || s.health.Level() == health.Degraded {
+		return "", nil
+	}
+	v := s.risk.Grab(risk.Signal{IP: s.clientIP(r), User: user, Activity: id, At: s.svc.Now()})
+	switch {
+	case v.Decision == risk.Block:
+		return "risk_block", fmt.Errorf("%w: refused by the risk rule %s", sale.ErrBlocked, v.Rule)
+	case v.Decision == risk.Challenge && pass == "":
+		return "risk_challenge", fmt.Errorf("%w: the risk rule %s asks for a challenge", sale.ErrChallengeRequired, v.Rule)
+	}
+	return "", nil
+}
+
+// edge runs the layers in front of the gate for a request about activity id, cheapest first:
+// the local sold-out flag (unless retry, a request that may be owed an earlier answer), the
+// client IP's rate limit and block, the user's token and block, the user's and the activity's
+// rate limits. It returns the user, or the error to answer with and, when the error alone does
+// not say which layer refused, the outcome to count.
+func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry bool) (user, outcome string, err error) {
+	if !retry && s.svc.SoldOut(id) {
+		return "", "sold_out_edge", sale.ErrSoldOut
+	}
+	// An activity may set its own limits; it is known here once this node has read it.
+	perIP, perUser, perAct := s.limits.PerIP, s.limits.PerUser, s.limits.PerActivity
+	userKey := "user:"
+	if a, ok := s.svc.Known(id); ok && a.Rates != (sale.Rates{}) {
+		perIP = override(perIP, a.Rates.PerIP)
+		perUser = override(perUser, a.Rates.PerUser)
+		perAct = override(perAct, a.Rates.Global)
+		userKey = "user:" + id + ":" // its own budget, apart from the node's
+	}
+	ip := s.clientIP(r)
+	if !perIP.Off() {
+		if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), perIP); err != nil {
+			return "", limitOutcome(err, "ip"), err
+		}
+	}
+	if s.svc.IPBlocked(ip) {
+		return "", "blocked_ip", sale.ErrBlocked
+	}
+	if user, err = s.authenticate(r); err != nil {
+		return "", "", err
+	}
+	if s.svc.UserBlocked(user) {
+		return "", "blocked_user", sale.ErrBlocked
+	}
+	if err := s.limit(w, r, s.limits.Buckets, userKey+user, perUser); err != nil {
+		return "", limitOutcome(err, "user"), err
+	}
+	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, perAct); err != nil {
+		return "", limitOutcome(err, "activity"), err
+	}
+	return user, "", nil
 }

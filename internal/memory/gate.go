@@ -1,6 +1,6 @@
 // Package memory is the embedded stock gate and queue: the single-binary default. The gate
 // decides every grab in process, atomically per activity, and answers only once the grab is
-// group-committed to a Journal (the SQLite store); the queue hands the journal's grabs to the
+// group-committed to a sale.Journal (the SQLite store); the queue hands the journal's grabs to the
 // worker. After a restart the gate is rebuilt from the journal and the orders.
 package memory
 
@@ -13,23 +13,6 @@ import (
 
 	"seckill/internal/sale"
 )
-
-// Journal is the durable queue of acknowledged grabs that the embedded gate appends to and the
-// embedded queue reads. Deliveries carry the journal's sequence number as their ID.
-type Journal interface {
-	// AppendGrabs stores grabs in one transaction; when it returns nil they are durable.
-	AppendGrabs(ctx context.Context, gs []sale.Grab) error
-	// QueuedGrabs returns up to limit grabs with a sequence above after, in sequence order.
-	QueuedGrabs(ctx context.Context, after int64, limit int) ([]sale.Delivery, error)
-	// RemoveGrabs deletes grabs whose orders are placed.
-	RemoveGrabs(ctx context.Context, tokens []string) error
-	// QueuedGrab returns the grab of token while it is queued. Errors: sale.ErrNotFound.
-	QueuedGrab(ctx context.Context, token string) (sale.Grab, error)
-	// QueueDepth counts an activity's queued grabs.
-	QueueDepth(ctx context.Context, activityID string) (int64, error)
-	// UnackedGrabs returns an activity's queued grabs.
-	UnackedGrabs(ctx context.Context, activityID string) ([]sale.Grab, error)
-}
 
 var _ sale.Gate = (*Gate)(nil)
 
@@ -73,7 +56,7 @@ type answer struct {
 
 // NewGate returns a gate that makes grabs durable in j, in batches of at most maxBatch, and calls
 // committed after each batch (the queue's wake-up). Close it to flush.
-func NewGate(j Journal, maxBatch int, committed func()) *Gate {
+func NewGate(j sale.Journal, maxBatch int, committed func()) *Gate {
 	return &Gate{acts: map[string]*activity{}, commit: newCommitter(j.AppendGrabs, maxBatch, committed)}
 }
 

@@ -11,46 +11,15 @@ import (
 	"seckill/internal/sale"
 )
 
-// LineJournal is the durable record of the embedded lines: the tickets, each written before its
-// join is answered, and each line's seal and head.
-type LineJournal interface {
-	// AppendTickets stores new tickets in one transaction.
-	AppendTickets(ctx context.Context, ts []TicketRow) error
-	// SealLine records that an activity's early crowd is closed.
-	SealLine(ctx context.Context, activityID string) error
-	// AdmitTickets records the outcomes of ts and moves the head from from to to, in one
-	// transaction, unless the head is elsewhere.
-	AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []TicketRow) error
-	// LoadLines returns every line: its seal, its head and its tickets.
-	LoadLines(ctx context.Context) ([]LineRecord, error)
-	// DropLine deletes an activity's line and tickets (archived).
-	DropLine(ctx context.Context, activityID string) error
-}
-
-// TicketRow is a ticket as the journal keeps it: Seq, given by the process in the order of the
-// joins, is its key there.
-type TicketRow struct {
-	Seq int64
-	sale.Ticket
-}
-
-// LineRecord is one line as its journal keeps it.
-type LineRecord struct {
-	ActivityID string
-	Sealed     bool
-	Head       int64
-	Tickets    []TicketRow // early tickets with place -1
-}
-
 var _ sale.Line = (*Line)(nil)
 
 // Line is the in-process waiting line of embedded mode. Joins are group-committed to the journal
 // before they are answered; after a restart the lines are rebuilt from it, the early tickets
 // placed again by the draw, which is a function of the seed and the early tokens.
 type Line struct {
-	journal LineJournal
+	journal sale.LineJournal
 	lookup  func(context.Context, string) (sale.Activity, error)
-	commit  *committer[TicketRow]
+	commit  *committer[sale.TicketRow]
 	seq     atomic.Int64 // the last ticket row's key
 
 	mu      sync.RWMutex
@@ -109,7 +78,7 @@ type ticket struct {
 
 // OpenLine rebuilds the lines in j; lookup reads an activity (its seed places the early
 // tickets). Close it to flush.
-func OpenLine(ctx context.Context, j LineJournal, lookup func(context.Context, string) (sale.Activity, error)) (*Line, error) {
+func OpenLine(ctx context.Context, j sale.LineJournal, lookup func(context.Context, string) (sale.Activity, error)) (*Line, error) {
 	l := &Line{journal: j, lookup: lookup, lines: map[string]*line{}, tickets: map[string]*ticket{}}
 	recs, err := j.LoadLines(ctx)
 	if err != nil {
@@ -276,7 +245,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 	l.tickets[k.token] = k
 	l.mu.Unlock()
 
-	err := l.commit.append(TicketRow{k.seq, t})
+	err := l.commit.append(sale.TicketRow{Seq: k.seq, Ticket: t})
 	ln.mu.Lock()
 	k.failed = err != nil
 	close(k.done)
@@ -398,12 +367,12 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 	if ln.head != from {
 		return nil
 	}
-	rows := make([]TicketRow, 0, len(ts))
+	rows := make([]sale.TicketRow, 0, len(ts))
 	var admitted []*ticket
 	for _, t := range ts {
 		if t.Place >= from && t.Place < to {
 			if k := ln.places[t.Place]; k != nil && k.token == t.Token {
-				rows = append(rows, TicketRow{k.seq, t})
+				rows = append(rows, sale.TicketRow{Seq: k.seq, Ticket: t})
 				admitted = append(admitted, k)
 			}
 		}

@@ -15,13 +15,13 @@ import (
 // nullLines is a line journal that keeps nothing: for tests of the line's logic alone.
 type nullLines struct{}
 
-func (nullLines) AppendTickets(context.Context, []memory.TicketRow) error { return nil }
-func (nullLines) SealLine(context.Context, string) error                  { return nil }
-func (nullLines) AdmitTickets(context.Context, string, int64, int64, []memory.TicketRow) error {
+func (nullLines) AppendTickets(context.Context, []sale.TicketRow) error { return nil }
+func (nullLines) SealLine(context.Context, string) error                { return nil }
+func (nullLines) AdmitTickets(context.Context, string, int64, int64, []sale.TicketRow) error {
 	return nil
 }
-func (nullLines) LoadLines(context.Context) ([]memory.LineRecord, error) { return nil, nil }
-func (nullLines) DropLine(context.Context, string) error                 { return nil }
+func (nullLines) LoadLines(context.Context) ([]sale.LineRecord, error) { return nil, nil }
+func (nullLines) DropLine(context.Context, string) error               { return nil }
 
 // TestEarlyCrowdPlacesAreUniform: over 5,000 lines with fixed seeds, each with the same early
 // crowd of five, every member lands at every place about equally often (chi-square over the 25

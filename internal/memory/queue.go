@@ -15,7 +15,7 @@ var _ sale.Queue = (*Queue)(nil)
 // process; what it has not acknowledged when the process dies is delivered again on the next
 // start, because the journal still holds it.
 type Queue struct {
-	journal Journal
+	journal sale.Journal
 	wake    chan struct{}
 	poll    time.Duration
 	linger  time.Duration
@@ -40,7 +40,7 @@ const (
 // woken (see Wake). Lingering lets a busy sale's grabs gather into one batch for the worker, so
 // the worker's transactions, which share the one SQLite writer with the gate's commits, are few
 // and large rather than many and small.
-func NewQueue(j Journal, poll, linger time.Duration) *Queue {
+func NewQueue(j sale.Journal, poll, linger time.Duration) *Queue {
 	return &Queue{journal: j, wake: make(chan struct{}, 1), poll: poll, linger: linger}
 }
 

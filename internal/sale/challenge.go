@@ -40,16 +40,6 @@ type Pass struct {
 	Solve time.Duration `json:"-"`
 }
 
-// Challenges keeps the challenges handed out until they are answered. Every challenge is tried
-// once: Take removes it, so guessing its answer costs a new challenge per guess.
-type Challenges interface {
-	// Put keeps c for ttl.
-	Put(ctx context.Context, c Challenge, ttl time.Duration) error
-	// Take removes the challenge id and returns it. Errors: ErrNotFound (unknown, expired or
-	// taken already), ErrBusy.
-	Take(ctx context.Context, id string) (Challenge, error)
-}
-
 // MaxChallengeIDLen bounds a challenge id from a client.
 const MaxChallengeIDLen = 40
 
@@ -64,13 +54,6 @@ func NewQuestion() (string, int64) {
 		a, b = b, a
 	}
 	return fmt.Sprintf("%d - %d = ?", a, b), a - b
-}
-
-// WithChallenges gives the service the store of challenges; without it every challenge request
-// is ErrBusy.
-func (s *Service) WithChallenges(c Challenges) *Service {
-	s.challenges = c
-	return s
 }
 
 // Challenge puts a new question to userID for an activity that has not ended. Errors:

@@ -57,7 +57,7 @@ func TestLostActivityIsRebuiltOnce(t *testing.T) {
 	gate := &lostGate{}
 	store := &oneActivity{a: Activity{ID: "hot", Kind: KindItem, Stock: 100, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}}
-	svc := NewService(gate, emptyQueue{}, store, func() time.Time { return now })
+	svc := NewService(Deps{Gate: gate, Queue: emptyQueue{}, Store: store, Now: func() time.Time { return now }})
 	var wg sync.WaitGroup
 	errs := make([]error, 50)
 	gate.crowd.Add(len(errs))

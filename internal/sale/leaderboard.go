@@ -44,46 +44,8 @@ type Board struct {
 // MaxBoard bounds the entries a leaderboard answer may hold.
 const MaxBoard = 100
 
-// Ranking keeps red packets' leaderboards beside the gate. Members are grabs with placed orders,
-// identified by their tokens: each is added once (when its order is created, or by Load) and
-// removed at most once (when its order is cancelled).
-type Ranking interface {
-	// Load replaces the leaderboard of a with held; max is the largest share of the split.
-	Load(ctx context.Context, a Activity, held []Grab, max int64) error
-	// Add puts grabs on their activities' leaderboards; Remove takes them off.
-	Add(ctx context.Context, gs []Grab) error
-	Remove(ctx context.Context, gs []Grab) error
-	// Top returns the first n of an exact leaderboard. ErrApproximate: the leaderboard is a
-	// histogram, which has no top.
-	Top(ctx context.Context, activityID string, n int) ([]Standing, error)
-	// Rank returns the rank of grab g, exactly (bound 0) or estimated within bound, and the
-	// strategy that answered. ErrNotFound: g is not on the leaderboard.
-	Rank(ctx context.Context, g Grab) (rank, bound int64, strategy string, err error)
-	// Usage names the strategy of an activity's leaderboard and the memory it holds.
-	Usage(ctx context.Context, activityID string) (strategy string, bytes int64, err error)
-	// Drop forgets an activity's leaderboard (archived: the database answers for it).
-	Drop(ctx context.Context, activityID string) error
-}
-
 // ErrApproximate says a leaderboard is kept as a histogram: it ranks, but has no top.
 var ErrApproximate = errors.New("the leaderboard is approximate")
-
-// LeaderStore is what the database answers for leaderboards, over the covering index of
-// orders (activity, amount, time).
-type LeaderStore interface {
-	// TopGrabs returns the first n orders holding a share of activityID as standings.
-	TopGrabs(ctx context.Context, activityID string, n int) ([]Standing, error)
-	// RankOf returns 1 + the orders holding a share that rank above g.
-	RankOf(ctx context.Context, g Grab) (int64, error)
-	// BestGrab returns the largest share userID holds in activityID. Errors: ErrNotFound.
-	BestGrab(ctx context.Context, activityID, userID string) (Grab, error)
-}
-
-// WithRanking gives the service its leaderboards: r kept beside the gate, db the fallback.
-func (s *Service) WithRanking(r Ranking, db LeaderStore) *Service {
-	s.ranking, s.leaders = r, db
-	return s
-}
 
 // redPacket returns the red packet id, or an error if it is not one.
 func (s *Service) redPacket(ctx context.Context, id string) (Activity, error) {

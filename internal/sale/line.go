@@ -85,50 +85,6 @@ type JoinRequest struct {
 	Tail     bool // after the seal, queue at the tail (queue mode); false refuses with ErrEnded
 }
 
-// Line is an activity's waiting line, durable before it answers: in process with a journal in
-// embedded mode, in Redis in distributed mode.
-type Line interface {
-	// Drop forgets an activity's line and its tickets (archived once its sale is over).
-	Drop(ctx context.Context, activityID string) error
-	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
-	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
-	// the start seals the line. A user whose ticket is still waiting gets it back (Fresh false).
-	// The line's state comes with it, read in the same step. Errors: ErrQueueFull when
-	// Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
-	Join(ctx context.Context, r JoinRequest) (Joined, error)
-
-	// Ticket returns the ticket of token and its line's state. Errors: ErrNotFound, ErrBusy.
-	Ticket(ctx context.Context, token string) (Ticket, LineState, error)
-
-	// State returns the line's state (the zero state for a line nobody joined).
-	State(ctx context.Context, activityID string) (LineState, error)
-
-	// Seal closes the early crowd of a, and gives the early tickets their places in the order
-	// DrawOrder(a.Seed, their tokens). It is idempotent.
-	Seal(ctx context.Context, a Activity) (LineState, error)
-
-	// Early returns the tokens of a sealed line's early tickets, in no particular order: the
-	// entries of the draw, which anyone may recompute from them and the revealed seed.
-	Early(ctx context.Context, activityID string) ([]string, error)
-
-	// Next returns the tickets placed in [from, to), up to n places from the head (from): the
-	// drainer's next batch. Places whose ticket was never acknowledged are skipped.
-	Next(ctx context.Context, activityID string, n int) (from, to int64, ts []Ticket, err error)
-
-	// Admit records the outcomes of the tickets of a batch and moves the head from from to to,
-	// if the head is still at from (another drainer may have got there first: then it does
-	// nothing). It remembers rate as the measured admissions a second.
-	Admit(ctx context.Context, activityID string, from, to int64, ts []Ticket, rate float64) error
-
-	// Skip answers every placed ticket from the head (if it is at from) to the tail: the gate has
-	// nothing left for them. It reports the new head.
-	Skip(ctx context.Context, activityID string, from int64) (int64, error)
-
-	// Lead makes holder the activity's drainer for ttl, or keeps it so, unless another holder
-	// leads. It reports whether holder leads.
-	Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error)
-}
-
 // NewTicketToken returns a new ticket's token for a line of activityID: random, and naming the
 // activity, so that any node finds the ticket's line from the token alone.
 func NewTicketToken(activityID string) string { return NewToken("q") + "." + activityID }
@@ -162,12 +118,6 @@ type TicketView struct {
 	// activity's admit rate before it has one) and, before the start, the time left.
 	Wait time.Duration
 	Line LineState
-}
-
-// WithLine makes the service admit queue and lottery grabs through l.
-func (s *Service) WithLine(l Line) *Service {
-	s.line = l
-	return s
 }
 
 // Join is the grab of a queue or lottery activity: it gives userID a ticket in the line, or the

@@ -30,7 +30,7 @@ func (s *countingStore) Activity(_ context.Context, id string) (Activity, error)
 // once the miss is forgotten.
 func TestUnknownIDsCostOneQueryEach(t *testing.T) {
 	store := &countingStore{}
-	svc := NewService(nil, nil, store, time.Now)
+	svc := NewService(Deps{Store: store})
 	ctx := context.Background()
 	for range 100 {
 		if _, err := svc.Grab(ctx, GrabRequest{ActivityID: "nope", UserID: "u"}); !errors.Is(err, ErrNotFound) {

@@ -191,3 +191,137 @@ type Lease interface {
 	// false when another holder has it.
 	Hold(ctx context.Context, name, holder string, ttl time.Duration) (bool, error)
 }
+
+// Line is an activity's waiting line, durable before it answers: in process with a journal in
+// embedded mode, in Redis in distributed mode.
+type Line interface {
+	// Drop forgets an activity's line and its tickets (archived once its sale is over).
+	Drop(ctx context.Context, activityID string) error
+	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
+	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
+	// the start seals the line. A user whose ticket is still waiting gets it back (Fresh false).
+	// The line's state comes with it, read in the same step. Errors: ErrQueueFull when
+	// Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
+	Join(ctx context.Context, r JoinRequest) (Joined, error)
+
+	// Ticket returns the ticket of token and its line's state. Errors: ErrNotFound, ErrBusy.
+	Ticket(ctx context.Context, token string) (Ticket, LineState, error)
+
+	// State returns the line's state (the zero state for a line nobody joined).
+	State(ctx context.Context, activityID string) (LineState, error)
+
+	// Seal closes the early crowd of a, and gives the early tickets their places in the order
+	// DrawOrder(a.Seed, their tokens). It is idempotent.
+	Seal(ctx context.Context, a Activity) (LineState, error)
+
+	// Early returns the tokens of a sealed line's early tickets, in no particular order: the
+	// entries of the draw, which anyone may recompute from them and the revealed seed.
+	Early(ctx context.Context, activityID string) ([]string, error)
+
+	// Next returns the tickets placed in [from, to), up to n places from the head (from): the
+	// drainer's next batch. Places whose ticket was never acknowledged are skipped.
+	Next(ctx context.Context, activityID string, n int) (from, to int64, ts []Ticket, err error)
+
+	// Admit records the outcomes of the tickets of a batch and moves the head from from to to,
+	// if the head is still at from (another drainer may have got there first: then it does
+	// nothing). It remembers rate as the measured admissions a second.
+	Admit(ctx context.Context, activityID string, from, to int64, ts []Ticket, rate float64) error
+
+	// Skip answers every placed ticket from the head (if it is at from) to the tail: the gate has
+	// nothing left for them. It reports the new head.
+	Skip(ctx context.Context, activityID string, from int64) (int64, error)
+
+	// Lead makes holder the activity's drainer for ttl, or keeps it so, unless another holder
+	// leads. It reports whether holder leads.
+	Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error)
+}
+
+// Ranking keeps red packets' leaderboards beside the gate. Members are grabs with placed orders,
+// identified by their tokens: each is added once (when its order is created, or by Load) and
+// removed at most once (when its order is cancelled).
+type Ranking interface {
+	// Load replaces the leaderboard of a with held; max is the largest share of the split.
+	Load(ctx context.Context, a Activity, held []Grab, max int64) error
+	// Add puts grabs on their activities' leaderboards; Remove takes them off.
+	Add(ctx context.Context, gs []Grab) error
+	Remove(ctx context.Context, gs []Grab) error
+	// Top returns the first n of an exact leaderboard. ErrApproximate: the leaderboard is a
+	// histogram, which has no top.
+	Top(ctx context.Context, activityID string, n int) ([]Standing, error)
+	// Rank returns the rank of grab g, exactly (bound 0) or estimated within bound, and the
+	// strategy that answered. ErrNotFound: g is not on the leaderboard.
+	Rank(ctx context.Context, g Grab) (rank, bound int64, strategy string, err error)
+	// Usage names the strategy of an activity's leaderboard and the memory it holds.
+	Usage(ctx context.Context, activityID string) (strategy string, bytes int64, err error)
+	// Drop forgets an activity's leaderboard (archived: the database answers for it).
+	Drop(ctx context.Context, activityID string) error
+}
+
+// LeaderStore is what the database answers for leaderboards, over the covering index of
+// orders (activity, amount, time).
+type LeaderStore interface {
+	// TopGrabs returns the first n orders holding a share of activityID as standings.
+	TopGrabs(ctx context.Context, activityID string, n int) ([]Standing, error)
+	// RankOf returns 1 + the orders holding a share that rank above g.
+	RankOf(ctx context.Context, g Grab) (int64, error)
+	// BestGrab returns the largest share userID holds in activityID. Errors: ErrNotFound.
+	BestGrab(ctx context.Context, activityID, userID string) (Grab, error)
+}
+
+// Challenges keeps the challenges handed out until they are answered. Every challenge is tried
+// once: Take removes it, so guessing its answer costs a new challenge per guess.
+type Challenges interface {
+	// Put keeps c for ttl.
+	Put(ctx context.Context, c Challenge, ttl time.Duration) error
+	// Take removes the challenge id and returns it. Errors: ErrNotFound (unknown, expired or
+	// taken already), ErrBusy.
+	Take(ctx context.Context, id string) (Challenge, error)
+}
+
+// Journal is the durable queue of acknowledged grabs that the embedded gate appends to and the
+// embedded queue reads. Deliveries carry the journal's sequence number as their ID.
+type Journal interface {
+	// AppendGrabs stores grabs in one transaction; when it returns nil they are durable.
+	AppendGrabs(ctx context.Context, gs []Grab) error
+	// QueuedGrabs returns up to limit grabs with a sequence above after, in sequence order.
+	QueuedGrabs(ctx context.Context, after int64, limit int) ([]Delivery, error)
+	// RemoveGrabs deletes grabs whose orders are placed.
+	RemoveGrabs(ctx context.Context, tokens []string) error
+	// QueuedGrab returns the grab of token while it is queued. Errors: ErrNotFound.
+	QueuedGrab(ctx context.Context, token string) (Grab, error)
+	// QueueDepth counts an activity's queued grabs.
+	QueueDepth(ctx context.Context, activityID string) (int64, error)
+	// UnackedGrabs returns an activity's queued grabs.
+	UnackedGrabs(ctx context.Context, activityID string) ([]Grab, error)
+}
+
+// LineJournal is the durable record of the embedded lines: the tickets, each written before its
+// join is answered, and each line's seal and head.
+type LineJournal interface {
+	// AppendTickets stores new tickets in one transaction.
+	AppendTickets(ctx context.Context, ts []TicketRow) error
+	// SealLine records that an activity's early crowd is closed.
+	SealLine(ctx context.Context, activityID string) error
+	// AdmitTickets records the outcomes of ts and moves the head from from to to, in one
+	// transaction, unless the head is elsewhere.
+	AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []TicketRow) error
+	// LoadLines returns every line: its seal, its head and its tickets.
+	LoadLines(ctx context.Context) ([]LineRecord, error)
+	// DropLine deletes an activity's line and tickets (archived).
+	DropLine(ctx context.Context, activityID string) error
+}
+
+// TicketRow is a ticket as the journal keeps it: Seq, given by the process in the order of the
+// joins, is its key there.
+type TicketRow struct {
+	Seq int64
+	Ticket
+}
+
+// LineRecord is one line as its journal keeps it.
+type LineRecord struct {
+	ActivityID string
+	Sealed     bool
+	Head       int64
+	Tickets    []TicketRow // early tickets with place -1
+}

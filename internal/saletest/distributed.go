@@ -36,11 +36,12 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	// Every random sale is a new activity: listed every 20 ms, its first drain need not wait a second.
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second).
 		WithListEvery(20 * time.Millisecond)
-	env := start(t, clock, gate, queue, store, redisgate.NewRanking(rdb, ExactMax), rdb.Close, store.Close)
-	env.Service.WithRestocks(redisgate.NewRestocks(rdb), RestockFlagTTL).WithLine(redisgate.NewLine(rdb))
+	answers := NewAnswers(redisgate.NewChallenges(rdb))
+	env := start(t, clock, sale.Deps{Gate: gate, Queue: queue, Store: store, Ranking: redisgate.NewRanking(rdb, ExactMax),
+		Line: redisgate.NewLine(rdb), Challenges: answers, Restocks: redisgate.NewRestocks(rdb), SoldOutTTL: RestockFlagTTL},
+		rdb.Close, store.Close)
+	env.Answers = answers
 	env.Hot = func(id string) []string { return redisKeysOf(t, rdb, id) }
-	env.Answers = NewAnswers(redisgate.NewChallenges(rdb))
-	env.Service.WithChallenges(env.Answers)
 	listen, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { env.Service.ListenRestocks(listen); close(done) }()

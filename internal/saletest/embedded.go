@@ -47,9 +47,10 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
 	gate := memory.NewGate(journal, 64, queue.Wake)
 	ranking := memory.NewRanking(ExactMax)
-	env := start(t, clock, gate, queue, store, ranking, line.Close, lines.Close, gate.Close,
-		journal.Close, store.Close)
-	env.Service.WithLine(line)
+	answers := NewAnswers(memory.NewChallenges(1 << 16))
+	env := start(t, clock, sale.Deps{Gate: gate, Queue: queue, Store: store, Ranking: ranking, Line: line, Challenges: answers},
+		line.Close, lines.Close, gate.Close, journal.Close, store.Close)
+	env.Answers = answers
 	env.Hot = func(id string) []string {
 		ctx := context.Background()
 		var hot []string
@@ -64,8 +65,6 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 		}
 		return hot
 	}
-	env.Answers = NewAnswers(memory.NewChallenges(1 << 16))
-	env.Service.WithChallenges(env.Answers)
 	return env
 }
 
@@ -97,15 +96,18 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 	}
 }
 
-// start runs a service on gate, queue and store with a worker in the background; when t ends it
-// stops the worker and calls closers in order.
-func start(t testing.TB, clock *Clock, gate sale.Gate, queue sale.Queue, store sale.Store, ranking sale.Ranking, closers ...func() error) Env {
+// start runs a service on d at clock, its gate breakable by the Env's Faults, with a worker in
+// the background; when t ends it stops the worker and calls closers in order.
+func start(t testing.TB, clock *Clock, d sale.Deps, closers ...func() error) Env {
 	faults := &Faults{unplaceable: map[string]bool{}}
+	store, queue := d.Store, d.Queue
+	d.Gate, d.Now = faultyGate{d.Gate, faults}, clock.Now
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
-	svc := sale.NewService(faultyGate{gate, faults}, queue, store, clock.Now).WithReconcilePause(5 * time.Millisecond)
+	d.ReconcilePause = 5 * time.Millisecond
 	if leaders, ok := store.(sale.LeaderStore); ok {
-		svc.WithRanking(ranking, leaders)
+		d.Leaders = leaders
 	}
+	svc := sale.NewService(d)
 	run, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

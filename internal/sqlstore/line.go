@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"seckill/internal/memory"
 	"seckill/internal/sale"
 )
 
-var _ memory.LineJournal = (*LineJournal)(nil)
+var _ sale.LineJournal = (*LineJournal)(nil)
 
 // LineJournal is the record of the embedded mode's waiting lines, in a SQLite file of its own
 // beside the database (PATH.line), so that a crowd joining a line has a writer of its own.
@@ -36,8 +35,8 @@ func (s *LineJournal) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
-// AppendTickets implements memory.LineJournal, many rows per statement.
-func (s *LineJournal) AppendTickets(ctx context.Context, ts []memory.TicketRow) error {
+// AppendTickets implements sale.LineJournal, many rows per statement.
+func (s *LineJournal) AppendTickets(ctx context.Context, ts []sale.TicketRow) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		const chunk = 256
 		for lo := 0; lo < len(ts); lo += chunk {
@@ -66,7 +65,7 @@ func ensureLine(ctx context.Context, tx tx, activityID string) error {
 	return err
 }
 
-// SealLine implements memory.LineJournal.
+// SealLine implements sale.LineJournal.
 func (s *LineJournal) SealLine(ctx context.Context, activityID string) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		if err := ensureLine(ctx, tx, activityID); err != nil {
@@ -77,7 +76,7 @@ func (s *LineJournal) SealLine(ctx context.Context, activityID string) error {
 	})
 }
 
-// DropLine implements memory.LineJournal.
+// DropLine implements sale.LineJournal.
 func (s *LineJournal) DropLine(ctx context.Context, activityID string) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM line_tickets WHERE activity_id = ?`, activityID); err != nil {
@@ -88,9 +87,9 @@ func (s *LineJournal) DropLine(ctx context.Context, activityID string) error {
 	})
 }
 
-// AdmitTickets implements memory.LineJournal. The head moves only from from: a second call for
+// AdmitTickets implements sale.LineJournal. The head moves only from from: a second call for
 // the same batch changes nothing.
-func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []memory.TicketRow) error {
+func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from, to int64, ts []sale.TicketRow) error {
 	return inTx(ctx, s.w, func(tx tx) error {
 		if err := ensureLine(ctx, tx, activityID); err != nil {
 			return err
@@ -113,16 +112,16 @@ func (s *LineJournal) AdmitTickets(ctx context.Context, activityID string, from,
 	})
 }
 
-// LoadLines implements memory.LineJournal.
-func (s *LineJournal) LoadLines(ctx context.Context) ([]memory.LineRecord, error) {
-	var out []memory.LineRecord
+// LoadLines implements sale.LineJournal.
+func (s *LineJournal) LoadLines(ctx context.Context) ([]sale.LineRecord, error) {
+	var out []sale.LineRecord
 	at := map[string]int{}
-	rec := func(id string) *memory.LineRecord {
+	rec := func(id string) *sale.LineRecord {
 		i, ok := at[id]
 		if !ok {
 			i = len(out)
 			at[id] = i
-			out = append(out, memory.LineRecord{ActivityID: id})
+			out = append(out, sale.LineRecord{ActivityID: id})
 		}
 		return &out[i]
 	}
@@ -151,7 +150,7 @@ func (s *LineJournal) LoadLines(ctx context.Context) ([]memory.LineRecord, error
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var t memory.TicketRow
+		var t sale.TicketRow
 		var joined int64
 		var outcome string
 		if err := rows.Scan(&t.Seq, &t.Token, &t.ActivityID, &t.UserID, &t.Place, &joined, &outcome, &t.OrderToken,

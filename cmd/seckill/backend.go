@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/ratelimit"
+	"seckill/internal/sale"
+)
+
+// backend is what a node runs on besides its database: the stock gate and its queue, and the
+// stores kept beside them (rate limits, challenges, leaderboards, lines, leases), with how to
+// check and close them. The embedded one lives in the process (backend_embedded.go), the
+// distributed one on Redis (backend_distributed.go).
+type backend struct {
+	gate  sale.Gate
+	queue sale.Queue
+	ping  func(ctx context.Context) error
+	close func()
+	// linger is the worker's wait after a short batch (see worker.Worker.Linger). The embedded
+	// queue gathers its own batches; a stream hands out whatever has arrived.
+	linger time.Duration
+	// windows and buckets keep the rate limits: in the process, or on Redis for the cluster.
+	windows, buckets ratelimit.Limiter
+	// restocks tells the other nodes of a restock (distributed mode; nil: one node).
+	restocks sale.Restocks
+	// challenges keeps the anti-bot questions until they are answered.
+	challenges sale.Challenges
+	// settle finishes the grabs of sharded stocks left half-way (distributed mode; nil: none).
+	settle func(ctx context.Context) (int, error)
+	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
+	// embedded journal), through which every call above goes.
+	guard *health.Guard
+	// ranking keeps the red packets' leaderboards beside the gate.
+	ranking sale.Ranking
+	// line keeps the waiting lines of queue and lottery activities.
+	line sale.Line
+	// lease lets one node at a time run the scheduled jobs (reconcile, archive).
+	lease sale.Lease
+}
+
+// openBackend opens the embedded backend or, when SECKILL_REDIS is set, the distributed one.
+// store is the guarded database: the gate's and the line's lookups of activities go through its
+// breaker like the service's.
+func openBackend(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
+	if c.redis == "" {
+		return openEmbedded(ctx, c, store)
+	}
+	return openDistributed(ctx, c, store, log)
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/ratelimit"
+	"seckill/internal/redisgate"
+	"seckill/internal/sale"
+)
+
+// restockFlagTTL is how long a node of a cluster trusts its sold-out flags: restocks are
+// announced, so this only bounds how long a missed announcement keeps a unit unsold.
+const restockFlagTTL = 5 * time.Second
+
+// openDistributed builds the distributed backend on the Redis of SECKILL_REDIS (one server, a
+// Cluster or a Sentinel-watched master): the gate and its streams, the rate limits, challenges,
+// leaderboards, lines and leases, each behind the one breaker of Redis.
+func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
+	redisgate.LogTo(log)
+	rdb, err := redisgate.Dial(ctx, c.redis)
+	if err != nil {
+		return backend{}, err
+	}
+	activities := func(ctx context.Context) ([]sale.Activity, error) {
+		return store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
+	}
+	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
+	guard := health.NewGuard("redis", c.gateLimits, time.Now)
+	if topo := redisgate.NewTopology(rdb); topo != nil {
+		guard.WithTopology(topo.Classify)
+	}
+	gate := redisgate.New(rdb, store.Activity).WithReplication(c.replication)
+	var once sync.Once
+	return backend{gate: health.Gate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
+		linger:   50 * time.Millisecond,
+		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
+		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
+		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
+		line:    health.Line(redisgate.NewLine(rdb).WithReplication(c.replication), guard),
+		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
+		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
+		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/memory"
+	"seckill/internal/ratelimit"
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+)
+
+// maxChallenges bounds the unanswered challenges one embedded node keeps (about 100 B each).
+const maxChallenges = 1 << 20
+
+// openEmbedded builds the embedded backend: the gate, the line and their journals in the process,
+// the queue a table beside the database (SQLite's in a file of its own).
+func openEmbedded(ctx context.Context, c config, store sale.Store) (backend, error) {
+	journal, err := sqlstore.OpenJournal(ctx, c.db)
+	if err != nil {
+		return backend{}, err
+	}
+	lines, err := sqlstore.OpenLineJournal(ctx, c.db)
+	if err != nil {
+		journal.Close()
+		return backend{}, err
+	}
+	line, err := memory.OpenLine(ctx, lines, store.Activity)
+	if err != nil {
+		journal.Close()
+		lines.Close()
+		return backend{}, err
+	}
+	queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
+	gate := memory.NewGate(journal, 512, queue.Wake)
+	guard := health.NewGuard("journal", c.gateLimits, time.Now)
+	var once sync.Once
+	return backend{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
+		challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
+		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.Line(line, guard),
+		lease: memory.NewLease(time.Now),
+		close: func() {
+			once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
+		}}, nil
+}

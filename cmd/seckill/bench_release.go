@@ -1,0 +1,32 @@
+//go:build release
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// owned is, in a release build, nothing: it starts no server (see benchfault.go).
+type owned struct{}
+
+func (o *owned) stop() {}
+
+func (o *owned) fault(benchConfig) func(context.Context, string) error { return nil }
+
+// startServers refuses what only a development build can do: start servers, and strike them.
+// Everything else bench does (a crowd against --url, an in-process server, a fleet of nodes on
+// the --db and --redis given, the api and worker faults) a release build does too.
+func startServers(c *benchConfig) (*owned, error) {
+	switch {
+	case strings.HasPrefix(c.redis, "spawn"), strings.HasPrefix(c.db, "spawn"):
+		return &owned{}, fmt.Errorf("--redis %q --db %q: %s", c.redis, c.db, withoutLab)
+	case c.fault != "" && c.fault != "api" && c.fault != "worker":
+		return &owned{}, fmt.Errorf("--fault %s: %s", c.fault, withoutLab)
+	}
+	return &owned{}, nil
+}
+
+const withoutLab = "this seckill is a release build (-tags release), which cannot start servers or strike them; " +
+	"run it from a development build (go run ./cmd/seckill bench ...)"

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/redisgate"
+	"seckill/internal/risk"
+	"seckill/internal/sale"
+)
+
+// config is what `seckill serve` runs with.
+type config struct {
+	addr       string
+	db         string
+	redis      string
+	jwtSecret  string
+	adminToken string
+	demo       bool
+	logLevel   slog.Level
+	sweepEvery time.Duration
+	role       string        // roleAll, roleAPI or roleWorker
+	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
+	// replication is how many Redis replicas must have a write before it is acknowledged.
+	replication redisgate.Replication
+	// ready, when set, is told the base URL once the server listens (bench's in-process server).
+	ready func(base string)
+	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
+	// X-Forwarded-For is believed.
+	rateUser, rateIP, rateGlobal int
+	// gateLimits and dbLimits are the health thresholds and breaker settings of the stock
+	// gate and of the database.
+	gateLimits, dbLimits health.Thresholds
+	// The risk rules: accounts per IP (0: off), regular cadence, fastest plausible solve (0: off).
+	riskAccounts   int
+	riskCadence    bool
+	riskMinSolve   time.Duration
+	trustedProxies []netip.Prefix
+	pprofAddr      string // where to serve net/http/pprof; empty: nowhere
+	rankExactMax   int64  // the most shares a red packet's leaderboard keeps exactly
+	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
+	reconcileEvery  time.Duration
+	reconcileRepair bool
+	// archiveAfter is how long an activity's hot state is kept after its pay windows close (0:
+	// for ever).
+	archiveAfter time.Duration
+}
+
+// setting is one line of serve's configuration: a flag, the environment variable that gives its
+// default, the default when neither is set, the help, and how its text lands in a config. The
+// table below is the one list of serve's settings: the flags, their environment variables and
+// the README's configuration table are all checked against it.
+type setting struct {
+	flag, env, def, help string
+	set                  func(c *config, v string) error
+}
+
+// demoAuto is SECKILL_DEMO unset: demo mode follows whether a JWT secret is set.
+const demoAuto = ""
+
+// settings is serve's configuration table, bound to c.
+func settings(c *config) []setting {
+	return []setting{
+		{"addr", "SECKILL_ADDR", "127.0.0.1:8080", "listen `address`", text(&c.addr)},
+		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.db)},
+		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.redis)},
+		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
+		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
+		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret",
+			func(c *config, v string) error {
+				switch v {
+				case demoAuto, "1", "true", "on", "0", "false", "off":
+					c.demo = v == "1" || v == "true" || v == "on"
+					return nil
+				}
+				return errors.New("want 1 or 0")
+			}},
+		{"log-level", "SECKILL_LOG_LEVEL", "info", "debug, info, warn or error", func(c *config, v string) error {
+			if err := c.logLevel.UnmarshalText([]byte(v)); err != nil {
+				return errors.New("want a log level: debug, info, warn or error")
+			}
+			return nil
+		}},
+		{"role", "SECKILL_ROLE", roleAll, "all, api or worker; api and worker need Redis", func(c *config, v string) error {
+			if v != roleAll && v != roleAPI && v != roleWorker {
+				return errors.New("want all, api or worker")
+			}
+			c.role = v
+			return nil
+		}},
+		{"claim-idle", "SECKILL_CLAIM_IDLE", "30s", "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only",
+			positive("30s", &c.claimIdle)},
+		{"sweep-every", "SECKILL_SWEEP_EVERY", "1s", "how often expired payment windows are closed", positive("1s", &c.sweepEvery)},
+		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off)", rate(&c.rateUser)},
+		{"rate-ip", "SECKILL_RATE_IP", "0", "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN)",
+			rate(&c.rateIP)},
+		{"rate-global", "SECKILL_RATE_GLOBAL", "0", "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity)",
+			rate(&c.rateGlobal)},
+		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
+			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
+		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",
+			positive("50ms", &c.gateLimits.SlowAfter)},
+		{"slow-db", "SECKILL_SLOW_DB", "200ms", "mean latency of the database over 10 s above which the node is at level warning",
+			positive("200ms", &c.dbLimits.SlowAfter)},
+		{"fail-rate", "SECKILL_FAIL_RATE", "0.05", "error rate of a dependency over 10 s above which the node is at level degraded",
+			func(c *config, v string) error {
+				rate, err := strconv.ParseFloat(v, 64)
+				if err != nil || !(rate > 0 && rate < 1) {
+					return errors.New("want a fraction between 0 and 1 such as 0.05")
+				}
+				c.gateLimits.FailRate, c.dbLimits.FailRate = rate, rate
+				return nil
+			}},
+		{"breaker-open", "SECKILL_BREAKER_OPEN", "2s", "how long a tripped circuit breaker answers BUSY before it lets a probe through",
+			positive("2s", &c.gateLimits.OpenFor, &c.dbLimits.OpenFor)},
+		{"failover-grace", "SECKILL_FAILOVER_GRACE", "20s", "Redis Cluster or Sentinel: how long a node may refuse connections, or a slot redirect, before it counts as down and opens the breaker; longer than a failover takes",
+			positive("20s", &c.gateLimits.FailoverGrace)},
+		{"redis-min-replicas", "SECKILL_REDIS_MIN_REPLICAS", "0", "acknowledge a grab, join, release or spent pass only once this many Redis replicas have it (WAIT); on timeout 503 BUSY; 0: Redis's asynchronous replication",
+			count(&c.replication.Replicas, 16, "a number of replicas from 0 to 16")},
+		{"risk-accounts-per-ip", "SECKILL_RISK_ACCOUNTS_PER_IP", "0", "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN",
+			count(&c.riskAccounts, 1_000_000, "a number of users, 0 for off")},
+		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
+		{"risk-min-solve", "SECKILL_RISK_MIN_SOLVE", "1s", "a challenge answered faster than this is refused; 0: off",
+			orOff(&c.riskMinSolve, 0, "a duration such as 1s, or 0 for off")},
+		{"rank-exact-max", "SECKILL_RANK_EXACT_MAX", "1000000", "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound",
+			func(c *config, v string) error {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil || n < 0 || n > sale.MaxStock {
+					return fmt.Errorf("want a number of shares from 0 to %d", sale.MaxStock)
+				}
+				c.rankExactMax = n
+				return nil
+			}},
+		{"pprof", "SECKILL_PPROF", "", "`address` (loopback or an internal network) to serve Go's /debug/pprof profiles on; empty: off", text(&c.pprofAddr)},
+		{"reconcile-every", "SECKILL_RECONCILE_EVERY", "1h", "how often one node compares every current activity's gate with the database, under a lease (0: off)",
+			orOff(&c.reconcileEvery, time.Second, "a duration of a second or more such as 1h, or 0 for off")},
+		{"reconcile-repair", "SECKILL_RECONCILE_REPAIR", "off", "on: the scheduled reconciliation repairs the drift it finds; off: it reports it (log, metric, alert)",
+			switchOf(&c.reconcileRepair)},
+		{"archive-after", "SECKILL_ARCHIVE_AFTER", "24h", "how long an activity's hot state (Redis keys, the process's memory) is kept once its sale and pay windows are over and its queue drained; then it is dropped and the database answers for it (0: kept for ever)",
+			orOff(&c.archiveAfter, 0, "a duration such as 24h, or 0 to keep everything")},
+	}
+}
+
+// The parsers of the table's settings. Each error names the environment variable, the value and
+// what is wanted: a flag and its variable take the same text.
+
+func text(dst *string) func(*config, string) error {
+	return func(_ *config, v string) error { *dst = v; return nil }
+}
+
+// positive reads a duration above zero into every dst.
+func positive(example string, dst ...*time.Duration) func(*config, string) error {
+	return func(_ *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("want a positive duration such as %s", example)
+		}
+		for _, p := range dst {
+			*p = d
+		}
+		return nil
+	}
+}
+
+// orOff reads a duration that is 0 (off) or at least least.
+func orOff(dst *time.Duration, least time.Duration, want string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 0 && d < least {
+			return fmt.Errorf("want %s", want)
+		}
+		*dst = d
+		return nil
+	}
+}
+
+// count reads a whole number from 0 to most.
+func count(dst *int, most int, want string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > most {
+			return fmt.Errorf("want %s", want)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// rate reads a rate limit: requests per second, 0 for off.
+func rate(dst *int) func(*config, string) error {
+	return count(dst, maxRate, fmt.Sprintf("requests per second from 0 (off) to %d", maxRate))
+}
+
+func switchOf(dst *bool) func(*config, string) error {
+	return func(_ *config, v string) (err error) { *dst, err = onOff(v); return err }
+}
+
+// maxRate bounds the rate limits' settings.
+const maxRate = 10_000_000
+
+// The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
+// draining the queue never takes CPU from the crowd, and each kind scales (and fails) on its own.
+const (
+	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
+	roleAPI    = "api"    // the HTTP API only
+	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz, /readyz and /metrics
+)
+
+// parseServe reads serve's flags, each defaulting to its SECKILL_* environment variable.
+func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	c := config{gateLimits: health.GateThresholds, dbLimits: health.DatabaseThresholds}
+	table := settings(&c)
+	vals := make([]string, len(table))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	for i, s := range table {
+		def := s.def
+		if v := getenv(s.env); v != "" {
+			def = v
+		}
+		fs.StringVar(&vals[i], s.flag, def, s.help+" ("+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
+	}
+	for i, s := range table {
+		if err := s.set(&c, vals[i]); err != nil {
+			return c, fmt.Errorf("%s=%q (-%s): %w", s.env, vals[i], s.flag, err)
+		}
+	}
+	if vals[indexOf(table, "demo")] == demoAuto {
+		c.demo = c.jwtSecret == ""
+	}
+	if c.role != roleAll && c.redis == "" {
+		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)
+	}
+	if c.replication.Replicas > 0 && c.redis == "" {
+		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
+	}
+	return c, nil
+}
+
+// indexOf is the place of the setting of flag name in table.
+func indexOf(table []setting, name string) int {
+	for i, s := range table {
+		if s.flag == name {
+			return i
+		}
+	}
+	panic("no setting " + name)
+}
+
+// parseProxies reads SECKILL_TRUSTED_PROXIES: comma-separated CIDRs or single addresses.
+func parseProxies(spec string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(spec, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is neither a CIDR nor an address", f)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// onOff reads a switch: on, 1 or true; off, 0 or false.
+func onOff(val string) (bool, error) {
+	switch val {
+	case "on", "1", "true":
+		return true, nil
+	case "off", "0", "false":
+		return false, nil
+	}
+	return false, errors.New("want on or off")
+}
+
+// riskRules builds the risk engine of c: the rules switched on.
+func riskRules(c config) *risk.Engine {
+	var rules []risk.Rule
+	if c.riskAccounts > 0 {
+		rules = append(rules, &risk.AccountsPerIP{ChallengeAbove: c.riskAccounts, BlockAt: 5 * c.riskAccounts, Window: time.Minute})
+	}
+	if c.riskCadence {
+		rules = append(rules, &risk.Cadence{Clicks: 8, Slowest: 5 * time.Second, Jitter: 0.05})
+	}
+	if c.riskMinSolve > 0 {
+		rules = append(rules, risk.SolveTime{Fastest: c.riskMinSolve})
+	}
+	return risk.New(rules...)
+}

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/health"
+	"seckill/internal/httpapi"
+	"seckill/internal/metrics"
+	"seckill/internal/ratelimit"
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+	"seckill/internal/web"
+)
+
+func randomSecret() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// serve builds every dependency explicitly, serves until ctx ends, then shuts down in order:
+// stop accepting and drain in-flight requests, stop the worker and the sweeper, close the gate
+// and its queue, close the database.
+func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	secretShown, tokenShown := c.jwtSecret == "", c.adminToken == ""
+	if secretShown {
+		c.jwtSecret = randomSecret()
+	}
+	if tokenShown {
+		c.adminToken = randomSecret()
+	}
+	tokens, err := auth.New([]byte(c.jwtSecret), time.Now)
+	if err != nil {
+		return err
+	}
+
+	store, err := sqlstore.Open(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
+	db := health.Store(store, dbGuard)
+	b, err := openBackend(ctx, c, db, log)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	monitor := health.NewMonitor(b.guard, dbGuard)
+	stats := metrics.New().Watch(monitor)
+	deps := sale.Deps{Gate: b.gate, Queue: b.queue, Store: db, Line: b.line, Ranking: b.ranking,
+		Leaders: health.Leaders(store, dbGuard), Challenges: b.challenges, Events: stats.Order}
+	if b.restocks != nil {
+		deps.Restocks, deps.SoldOutTTL = b.restocks, restockFlagTTL
+	}
+	svc := sale.NewService(deps)
+	stats.WatchLeaderboards(svc.LeaderboardUsages).WatchActivities(svc.Gauges)
+	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
+		return err
+	}
+	if err := svc.ReloadBlocks(ctx); err != nil {
+		return err
+	}
+	var demoEnded []string
+	if c.demo {
+		if demoEnded, err = seedDemo(ctx, svc, time.Now()); err != nil {
+			return err
+		}
+	}
+
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	if c.pprofAddr != "" {
+		pl, err := net.Listen("tcp", c.pprofAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("SECKILL_PPROF: %w", err)
+		}
+		ps := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
+		go ps.Serve(pl)
+		defer ps.Close()
+		log.Info("profiles", "addr", pl.Addr().String())
+	}
+
+	rules := riskRules(c)
+	rules.Observe = stats.Risk
+	pages, err := web.Handler()
+	if err != nil {
+		return fmt.Errorf("pages: %w", err)
+	}
+	api := httpapi.New(httpapi.Config{
+		Pages: pages, PagePatterns: web.Patterns,
+		Observe: stats, Metrics: stats.Handler(),
+		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log, Health: monitor,
+		Risk: rules,
+		Ready: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready
+			defer cancel()
+			return errors.Join(store.Ping(ctx), b.ping(ctx))
+		},
+		Limits: httpapi.Limits{
+			PerIP:       ratelimit.Rule{PerSecond: c.rateIP},
+			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
+			PerActivity: ratelimit.Rule{PerSecond: c.rateGlobal, Burst: c.rateGlobal},
+			Windows:     b.windows, Buckets: b.buckets,
+		},
+		TrustedProxies: c.trustedProxies,
+	})
+	var handler http.Handler = api
+	if c.role == roleWorker {
+		health := http.NewServeMux()
+		health.Handle("GET /healthz", api)
+		health.Handle("GET /readyz", api)
+		health.Handle("GET /metrics", api)
+		handler = health
+	}
+	srv := &http.Server{
+		Handler: handler,
+		// One read deadline for the headers and the (at most 64 KiB) body together: a slow
+		// client gets 5 s, and the server sets one deadline per request instead of two.
+		ReadTimeout:  5 * time.Second,
+		WriteTimeout: 30 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(api.StopStreams) // Shutdown waits for handlers; live streams never end
+
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	startLoops(bg, &wg, c, b, db, svc, stats, log)
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "seckill listening on %s\n", base)
+	if tokenShown {
+		fmt.Fprintf(stdout, "admin token: %s\n", c.adminToken)
+	}
+	if secretShown {
+		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.jwtSecret)
+	}
+	if c.role != roleWorker {
+		fmt.Fprintf(stdout, "pages: %s/  dashboard: %s/admin\n", base, base)
+	}
+	if c.demo {
+		fmt.Fprintf(stdout, "demo sale: %s/activity/%s  red packet: %s/activity/%s  waiting line: %s/activity/%s  (dev login on the page, or POST %s/api/login {\"user\":\"alice\"})\n",
+			base, demoID, base, demoPacketID, base, demoQueueID, base)
+		if len(demoEnded) > 0 {
+			fmt.Fprintf(stdout, "the demo activities %s of this database have ended: start on a new -db (or remove its file) for fresh ones\n",
+				strings.Join(demoEnded, ", "))
+		}
+	}
+	if c.ready != nil {
+		c.ready(base)
+	}
+	log.Info("serving", "addr", ln.Addr().String(), "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
+
+	select {
+	case err = <-serveErr:
+	case <-ctx.Done():
+		log.Info("shutting down")
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = srv.Shutdown(shut)
+		cancel()
+	}
+	// Every grab answered has been committed (Shutdown waited for the handlers). The worker
+	// finishes its batch and the sweeper its round before the gate and the queue close under
+	// them; the database closes last (deferred).
+	stopBG()
+	wg.Wait()
+	b.close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// pprofMux serves Go's profiles: never on the API's listener, only on the SECKILL_PPROF one.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// consumerName names this node in the stream's consumer group: unique per process.
+func consumerName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomSecret()[:8])
+}
+
+// redactDSN hides a database password in logs.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxx")
+			return u.String()
+		}
+	}
+	return dsn
+}

@@ -1,0 +1,160 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// CreateActivity validates a, gives it an id if it has none, stores it (splitting a red packet
+// into its shares first) and opens it in the gate. Errors: ErrInvalid, ErrExists.
+func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, error) {
+	if a.ID == "" {
+		a.ID = NewToken("a")[:13]
+	}
+	if a.PerUserLimit == 0 {
+		a.PerUserLimit = 1
+	}
+	if a.Admission == "" {
+		a.Admission = AdmitDirect
+	}
+	if a.StockShards == 0 {
+		a.StockShards = 1
+	}
+	if a.Lined() {
+		if a.QueueCap == 0 {
+			a.QueueCap = min(DefaultQueueFactor*a.Stock, MaxQueueCap)
+		}
+		if a.AdmitRate == 0 {
+			a.AdmitRate = DefaultAdmitRate
+		}
+		if a.Seed == (Seed{}) {
+			seed, err := NewSeed()
+			if err != nil {
+				return Activity{}, err
+			}
+			a.Seed = seed
+		}
+		if s.line == nil {
+			return Activity{}, fmt.Errorf("%w: admission %q needs a line, and this node has none", ErrInvalid, a.Admission)
+		}
+	}
+	a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
+	a.StartAt = a.StartAt.UTC().Truncate(time.Millisecond)
+	a.EndAt = a.EndAt.UTC().Truncate(time.Millisecond)
+	if err := a.Validate(); err != nil {
+		return Activity{}, err
+	}
+	var shares []int64
+	st := GateState{}
+	if a.Kind == KindRedPacket {
+		var err error
+		if shares, err = SplitRedPacket(a.TotalCents, a.Stock, rand.Int64N); err != nil {
+			return Activity{}, err
+		}
+		st.Shares = make([]Share, len(shares))
+		for i, c := range shares {
+			st.Shares[i] = Share{Index: int64(i), AmountCents: c}
+		}
+	}
+	if err := s.store.CreateActivity(ctx, a, shares); err != nil {
+		return Activity{}, fmt.Errorf("create activity %s: %w", a.ID, err)
+	}
+	s.remember(a)
+	if err := s.gate.Load(ctx, a, st); err != nil {
+		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
+	}
+	if err := s.loadRanking(ctx, a, st, nil); err != nil {
+		return Activity{}, fmt.Errorf("open the leaderboard of %s: %w", a.ID, err)
+	}
+	return a, nil
+}
+
+// Activity returns an activity from the node's cache, or from the database. An id the database
+// does not have is remembered for MissTTL: a crowd grabbing ids that do not exist costs a query
+// per id, not per request. Errors: ErrNotFound, ErrBusy.
+func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
+	if a, ok := s.Known(id); ok {
+		return a, nil
+	}
+	if !ValidID(id) {
+		return Activity{}, ErrNotFound
+	}
+	if s.misses.known(id, time.Now()) {
+		return Activity{}, fmt.Errorf("activity %s: %w", id, ErrNotFound)
+	}
+	a, err := s.store.Activity(ctx, id)
+	switch {
+	case err == nil:
+		s.remember(a)
+	case errors.Is(err, ErrNotFound):
+		s.misses.add(id, time.Now())
+	}
+	return a, err
+}
+
+// remember caches a on this node.
+func (s *Service) remember(a Activity) {
+	s.acts.Store(a.ID, a)
+	s.misses.forget(a.ID)
+}
+
+// Known returns an activity this node has read already, without asking the database: the edge
+// uses it to apply an activity's own rate limits without a query per request.
+func (s *Service) Known(id string) (Activity, bool) {
+	v, ok := s.acts.Load(id)
+	if !ok {
+		return Activity{}, false
+	}
+	return v.(Activity), true
+}
+
+// Current returns the activities this node knows that have not ended, soonest start first: what
+// the front page lists. It reads the node's cache (reloaded with ReloadActivities), never the
+// database, so a crowd on the front page costs no queries.
+func (s *Service) Current() []Activity {
+	now := s.now()
+	var out []Activity
+	s.acts.Range(func(_, v any) bool {
+		if a := v.(Activity); now.Before(a.EndAt) {
+			out = append(out, a)
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b Activity) int {
+		if c := a.StartAt.Compare(b.StartAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out
+}
+
+// ReloadActivities reads the activities that have not ended into the node's cache, so that one
+// created through another node is Known here within a reload, and drops from it those that ended
+// more than MaxPayWindow and a week ago.
+func (s *Service) ReloadActivities(ctx context.Context) error {
+	acts, err := s.store.Activities(ctx, s.now())
+	if err != nil {
+		return fmt.Errorf("reload activities: %w", err)
+	}
+	for _, a := range acts {
+		s.remember(a)
+	}
+	// What the node cached of activities long over goes: a shop that runs a sale a day keeps
+	// two weeks of them, not every one it ever served.
+	old := s.now().Add(-MaxPayWindow - archiveBacklog)
+	s.acts.Range(func(k, v any) bool {
+		if v.(Activity).EndAt.Before(old) {
+			s.acts.Delete(k)
+			s.soldOut.Delete(k)
+			s.entries.Delete(k)
+		}
+		return true
+	})
+	return nil
+}

@@ -1,0 +1,99 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// absent reports whether the gate's err says it does not hold the activity: lost (ErrUnloaded),
+// or never given it, or archived (ErrNotFound, from a gate that knows only what it holds).
+func absent(err error) bool { return errors.Is(err, ErrUnloaded) || errors.Is(err, ErrNotFound) }
+
+// Entry is what a buyer's click on an activity comes to: a unit (Grab) from an activity that
+// admits directly, or a place in the line (Ticket, Lined) of a queue or lottery activity, Fresh
+// unless the buyer was in the line already and has the ticket they had.
+type Entry struct {
+	Activity Activity
+	Grab     Grab
+	Lined    bool
+	Ticket   TicketView
+	Fresh    bool
+}
+
+// Enter is a buyer's click on an activity, whatever its admission: it grabs a unit (Grab) or
+// joins the line (Join), and its errors are theirs.
+func (s *Service) Enter(ctx context.Context, req GrabRequest) (Entry, error) {
+	a, err := s.Activity(ctx, req.ActivityID)
+	if err != nil {
+		return Entry{}, err
+	}
+	if a.Lined() {
+		t, fresh, err := s.Join(ctx, a.ID, req.UserID, req.Pass)
+		return Entry{Activity: a, Lined: true, Ticket: t, Fresh: fresh}, err
+	}
+	g, err := s.Grab(ctx, req)
+	return Entry{Activity: a, Grab: g}, err
+}
+
+// Grab takes one unit of an activity admitted directly for a user, at the service's clock
+// (req.Now is ignored). See Gate.Grab for the errors, and ErrNotLined's twin: a queue or lottery
+// activity is refused with ErrInvalid (its grabs Join the line).
+func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
+	if !ValidID(req.ActivityID) {
+		return Grab{}, ErrNotFound
+	}
+	if len(req.Pass) > MaxPassLen {
+		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
+	}
+	a, err := s.Activity(ctx, req.ActivityID)
+	if err != nil {
+		return Grab{}, err
+	}
+	if a.Lined() {
+		return Grab{}, fmt.Errorf("%w: a %s activity's grabs join its line", ErrInvalid, a.Admission)
+	}
+	req.Now = s.now()
+	return s.grab(ctx, req)
+}
+
+// grab asks the gate, rebuilding the activity in it if the cache lost it, and raises the local
+// sold-out flag when the gate says so.
+func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
+	activityID := req.ActivityID
+	g, err := s.gate.Grab(ctx, req)
+	if absent(err) {
+		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
+		// database and the queue say exactly what it must hold; Warm stores that unless another
+		// node got there first. An archived activity has ended.
+		werr := s.warmOne(ctx, activityID)
+		if errors.Is(werr, errArchived) {
+			return Grab{}, ErrEnded
+		}
+		if werr != nil {
+			return Grab{}, werr
+		}
+		g, err = s.gate.Grab(ctx, req)
+	}
+	if errors.Is(err, ErrSoldOut) {
+		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))
+	}
+	return g, err
+}
+
+// SoldOut reports whether the gate said recently that the activity has no unit left. It is a
+// hint for turning the crowd away early; a false answer means "ask the gate".
+func (s *Service) SoldOut(activityID string) bool {
+	v, ok := s.soldOut.Load(activityID)
+	return ok && time.Now().UnixNano() < v.(*atomic.Int64).Load()
+}
+
+func (s *Service) flagSoldOut(activityID string, until time.Time) {
+	v, ok := s.soldOut.Load(activityID)
+	if !ok {
+		v, _ = s.soldOut.LoadOrStore(activityID, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Store(until.UnixNano())
+}

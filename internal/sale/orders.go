@@ -1,0 +1,169 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Order returns the order named by ref (its token or numeric id) if userID owns it. A grab still
+// in the queue is reported as a PENDING order. Errors: ErrNotFound (also for someone else's order).
+func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.lookup(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		var g Grab
+		switch g, err = s.queue.Pending(ctx, ref); {
+		case err == nil:
+			o = pendingOrder(g)
+		case errors.Is(err, ErrNotFound):
+			// The worker may have placed it between the two reads.
+			o, err = s.lookup(ctx, ref)
+		}
+	}
+	if err != nil {
+		return Order{}, err
+	}
+	if o.UserID != userID {
+		return Order{}, ErrNotFound
+	}
+	return o, nil
+}
+
+func pendingOrder(g Grab) Order {
+	return Order{Token: g.Token, ActivityID: g.ActivityID, UserID: g.UserID, Share: g.Share,
+		AmountCents: g.AmountCents, Status: StatusPending, CreatedAt: g.At}
+}
+
+func (s *Service) lookup(ctx context.Context, ref string) (Order, error) {
+	if ref == "" || len(ref) > MaxIDLen {
+		return Order{}, ErrNotFound
+	}
+	if ref[0] >= '0' && ref[0] <= '9' {
+		id, err := strconv.ParseInt(ref, 10, 64)
+		if err != nil {
+			return Order{}, ErrNotFound
+		}
+		return s.store.OrderByID(ctx, id)
+	}
+	return s.store.Order(ctx, ref)
+}
+
+// Pay pays userID's order ref. Paying twice is harmless; paying a cancelled, failed or expired
+// order is ErrInvalidState, and so is paying a grab the worker has not turned into an order yet.
+func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.Order(ctx, userID, ref)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Status == StatusPending {
+		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+	}
+	paid, err := s.store.Pay(ctx, o.Token, s.now())
+	if err == nil && o.Status != StatusPaid {
+		s.event("paid", 1)
+	}
+	return paid, err
+}
+
+// Cancel cancels userID's unpaid order ref and restocks its unit exactly once. Cancelling twice
+// returns the cancelled order; cancelling a paid or failed order is ErrInvalidState.
+func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.Order(ctx, userID, ref)
+	if err != nil {
+		return Order{}, err
+	}
+	if o.Status == StatusPending {
+		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+	}
+	c, err := s.cancel(ctx, o.Token, "cancelled by the buyer")
+	if err == nil && o.Status != StatusCancelled {
+		s.event("cancelled", 1)
+	}
+	return c, err
+}
+
+// cancel moves an order to CANCELLED; the caller whose conditional update won gives the unit
+// back to the gate. The database records the restock as owed in the same transaction, so a gate
+// that fails after the commit (Redis away, the breaker open, the client hanging up, a crash)
+// loses nothing: ReleaseOwed gives the unit back once the gate answers. The cancel itself has
+// succeeded either way.
+func (s *Service) cancel(ctx context.Context, token, reason string) (Order, error) {
+	o, won, err := s.store.Cancel(ctx, token, reason, s.now())
+	if err != nil || !won {
+		return o, err
+	}
+	// Not on the request's context: a buyer who hangs up has still cancelled.
+	if err := s.restock(context.WithoutCancel(ctx), o); err != nil {
+		s.event("restock_deferred", 1)
+	}
+	return o, nil
+}
+
+// restock gives the unit of the cancelled order o back to the gate and records it given. A
+// failure leaves the restock owed in the database; giving it back again is harmless (the gate
+// restocks once per grab token).
+func (s *Service) restock(ctx context.Context, o Order) error {
+	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+	if err := s.gate.Release(ctx, g); err != nil {
+		return fmt.Errorf("restock order %s: %w", o.Token, err)
+	}
+	if s.ranking != nil && s.isRedPacket(ctx, o.ActivityID) {
+		// Best effort: a share left on the leaderboard is fixed by the next load; the
+		// database fallback never counts a cancelled order.
+		s.ranking.Remove(ctx, []Grab{g})
+	}
+	s.flagSoldOut(o.ActivityID, time.Time{})
+	if s.restocks != nil {
+		// Best effort: a lost announcement only makes the other nodes wait for their flags
+		// to expire.
+		s.restocks.Announce(ctx, o.ActivityID)
+	}
+	if err := s.store.Released(ctx, o.Token); err != nil {
+		return fmt.Errorf("restock order %s: record it given back: %w", o.Token, err)
+	}
+	return nil
+}
+
+// ReleaseOwed gives back to the gate up to limit units of cancelled orders whose restock failed
+// when they were cancelled, and returns how many it gave back. Every node's sweeper runs it; two
+// giving back the same unit restock it once.
+func (s *Service) ReleaseOwed(ctx context.Context, limit int) (int, error) {
+	owed, err := s.store.Unreleased(ctx, limit)
+	if err != nil {
+		return 0, fmt.Errorf("owed restocks: %w", err)
+	}
+	n := 0
+	for _, o := range owed {
+		if err := s.restock(ctx, o); err != nil {
+			return n, fmt.Errorf("owed restocks: %w", err)
+		}
+		n++
+	}
+	if n > 0 {
+		s.event("restock_owed", n)
+	}
+	return n, nil
+}
+
+// SweepExpired cancels up to limit orders whose payment window has closed and restocks each
+// exactly once, however many sweepers run at the same time. It returns how many it cancelled.
+func (s *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
+	expired, err := s.store.Expired(ctx, s.now(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	n := 0
+	for _, o := range expired {
+		got, err := s.cancel(ctx, o.Token, ReasonExpired)
+		switch {
+		case errors.Is(err, ErrInvalidState): // paid meanwhile, or cancelled by a racing sweeper
+		case err != nil:
+			return n, fmt.Errorf("sweep: %w", err)
+		case got.Status == StatusCancelled:
+			n++
+		}
+	}
+	return n, nil
+}

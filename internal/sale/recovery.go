@@ -1,0 +1,216 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Warm loads every activity that has not ended by since into the gate, from the database and
+// the queue, unless the gate holds it already: on start, this rebuilds what a restart (or kill
+// -9, or a cache that lost its data) lost. While an activity is absent from the gate nothing can
+// be sold from it, so the state read here cannot move before Warm stores it.
+func (s *Service) Warm(ctx context.Context, since time.Time) error {
+	acts, err := s.store.Activities(ctx, since)
+	if err != nil {
+		return fmt.Errorf("warm up: %w", err)
+	}
+	for _, a := range acts {
+		s.remember(a)
+		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
+			continue // loaded already: by another node, or the cache outlived this process
+		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+		st, queued, err := s.gateState(ctx, a)
+		if err != nil {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+		if _, err := s.gate.Warm(ctx, a, st); err != nil {
+			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
+		}
+		if err := s.loadRanking(ctx, a, st, queued); err != nil {
+			return fmt.Errorf("warm up the leaderboard of %s: %w", a.ID, err)
+		}
+	}
+	return nil
+}
+
+// warmOne loads one activity into the gate unless it is there. The grabs and reads that find
+// it absent together share one rebuild: a crowd meeting a cache that lost the activity costs one
+// read of the database and the queue, not one each.
+func (s *Service) warmOne(ctx context.Context, id string) error {
+	return s.warming.do(ctx, id, func() error {
+		call, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildWithin)
+		defer cancel()
+		return s.rebuild(call, id)
+	})
+}
+
+// rebuildWithin bounds a shared rebuild of an activity in the gate.
+const rebuildWithin = 30 * time.Second
+
+// rebuild reads what the gate must hold for activity id and stores it, unless another node got
+// there first.
+func (s *Service) rebuild(ctx context.Context, id string) error {
+	a, err := s.store.Activity(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.Archived() {
+		s.remember(a)
+		return fmt.Errorf("activity %s: %w", id, errArchived)
+	}
+	st, queued, err := s.gateState(ctx, a)
+	if err != nil {
+		return fmt.Errorf("rebuild activity %s: %w", id, err)
+	}
+	loaded, err := s.gate.Warm(ctx, a, st)
+	if err != nil {
+		return fmt.Errorf("rebuild activity %s: %w", id, err)
+	}
+	if loaded {
+		if err := s.loadRanking(ctx, a, st, queued); err != nil {
+			return fmt.Errorf("rebuild the leaderboard of %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// gateState is what the gate of a must hold: the database's orders plus the queue's grabs,
+// which it returns too.
+func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab, error) {
+	unacked, err := s.queue.Unacked(ctx, a.ID)
+	if err != nil {
+		return GateState{}, nil, err
+	}
+	st, err := s.store.GateState(ctx, a, unacked)
+	return st, unacked, err
+}
+
+// Reconciliation compares the gate with the database for one activity.
+type Reconciliation struct {
+	OK                bool   `json:"ok"`
+	Stock             int64  `json:"stock"`
+	GateRemaining     int64  `json:"gate_remaining"`
+	ExpectedRemaining int64  `json:"expected_remaining"` // stock less what the database and queue hold
+	Held              int64  `json:"held"`
+	Drift             int64  `json:"drift"` // gate_remaining - expected_remaining
+	Repaired          bool   `json:"repaired"`
+	Outcome           string `json:"outcome"` // ReconcileOK, ReconcileDrift, ReconcileRepaired or ReconcileUnsettled
+	Note              string `json:"note,omitempty"`
+}
+
+// The outcomes of a reconciliation.
+const (
+	ReconcileOK        = "ok"        // the gate agrees with the database and the queue
+	ReconcileDrift     = "drift"     // a drift seen twice at rest, not repaired (Check)
+	ReconcileRepaired  = "repaired"  // a drift seen twice at rest, repaired (Reconcile)
+	ReconcileUnsettled = "unsettled" // grabs moved the gate while it was read: nothing concluded
+	ReconcileArchived  = "archived"  // the activity's hot state is archived: nothing to compare
+)
+
+// Reconcile compares the gate's remaining units with what the database and the queue say, and
+// repairs the gate when the two disagree. A grab in flight (taken by the gate, not yet durable)
+// looks like drift for a moment, so the comparison is made twice, Deps.ReconcilePause apart, and
+// only a drift seen both times with the gate standing still is repaired; the repair itself reads
+// the database once more and is made only if nothing moved in the gate meanwhile (Gate.Repair),
+// so that a reconcile under live traffic never erases a grab.
+func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, error) {
+	return s.reconcile(ctx, id, true)
+}
+
+// Check is Reconcile without the repair: it reports a drift seen twice at rest, and leaves the
+// gate as it is (Note says so).
+func (s *Service) Check(ctx context.Context, id string) (Reconciliation, error) {
+	return s.reconcile(ctx, id, false)
+}
+
+func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconciliation, error) {
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Reconciliation{}, err
+	}
+	var rec Reconciliation
+	for round := 0; round < 2; round++ {
+		if round > 0 {
+			select {
+			case <-ctx.Done():
+				return Reconciliation{}, ctx.Err()
+			case <-time.After(s.reconcilePause):
+			}
+		}
+		before, err := s.gate.Remaining(ctx, id)
+		if absent(err) {
+			if fresh, ferr := s.store.Activity(ctx, id); ferr == nil && fresh.Archived() {
+				s.remember(fresh)
+				return Reconciliation{OK: true, Outcome: ReconcileArchived, Stock: a.Stock,
+					Note: "archived: the gate holds nothing of it, the database alone answers"}, nil
+			}
+		}
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		st, _, err := s.gateState(ctx, a)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		after, err := s.gate.Remaining(ctx, id)
+		if err != nil {
+			return Reconciliation{}, err
+		}
+		prev := rec.Drift
+		rec = s.compare(a, st, after)
+		if before != after {
+			rec.Outcome, rec.Note = ReconcileUnsettled, "grabs are in flight; the gate was not compared at rest, try again"
+			return rec, nil
+		}
+		if rec.Drift == 0 {
+			rec.OK, rec.Outcome = true, ReconcileOK
+			return rec, nil
+		}
+		if round > 0 && rec.Drift != prev {
+			rec.Outcome, rec.Note = ReconcileUnsettled, "the drift moved between two readings; not repaired, try again"
+			return rec, nil
+		}
+	}
+	if !repair {
+		rec.Outcome, rec.Note = ReconcileDrift, "drift seen twice with the gate at rest; report only, not repaired"
+		return rec, nil
+	}
+	drift := rec.Drift
+	var queued []Grab
+	var st GateState
+	repaired, err := s.gate.Repair(ctx, a, func(ctx context.Context, remaining int64) (GateState, bool, error) {
+		var err error
+		if st, queued, err = s.gateState(ctx, a); err != nil {
+			return GateState{}, false, err
+		}
+		rec = s.compare(a, st, remaining)
+		return st, rec.Drift == drift, nil
+	})
+	switch {
+	case errors.Is(err, ErrChanged) || err == nil && !repaired:
+		rec.Outcome, rec.Note = ReconcileUnsettled, "the gate moved while the repair read the database; not repaired, try again"
+		return rec, nil
+	case err != nil:
+		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
+	}
+	if err := s.loadRanking(ctx, a, st, queued); err != nil {
+		return rec, fmt.Errorf("repair the leaderboard of %s: %w", id, err)
+	}
+	rec.Repaired, rec.Outcome = true, ReconcileRepaired
+	rec.Note = "the gate (and a red packet's leaderboard) was repaired from the database and the queue"
+	return rec, nil
+}
+
+// compare is a reconciliation of a's gate, holding remaining units, with st.
+func (s *Service) compare(a Activity, st GateState, remaining int64) Reconciliation {
+	want := a.Stock - int64(len(st.Held))
+	if a.Kind == KindRedPacket {
+		want = int64(len(st.Shares))
+	}
+	return Reconciliation{Stock: a.Stock, GateRemaining: remaining, ExpectedRemaining: want,
+		Held: int64(len(st.Held)), Drift: remaining - want}
+}
