@@ -23,8 +23,6 @@ type Challenges struct{ rdb redis.UniversalClient }
 // NewChallenges returns a challenge store on rdb.
 func NewChallenges(rdb redis.UniversalClient) *Challenges { return &Challenges{rdb: rdb} }
 
-func challengeKey(id string) string { return "seckill:challenge:" + id }
-
 // Put implements sale.Challenges.
 func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
 	v := c.ActivityID + "\n" + c.UserID + "\n" + strconv.FormatInt(c.Answer, 10) + "\n" +

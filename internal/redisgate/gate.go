@@ -102,16 +102,6 @@ func (g *Gate) WithBatching(b Batching) *Gate {
 	return g
 }
 
-// keys of an activity (or of one shard of its stock), all in the slot of its hash tag.
-type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards string }
-
-// keysOf returns the keys of an activity, or of a shard of its stock named by ShardID.
-func keysOf(id string) keys {
-	p := "{act:" + id + "}:"
-	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream", p + "pending", p + "away",
-		p + "shards"}
-}
-
 // Sharded stock. An item so hot that one Redis core cannot take its crowd splits its stock into
 // StockShards counters, each with the keys of an activity of its own in a slot of its own:
 // shard 0 is the activity's own keys, shard i the keys of the id "ID/i" (no activity id has a
@@ -123,23 +113,6 @@ func keysOf(id string) keys {
 // cannot buy twice by falling through; a grab falls through every other shard before it is
 // told sold out, so the last units are found.
 
-// shardsOf is the number of counters a's stock is split into.
-func shardsOf(a sale.Activity) int64 { return max(a.StockShards, 1) }
-
-// ShardID names shard i of an activity's stock.
-func ShardID(activityID string, i int64) string {
-	if i == 0 {
-		return activityID
-	}
-	return activityID + "/" + strconv.FormatInt(i, 10)
-}
-
-// baseID is the activity a shard id belongs to.
-func baseID(id string) string {
-	base, _, _ := strings.Cut(id, "/")
-	return base
-}
-
 // homeShard is the shard of user's holdings and answers.
 func homeShard(user string, shards int64) int64 {
 	if shards <= 1 {
@@ -149,21 +122,6 @@ func homeShard(user string, shards int64) int64 {
 	h.Write([]byte(user))
 	return int64(h.Sum32() % uint32(shards))
 }
-
-// StreamIDs returns the ids whose streams carry the grabs of acts: each activity's, and each
-// shard's of a sharded stock. A Queue reads them all.
-func StreamIDs(acts []sale.Activity) []string {
-	var ids []string
-	for _, a := range acts {
-		for i := range shardsOf(a) {
-			ids = append(ids, ShardID(a.ID, i))
-		}
-	}
-	return ids
-}
-
-// StreamKey is the key of an activity's stream of grabs.
-func StreamKey(activityID string) string { return keysOf(activityID).stream }
 
 func (g *Gate) lookup(ctx context.Context, id string) (sale.Activity, error) {
 	g.mu.RLock()
@@ -463,27 +421,6 @@ func (s shardState) write(ctx context.Context, p redis.Pipeliner, k keys) error 
 	return nil
 }
 
-func record(g sale.Grab) string {
-	return g.UserID + "\n" + g.IdempotencyKey + "\n" + strconv.FormatInt(g.Share, 10) + "\n" +
-		strconv.FormatInt(g.AmountCents, 10) + "\n" + strconv.FormatInt(g.At.UnixMilli(), 10)
-}
-
-// parseRecord reads a grab's record (see grab.lua).
-func parseRecord(activityID, token, rec string) (sale.Grab, error) {
-	f := strings.Split(rec, "\n")
-	if len(f) != 5 {
-		return sale.Grab{}, fmt.Errorf("grab %s: malformed record %q", token, rec)
-	}
-	share, err1 := strconv.ParseInt(f[2], 10, 64)
-	amount, err2 := strconv.ParseInt(f[3], 10, 64)
-	at, err3 := strconv.ParseInt(f[4], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return sale.Grab{}, fmt.Errorf("grab %s: malformed record %q: %w", token, rec, err)
-	}
-	return sale.Grab{Token: token, ActivityID: activityID, UserID: f[0], IdempotencyKey: f[1], Share: share,
-		AmountCents: amount, At: time.UnixMilli(at).UTC()}, nil
-}
-
 // Grab implements sale.Gate.
 func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
 	a, err := g.lookup(ctx, r.ActivityID)
@@ -640,9 +577,6 @@ func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Tim
 	}
 	return settled, nil
 }
-
-// passKey is the key of a pass, in the activity's slot: the grab script reads it with the stock.
-func passKey(activityID, pass string) string { return "{act:" + activityID + "}:pass:" + pass }
 
 // IssuePass implements sale.Gate.
 func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token string, now, expires time.Time) error {

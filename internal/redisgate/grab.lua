@@ -1,9 +1,10 @@
 -- grab.lua: whole grabs of one unit each, atomically, on one hash slot (every key carries the
--- activity's {act:ID} hash tag). One call takes a batch of grabs of the same activity (a node
--- coalesces the grabs that arrive together) and answers each as if it had run alone, in order:
--- a later grab of the batch sees what the earlier ones took. It is idempotent per grab: the
--- caller makes each grab's token before calling, so a retry of the same call (by go-redis after
--- a lost reply, or by the client) finds each grab's first answer and takes nothing.
+-- activity's {act:ID} hash tag; key layout: see keys.go). One call takes a batch of grabs of the
+-- same activity (a node coalesces the grabs that arrive together) and answers each as if it had
+-- run alone, in order: a later grab of the batch sees what the earlier ones took. It is
+-- idempotent per grab: the caller makes each grab's token before calling, so a retry of the same
+-- call (by go-redis after a lost reply, or by the client) finds each grab's first answer and
+-- takes nothing.
 --
 -- KEYS[1] stock    string: units left (for a red packet, shares left)
 -- KEYS[2] shares   list of "index:amount", red packets only
@@ -15,13 +16,13 @@
 --                  while it looks for a unit on the activity's other shards (take.lua)
 -- KEYS[8] away     hash: token -> "shard NL record", a grab of a user of this shard that took
 --                  its unit on another shard
--- KEYS[9...] pass  string: a path token's "user NL expiry (ms)"; once spent, "NL grab token"
+-- KEYS[9...] pass  string: a path token's pass (its format: see keys.go)
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
 --   8 "1" if the stock is sharded (these keys are one shard's, the home of these users);
 -- then 6 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
 --   of its pass key (0 for none), the pass ("" for none).
--- A record is "user NL key NL share NL amount NL at". Returns, per grab in order, code, token,
+-- Record and stream entry format: see keys.go. Returns, per grab in order, code, token,
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
 -- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments (the token
 -- and the record are then ""); on a sharded stock also 2 reserved (this shard is out of units:

@@ -3,7 +3,7 @@
 -- racing callers (the grab itself and the sweeper that settles abandoned reservations, or two
 -- releases) change the holdings once.
 --
--- KEYS[1] held, KEYS[2] answers, KEYS[3] pending, KEYS[4] away (see grab.lua; the home shard's)
+-- KEYS[1] held, KEYS[2] answers, KEYS[3] pending, KEYS[4] away (see keys.go; the home shard's)
 -- ARGV: 1 operation, 2 token, 3 user, 4 idempotency key, then
 --   "took": 5 the shard that gave the unit, 6 the grab's record: the grab is settled as won;
 --   "none": no shard had a unit: the reservation is given back;

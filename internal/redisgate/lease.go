@@ -38,7 +38,7 @@ func hold(ctx context.Context, rdb redis.UniversalClient, key, holder string, tt
 
 // Hold implements sale.Lease.
 func (l *Lease) Hold(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
-	held, err := hold(ctx, l.rdb, "seckill:lease:"+name, holder, ttl)
+	held, err := hold(ctx, l.rdb, leaseKey(name), holder, ttl)
 	if err != nil {
 		return false, fmt.Errorf("%w: lease %s on redis: %w", sale.ErrBusy, name, err)
 	}

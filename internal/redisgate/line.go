@@ -57,22 +57,6 @@ func (l *Line) WithReplication(r Replication) *Line {
 	return l
 }
 
-// lineKeys are the keys of an activity's line.
-type lineKeys struct {
-	state   string // hash: sealed, drawn, early, tail, head, rate
-	tickets string // hash: ticket id -> record (see line_join.lua)
-	users   string // hash: user -> the user's latest ticket id
-	at      string // hash: place -> ticket id
-	early   string // list: the early crowd's ticket ids, in the order they came
-	drawn   string // hash: early ticket id -> its place, once drawn
-	lead    string // string: the drainer holding the line
-}
-
-func lineKeysOf(id string) lineKeys {
-	p := "{line:" + id + "}:"
-	return lineKeys{p + "state", p + "tickets", p + "users", p + "at", p + "early", p + "drawn", p + "lead"}
-}
-
 // Drop implements sale.Line.
 func (l *Line) Drop(ctx context.Context, activityID string) error {
 	k := lineKeysOf(activityID)

@@ -1,6 +1,6 @@
 -- Records the outcomes of a batch and moves the head from ARGV[1] to ARGV[2], only if the head is
 -- still at ARGV[1]: a second drainer's copy of the batch changes nothing.
--- KEYS: 1 state, 2 tickets (all {line:ID})
+-- KEYS: 1 state, 2 tickets (all {line:ID}: see keys.go)
 -- ARGV: 1 from, 2 to, 3 rate, then per ticket: id, outcome, order token, amount
 -- Returns 1 when it moved the head, 0 when the head was elsewhere.
 if (tonumber(redis.call('HGET', KEYS[1], 'head')) or 0) ~= tonumber(ARGV[1]) then return 0 end

@@ -1,7 +1,7 @@
 -- Joins a user to an activity's line, atomically: the ticket the user has waiting is given back;
 -- otherwise, within the cap, a new ticket joins the early crowd (before the start, unless sealed)
 -- or the tail (which seals the line first).
--- KEYS: 1 state, 2 tickets, 3 users, 4 at, 5 early, 6 drawn (all {line:ID})
+-- KEYS: 1 state, 2 tickets, 3 users, 4 at, 5 early, 6 drawn (all {line:ID}: see keys.go)
 -- ARGV: 1 ticket id, 2 user, 3 now (ms), 4 start (ms), 5 cap, 6 tail allowed (1/0)
 -- A ticket record is "user\nplace\nearly\njoined ms\noutcome\norder token\namount".
 -- Returns {1, id, record, place, state...} for a new ticket, {0, id, record, place, state...} for

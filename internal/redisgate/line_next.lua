@@ -1,5 +1,5 @@
 -- The drainer's next batch: up to n places from the head of a drawn line, with their tickets.
--- KEYS: 1 state, 2 at, 3 tickets (all {line:ID})
+-- KEYS: 1 state, 2 at, 3 tickets (all {line:ID}: see keys.go)
 -- ARGV: 1 n
 -- Returns {head, to, place, id, record, place, id, record, ...}: the places in [head, to) that
 -- hold a ticket, each with its id and record, in place order.

@@ -1,6 +1,6 @@
 -- Answers every placed ticket from the head to the tail, if the head is still at ARGV[1] and the
 -- line is drawn: the gate has nothing left for them.
--- KEYS: 1 state ({line:ID})
+-- KEYS: 1 state ({line:ID}: see keys.go)
 -- ARGV: 1 from
 -- Returns the head.
 local st = redis.call('HMGET', KEYS[1], 'drawn', 'early', 'tail', 'head')

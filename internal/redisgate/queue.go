@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -195,9 +194,6 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 	return out, nil
 }
 
-// DeadKey is the stream where entries no worker can read are kept for a person to look at.
-func DeadKey(activityID string) string { return "{act:" + activityID + "}:dead" }
-
 // bury moves an entry that is not a grab (written by something other than grab.lua) to the
 // activity's dead-letter stream, so that it cannot stall the workers.
 func (q *Queue) bury(ctx context.Context, activityID string, m redis.XMessage) error {
@@ -212,8 +208,9 @@ func (q *Queue) bury(ctx context.Context, activityID string, m redis.XMessage) e
 func (q *Queue) Bury(ctx context.Context, ds []sale.Delivery, reason string) error {
 	for _, d := range ds {
 		g := d.Grab
-		values := map[string]any{"reason": reason, "attempts": d.Attempts, "token": g.Token, "activity": g.ActivityID,
-			"user": g.UserID, "key": g.IdempotencyKey, "share": g.Share, "amount": g.AmountCents, "at": g.At.UnixMilli()}
+		values := map[string]any{"reason": reason, "attempts": d.Attempts, entryToken: g.Token, entryActivity: g.ActivityID,
+			entryUser: g.UserID, entryKey: g.IdempotencyKey, entryShare: g.Share, entryAmount: g.AmountCents,
+			entryAt: g.At.UnixMilli()}
 		stream, id := splitDelivery(d)
 		if err := q.moveToDead(ctx, stream, id, values); err != nil {
 			return err
@@ -251,21 +248,6 @@ func (q *Queue) deliveries(ctx context.Context, stream string, msgs []redis.XMes
 		counts[p.ID] = int(p.RetryCount)
 	}
 	return counts, nil
-}
-
-// grabOfEntry reads a stream entry written by grab.lua.
-func grabOfEntry(m redis.XMessage) (sale.Grab, error) {
-	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	num := func(k string) (int64, error) { return strconv.ParseInt(str(k), 10, 64) }
-	share, err1 := num("share")
-	amount, err2 := num("amount")
-	at, err3 := num("at")
-	g := sale.Grab{Token: str("token"), ActivityID: str("activity"), UserID: str("user"), IdempotencyKey: str("key"),
-		Share: share, AmountCents: amount, At: time.UnixMilli(at).UTC()}
-	if err := errors.Join(err1, err2, err3); err != nil || g.Token == "" || g.ActivityID == "" || g.UserID == "" {
-		return sale.Grab{}, fmt.Errorf("stream entry %s is malformed: %v", m.ID, m.Values)
-	}
-	return g, nil
 }
 
 // Ack implements sale.Queue: acknowledged entries are deleted from their streams, one pipeline

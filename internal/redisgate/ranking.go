@@ -42,13 +42,6 @@ func NewRanking(rdb redis.UniversalClient, exactMax int64) *Ranking {
 	return &Ranking{rdb: rdb, exactMax: exactMax}
 }
 
-type rankKeys struct{ zset, hist, meta string }
-
-func rankKeysOf(activityID string) rankKeys {
-	p := "{act:" + activityID + "}:"
-	return rankKeys{p + "leaders", p + "leaders:hist", p + "leaders:meta"}
-}
-
 const lastMilli = 9_999_999_999_999 // 2286-11-20, in Unix milliseconds
 
 // Drop implements sale.Ranking.

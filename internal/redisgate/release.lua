@@ -2,7 +2,7 @@
 -- is the proof that it holds a unit here: deleting it succeeds for exactly one caller, however
 -- many nodes' sweepers race, and only that caller restocks.
 --
--- KEYS[1] stock, KEYS[2] shares, KEYS[3] held, KEYS[4] grabs (see grab.lua)
+-- KEYS[1] stock, KEYS[2] shares, KEYS[3] held, KEYS[4] grabs (see keys.go)
 -- ARGV: 1 token, 2 user, 3 share index, 4 amount (cents), 5 kind, 6 "unit" to give back only the
 -- unit (a grab that took it here from another shard, whose user's hold is on that home shard:
 -- home.lua "release" gives that back), anything else to give back the hold too

@@ -1,7 +1,6 @@
 -- Spends a pass on its own (a line's join): only its owner, before its expiry, and only once.
 -- A pass shown by someone else is left to its owner, as grab.lua leaves it.
--- KEYS: 1 the pass ({act:ID}:pass:TOKEN, "user NL expiry (ms)"; once spent, "NL id" of the grab
---       or the spend that spent it)
+-- KEYS: 1 the pass ({act:ID}:pass:TOKEN; its format, spent or not: see keys.go)
 -- ARGV: 1 user, 2 now (ms), 3 this spend's id (made by the caller before the call)
 -- Returns 1 when spent now, or by this very spend before (a client's retry after a lost reply),
 -- 0 when refused.

@@ -3,8 +3,9 @@
 -- it there); this shard only gives the unit and carries the grab to the workers. Idempotent by
 -- the grab's token: a retried call finds its first answer and takes nothing.
 --
--- KEYS[1] stock, KEYS[2] grabs, KEYS[3] stream (see grab.lua; this shard's)
+-- KEYS[1] stock, KEYS[2] grabs, KEYS[3] stream (see keys.go; this shard's)
 -- ARGV: 1 token, 2 user, 3 idempotency key, 4 now (Unix ms), 5 price (cents), 6 activity id
+-- Record and stream entry format: see keys.go.
 -- Returns {code, record}: 0 taken, 1 taken before (the first answer), -1 not loaded, -5 no unit
 -- here, -9 bad arguments.
 
