@@ -28,7 +28,7 @@ func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duratio
 	v := c.ActivityID + "\n" + c.UserID + "\n" + strconv.FormatInt(c.Answer, 10) + "\n" +
 		strconv.FormatInt(c.IssuedAt.UnixMilli(), 10)
 	if err := s.rdb.Set(ctx, challengeKey(c.ID), v, ttl).Err(); err != nil {
-		return fmt.Errorf("%w: store a challenge on redis: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "store a challenge on redis")
 	}
 	return nil
 }
@@ -40,7 +40,7 @@ func (s *Challenges) Take(ctx context.Context, id string) (sale.Challenge, error
 		return sale.Challenge{}, sale.ErrNotFound
 	}
 	if err != nil {
-		return sale.Challenge{}, fmt.Errorf("%w: take a challenge on redis: %w", sale.ErrBusy, err)
+		return sale.Challenge{}, sale.Busy(err, "take a challenge on redis")
 	}
 	f := strings.Split(v, "\n")
 	if len(f) != 4 {

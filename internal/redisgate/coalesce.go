@@ -84,6 +84,7 @@ func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sa
 	case <-c.done:
 		return c.res, c.err
 	case <-ctx.Done():
+		// %v, not %w: health.Failed must not take this busy grab for a caller that gave up.
 		return sale.Grab{}, fmt.Errorf("%w: grab on redis: %v", sale.ErrBusy, ctx.Err())
 	}
 }
@@ -167,7 +168,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	}
 	for i, c := range batch {
 		if err != nil {
-			c.err = fmt.Errorf("%w: grab on redis: %w", sale.ErrBusy, err)
+			c.err = sale.Busy(err, "grab on redis")
 		} else {
 			code, _ := res[3*i].(int64)
 			token, _ := res[3*i+1].(string)

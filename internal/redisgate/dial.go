@@ -209,7 +209,7 @@ func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 	defer cancel()
 	if err := rdb.Ping(ping).Err(); err != nil {
 		rdb.Close()
-		return nil, fmt.Errorf("%w: redis %s: %w", sale.ErrBusy, redactSpec(spec), err)
+		return nil, sale.Busy(err, "redis %s", redactSpec(spec))
 	}
 	return rdb, nil
 }

@@ -171,7 +171,7 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 		return nil // released before, or unknown to this cache
 	}
 	if err != nil {
-		return fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "release on redis")
 	}
 	j, err := strconv.ParseInt(v[:strings.IndexByte(v+"\n", '\n')], 10, 64)
 	if err != nil || j < 0 || j >= shardsOf(a) {
@@ -182,7 +182,7 @@ func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
 	}
 	g.empty.Delete(ShardID(a.ID, j))
 	if err := g.home(ctx, a, home, "release", gr.Token, gr.UserID, gr.IdempotencyKey, 0, ""); err != nil {
-		return fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "release on redis")
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Gra
 	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, releaseScript, []string{k.stock, k.shares, k.held, k.grabs},
 		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind), mode).Int64()
 	if err != nil {
-		return 0, fmt.Errorf("%w: release on redis: %w", sale.ErrBusy, err)
+		return 0, sale.Busy(err, "release on redis")
 	}
 	if n < 0 {
 		return 0, fmt.Errorf("release on redis: script answered %d", n)
@@ -216,7 +216,7 @@ func (g *Gate) Drop(ctx context.Context, activityID string) error {
 		// One slot per shard: one DEL each, cluster or not.
 		if err := g.rdb.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.shards,
 			DeadKey(id)).Err(); err != nil {
-			return fmt.Errorf("%w: drop activity %s from redis: %w", sale.ErrBusy, a.ID, err)
+			return sale.Busy(err, "drop activity %s from redis", a.ID)
 		}
 		g.empty.Delete(id)
 	}
@@ -237,7 +237,7 @@ func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) 
 		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrUnloaded)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+		return 0, sale.Busy(err, "redis")
 	}
 	a, err := g.activity(ctx, activityID)
 	if err != nil {
@@ -249,7 +249,7 @@ func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) 
 			return 0, fmt.Errorf("activity %s, shard %d: %w", activityID, i, sale.ErrUnloaded)
 		}
 		if err != nil {
-			return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+			return 0, sale.Busy(err, "redis")
 		}
 		n += m
 	}

@@ -3,7 +3,6 @@ package redisgate
 import (
 	"context"
 	_ "embed"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +39,7 @@ func hold(ctx context.Context, rdb redis.UniversalClient, key, holder string, tt
 func (l *Lease) Hold(ctx context.Context, name, holder string, ttl time.Duration) (bool, error) {
 	held, err := hold(ctx, l.rdb, leaseKey(name), holder, ttl)
 	if err != nil {
-		return false, fmt.Errorf("%w: lease %s on redis: %w", sale.ErrBusy, name, err)
+		return false, sale.Busy(err, "lease %s on redis", name)
 	}
 	return held, nil
 }

@@ -61,17 +61,13 @@ func (l *Line) WithReplication(r Replication) *Line {
 func (l *Line) Drop(ctx context.Context, activityID string) error {
 	k := lineKeysOf(activityID)
 	if err := l.rdb.Del(ctx, k.state, k.tickets, k.users, k.at, k.early, k.drawn, k.lead).Err(); err != nil {
-		return busy("drop the line of "+activityID, err)
+		return sale.Busy(err, "drop the line of %s on redis", activityID)
 	}
 	return nil
 }
 
 // ticketID is a token's part that names the ticket within its line.
 func ticketID(token, activityID string) string { return strings.TrimSuffix(token, "."+activityID) }
-
-func busy(what string, err error) error {
-	return fmt.Errorf("%w: %s on redis: %w", sale.ErrBusy, what, err)
-}
 
 // Join implements sale.Line.
 func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
@@ -84,7 +80,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 	res, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineJoinScript, []string{k.state, k.tickets, k.users, k.at, k.early, k.drawn},
 		ticketID(r.Token, a.ID), r.UserID, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.QueueCap, tail).Slice()
 	if err != nil {
-		return sale.Joined{}, busy("join the line", err)
+		return sale.Joined{}, sale.Busy(err, "join the line on redis")
 	}
 	switch code, _ := res[0].(int64); code {
 	case -1:
@@ -141,7 +137,7 @@ func (l *Line) Ticket(ctx context.Context, token string) (sale.Ticket, sale.Line
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return sale.Ticket{}, sale.LineState{}, busy("read a ticket", err)
+		return sale.Ticket{}, sale.LineState{}, sale.Busy(err, "read a ticket on redis")
 	}
 	if rec.Err() != nil {
 		return sale.Ticket{}, sale.LineState{}, fmt.Errorf("ticket %s: %w", token, sale.ErrNotFound)
@@ -182,7 +178,7 @@ func parseState(v []any) sale.LineState {
 func (l *Line) State(ctx context.Context, activityID string) (sale.LineState, error) {
 	v, err := l.rdb.HMGet(ctx, lineKeysOf(activityID).state, stateFields...).Result()
 	if err != nil {
-		return sale.LineState{}, busy("read a line", err)
+		return sale.LineState{}, sale.Busy(err, "read a line on redis")
 	}
 	return parseState(v), nil
 }
@@ -198,12 +194,12 @@ func (l *Line) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error
 	k := lineKeysOf(a.ID)
 	res, err := lineSealScript.Run(ctx, l.rdb, []string{k.state}, "0").Int64Slice()
 	if err != nil {
-		return sale.LineState{}, busy("seal a line", err)
+		return sale.LineState{}, sale.Busy(err, "seal a line on redis")
 	}
 	if res[1] == 0 {
 		ids, err := l.rdb.LRange(ctx, k.early, 0, -1).Result()
 		if err != nil {
-			return sale.LineState{}, busy("read the early crowd", err)
+			return sale.LineState{}, sale.Busy(err, "read the early crowd on redis")
 		}
 		if int64(len(ids)) != res[0] {
 			return sale.LineState{}, fmt.Errorf("line %s: %d early tickets listed, %d counted", a.ID, len(ids), res[0])
@@ -228,11 +224,11 @@ func (l *Line) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error
 				p.HSet(ctx, k.drawn, places...)
 				return nil
 			}); err != nil {
-				return sale.LineState{}, busy("write the draw", err)
+				return sale.LineState{}, sale.Busy(err, "write the draw on redis")
 			}
 		}
 		if err := lineSealScript.Run(ctx, l.rdb, []string{k.state}, "1").Err(); err != nil {
-			return sale.LineState{}, busy("seal a line", err)
+			return sale.LineState{}, sale.Busy(err, "seal a line on redis")
 		}
 	}
 	return l.State(ctx, a.ID)
@@ -242,7 +238,7 @@ func (l *Line) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error
 func (l *Line) Early(ctx context.Context, activityID string) ([]string, error) {
 	ids, err := l.rdb.LRange(ctx, lineKeysOf(activityID).early, 0, -1).Result()
 	if err != nil {
-		return nil, busy("read the early crowd", err)
+		return nil, sale.Busy(err, "read the early crowd on redis")
 	}
 	for i := range ids {
 		ids[i] += "." + activityID
@@ -255,7 +251,7 @@ func (l *Line) Next(ctx context.Context, activityID string, n int) (int64, int64
 	k := lineKeysOf(activityID)
 	res, err := lineNextScript.Run(ctx, l.rdb, []string{k.state, k.at, k.tickets}, n).Slice()
 	if err != nil {
-		return 0, 0, nil, busy("read the head of a line", err)
+		return 0, 0, nil, sale.Busy(err, "read the head of a line on redis")
 	}
 	if len(res) < 2 || (len(res)-2)%3 != 0 {
 		return 0, 0, nil, fmt.Errorf("line %s: unexpected answer of %d values", activityID, len(res))
@@ -286,7 +282,7 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 		args = append(args, ticketID(t.Token, activityID), string(t.Outcome), t.OrderToken, t.AmountCents)
 	}
 	if err := lineAdmitScript.Run(ctx, l.rdb, []string{k.state, k.tickets}, args...).Err(); err != nil {
-		return busy("record admissions", err)
+		return sale.Busy(err, "record admissions on redis")
 	}
 	return nil
 }
@@ -295,7 +291,7 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 func (l *Line) Skip(ctx context.Context, activityID string, from int64) (int64, error) {
 	head, err := lineSkipScript.Run(ctx, l.rdb, []string{lineKeysOf(activityID).state}, from).Int64()
 	if err != nil {
-		return from, busy("answer a line", err)
+		return from, sale.Busy(err, "answer a line on redis")
 	}
 	return head, nil
 }
@@ -304,7 +300,7 @@ func (l *Line) Skip(ctx context.Context, activityID string, from int64) (int64, 
 func (l *Line) Lead(ctx context.Context, activityID, holder string, ttl time.Duration) (bool, error) {
 	held, err := hold(ctx, l.rdb, lineKeysOf(activityID).lead, holder, ttl)
 	if err != nil {
-		return false, busy("lead a line", err)
+		return false, sale.Busy(err, "lead a line on redis")
 	}
 	return held, nil
 }

@@ -30,7 +30,7 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 	for i := int64(len(parts)) - 1; i >= 0; i-- { // shard 0 last: its stock means "loaded"
 		k := keysOf(ShardID(a.ID, i))
 		if _, err := g.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { return parts[i].write(ctx, p, k) }); err != nil {
-			return fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+			return sale.Busy(err, "load activity %s into redis", a.ID)
 		}
 	}
 	g.remember(a)
@@ -87,7 +87,7 @@ func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bo
 		case errors.Is(err, errLoaded) || errors.Is(err, redis.TxFailedErr):
 			// another node wrote this shard first
 		case err != nil:
-			return false, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+			return false, sale.Busy(err, "load activity %s into redis", a.ID)
 		default:
 			loaded = true
 		}
@@ -105,7 +105,7 @@ func (g *Gate) present(ctx context.Context, a sale.Activity, n int64) ([]bool, e
 	for i := range n {
 		ok, err := g.rdb.Exists(ctx, keysOf(ShardID(a.ID, i)).stock).Result()
 		if err != nil {
-			return nil, fmt.Errorf("%w: load activity %s into redis: %w", sale.ErrBusy, a.ID, err)
+			return nil, sale.Busy(err, "load activity %s into redis", a.ID)
 		}
 		out[i] = ok == 1
 	}
@@ -121,7 +121,7 @@ func (g *Gate) prepare(ctx context.Context, a sale.Activity, st sale.GateState) 
 	n := shardsOf(a)
 	for i := range n {
 		if err := ensureGroup(ctx, g.rdb, keysOf(ShardID(a.ID, i)).stream); err != nil {
-			return nil, fmt.Errorf("%w: create the consumer group of %s: %w", sale.ErrBusy, a.ID, err)
+			return nil, sale.Busy(err, "create the consumer group of %s", a.ID)
 		}
 	}
 	remaining := a.Stock - int64(len(st.Held))
@@ -171,7 +171,7 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 				return nil, fmt.Errorf("activity %s, shard %d: %w", a.ID, i, sale.ErrUnloaded)
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+				return nil, sale.Busy(err, "redis")
 			}
 			out[i] = v
 		}
@@ -231,7 +231,7 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 		for i := int64(1); i < n && elsewhere > 0; i++ {
 			took, err := takeUpTo.Run(ctx, g.rdb, []string{keysOf(ShardID(a.ID, i)).stock}, elsewhere).Int64()
 			if err != nil {
-				return fmt.Errorf("%w: repair shard %d of %s: %w", sale.ErrBusy, i, a.ID, err)
+				return sale.Busy(err, "repair shard %d of %s", i, a.ID)
 			}
 			elsewhere -= took
 		}
@@ -241,7 +241,7 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 	case errors.Is(err, redis.TxFailedErr), errors.Is(err, sale.ErrChanged):
 		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
 	case err != nil && !errors.Is(err, sale.ErrBusy) && !sale.IsAnswer(err) && !errors.Is(err, sale.ErrUnloaded):
-		return false, fmt.Errorf("%w: repair activity %s: %w", sale.ErrBusy, a.ID, err)
+		return false, sale.Busy(err, "repair activity %s", a.ID)
 	}
 	return repaired, err
 }

@@ -36,7 +36,7 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	shard := ShardID(a.ID, homeShard(userID, shardsOf(a))) // where the user's grabs are checked
 	err := g.rdb.Set(ctx, passKey(shard, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
 	if err != nil {
-		return fmt.Errorf("%w: issue a pass on redis: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "issue a pass on redis")
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, 
 	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, spendScript, []string{key}, userID, now.UnixMilli(),
 		sale.NewGrabToken(time.Now())).Int64()
 	if err != nil {
-		return fmt.Errorf("%w: spend a pass on redis: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "spend a pass on redis")
 	}
 	if n != 1 {
 		return fmt.Errorf("%w: the path token is unknown, spent, expired or someone else's", sale.ErrChallengeRequired)

@@ -90,7 +90,7 @@ func (q *Queue) listed(ctx context.Context) ([]string, []sale.Activity, error) {
 	for _, id := range ids {
 		if !q.groups[id] {
 			if err := ensureGroup(ctx, q.rdb, StreamKey(id)); err != nil {
-				return nil, nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+				return nil, nil, sale.Busy(err, "redis")
 			}
 			q.groups[id] = true
 		}
@@ -157,7 +157,7 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
 			MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer}).Result()
 		if err != nil {
-			return nil, fmt.Errorf("%w: redis: claim %s: %w", sale.ErrBusy, stream, err)
+			return nil, sale.Busy(err, "redis: claim %s", stream)
 		}
 		msgs = claimed
 		if len(claimed) > 0 {
@@ -170,7 +170,7 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
 			Streams: []string{stream, ">"}, Count: int64(max), Block: -1}).Result()
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("%w: redis: read %s: %w", sale.ErrBusy, stream, err)
+			return nil, sale.Busy(err, "redis: read %s", stream)
 		}
 		for _, s := range res {
 			msgs = append(msgs, s.Messages...)
@@ -231,7 +231,7 @@ func (q *Queue) moveToDead(ctx context.Context, activityID, id string, values ma
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: redis: bury %s: %w", sale.ErrBusy, id, err)
+		return sale.Busy(err, "redis: bury %s", id)
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (q *Queue) deliveries(ctx context.Context, stream string, msgs []redis.XMes
 	pend, err := q.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: Group,
 		Start: msgs[0].ID, End: msgs[len(msgs)-1].ID, Count: int64(len(msgs)) + 1000}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis: pending %s: %w", sale.ErrBusy, stream, err)
+		return nil, sale.Busy(err, "redis: pending %s", stream)
 	}
 	counts := make(map[string]int, len(pend))
 	for _, p := range pend {
@@ -266,7 +266,7 @@ func (q *Queue) Ack(ctx context.Context, ds []sale.Delivery) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("%w: redis: ack %s: %w", sale.ErrBusy, stream, err)
+			return sale.Busy(err, "redis: ack %s", stream)
 		}
 	}
 	return nil
@@ -302,7 +302,7 @@ func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return sale.Grab{}, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+		return sale.Grab{}, sale.Busy(err, "redis")
 	}
 	for i, get := range gets {
 		rec, err := get.Result()
@@ -310,7 +310,7 @@ func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
 			continue
 		}
 		if err != nil {
-			return sale.Grab{}, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+			return sale.Grab{}, sale.Busy(err, "redis")
 		}
 		return parseRecord(baseID(ids[i]), token, rec)
 	}
@@ -341,7 +341,7 @@ func (q *Queue) shardStreams(ctx context.Context, activityID string) ([]string, 
 	if errors.Is(err, redis.Nil) {
 		n = 1
 	} else if err != nil {
-		return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+		return nil, sale.Busy(err, "redis")
 	}
 	out := make([]string, 0, n)
 	for i := range max(n, 1) {
@@ -361,7 +361,7 @@ func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
 	for _, id := range ids {
 		n, err := q.rdb.XLen(ctx, StreamKey(id)).Result()
 		if err != nil {
-			return 0, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+			return 0, sale.Busy(err, "redis")
 		}
 		total += n
 	}
@@ -380,7 +380,7 @@ func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, er
 		for from := "-"; ; {
 			msgs, err := q.rdb.XRangeN(ctx, StreamKey(id), from, "+", unackedPage).Result()
 			if err != nil {
-				return nil, fmt.Errorf("%w: redis: %w", sale.ErrBusy, err)
+				return nil, sale.Busy(err, "redis")
 			}
 			for _, m := range msgs {
 				g, err := grabOfEntry(m)

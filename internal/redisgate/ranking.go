@@ -48,7 +48,7 @@ const lastMilli = 9_999_999_999_999 // 2286-11-20, in Unix milliseconds
 func (r *Ranking) Drop(ctx context.Context, activityID string) error {
 	k := rankKeysOf(activityID)
 	if err := r.rdb.Del(ctx, k.zset, k.hist, k.meta).Err(); err != nil {
-		return fmt.Errorf("%w: drop the leaderboard of %s: %w", sale.ErrBusy, activityID, err)
+		return sale.Busy(err, "drop the leaderboard of %s", activityID)
 	}
 	r.metas.Delete(activityID)
 	return nil
@@ -103,7 +103,7 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: load the leaderboard of %s: %w", sale.ErrBusy, a.ID, err)
+		return sale.Busy(err, "load the leaderboard of %s", a.ID)
 	}
 	r.metas.Delete(a.ID)
 	return nil
@@ -116,7 +116,7 @@ func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, e
 	}
 	m, err := r.rdb.HGetAll(ctx, rankKeysOf(activityID).meta).Result()
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
+		return "", 0, sale.Busy(err, "leaderboard of %s", activityID)
 	}
 	if m["strategy"] == "" {
 		return "", 0, fmt.Errorf("%w: no leaderboard loaded for %s", sale.ErrNotFound, activityID)
@@ -154,7 +154,7 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, sale.ErrBusy) {
-		return fmt.Errorf("%w: leaderboard: %w", sale.ErrBusy, err)
+		return sale.Busy(err, "leaderboard")
 	}
 	return err
 }
@@ -176,7 +176,7 @@ func (r *Ranking) Top(ctx context.Context, activityID string, n int) ([]sale.Sta
 	}
 	zs, err := r.rdb.ZRevRangeWithScores(ctx, rankKeysOf(activityID).zset, 0, int64(n-1)).Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
+		return nil, sale.Busy(err, "leaderboard of %s", activityID)
 	}
 	out := make([]sale.Standing, len(zs))
 	for i, z := range zs {
@@ -203,13 +203,13 @@ func (r *Ranking) Rank(ctx context.Context, g sale.Grab) (int64, int64, string, 
 			return 0, 0, "", sale.ErrNotFound
 		}
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, g.ActivityID, err)
+			return 0, 0, "", sale.Busy(err, "leaderboard of %s", g.ActivityID)
 		}
 		return n + 1, 0, sale.RankExact, nil
 	}
 	counts, err := r.rdb.HGetAll(ctx, k.hist).Result()
 	if err != nil {
-		return 0, 0, "", fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, g.ActivityID, err)
+		return 0, 0, "", sale.Busy(err, "leaderboard of %s", g.ActivityID)
 	}
 	h := rank.NewApprox(max, rank.Buckets)
 	for b, n := range counts {
@@ -239,7 +239,7 @@ func (r *Ranking) Usage(ctx context.Context, activityID string) (string, int64, 
 		return strategy, 0, nil
 	}
 	if err != nil {
-		return "", 0, fmt.Errorf("%w: leaderboard of %s: %w", sale.ErrBusy, activityID, err)
+		return "", 0, sale.Busy(err, "leaderboard of %s", activityID)
 	}
 	return strategy, n, nil
 }

@@ -2,7 +2,6 @@ package redisgate
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
@@ -26,7 +25,7 @@ func NewRestocks(rdb redis.UniversalClient) *Restocks { return &Restocks{rdb: rd
 // Announce implements sale.Restocks.
 func (r *Restocks) Announce(ctx context.Context, activityID string) error {
 	if err := r.rdb.Publish(ctx, RestocksChannel, activityID).Err(); err != nil {
-		return fmt.Errorf("%w: announce the restock of %s: %w", sale.ErrBusy, activityID, err)
+		return sale.Busy(err, "announce the restock of %s", activityID)
 	}
 	return nil
 }
@@ -37,7 +36,7 @@ func (r *Restocks) Listen(ctx context.Context, heard func(activityID string)) er
 	sub := r.rdb.Subscribe(ctx, RestocksChannel)
 	defer sub.Close()
 	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
-		return fmt.Errorf("%w: subscribe to %s: %w", sale.ErrBusy, RestocksChannel, err)
+		return sale.Busy(err, "subscribe to %s", RestocksChannel)
 	}
 	ch := sub.Channel()
 	for {

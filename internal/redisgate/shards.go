@@ -96,7 +96,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		res, err := g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
 			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
 		if err != nil || len(res) != 2 {
-			return sale.Grab{}, fmt.Errorf("%w: take a unit from shard %d of %s: %v %w", sale.ErrBusy, j, a.ID, res, err)
+			return sale.Grab{}, sale.Busy(err, "take a unit from shard %d of %s: %v", j, a.ID, res)
 		}
 		code, _ := res[0].(int64)
 		rec, _ := res[1].(string)
@@ -115,7 +115,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		}
 	}
 	if err := g.home(ctx, a, home, "none", token, r.UserID, r.IdempotencyKey, 0, ""); err != nil {
-		return sale.Grab{}, fmt.Errorf("%w: give back a reservation on %s: %w", sale.ErrBusy, a.ID, err)
+		return sale.Grab{}, sale.Busy(err, "give back a reservation on %s", a.ID)
 	}
 	return sale.Grab{}, sale.ErrSoldOut
 }
@@ -164,7 +164,7 @@ func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Tim
 		for h := range n {
 			pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, h)).pending).Result()
 			if err != nil {
-				return settled, fmt.Errorf("%w: read the reservations of %s: %w", sale.ErrBusy, a.ID, err)
+				return settled, sale.Busy(err, "read the reservations of %s", a.ID)
 			}
 			for token, v := range pending {
 				f := strings.Split(v, "\n")
@@ -185,13 +185,13 @@ func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Tim
 						continue
 					}
 					if err != nil {
-						return settled, fmt.Errorf("%w: look for grab %s: %w", sale.ErrBusy, token, err)
+						return settled, sale.Busy(err, "look for grab %s", token)
 					}
 					op, shard, rec = "took", j, r
 					break
 				}
 				if err := g.home(ctx, a, h, op, token, f[0], f[1], shard, rec); err != nil {
-					return settled, fmt.Errorf("%w: settle grab %s: %w", sale.ErrBusy, token, err)
+					return settled, sale.Busy(err, "settle grab %s", token)
 				}
 				settled++
 			}
