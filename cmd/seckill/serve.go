@@ -64,8 +64,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	defer b.close()
 	monitor := health.NewMonitor(b.guard, dbGuard)
 	stats := metrics.New().Watch(monitor)
-	deps := sale.Deps{Gate: b.gate, Queue: b.queue, Store: db, Line: b.line, Ranking: b.ranking,
-		Leaders: health.Leaders(store, dbGuard), Challenges: b.challenges, Events: stats.Order}
+	deps := sale.DepsOf(b.gate, b.queue, db)
+	deps.Line, deps.Ranking, deps.Challenges, deps.Events = b.line, b.ranking, b.challenges, stats.Order
+	deps.Leaders = health.Leaders(store, dbGuard)
 	if b.restocks != nil {
 		deps.Restocks, deps.SoldOutTTL = b.restocks, restockFlagTTL
 	}

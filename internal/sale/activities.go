@@ -61,11 +61,11 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 			st.Shares[i] = Share{Index: int64(i), AmountCents: c}
 		}
 	}
-	if err := s.store.CreateActivity(ctx, a, shares); err != nil {
+	if err := s.activities.CreateActivity(ctx, a, shares); err != nil {
 		return Activity{}, fmt.Errorf("create activity %s: %w", a.ID, err)
 	}
 	s.remember(a)
-	if err := s.gate.Load(ctx, a, st); err != nil {
+	if err := s.inventory.Load(ctx, a, st); err != nil {
 		return Activity{}, fmt.Errorf("open activity %s in the gate: %w", a.ID, err)
 	}
 	if err := s.loadRanking(ctx, a, st, nil); err != nil {
@@ -87,7 +87,7 @@ func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
 	if s.misses.known(id, time.Now()) {
 		return Activity{}, fmt.Errorf("activity %s: %w", id, ErrNotFound)
 	}
-	a, err := s.store.Activity(ctx, id)
+	a, err := s.activities.Activity(ctx, id)
 	switch {
 	case err == nil:
 		s.remember(a)
@@ -138,7 +138,7 @@ func (s *Service) Current() []Activity {
 // created through another node is Known here within a reload, and drops from it those that ended
 // more than MaxPayWindow and a week ago.
 func (s *Service) ReloadActivities(ctx context.Context) error {
-	acts, err := s.store.Activities(ctx, s.now())
+	acts, err := s.activities.Activities(ctx, s.now())
 	if err != nil {
 		return fmt.Errorf("reload activities: %w", err)
 	}

@@ -17,27 +17,27 @@ func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
 	if s.now().Before(a.EndAt.Add(a.PayWindow)) {
 		return false, nil
 	}
-	if n, err := s.queue.Depth(ctx, a.ID); err != nil || n > 0 {
+	if n, err := s.backlog.Depth(ctx, a.ID); err != nil || n > 0 {
 		return false, err
 	}
-	c, err := s.store.Counts(ctx, a.ID)
+	c, err := s.orders.Counts(ctx, a.ID)
 	if err != nil || c.Created > 0 {
 		return false, err
 	}
-	owed, err := s.store.Unreleased(ctx, maxOwedChecked)
+	owed, err := s.orders.Unreleased(ctx, maxOwedChecked)
 	if err != nil || slices.ContainsFunc(owed, func(o Order) bool { return o.ActivityID == a.ID }) {
 		return false, err
 	}
 	if !a.Archived() {
-		if err := s.store.Archive(ctx, a.ID, s.now()); err != nil {
+		if err := s.activities.Archive(ctx, a.ID, s.now()); err != nil {
 			return false, fmt.Errorf("archive %s: %w", a.ID, err)
 		}
-		if a, err = s.store.Activity(ctx, a.ID); err != nil {
+		if a, err = s.activities.Activity(ctx, a.ID); err != nil {
 			return false, fmt.Errorf("archive %s: %w", a.ID, err)
 		}
 	}
 	s.remember(a)
-	if err := s.gate.Drop(ctx, a.ID); err != nil {
+	if err := s.inventory.Drop(ctx, a.ID); err != nil {
 		return false, fmt.Errorf("archive %s: %w", a.ID, err)
 	}
 	if a.Lined() && s.line != nil {
@@ -65,7 +65,7 @@ func (s *Service) ArchiveDue(ctx context.Context, keep time.Duration) (int, erro
 	now := s.now()
 	// Activities that ended within a week before the due ones: those ended earlier were
 	// archived by earlier rounds (a cluster down for longer leaves them to an operator).
-	acts, err := s.store.Activities(ctx, now.Add(-keep-MaxPayWindow-archiveBacklog))
+	acts, err := s.activities.Activities(ctx, now.Add(-keep-MaxPayWindow-archiveBacklog))
 	if err != nil {
 		return 0, fmt.Errorf("archive: %w", err)
 	}

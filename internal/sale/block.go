@@ -167,7 +167,7 @@ func (s *Service) Block(ctx context.Context, b Block) (Block, error) {
 	if !b.Until.IsZero() {
 		b.Until = b.Until.UTC().Truncate(time.Millisecond)
 	}
-	if err := s.store.AddBlock(ctx, b); err != nil {
+	if err := s.blocks.AddBlock(ctx, b); err != nil {
 		return Block{}, err
 	}
 	return b, s.ReloadBlocks(ctx)
@@ -180,7 +180,7 @@ func (s *Service) Unblock(ctx context.Context, kind BlockKind, value string) err
 	if err != nil {
 		return err
 	}
-	if err := s.store.RemoveBlock(ctx, b.Kind, b.Value); err != nil {
+	if err := s.blocks.RemoveBlock(ctx, b.Kind, b.Value); err != nil {
 		return err
 	}
 	return s.ReloadBlocks(ctx)
@@ -188,12 +188,12 @@ func (s *Service) Unblock(ctx context.Context, kind BlockKind, value string) err
 
 // Blocks lists the blacklist's entries in force.
 func (s *Service) Blocks(ctx context.Context) ([]Block, error) {
-	return s.store.Blocks(ctx, s.now())
+	return s.blocks.Blocks(ctx, s.now())
 }
 
 // ReloadBlocks replaces this node's copy of the blacklist with the database's.
 func (s *Service) ReloadBlocks(ctx context.Context) error {
-	bs, err := s.store.Blocks(ctx, s.now())
+	bs, err := s.blocks.Blocks(ctx, s.now())
 	if err != nil {
 		return fmt.Errorf("reload the blacklist: %w", err)
 	}

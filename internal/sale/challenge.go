@@ -117,7 +117,7 @@ func (s *Service) Answer(ctx context.Context, activityID, userID, id string, ans
 			return Pass{}, err
 		}
 	}
-	if err := s.gate.IssuePass(ctx, a, userID, p.Token, now, p.ExpiresAt); err != nil {
+	if err := s.passes.IssuePass(ctx, a, userID, p.Token, now, p.ExpiresAt); err != nil {
 		return Pass{}, fmt.Errorf("pass for %s: %w", a.ID, err)
 	}
 	return p, nil

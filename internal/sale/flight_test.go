@@ -12,7 +12,7 @@ import (
 // lostGate has lost its one activity until Warm stores it again; it counts the Warms. Its first
 // answers wait until the whole crowd has asked (crowd), so that all of it meets the loss.
 type lostGate struct {
-	Gate
+	Inventory
 	crowd  sync.WaitGroup
 	loaded atomic.Bool
 	warms  atomic.Int64
@@ -34,12 +34,13 @@ func (g *lostGate) Warm(context.Context, Activity, GateState) (bool, error) {
 	return true, nil
 }
 
-type emptyQueue struct{ Queue }
+type emptyQueue struct{ Backlog }
 
 func (emptyQueue) Unacked(context.Context, string) ([]Grab, error) { return nil, nil }
 
 type oneActivity struct {
-	Store
+	ActivityStore
+	OrderStore
 	a     Activity
 	reads atomic.Int64
 }
@@ -57,7 +58,7 @@ func TestLostActivityIsRebuiltOnce(t *testing.T) {
 	gate := &lostGate{}
 	store := &oneActivity{a: Activity{ID: "hot", Kind: KindItem, Stock: 100, PerUserLimit: 1,
 		StartAt: now.Add(-time.Hour), EndAt: now.Add(time.Hour)}}
-	svc := NewService(Deps{Gate: gate, Queue: emptyQueue{}, Store: store, Now: func() time.Time { return now }})
+	svc := NewService(Deps{Inventory: gate, Backlog: emptyQueue{}, Activities: store, Orders: store, Now: func() time.Time { return now }})
 	var wg sync.WaitGroup
 	errs := make([]error, 50)
 	gate.crowd.Add(len(errs))

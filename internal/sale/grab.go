@@ -63,7 +63,7 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 // sold-out flag when the gate says so.
 func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
 	activityID := req.ActivityID
-	g, err := s.gate.Grab(ctx, req)
+	g, err := s.inventory.Grab(ctx, req)
 	if absent(err) {
 		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
 		// database and the queue say exactly what it must hold; Warm stores that unless another
@@ -75,7 +75,7 @@ func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
 		if werr != nil {
 			return Grab{}, werr
 		}
-		g, err = s.gate.Grab(ctx, req)
+		g, err = s.inventory.Grab(ctx, req)
 	}
 	if errors.Is(err, ErrSoldOut) {
 		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))

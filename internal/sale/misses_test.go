@@ -12,7 +12,7 @@ import (
 // countingStore answers Activity from one activity it may be given later, counting the calls;
 // the service under test calls nothing else of it.
 type countingStore struct {
-	Store
+	ActivityStore
 	calls atomic.Int64
 	has   atomic.Pointer[Activity]
 }
@@ -30,7 +30,7 @@ func (s *countingStore) Activity(_ context.Context, id string) (Activity, error)
 // once the miss is forgotten.
 func TestUnknownIDsCostOneQueryEach(t *testing.T) {
 	store := &countingStore{}
-	svc := NewService(Deps{Store: store})
+	svc := NewService(Deps{Activities: store})
 	ctx := context.Background()
 	for range 100 {
 		if _, err := svc.Grab(ctx, GrabRequest{ActivityID: "nope", UserID: "u"}); !errors.Is(err, ErrNotFound) {

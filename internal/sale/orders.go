@@ -14,7 +14,7 @@ func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) 
 	o, err := s.lookup(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
 		var g Grab
-		switch g, err = s.queue.Pending(ctx, ref); {
+		switch g, err = s.backlog.Pending(ctx, ref); {
 		case err == nil:
 			o = pendingOrder(g)
 		case errors.Is(err, ErrNotFound):
@@ -45,9 +45,9 @@ func (s *Service) lookup(ctx context.Context, ref string) (Order, error) {
 		if err != nil {
 			return Order{}, ErrNotFound
 		}
-		return s.store.OrderByID(ctx, id)
+		return s.orders.OrderByID(ctx, id)
 	}
-	return s.store.Order(ctx, ref)
+	return s.orders.Order(ctx, ref)
 }
 
 // Pay pays userID's order ref. Paying twice is harmless; paying a cancelled, failed or expired
@@ -60,7 +60,7 @@ func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
 	if o.Status == StatusPending {
 		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
 	}
-	paid, err := s.store.Pay(ctx, o.Token, s.now())
+	paid, err := s.orders.Pay(ctx, o.Token, s.now())
 	if err == nil && o.Status != StatusPaid {
 		s.event("paid", 1)
 	}
@@ -90,7 +90,7 @@ func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error)
 // loses nothing: ReleaseOwed gives the unit back once the gate answers. The cancel itself has
 // succeeded either way.
 func (s *Service) cancel(ctx context.Context, token, reason string) (Order, error) {
-	o, won, err := s.store.Cancel(ctx, token, reason, s.now())
+	o, won, err := s.orders.Cancel(ctx, token, reason, s.now())
 	if err != nil || !won {
 		return o, err
 	}
@@ -106,7 +106,7 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 // restocks once per grab token).
 func (s *Service) restock(ctx context.Context, o Order) error {
 	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
-	if err := s.gate.Release(ctx, g); err != nil {
+	if err := s.inventory.Release(ctx, g); err != nil {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	if s.ranking != nil && s.isRedPacket(ctx, o.ActivityID) {
@@ -120,7 +120,7 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 		// to expire.
 		s.restocks.Announce(ctx, o.ActivityID)
 	}
-	if err := s.store.Released(ctx, o.Token); err != nil {
+	if err := s.orders.Released(ctx, o.Token); err != nil {
 		return fmt.Errorf("restock order %s: record it given back: %w", o.Token, err)
 	}
 	return nil
@@ -130,7 +130,7 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 // when they were cancelled, and returns how many it gave back. Every node's sweeper runs it; two
 // giving back the same unit restock it once.
 func (s *Service) ReleaseOwed(ctx context.Context, limit int) (int, error) {
-	owed, err := s.store.Unreleased(ctx, limit)
+	owed, err := s.orders.Unreleased(ctx, limit)
 	if err != nil {
 		return 0, fmt.Errorf("owed restocks: %w", err)
 	}
@@ -150,7 +150,7 @@ func (s *Service) ReleaseOwed(ctx context.Context, limit int) (int, error) {
 // SweepExpired cancels up to limit orders whose payment window has closed and restocks each
 // exactly once, however many sweepers run at the same time. It returns how many it cancelled.
 func (s *Service) SweepExpired(ctx context.Context, limit int) (int, error) {
-	expired, err := s.store.Expired(ctx, s.now(), limit)
+	expired, err := s.orders.Expired(ctx, s.now(), limit)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}

@@ -5,11 +5,19 @@ import (
 	"time"
 )
 
-// Gate is the stock gate: the one atomic step that checks the sale window, the per-user limit and
-// the stock, takes a unit, records the buyer and enqueues the grab. An implementation answers
-// only once the grab is durable (group-committed to the embedded journal, or appended to a Redis
-// stream by the same script that took the unit), so an acknowledged grab is never lost.
+// Gate is the stock gate: its Inventory, and the Passes a grab spends in the same atomic step
+// that takes its unit. It is what an adapter of the gate implements (memory.Gate, redisgate.Gate).
 type Gate interface {
+	Inventory
+	Passes
+}
+
+// Inventory is the stock of the gate: the one atomic step that checks the sale window, the
+// per-user limit and the stock, takes a unit, records the buyer and enqueues the grab. An
+// implementation answers only once the grab is durable (group-committed to the embedded journal,
+// or appended to a Redis stream by the same script that took the unit), so an acknowledged grab
+// is never lost.
+type Inventory interface {
 	// Load makes activity a sellable with the holdings of st, replacing whatever the gate knew of
 	// it. It is how a new activity is loaded; nothing may be selling it yet.
 	Load(ctx context.Context, a Activity, st GateState) error
@@ -35,18 +43,6 @@ type Gate interface {
 	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrBusy.
 	Grab(ctx context.Context, r GrabRequest) (Grab, error)
 
-	// IssuePass stores, at now, a one-time pass (a path token) that lets userID grab from a
-	// until expires. A grab that carries a pass spends it whatever its outcome, and a grab from
-	// an activity that requires a challenge must carry one. Errors: ErrNotFound, ErrBusy.
-	IssuePass(ctx context.Context, a Activity, userID, token string, now, expires time.Time) error
-
-	// SpendPass spends, at now, a pass token that userID shows to join a line (a grab spends its
-	// own): it must be one issued to userID for this activity and not expired; it is spent then,
-	// whatever the join comes to, and a pass shown by someone else is left to its owner. Errors:
-	// ErrChallengeRequired (no such pass, or spent, expired or someone else's), ErrNotFound,
-	// ErrBusy.
-	SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error
-
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
 	// returns and the buyer may grab again. It is idempotent per grab token. Errors: ErrBusy.
 	Release(ctx context.Context, g Grab) error
@@ -61,6 +57,22 @@ type Gate interface {
 	Drop(ctx context.Context, activityID string) error
 }
 
+// Passes are the one-time path tokens a solved challenge hands out, kept beside the stock: a
+// grab spends its pass in the step that takes its unit (Inventory.Grab).
+type Passes interface {
+	// IssuePass stores, at now, a one-time pass (a path token) that lets userID grab from a
+	// until expires. A grab that carries a pass spends it whatever its outcome, and a grab from
+	// an activity that requires a challenge must carry one. Errors: ErrNotFound, ErrBusy.
+	IssuePass(ctx context.Context, a Activity, userID, token string, now, expires time.Time) error
+
+	// SpendPass spends, at now, a pass token that userID shows to join a line (a grab spends its
+	// own): it must be one issued to userID for this activity and not expired; it is spent then,
+	// whatever the join comes to, and a pass shown by someone else is left to its owner. Errors:
+	// ErrChallengeRequired (no such pass, or spent, expired or someone else's), ErrNotFound,
+	// ErrBusy.
+	SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error
+}
+
 // Delivery is a grab handed to a worker. It stays in the queue until acknowledged, and is
 // delivered again (to this or another worker) if the worker dies first.
 type Delivery struct {
@@ -69,13 +81,29 @@ type Delivery struct {
 	Attempts int // deliveries so far, this one included
 }
 
-// Queue carries acknowledged grabs from the gate to the workers that turn them into orders.
+// Queue carries acknowledged grabs from the gate to the workers that turn them into orders: what
+// an adapter of the queue implements. The workers consume it (Consumer), the service reads what
+// is still in it (Backlog).
 type Queue interface {
+	Consumer
+	Backlog
+}
+
+// Consumer is the queue as the workers see it.
+type Consumer interface {
 	// Receive waits until at least one grab is ready (or ctx ends) and returns up to max.
 	Receive(ctx context.Context, max int) ([]Delivery, error)
 
 	// Ack removes processed deliveries from the queue.
 	Ack(ctx context.Context, ds []Delivery) error
+
+	// Bury takes deliveries the workers gave up on out of the queue, keeping them where a person
+	// can look (a dead-letter stream), and acknowledges them.
+	Bury(ctx context.Context, ds []Delivery, reason string) error
+}
+
+// Backlog is the queue as the service reads it: the grabs acknowledged and not yet orders.
+type Backlog interface {
 
 	// Pending returns the queued grab with this token. Errors: ErrNotFound.
 	Pending(ctx context.Context, token string) (Grab, error)
@@ -86,10 +114,6 @@ type Queue interface {
 	// Unacked returns the grabs of an activity not yet acknowledged by a worker: with the
 	// database's orders they are what the gate must hold.
 	Unacked(ctx context.Context, activityID string) ([]Grab, error)
-
-	// Bury takes deliveries the workers gave up on out of the queue, keeping them where a person
-	// can look (a dead-letter stream), and acknowledges them.
-	Bury(ctx context.Context, ds []Delivery, reason string) error
 }
 
 // Placement is the database's answer to one grab: the order it now has for the grab's token.
@@ -100,7 +124,20 @@ type Placement struct {
 
 // Store is the database: the record of activities and orders, and the final guard. Its unique
 // keys and conditional updates keep orders within stock and per-user limits even if a gate lies.
+// It is what the database's adapter implements (sqlstore.Store); its users each take the part
+// they need.
 type Store interface {
+	ActivityStore
+	OrderStore
+	Placer
+	BlockStore
+
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+}
+
+// ActivityStore keeps the activities.
+type ActivityStore interface {
 	// CreateActivity stores a and, for a red packet, its shares. Errors: ErrExists.
 	CreateActivity(ctx context.Context, a Activity, shares []int64) error
 
@@ -113,17 +150,13 @@ type Store interface {
 	// Archive records that activity id's hot state was archived at at (Activity.ArchivedAt); a
 	// second call leaves the first time. Errors: ErrNotFound.
 	Archive(ctx context.Context, id string, at time.Time) error
+}
 
+// OrderStore keeps the orders as the service reads and changes them.
+type OrderStore interface {
 	// GateState reads what the gate of activity a must hold, including queued grabs that pending
 	// lists (the queue's grabs that have no order yet).
 	GateState(ctx context.Context, a Activity, pending []Grab) (GateState, error)
-
-	// PlaceOrders turns grabs into orders in one transaction, idempotently per token: a grab
-	// whose token already has an order gets that order back. A grab the guard refuses (no unit
-	// left, the user's limit reached, the share taken) becomes a FAILED order. Orders open
-	// their payment window at the grab's time. Errors: ErrUnplaceable (a grab of the batch can
-	// never be placed: nothing was written), ErrBusy.
-	PlaceOrders(ctx context.Context, gs []Grab) ([]Placement, error)
 
 	// Order returns the order of a token; a grab the workers dead-lettered comes as a FAILED
 	// order. Errors: ErrNotFound.
@@ -155,11 +188,24 @@ type Store interface {
 
 	// Counts reports an activity's orders by status, and its dead letters.
 	Counts(ctx context.Context, activityID string) (Counts, error)
+}
+
+// Placer is the database as the workers see it: where grabs become orders, or dead letters.
+type Placer interface {
+	// PlaceOrders turns grabs into orders in one transaction, idempotently per token: a grab
+	// whose token already has an order gets that order back. A grab the guard refuses (no unit
+	// left, the user's limit reached, the share taken) becomes a FAILED order. Orders open
+	// their payment window at the grab's time. Errors: ErrUnplaceable (a grab of the batch can
+	// never be placed: nothing was written), ErrBusy.
+	PlaceOrders(ctx context.Context, gs []Grab) ([]Placement, error)
 
 	// DeadLetter records a grab the workers gave up on after attempts deliveries. Recording it
 	// twice is harmless.
 	DeadLetter(ctx context.Context, g Grab, attempts int, reason string, now time.Time) error
+}
 
+// BlockStore keeps the blacklist.
+type BlockStore interface {
 	// AddBlock adds b to the blacklist, replacing an entry of the same kind and value.
 	AddBlock(ctx context.Context, b Block) error
 
@@ -168,9 +214,6 @@ type Store interface {
 
 	// Blocks lists the blacklist's entries still in force at now.
 	Blocks(ctx context.Context, now time.Time) ([]Block, error)
-
-	// Ping reports whether the database answers.
-	Ping(ctx context.Context) error
 }
 
 // Restocks tells every node that units of an activity went back on sale (a cancelled or expired

@@ -12,13 +12,13 @@ import (
 // -9, or a cache that lost its data) lost. While an activity is absent from the gate nothing can
 // be sold from it, so the state read here cannot move before Warm stores it.
 func (s *Service) Warm(ctx context.Context, since time.Time) error {
-	acts, err := s.store.Activities(ctx, since)
+	acts, err := s.activities.Activities(ctx, since)
 	if err != nil {
 		return fmt.Errorf("warm up: %w", err)
 	}
 	for _, a := range acts {
 		s.remember(a)
-		if _, err := s.gate.Remaining(ctx, a.ID); err == nil {
+		if _, err := s.inventory.Remaining(ctx, a.ID); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
 		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
@@ -27,7 +27,7 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		if err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
-		if _, err := s.gate.Warm(ctx, a, st); err != nil {
+		if _, err := s.inventory.Warm(ctx, a, st); err != nil {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
 		if err := s.loadRanking(ctx, a, st, queued); err != nil {
@@ -54,7 +54,7 @@ const rebuildWithin = 30 * time.Second
 // rebuild reads what the gate must hold for activity id and stores it, unless another node got
 // there first.
 func (s *Service) rebuild(ctx context.Context, id string) error {
-	a, err := s.store.Activity(ctx, id)
+	a, err := s.activities.Activity(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (s *Service) rebuild(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("rebuild activity %s: %w", id, err)
 	}
-	loaded, err := s.gate.Warm(ctx, a, st)
+	loaded, err := s.inventory.Warm(ctx, a, st)
 	if err != nil {
 		return fmt.Errorf("rebuild activity %s: %w", id, err)
 	}
@@ -81,11 +81,11 @@ func (s *Service) rebuild(ctx context.Context, id string) error {
 // gateState is what the gate of a must hold: the database's orders plus the queue's grabs,
 // which it returns too.
 func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab, error) {
-	unacked, err := s.queue.Unacked(ctx, a.ID)
+	unacked, err := s.backlog.Unacked(ctx, a.ID)
 	if err != nil {
 		return GateState{}, nil, err
 	}
-	st, err := s.store.GateState(ctx, a, unacked)
+	st, err := s.orders.GateState(ctx, a, unacked)
 	return st, unacked, err
 }
 
@@ -141,9 +141,9 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 			case <-time.After(s.reconcilePause):
 			}
 		}
-		before, err := s.gate.Remaining(ctx, id)
+		before, err := s.inventory.Remaining(ctx, id)
 		if absent(err) {
-			if fresh, ferr := s.store.Activity(ctx, id); ferr == nil && fresh.Archived() {
+			if fresh, ferr := s.activities.Activity(ctx, id); ferr == nil && fresh.Archived() {
 				s.remember(fresh)
 				return Reconciliation{OK: true, Outcome: ReconcileArchived, Stock: a.Stock,
 					Note: "archived: the gate holds nothing of it, the database alone answers"}, nil
@@ -156,7 +156,7 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		after, err := s.gate.Remaining(ctx, id)
+		after, err := s.inventory.Remaining(ctx, id)
 		if err != nil {
 			return Reconciliation{}, err
 		}
@@ -182,7 +182,7 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 	drift := rec.Drift
 	var queued []Grab
 	var st GateState
-	repaired, err := s.gate.Repair(ctx, a, func(ctx context.Context, remaining int64) (GateState, bool, error) {
+	repaired, err := s.inventory.Repair(ctx, a, func(ctx context.Context, remaining int64) (GateState, bool, error) {
 		var err error
 		if st, queued, err = s.gateState(ctx, a); err != nil {
 			return GateState{}, false, err

@@ -12,13 +12,17 @@ import (
 // archive.go, stats.go, and the features beside them (line.go, leaderboard.go, challenge.go,
 // block.go). The ports the service needs are in ports.go.
 
-// Deps is what a Service runs on. Gate, Queue and Store are required; a nil optional port turns
-// its feature off, as its comment says.
+// Deps is what a Service runs on, each port the part of its adapter the service needs (a gate
+// adapter is both Inventory and Passes, the database every store). The first six are required;
+// a nil optional port turns its feature off, as its comment says.
 type Deps struct {
-	Gate  Gate
-	Queue Queue
-	Store Store
-	Now   func() time.Time // the clock; nil: time.Now
+	Inventory  Inventory
+	Passes     Passes
+	Backlog    Backlog
+	Activities ActivityStore
+	Orders     OrderStore
+	Blocks     BlockStore
+	Now        func() time.Time // the clock; nil: time.Now
 
 	Line       Line        // the waiting lines of queue and lottery activities; nil: none can be created
 	Ranking    Ranking     // red packets' leaderboards beside the gate; nil: none
@@ -42,13 +46,22 @@ type Deps struct {
 	Events func(name string, n int)
 }
 
+// DepsOf is the Deps of a service on one gate, one queue and one database, each adapter giving
+// every port it implements; the optional ports are left for the caller to set.
+func DepsOf(g Gate, q Queue, db Store) Deps {
+	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db}
+}
+
 // Service runs sales on its Deps. It is what the HTTP layer and the workers call. Besides its
 // dependencies it holds only caches a node may lose at any time: its activities, the local
 // sold-out flags and its copy of the blacklist.
 type Service struct {
-	gate       Gate
-	queue      Queue
-	store      Store
+	inventory  Inventory
+	passes     Passes
+	backlog    Backlog
+	activities ActivityStore
+	orders     OrderStore
+	blocks     BlockStore
 	now        func() time.Time
 	line       Line
 	ranking    Ranking
@@ -81,7 +94,8 @@ const SoldOutTTL = time.Second
 
 // NewService returns a Service running on d.
 func NewService(d Deps) *Service {
-	s := &Service{gate: d.Gate, queue: d.Queue, store: d.Store, now: d.Now, line: d.Line, ranking: d.Ranking,
+	s := &Service{inventory: d.Inventory, passes: d.Passes, backlog: d.Backlog, activities: d.Activities,
+		orders: d.Orders, blocks: d.Blocks, now: d.Now, line: d.Line, ranking: d.Ranking,
 		leaders: d.Leaders, challenges: d.Challenges, restocks: d.Restocks, event: d.Events,
 		soldOutTTL: d.SoldOutTTL, reconcilePause: d.ReconcilePause, misses: newMisses(maxMisses)}
 	if s.now == nil {

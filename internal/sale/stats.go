@@ -10,7 +10,7 @@ import (
 // An archived activity's remaining units are the database's: its stock less what its orders
 // hold.
 func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
-	n, err := s.gate.Remaining(ctx, id)
+	n, err := s.inventory.Remaining(ctx, id)
 	if absent(err) {
 		werr := s.warmOne(ctx, id)
 		if errors.Is(werr, errArchived) {
@@ -19,7 +19,7 @@ func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
 		if werr != nil {
 			return 0, werr
 		}
-		n, err = s.gate.Remaining(ctx, id)
+		n, err = s.inventory.Remaining(ctx, id)
 	}
 	return n, err
 }
@@ -30,7 +30,7 @@ func (s *Service) remainingOfArchived(ctx context.Context, id string) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	c, err := s.store.Counts(ctx, id)
+	c, err := s.orders.Counts(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -46,11 +46,11 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	// The queue first: a grab leaves it only after its order is committed, so counts read after
 	// a depth of zero hold every order (read the other way round, the last batch could slip
 	// between the two readings and be in neither).
-	depth, err := s.queue.Depth(ctx, id)
+	depth, err := s.backlog.Depth(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
-	c, err := s.store.Counts(ctx, id)
+	c, err := s.orders.Counts(ctx, id)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) Counts(ctx context.Context, id string) (Counts, error) {
 	if _, err := s.Activity(ctx, id); err != nil {
 		return Counts{}, err
 	}
-	return s.store.Counts(ctx, id)
+	return s.orders.Counts(ctx, id)
 }
 
 // GateStats is the part of Stats the gate knows, without the database's counts (which scan the
@@ -110,11 +110,11 @@ func (s *Service) Gauges(ctx context.Context) []Gauge {
 		if !now.Before(a.EndAt) {
 			return true
 		}
-		rem, err := s.gate.Remaining(ctx, a.ID)
+		rem, err := s.inventory.Remaining(ctx, a.ID)
 		if err != nil {
 			return true
 		}
-		depth, err := s.queue.Depth(ctx, a.ID)
+		depth, err := s.backlog.Depth(ctx, a.ID)
 		if err != nil {
 			return true
 		}

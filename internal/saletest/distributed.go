@@ -37,9 +37,10 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second).
 		WithListEvery(20 * time.Millisecond)
 	answers := NewAnswers(redisgate.NewChallenges(rdb))
-	env := start(t, clock, sale.Deps{Gate: gate, Queue: queue, Store: store, Ranking: redisgate.NewRanking(rdb, ExactMax),
-		Line: redisgate.NewLine(rdb), Challenges: answers, Restocks: redisgate.NewRestocks(rdb), SoldOutTTL: RestockFlagTTL},
-		rdb.Close, store.Close)
+	d := sale.DepsOf(gate, queue, store)
+	d.Ranking, d.Line, d.Challenges = redisgate.NewRanking(rdb, ExactMax), redisgate.NewLine(rdb), answers
+	d.Restocks, d.SoldOutTTL = redisgate.NewRestocks(rdb), RestockFlagTTL
+	env := start(t, clock, d, gate, queue, store, rdb.Close, store.Close)
 	env.Answers = answers
 	env.Hot = func(id string) []string { return redisKeysOf(t, rdb, id) }
 	listen, stop := context.WithCancel(context.Background())

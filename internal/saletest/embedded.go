@@ -48,8 +48,9 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	gate := memory.NewGate(journal, 64, queue.Wake)
 	ranking := memory.NewRanking(ExactMax)
 	answers := NewAnswers(memory.NewChallenges(1 << 16))
-	env := start(t, clock, sale.Deps{Gate: gate, Queue: queue, Store: store, Ranking: ranking, Line: line, Challenges: answers},
-		line.Close, lines.Close, gate.Close, journal.Close, store.Close)
+	d := sale.DepsOf(gate, queue, store)
+	d.Ranking, d.Line, d.Challenges = ranking, line, answers
+	env := start(t, clock, d, gate, queue, store, line.Close, lines.Close, gate.Close, journal.Close, store.Close)
 	env.Answers = answers
 	env.Hot = func(id string) []string {
 		ctx := context.Background()
@@ -96,12 +97,13 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 	}
 }
 
-// start runs a service on d at clock, its gate breakable by the Env's Faults, with a worker in
-// the background; when t ends it stops the worker and calls closers in order.
-func start(t testing.TB, clock *Clock, d sale.Deps, closers ...func() error) Env {
+// start runs a service on d (the Deps of gate, queue and store) at clock, its gate breakable by
+// the Env's Faults, with a worker in the background; when t ends it stops the worker and calls
+// closers in order.
+func start(t testing.TB, clock *Clock, d sale.Deps, gate sale.Gate, queue sale.Queue, store sale.Store, closers ...func() error) Env {
 	faults := &Faults{unplaceable: map[string]bool{}}
-	store, queue := d.Store, d.Queue
-	d.Gate, d.Now = faultyGate{d.Gate, faults}, clock.Now
+	faulty := faultyGate{gate, faults}
+	d.Inventory, d.Passes, d.Now = faulty, faulty, clock.Now
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
 	d.ReconcilePause = 5 * time.Millisecond
 	if leaders, ok := store.(sale.LeaderStore); ok {

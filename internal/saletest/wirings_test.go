@@ -356,7 +356,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	gate := redisgate.New(rdb, store.Activity)
 	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
-	svc := sale.NewService(sale.Deps{Gate: gate, Queue: dead, Store: store, Now: clock.Now})
+	svc := sale.NewService(withClock(sale.DepsOf(gate, dead, store), clock))
 	const n = 40
 	a := createItem(t, svc, clock, "dead", n, time.Hour)
 	for u := range n {
@@ -479,7 +479,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	consumer := func(name string) *redisgate.Queue {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
-	svc := sale.NewService(sale.Deps{Gate: redisgate.New(rdb, store.Activity), Queue: consumer("first"), Store: store, Now: clock.Now})
+	svc := sale.NewService(withClock(sale.DepsOf(redisgate.New(rdb, store.Activity), consumer("first"), store), clock))
 	a := createItem(t, svc, clock, "poison", 5, time.Hour)
 	g, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1"})
 	if err != nil {
@@ -886,4 +886,10 @@ func TestArchive(t *testing.T) {
 	t.Run("Cluster", func(t *testing.T) {
 		saletest.Archive(t, saletest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
 	})
+}
+
+// withClock is d on clock.
+func withClock(d sale.Deps, clock *saletest.Clock) sale.Deps {
+	d.Now = clock.Now
+	return d
 }

@@ -16,8 +16,8 @@ import (
 // Worker turns queued grabs into orders. Placing is idempotent per grab token, so a delivery
 // repeated after a crash (placed but not yet acknowledged) changes nothing.
 type Worker struct {
-	Queue sale.Queue
-	Store sale.Store
+	Queue sale.Consumer
+	Store sale.Placer
 	Log   *slog.Logger
 	Batch int // grabs per transaction
 	// Linger is how long the worker waits after a batch that was not full before it reads
