@@ -35,14 +35,14 @@ func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.
 	}
 	gate := redisgate.New(rdb, store.Activity).WithReplication(c.replication)
 	var once sync.Once
-	return backend{gate: health.Gate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
 		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
 		linger:   50 * time.Millisecond,
-		windows:  health.Limiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
-		buckets:  health.Limiter(ratelimit.NewRedisBuckets(rdb), guard),
-		restocks: redisgate.NewRestocks(rdb), challenges: health.Challenges(redisgate.NewChallenges(rdb), guard),
-		line:    health.Line(redisgate.NewLine(rdb).WithReplication(c.replication), guard),
-		ranking: health.Ranking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
+		windows:  health.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
+		buckets:  health.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
+		restocks: redisgate.NewRestocks(rdb), challenges: health.GuardChallenges(redisgate.NewChallenges(rdb), guard),
+		line:    health.GuardLine(redisgate.NewLine(rdb).WithReplication(c.replication), guard),
+		ranking: health.GuardRanking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
 		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
 }

@@ -37,9 +37,9 @@ func openEmbedded(ctx context.Context, c config, store sale.Store) (backend, err
 	gate := memory.NewGate(journal, 512, queue.Wake)
 	guard := health.NewGuard("journal", c.gateLimits, time.Now)
 	var once sync.Once
-	return backend{gate: health.Gate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
+	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
 		challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
-		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.Line(line, guard),
+		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.GuardLine(line, guard),
 		lease: memory.NewLease(time.Now),
 		close: func() {
 			once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })

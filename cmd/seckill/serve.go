@@ -56,7 +56,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer store.Close()
 	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
-	db := health.Store(store, dbGuard)
+	db := health.GuardStore(store, dbGuard)
 	b, err := openBackend(ctx, c, db, log)
 	if err != nil {
 		return err
@@ -66,7 +66,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	stats := metrics.New().Watch(monitor)
 	deps := sale.DepsOf(b.gate, b.queue, db)
 	deps.Line, deps.Ranking, deps.Challenges, deps.Events = b.line, b.ranking, b.challenges, stats.Order
-	deps.Leaders = health.Leaders(store, dbGuard)
+	deps.Leaders = health.GuardLeaders(store, dbGuard)
 	if b.restocks != nil {
 		deps.Restocks, deps.SoldOutTTL = b.restocks, restockFlagTTL
 	}
