@@ -8,12 +8,68 @@ import (
 	"seckill/internal/sale"
 )
 
-// StatsResponse is an activity's stats with the node's health, and for a red packet the
-// strategy and memory of its leaderboard.
+// StatsResponse is an activity's stats (sale.Stats) with the node's health, and for a red packet
+// the strategy and memory of its leaderboard.
 type StatsResponse struct {
-	sale.Stats
-	Health      health.Level     `json:"health"`
-	Leaderboard *sale.BoardUsage `json:"leaderboard,omitempty"`
+	Stock        int64               `json:"stock"`
+	Remaining    int64               `json:"remaining"`
+	Grabbed      int64               `json:"grabbed"`
+	Orders       int64               `json:"orders"`
+	Created      int64               `json:"created"`
+	Paid         int64               `json:"paid"`
+	Cancelled    int64               `json:"cancelled"`
+	Expired      int64               `json:"expired"` // of the cancelled, those whose payment window closed
+	Failed       int64               `json:"failed"`
+	PendingQueue int64               `json:"pending_queue"`
+	DeadLetters  int64               `json:"dead_letters"`
+	Line         *LineStatsResponse  `json:"line,omitempty"`
+	Health       health.Level        `json:"health"`
+	Leaderboard  *BoardUsageResponse `json:"leaderboard,omitempty"`
+}
+
+func statsResponse(st sale.Stats, level health.Level) StatsResponse {
+	return StatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed, Orders: st.Orders, Created: st.Created,
+		Paid: st.Paid, Cancelled: st.Cancelled, Expired: st.Expired, Failed: st.Failed, PendingQueue: st.PendingQueue,
+		DeadLetters: st.DeadLetters, Line: lineStatsResponse(st.Line), Health: level}
+}
+
+// LineStatsResponse is a queue or lottery activity's line for the dashboard (sale.LineStats).
+type LineStatsResponse struct {
+	Joined    int64   `json:"joined"`   // tickets ever taken
+	Waiting   int64   `json:"waiting"`  // not answered yet: the line's length
+	Answered  int64   `json:"answered"` // admitted to the gate or answered sold out
+	Early     int64   `json:"early"`    // the early crowd, shuffled at the start
+	Sealed    bool    `json:"sealed"`
+	DrainRate float64 `json:"drain_rate"` // admissions a second, measured by the drainer
+	WaitS     float64 `json:"wait_s"`     // the estimated wait at the tail of the line
+}
+
+func lineStatsResponse(ls *sale.LineStats) *LineStatsResponse {
+	if ls == nil {
+		return nil
+	}
+	return &LineStatsResponse{Joined: ls.Joined, Waiting: ls.Waiting, Answered: ls.Answered, Early: ls.Early,
+		Sealed: ls.Sealed, DrainRate: ls.DrainRate, WaitS: ls.WaitS}
+}
+
+// BoardUsageResponse is what one red packet's leaderboard costs (sale.BoardUsage).
+type BoardUsageResponse struct {
+	ActivityID string `json:"activity"`
+	Strategy   string `json:"strategy"`
+	Bytes      int64  `json:"bytes"`
+}
+
+// ReconcileResponse is a reconciliation's outcome (sale.Reconciliation).
+type ReconcileResponse struct {
+	OK                bool   `json:"ok"`
+	Stock             int64  `json:"stock"`
+	GateRemaining     int64  `json:"gate_remaining"`
+	ExpectedRemaining int64  `json:"expected_remaining"` // stock less what the database and queue hold
+	Held              int64  `json:"held"`
+	Drift             int64  `json:"drift"` // gate_remaining - expected_remaining
+	Repaired          bool   `json:"repaired"`
+	Outcome           string `json:"outcome"` // ok, drift, repaired, unsettled or archived
+	Note              string `json:"note,omitempty"`
 }
 
 // ShedStatsResponse is what a node answers when it cannot answer everything: at degraded, or
@@ -33,7 +89,7 @@ type ShedStatsResponse struct {
 	Health      health.Level `json:"health"`
 	Shed        []string     `json:"shed"`
 	// Line is a queue or lottery activity's line: its state is beside the gate.
-	Line *sale.LineStats `json:"line,omitempty"`
+	Line *LineStatsResponse `json:"line,omitempty"`
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
@@ -55,9 +111,9 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 	if level != health.Degraded {
 		st, err := s.svc.Stats(ctx, id)
 		if err == nil {
-			resp := StatsResponse{Stats: st, Health: level}
+			resp := statsResponse(st, level)
 			if u, err := s.svc.LeaderboardUsage(ctx, id); err == nil {
-				resp.Leaderboard = &u
+				resp.Leaderboard = &BoardUsageResponse{ActivityID: u.ActivityID, Strategy: u.Strategy, Bytes: u.Bytes}
 			}
 			return resp, nil
 		}
@@ -72,7 +128,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 	resp := ShedStatsResponse{Stock: a.Stock, Health: level}
 	switch st, err := s.svc.GateStats(ctx, id); {
 	case err == nil:
-		resp.Remaining, resp.Grabbed, resp.Line = &st.Remaining, &st.Grabbed, st.Line
+		resp.Remaining, resp.Grabbed, resp.Line = &st.Remaining, &st.Grabbed, lineStatsResponse(st.Line)
 	case errors.Is(err, sale.ErrBusy):
 		resp.Shed = append(resp.Shed, "gate")
 	default:
@@ -104,5 +160,7 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	writeJSON(w, http.StatusOK, ReconcileResponse{OK: rec.OK, Stock: rec.Stock, GateRemaining: rec.GateRemaining,
+		ExpectedRemaining: rec.ExpectedRemaining, Held: rec.Held, Drift: rec.Drift, Repaired: rec.Repaired,
+		Outcome: rec.Outcome, Note: rec.Note})
 }

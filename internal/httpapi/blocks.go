@@ -44,7 +44,20 @@ func (s *Server) addBlock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, b)
+	writeJSON(w, http.StatusCreated, blockResponse(b))
+}
+
+// BlockResponse is a blacklist entry (sale.Block).
+type BlockResponse struct {
+	Kind      sale.BlockKind `json:"kind"`
+	Value     string         `json:"value"` // a user id, or an address or network in canonical CIDR form
+	Reason    string         `json:"reason"`
+	Until     time.Time      `json:"until,omitzero"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+func blockResponse(b sale.Block) BlockResponse {
+	return BlockResponse{Kind: b.Kind, Value: b.Value, Reason: b.Reason, Until: b.Until, CreatedAt: b.CreatedAt}
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
@@ -53,10 +66,11 @@ func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if bs == nil {
-		bs = []sale.Block{}
+	out := make([]BlockResponse, len(bs))
+	for i, b := range bs {
+		out[i] = blockResponse(b)
 	}
-	writeJSON(w, http.StatusOK, map[string][]sale.Block{"blocks": bs})
+	writeJSON(w, http.StatusOK, map[string][]BlockResponse{"blocks": out})
 }
 
 func (s *Server) removeBlock(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"seckill/internal/health"
 	"seckill/internal/sale"
@@ -37,7 +38,7 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, http.StatusOK, boardResponse(b))
 }
 
 // rank answers GET /api/activities/{id}/rank: the caller's standing.
@@ -50,5 +51,32 @@ func (s *Server) rank(w http.ResponseWriter, r *http.Request, user string) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, b)
+	writeJSON(w, http.StatusOK, boardResponse(b))
+}
+
+// BoardResponse is a leaderboard's top, or one user's standing (sale.Board).
+type BoardResponse struct {
+	Entries  []StandingResponse `json:"entries"`
+	Exact    bool               `json:"exact"`
+	Bound    int64              `json:"bound,omitempty"` // approximate: the most a rank may be off
+	Strategy string             `json:"strategy"`
+}
+
+// StandingResponse is a place on a leaderboard (sale.Standing).
+type StandingResponse struct {
+	Rank        int64     `json:"rank"`
+	UserID      string    `json:"user"`
+	AmountCents int64     `json:"amount_cents"`
+	GrabbedAt   time.Time `json:"grabbed_at"`
+}
+
+func boardResponse(b sale.Board) BoardResponse {
+	resp := BoardResponse{Exact: b.Exact, Bound: b.Bound, Strategy: b.Strategy}
+	if b.Entries != nil {
+		resp.Entries = make([]StandingResponse, len(b.Entries))
+	}
+	for i, e := range b.Entries {
+		resp.Entries[i] = StandingResponse{Rank: e.Rank, UserID: e.UserID, AmountCents: e.AmountCents, GrabbedAt: e.GrabbedAt}
+	}
+	return resp
 }

@@ -7,6 +7,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,18 +94,12 @@ func newActivity(a sale.Activity, st sale.GateState) (*activity, error) {
 		close(done)
 		act.keyed[keyOf(k.UserID, k.IdempotencyKey)] = &answer{grab: k, done: done}
 	}
-	switch a.Kind {
-	case sale.KindRedPacket:
+	if a.Kind == sale.KindRedPacket {
 		act.shares = append([]sale.Share(nil), st.Shares...)
 		// Pop from the end in index order, so shares go out as they were split.
-		for i, j := 0, len(act.shares)-1; i < j; i, j = i+1, j-1 {
-			act.shares[i], act.shares[j] = act.shares[j], act.shares[i]
-		}
-		act.remaining = int64(len(act.shares))
-	default:
-		act.remaining = a.Stock - int64(len(st.Held))
+		slices.Reverse(act.shares)
 	}
-	if act.remaining < 0 {
+	if act.remaining = st.Remaining(a); act.remaining < 0 {
 		return nil, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}
 	act.soldOut.Store(act.remaining == 0)

@@ -124,10 +124,7 @@ func (g *Gate) prepare(ctx context.Context, a sale.Activity, st sale.GateState) 
 			return nil, sale.Busy(err, "create the consumer group of %s", a.ID)
 		}
 	}
-	remaining := a.Stock - int64(len(st.Held))
-	if a.Kind == sale.KindRedPacket {
-		remaining = int64(len(st.Shares))
-	}
+	remaining := st.Remaining(a)
 	if remaining < 0 {
 		return nil, fmt.Errorf("load activity %s: %d units held of a stock of %d", a.ID, len(st.Held), a.Stock)
 	}

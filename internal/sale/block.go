@@ -27,11 +27,11 @@ const MaxReasonLen = 255
 // Block is a blacklist entry: its user, or its clients, are refused with ErrBlocked until Until
 // (zero: until the entry is removed).
 type Block struct {
-	Kind      BlockKind `json:"kind"`
-	Value     string    `json:"value"` // a user id, or an address or network in canonical CIDR form
-	Reason    string    `json:"reason"`
-	Until     time.Time `json:"until,omitzero"`
-	CreatedAt time.Time `json:"created_at"`
+	Kind      BlockKind
+	Value     string // a user id, or an address or network in canonical CIDR form
+	Reason    string
+	Until     time.Time
+	CreatedAt time.Time
 }
 
 // ValidUserID reports whether s can be a user id: 1 to MaxUserIDLen printable ASCII characters.

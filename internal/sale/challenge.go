@@ -34,10 +34,10 @@ type Challenge struct {
 
 // Pass is the reward of a right answer: the grab path's one-time token.
 type Pass struct {
-	Token     string    `json:"path_token"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Token     string
+	ExpiresAt time.Time
 	// Solve is how long the user took to answer, for risk scoring.
-	Solve time.Duration `json:"-"`
+	Solve time.Duration
 }
 
 // MaxChallengeIDLen bounds a challenge id from a client.

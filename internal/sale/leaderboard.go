@@ -27,18 +27,18 @@ const (
 
 // Standing is a place on a leaderboard.
 type Standing struct {
-	Rank        int64     `json:"rank"`
-	UserID      string    `json:"user"`
-	AmountCents int64     `json:"amount_cents"`
-	GrabbedAt   time.Time `json:"grabbed_at"`
+	Rank        int64
+	UserID      string
+	AmountCents int64
+	GrabbedAt   time.Time
 }
 
 // Board is a leaderboard's top, or one user's standing.
 type Board struct {
-	Entries  []Standing `json:"entries"`
-	Exact    bool       `json:"exact"`
-	Bound    int64      `json:"bound,omitempty"` // approximate: the most a rank may be off
-	Strategy string     `json:"strategy"`
+	Entries  []Standing
+	Exact    bool
+	Bound    int64 // approximate: the most a rank may be off
+	Strategy string
 }
 
 // MaxBoard bounds the entries a leaderboard answer may hold.
@@ -169,9 +169,9 @@ func (s *Service) loadRanking(ctx context.Context, a Activity, st GateState, que
 
 // BoardUsage is what one red packet's leaderboard costs.
 type BoardUsage struct {
-	ActivityID string `json:"activity"`
-	Strategy   string `json:"strategy"`
-	Bytes      int64  `json:"bytes"`
+	ActivityID string
+	Strategy   string
+	Bytes      int64
 }
 
 // LeaderboardUsage names the strategy of a red packet's leaderboard and the memory it holds.

@@ -91,15 +91,15 @@ func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab,
 
 // Reconciliation compares the gate with the database for one activity.
 type Reconciliation struct {
-	OK                bool   `json:"ok"`
-	Stock             int64  `json:"stock"`
-	GateRemaining     int64  `json:"gate_remaining"`
-	ExpectedRemaining int64  `json:"expected_remaining"` // stock less what the database and queue hold
-	Held              int64  `json:"held"`
-	Drift             int64  `json:"drift"` // gate_remaining - expected_remaining
-	Repaired          bool   `json:"repaired"`
-	Outcome           string `json:"outcome"` // ReconcileOK, ReconcileDrift, ReconcileRepaired or ReconcileUnsettled
-	Note              string `json:"note,omitempty"`
+	OK                bool
+	Stock             int64
+	GateRemaining     int64
+	ExpectedRemaining int64 // stock less what the database and queue hold
+	Held              int64
+	Drift             int64 // gate_remaining - expected_remaining
+	Repaired          bool
+	Outcome           string // ReconcileOK, ReconcileDrift, ReconcileRepaired or ReconcileUnsettled
+	Note              string
 }
 
 // The outcomes of a reconciliation.
@@ -207,10 +207,7 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 
 // compare is a reconciliation of a's gate, holding remaining units, with st.
 func (s *Service) compare(a Activity, st GateState, remaining int64) Reconciliation {
-	want := a.Stock - int64(len(st.Held))
-	if a.Kind == KindRedPacket {
-		want = int64(len(st.Shares))
-	}
+	want := st.Remaining(a)
 	return Reconciliation{Stock: a.Stock, GateRemaining: remaining, ExpectedRemaining: want,
 		Held: int64(len(st.Held)), Drift: remaining - want}
 }

@@ -269,6 +269,16 @@ type GateState struct {
 	Shares []Share // red packet: the shares nobody holds
 }
 
+// Remaining is how many units a gate holding st for a has left to sell: a red packet's shares
+// nobody holds, an item's stock less the units held. It is negative when st holds more than a's
+// stock, which no gate may load.
+func (st GateState) Remaining(a Activity) int64 {
+	if a.Kind == KindRedPacket {
+		return int64(len(st.Shares))
+	}
+	return a.Stock - int64(len(st.Held))
+}
+
 // ReasonExpired is the reason of an order cancelled because its payment window closed.
 const ReasonExpired = "payment window closed"
 
@@ -286,30 +296,30 @@ type Counts struct {
 
 // Stats is the admin's view of an activity.
 type Stats struct {
-	Stock        int64 `json:"stock"`
-	Remaining    int64 `json:"remaining"`
-	Grabbed      int64 `json:"grabbed"`
-	Orders       int64 `json:"orders"`
-	Created      int64 `json:"created"`
-	Paid         int64 `json:"paid"`
-	Cancelled    int64 `json:"cancelled"`
-	Expired      int64 `json:"expired"` // of the cancelled, those whose payment window closed
-	Failed       int64 `json:"failed"`
-	PendingQueue int64 `json:"pending_queue"`
-	DeadLetters  int64 `json:"dead_letters"`
+	Stock        int64
+	Remaining    int64
+	Grabbed      int64
+	Orders       int64
+	Created      int64
+	Paid         int64
+	Cancelled    int64
+	Expired      int64 // of the cancelled, those whose payment window closed
+	Failed       int64
+	PendingQueue int64
+	DeadLetters  int64
 	// Line is the waiting line of a queue or lottery activity.
-	Line *LineStats `json:"line,omitempty"`
+	Line *LineStats
 }
 
 // LineStats are a line's numbers for the dashboard.
 type LineStats struct {
-	Joined    int64   `json:"joined"`   // tickets ever taken
-	Waiting   int64   `json:"waiting"`  // not answered yet: the line's length
-	Answered  int64   `json:"answered"` // admitted to the gate or answered sold out
-	Early     int64   `json:"early"`    // the early crowd, shuffled at the start
-	Sealed    bool    `json:"sealed"`
-	DrainRate float64 `json:"drain_rate"` // admissions a second, measured by the drainer
-	WaitS     float64 `json:"wait_s"`     // the estimated wait at the tail of the line
+	Joined    int64 // tickets ever taken
+	Waiting   int64 // not answered yet: the line's length
+	Answered  int64 // admitted to the gate or answered sold out
+	Early     int64 // the early crowd, shuffled at the start
+	Sealed    bool
+	DrainRate float64 // admissions a second, measured by the drainer
+	WaitS     float64 // the estimated wait at the tail of the line
 }
 
 // ValidID reports whether s can name an activity: 1 to MaxIDLen ASCII letters, digits, '-' or '_'.
