@@ -33,10 +33,16 @@ func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.
 	if topo := redisgate.NewTopology(rdb); topo != nil {
 		guard.WithTopology(topo.Classify)
 	}
-	gate := redisgate.New(rdb, store.Activity).WithReplication(c.replication)
+	gate := redisgate.New(rdb).WithReplication(c.replication)
 	var once sync.Once
 	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
-		settle:   func(ctx context.Context) (int, error) { return gate.Settle(ctx, settleAfter, time.Now()) },
+		settle: func(ctx context.Context) (int, error) {
+			acts, err := activities(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return gate.Settle(ctx, acts, settleAfter, time.Now())
+		},
 		linger:   50 * time.Millisecond,
 		windows:  health.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),

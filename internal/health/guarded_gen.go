@@ -17,12 +17,12 @@ type guardedGate struct {
 	guard *Guard
 }
 
-func (x guardedGate) Drop(ctx context.Context, activityID string) error {
-	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Drop(ctx, activityID) })
+func (x guardedGate) Drop(ctx context.Context, a sale.Activity) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Drop(ctx, a) })
 }
 
-func (x guardedGate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
-	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.p.Grab(ctx, r) })
+func (x guardedGate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.p.Grab(ctx, a, r) })
 }
 
 func (x guardedGate) IssuePass(ctx context.Context, a sale.Activity, userID string, token string, now time.Time, expires time.Time) error {
@@ -34,12 +34,12 @@ func (x guardedGate) Load(ctx context.Context, a sale.Activity, st sale.GateStat
 	return x.guard.Slow(ctx, func(ctx context.Context) error { return x.p.Load(ctx, a, st) })
 }
 
-func (x guardedGate) Release(ctx context.Context, g sale.Grab) error {
-	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Release(ctx, g) })
+func (x guardedGate) Release(ctx context.Context, a sale.Activity, g sale.Grab) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Release(ctx, a, g) })
 }
 
-func (x guardedGate) Remaining(ctx context.Context, activityID string) (int64, error) {
-	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.p.Remaining(ctx, activityID) })
+func (x guardedGate) Remaining(ctx context.Context, a sale.Activity) (int64, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.p.Remaining(ctx, a) })
 }
 
 // Repair is slow (no call deadline): reading the database's state grows with the activity's orders.
@@ -47,8 +47,8 @@ func (x guardedGate) Repair(ctx context.Context, a sale.Activity, read func(ctx 
 	return slowCall(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.p.Repair(ctx, a, read) })
 }
 
-func (x guardedGate) SpendPass(ctx context.Context, activityID string, userID string, token string, now time.Time) error {
-	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SpendPass(ctx, activityID, userID, token, now) })
+func (x guardedGate) SpendPass(ctx context.Context, a sale.Activity, userID string, token string, now time.Time) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SpendPass(ctx, a, userID, token, now) })
 }
 
 // Warm is slow (no call deadline): loading grows with the activity's stock.

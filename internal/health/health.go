@@ -175,7 +175,7 @@ var errMoving = errors.New("the dependency is changing its topology")
 // answers (sold out, not found, ...) are successes for the breaker, and a caller that gave up
 // (context.Canceled) is neither.
 func Failed(err error) bool {
-	return err != nil && !sale.IsAnswer(err) && !errors.Is(err, context.Canceled)
+	return err != nil && !sale.IsVerdict(err) && !errors.Is(err, context.Canceled)
 }
 
 // Name is the dependency's name.
@@ -267,7 +267,7 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 // the call goes through instead of failing. moving says the last error was a topology event.
 func retry[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error)) (T, bool, error) {
 	v, err := f(ctx)
-	if g.topo == nil || err == nil || sale.IsAnswer(err) {
+	if g.topo == nil || err == nil || sale.IsVerdict(err) {
 		return v, false, err
 	}
 	began := time.Now()
@@ -290,7 +290,7 @@ func retry[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T,
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, maxPause)
-		if v, err = f(ctx); err == nil || sale.IsAnswer(err) {
+		if v, err = f(ctx); err == nil || sale.IsVerdict(err) {
 			return v, false, err
 		}
 	}

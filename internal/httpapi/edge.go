@@ -119,13 +119,13 @@ func (s *Server) trustedPeer(ip netip.Addr) bool {
 	return false
 }
 
-// override applies an activity's own rate (sale.Pick) to the node's rule; the burst of a token
+// override applies an activity's own rate (sale.EffectiveRate) to the node's rule; the burst of a token
 // bucket follows its rate (a window has none).
 func override(node ratelimit.Rule, own int64) ratelimit.Rule {
 	if own == 0 {
 		return node
 	}
-	r := int(sale.Pick(own, int64(node.PerSecond)))
+	r := int(sale.EffectiveRate(own, int64(node.PerSecond)))
 	return ratelimit.Rule{PerSecond: r, Burst: r}
 }
 

@@ -30,7 +30,7 @@ func BenchmarkGateGrab(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: strconv.Itoa(i), Now: t0}); err != nil {
+		if _, err := g.Grab(ctx, named("a"), sale.GrabRequest{ActivityID: "a", UserID: strconv.Itoa(i), Now: t0}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func BenchmarkGateGrabParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+			if _, err := g.Grab(ctx, named("a"), sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -56,13 +56,13 @@ func BenchmarkGateGrabParallel(b *testing.B) {
 func BenchmarkGateSoldOutParallel(b *testing.B) {
 	g := benchGate(b, 1)
 	ctx := context.Background()
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "first", Now: t0}); err != nil {
+	if _, err := g.Grab(ctx, named("a"), sale.GrabRequest{ActivityID: "a", UserID: "first", Now: t0}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); err != sale.ErrSoldOut {
+			if _, err := g.Grab(ctx, named("a"), sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); err != sale.ErrSoldOut {
 				b.Fatal(err)
 			}
 		}
@@ -91,7 +91,7 @@ func BenchmarkGateGrabRedPacketParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+			if _, err := g.Grab(ctx, named("rp"), sale.GrabRequest{ActivityID: "rp", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 				b.Fatal(err) // sold out too: keep -benchtime under the shares
 			}
 		}

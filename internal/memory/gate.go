@@ -159,16 +159,16 @@ func (g *Gate) activity(id string) (*activity, error) {
 }
 
 // Drop implements sale.Gate.
-func (g *Gate) Drop(_ context.Context, activityID string) error {
+func (g *Gate) Drop(_ context.Context, a sale.Activity) error {
 	g.mu.Lock()
-	delete(g.acts, activityID)
+	delete(g.acts, a.ID)
 	g.mu.Unlock()
 	return nil
 }
 
 // Grab implements sale.Gate.
-func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
-	act, err := g.activity(r.ActivityID)
+func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+	act, err := g.activity(a.ID)
 	if err != nil {
 		return sale.Grab{}, err
 	}
@@ -260,8 +260,8 @@ func (act *activity) spendPass(userID, token string, now time.Time) error {
 }
 
 // SpendPass implements sale.Gate.
-func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
-	act, err := g.activity(activityID)
+func (g *Gate) SpendPass(ctx context.Context, a sale.Activity, userID, token string, now time.Time) error {
+	act, err := g.activity(a.ID)
 	if err != nil {
 		return err
 	}
@@ -309,8 +309,8 @@ func (act *activity) undo(grab sale.Grab, key string) {
 }
 
 // Release implements sale.Gate.
-func (g *Gate) Release(ctx context.Context, grab sale.Grab) error {
-	act, err := g.activity(grab.ActivityID)
+func (g *Gate) Release(ctx context.Context, a sale.Activity, grab sale.Grab) error {
+	act, err := g.activity(a.ID)
 	if err != nil {
 		return nil // not sold here any more (ended before this start): nothing to give back
 	}
@@ -328,8 +328,8 @@ func (g *Gate) Release(ctx context.Context, grab sale.Grab) error {
 }
 
 // Remaining implements sale.Gate.
-func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
-	act, err := g.activity(activityID)
+func (g *Gate) Remaining(ctx context.Context, a sale.Activity) (int64, error) {
+	act, err := g.activity(a.ID)
 	if err != nil {
 		return 0, err
 	}

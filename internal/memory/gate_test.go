@@ -64,6 +64,10 @@ func newGate(t *testing.T) (*Gate, *fakeJournal) {
 	return g, j
 }
 
+// named is the activity id as the memory gate's calls name it: the gate keeps the copy it
+// loaded, and finds it by id.
+func named(id string) sale.Activity { return sale.Activity{ID: id} }
+
 func load(t *testing.T, g *Gate, a sale.Activity, st sale.GateState) {
 	t.Helper()
 	if err := g.Load(context.Background(), a, st); err != nil {
@@ -75,15 +79,15 @@ func TestIdempotentRetryReturnsTheFirstGrab(t *testing.T) {
 	g, j := newGate(t)
 	load(t, g, item("a", 10, 3), sale.GateState{})
 	req := sale.GrabRequest{ActivityID: "a", UserID: "u1", IdempotencyKey: "k", Now: t0}
-	first, err := g.Grab(context.Background(), req)
+	first, err := g.Grab(context.Background(), named(req.ActivityID), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := g.Grab(context.Background(), req)
+	again, err := g.Grab(context.Background(), named(req.ActivityID), req)
 	if err != nil || again != first {
 		t.Fatalf("retry = %+v, %v; want the first grab %+v", again, err, first)
 	}
-	if rem, _ := g.Remaining(context.Background(), "a"); rem != 9 {
+	if rem, _ := g.Remaining(context.Background(), named("a")); rem != 9 {
 		t.Fatalf("remaining = %d after a grab and its retry, want 9", rem)
 	}
 	if n := len(j.appended()); n != 1 {
@@ -96,15 +100,15 @@ func TestJournalFailureGivesTheUnitBack(t *testing.T) {
 	load(t, g, item("a", 1, 1), sale.GateState{})
 	j.setFail(errors.New("disk full"))
 	req := sale.GrabRequest{ActivityID: "a", UserID: "u1", IdempotencyKey: "k", Now: t0}
-	if _, err := g.Grab(context.Background(), req); !errors.Is(err, sale.ErrBusy) {
+	if _, err := g.Grab(context.Background(), named(req.ActivityID), req); !errors.Is(err, sale.ErrBusy) {
 		t.Fatalf("grab with a failing journal: got %v, want ErrBusy", err)
 	}
-	if rem, _ := g.Remaining(context.Background(), "a"); rem != 1 {
+	if rem, _ := g.Remaining(context.Background(), named("a")); rem != 1 {
 		t.Fatalf("remaining = %d after a refused grab, want 1", rem)
 	}
 	j.setFail(nil)
 	// The same key is tried afresh: the refused grab gave no answer to repeat.
-	got, err := g.Grab(context.Background(), req)
+	got, err := g.Grab(context.Background(), named(req.ActivityID), req)
 	if err != nil {
 		t.Fatalf("retry after the journal recovered: %v", err)
 	}
@@ -125,7 +129,7 @@ func TestJournalHoldsExactlyTheWins(t *testing.T) {
 	var wg sync.WaitGroup
 	for u := range users {
 		wg.Go(func() {
-			got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: fmt.Sprint("u", u), Now: t0})
+			got, err := g.Grab(context.Background(), named("a"), sale.GrabRequest{ActivityID: "a", UserID: fmt.Sprint("u", u), Now: t0})
 			if err == nil {
 				mu.Lock()
 				wins[got.Token] = got.UserID
@@ -159,7 +163,7 @@ func TestCloseFlushesAndRefuses(t *testing.T) {
 	acked := 0
 	for u := range 50 {
 		wg.Go(func() {
-			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: fmt.Sprint(u), Now: t0}); err == nil {
+			if _, err := g.Grab(context.Background(), named("a"), sale.GrabRequest{ActivityID: "a", UserID: fmt.Sprint(u), Now: t0}); err == nil {
 				mu.Lock()
 				acked++
 				mu.Unlock()
@@ -171,7 +175,7 @@ func TestCloseFlushesAndRefuses(t *testing.T) {
 	if n := len(j.appended()); n != acked {
 		t.Fatalf("journal has %d grabs, %d were acknowledged", n, acked)
 	}
-	if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); !errors.Is(err, sale.ErrBusy) {
+	if _, err := g.Grab(context.Background(), named("a"), sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); !errors.Is(err, sale.ErrBusy) {
 		t.Fatalf("grab after Close: got %v, want ErrBusy", err)
 	}
 }

@@ -27,29 +27,30 @@ func benchRedis(b *testing.B) redis.UniversalClient {
 }
 
 // benchGate is a gate on a fresh real Redis with one activity of the given stock.
-func benchGate(b *testing.B, stock int64) *Gate {
-	g := New(benchRedis(b), notFound)
-	if err := g.Load(context.Background(), item("a", stock, 1), sale.GateState{}); err != nil {
+func benchGate(b *testing.B, stock int64) (*Gate, sale.Activity) {
+	g, a := New(benchRedis(b)), item("a", stock, 1)
+	if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
 		b.Fatal(err)
 	}
-	return g
+	return g, a
 }
 
 // BenchmarkRedisGrabParallel: every grab wins (a new user each), 16 goroutines per CPU, each
 // grab one EVALSHA of grab.lua.
 func BenchmarkRedisGrabParallel(b *testing.B) {
-	winners(b, benchGate(b, sale.MaxStock), "a")
+	g, a := benchGate(b, sale.MaxStock)
+	winners(b, g, a)
 }
 
 // winners grabs activity from 16 goroutines per CPU, a new user each time; every grab must win.
-func winners(b *testing.B, g *Gate, activity string) {
+func winners(b *testing.B, g *Gate, a sale.Activity) {
 	var n atomic.Int64
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: activity, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+			if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: a.ID, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -68,7 +69,7 @@ func BenchmarkRedisHotItem(b *testing.B) {
 	for _, design := range []string{"per-request", "pipelined", "coalesced"} {
 		b.Run(design, func(b *testing.B) {
 			rdb := benchRedis(b)
-			g := New(rdb, notFound)
+			g := New(rdb)
 			switch design {
 			case "per-request":
 				g.grabs = rdb
@@ -76,7 +77,8 @@ func BenchmarkRedisHotItem(b *testing.B) {
 			case "pipelined":
 				g.WithBatching(Batching{MaxBatch: 1})
 			}
-			if err := g.Load(context.Background(), item("a", sale.MaxStock, 1), sale.GateState{}); err != nil {
+			a := item("a", sale.MaxStock, 1)
+			if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
 				b.Fatal(err)
 			}
 			calls, usec := scriptStats(b, rdb)
@@ -88,7 +90,7 @@ func BenchmarkRedisHotItem(b *testing.B) {
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+					if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -131,7 +133,7 @@ func BenchmarkClusterHotItem(b *testing.B) {
 	b.Cleanup(func() { rdb.Close() })
 	for _, shards := range []int64{1, 3} {
 		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			g := New(rdb, notFound)
+			g := New(rdb)
 			a := item(fmt.Sprint("hot", shards, "-", b.N), sale.MaxStock, 1)
 			a.StockShards = shards
 			if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
@@ -143,7 +145,7 @@ func BenchmarkClusterHotItem(b *testing.B) {
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: a.ID, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+					if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: a.ID, UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -158,7 +160,7 @@ func BenchmarkClusterHotItem(b *testing.B) {
 // shares, so that every grab wins.
 func BenchmarkRedisGrabRedPacketParallel(b *testing.B) {
 	const shares = 2_000_000
-	g := New(benchRedis(b), notFound)
+	g := New(benchRedis(b))
 	a := item("rp", shares, 1)
 	a.Kind, a.PriceCents, a.TotalCents = sale.KindRedPacket, 0, 100*shares
 	st := sale.GateState{Shares: make([]sale.Share, shares)}
@@ -168,13 +170,13 @@ func BenchmarkRedisGrabRedPacketParallel(b *testing.B) {
 	if err := g.Load(context.Background(), a, st); err != nil {
 		b.Fatal(err)
 	}
-	winners(b, g, "rp")
+	winners(b, g, a)
 }
 
 // BenchmarkRedisSoldOutParallel: the script's answer after the last unit.
 func BenchmarkRedisSoldOutParallel(b *testing.B) {
-	g := benchGate(b, 1)
-	if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: "first", Now: t0}); err != nil {
+	g, a := benchGate(b, 1)
+	if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: "a", UserID: "first", Now: t0}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -182,7 +184,7 @@ func BenchmarkRedisSoldOutParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); err != sale.ErrSoldOut {
+			if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: "a", UserID: "late", Now: t0}); err != sale.ErrSoldOut {
 				b.Fatal(err)
 			}
 		}

@@ -173,7 +173,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 			code, _ := res[3*i].(int64)
 			token, _ := res[3*i+1].(string)
 			rec, _ := res[3*i+2].(string)
-			c.res, c.err = answer(a, c.req.Pass, code, token, rec)
+			c.res, c.err = grabOfReply(a, c.req.Pass, code, token, rec)
 		}
 		close(c.done)
 	}
@@ -187,8 +187,9 @@ var errReserved = errors.New("reserved: the home shard is out of units")
 // on the other shards: its answer is not known yet.
 var errInProgress = fmt.Errorf("%w: the first grab with this idempotency key is still looking for a unit", sale.ErrBusy)
 
-// answer turns one grab's answer from grab.lua into the gate's.
-func answer(a sale.Activity, pass string, code int64, token, rec string) (sale.Grab, error) {
+// grabOfReply turns grab.lua's reply to one grab (a return code, the token and the record) into
+// the gate's Grab or its error.
+func grabOfReply(a sale.Activity, pass string, code int64, token, rec string) (sale.Grab, error) {
 	switch code {
 	case 0, 1:
 		return parseRecord(a.ID, token, rec)

@@ -23,14 +23,14 @@ func sells(t *testing.T, rdb redis.UniversalClient, id string) {
 	t.Helper()
 	ctx := context.Background()
 	a := item(id, 3, 1)
-	g := New(rdb, notFound)
+	g := New(rdb)
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatalf("load %s: %v", id, err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
 		t.Fatalf("grab %s: %v", id, err)
 	}
-	if n, err := g.Remaining(ctx, a.ID); err != nil || n != 2 {
+	if n, err := g.Remaining(ctx, a); err != nil || n != 2 {
 		t.Fatalf("remaining of %s: %d, %v; want 2", id, n, err)
 	}
 }

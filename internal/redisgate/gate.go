@@ -37,14 +37,7 @@ type Gate struct {
 	rdb redis.UniversalClient
 	// grabs carries the grab scripts: concurrent grabs share a pipeline, so a crowd costs
 	// Redis and this process one read and one write per batch instead of per grab.
-	grabs redis.Scripter
-	// fetch reads an activity the gate has not seen yet (from the database): another node may
-	// have created it.
-	fetch func(ctx context.Context, id string) (sale.Activity, error)
-
-	mu   sync.RWMutex
-	acts map[string]sale.Activity // activities never change once created
-
+	grabs    redis.Scripter
 	batching Batching
 	lanes    sync.Map // activity id -> *lane, the grabs waiting to leave together
 	repl     Replication
@@ -59,10 +52,10 @@ type Gate struct {
 // releases clear the mark at once).
 const emptyFor = 250 * time.Millisecond
 
-// New returns a gate on rdb that coalesces grabs by DefaultBatching. activity is how it learns
-// of activities created by other nodes.
-func New(rdb redis.UniversalClient, activity func(ctx context.Context, id string) (sale.Activity, error)) *Gate {
-	g := &Gate{rdb: rdb, grabs: rdb, fetch: activity, acts: map[string]sale.Activity{}, batching: DefaultBatching}
+// New returns a gate on rdb that coalesces grabs by DefaultBatching. It keeps no activities:
+// each call names its own (see sale.Inventory).
+func New(rdb redis.UniversalClient) *Gate {
+	g := &Gate{rdb: rdb, grabs: rdb, batching: DefaultBatching}
 	if ap, err := rdb.AutoPipeline(); err == nil {
 		g.grabs = ap
 	}
@@ -88,38 +81,8 @@ func (g *Gate) WithBatching(b Batching) *Gate {
 	return g
 }
 
-// activity returns the activity named id: the gate's copy, or else the one fetch reads, which the
-// gate then keeps (activities never change once created).
-func (g *Gate) activity(ctx context.Context, id string) (sale.Activity, error) {
-	g.mu.RLock()
-	a, ok := g.acts[id]
-	g.mu.RUnlock()
-	if ok {
-		return a, nil
-	}
-	a, err := g.fetch(ctx, id)
-	if err != nil {
-		return sale.Activity{}, err
-	}
-	g.mu.Lock()
-	g.acts[id] = a
-	g.mu.Unlock()
-	return a, nil
-}
-
-// remember notes a as known to this gate.
-func (g *Gate) remember(a sale.Activity) {
-	g.mu.Lock()
-	g.acts[a.ID] = a
-	g.mu.Unlock()
-}
-
 // Grab implements sale.Gate.
-func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) {
-	a, err := g.activity(ctx, r.ActivityID)
-	if err != nil {
-		return sale.Grab{}, err
-	}
+func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
 	n := shardsOf(a)
 	home := homeShard(r.UserID, n)
 	shard := ShardID(a.ID, home)
@@ -127,6 +90,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 	// its answer (milliseconds, as a rule), then says busy: a retry will get it.
 	for wait := time.Millisecond; ; wait *= 2 {
 		var gr sale.Grab
+		var err error
 		if g.batching.MaxBatch <= 1 {
 			c := &call{req: r, token: sale.NewGrabToken(r.Now), done: make(chan struct{})}
 			g.flush(a, shard, []*call{c})
@@ -152,11 +116,7 @@ func (g *Gate) Grab(ctx context.Context, r sale.GrabRequest) (sale.Grab, error) 
 // Release implements sale.Gate. A grab of a sharded stock holds its unit on its home shard, or
 // on another one it took it from (then its home shard's "away" entry says which); the unit goes
 // back where it was taken, the hold where the user's holdings are.
-func (g *Gate) Release(ctx context.Context, gr sale.Grab) error {
-	a, err := g.activity(ctx, gr.ActivityID)
-	if err != nil {
-		return err
-	}
+func (g *Gate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
 	home := homeShard(gr.UserID, shardsOf(a))
 	k := keysOf(ShardID(a.ID, home))
 	n, err := g.release(ctx, a, k, gr, "")
@@ -202,14 +162,7 @@ func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Gra
 
 // Drop implements sale.Gate: every key of every shard of the activity, its dead-letter stream
 // included (the dead letters are in the database too). Passes expire by themselves.
-func (g *Gate) Drop(ctx context.Context, activityID string) error {
-	a, err := g.activity(ctx, activityID)
-	if errors.Is(err, sale.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
+func (g *Gate) Drop(ctx context.Context, a sale.Activity) error {
 	for i := range shardsOf(a) {
 		id := ShardID(a.ID, i)
 		k := keysOf(id)
@@ -221,32 +174,22 @@ func (g *Gate) Drop(ctx context.Context, activityID string) error {
 		g.empty.Delete(id)
 	}
 	g.lanes.Delete(a.ID)
-	g.mu.Lock()
-	delete(g.acts, a.ID)
-	g.mu.Unlock()
 	return nil
 }
 
 // Remaining implements sale.Gate: the units left on every shard.
-func (g *Gate) Remaining(ctx context.Context, activityID string) (int64, error) {
-	n, err := g.rdb.Get(ctx, keysOf(activityID).stock).Int64()
+func (g *Gate) Remaining(ctx context.Context, a sale.Activity) (int64, error) {
+	n, err := g.rdb.Get(ctx, keysOf(a.ID).stock).Int64()
 	if errors.Is(err, redis.Nil) {
-		if _, err := g.activity(ctx, activityID); err != nil {
-			return 0, err // sale.ErrNotFound for an activity nobody created
-		}
-		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrUnloaded)
+		return 0, fmt.Errorf("activity %s: %w", a.ID, sale.ErrUnloaded)
 	}
 	if err != nil {
 		return 0, sale.Busy(err, "redis")
 	}
-	a, err := g.activity(ctx, activityID)
-	if err != nil {
-		return 0, err
-	}
 	for i := int64(1); i < shardsOf(a); i++ {
 		m, err := g.rdb.Get(ctx, keysOf(ShardID(a.ID, i)).stock).Int64()
 		if errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("activity %s, shard %d: %w", activityID, i, sale.ErrUnloaded)
+			return 0, fmt.Errorf("activity %s, shard %d: %w", a.ID, i, sale.ErrUnloaded)
 		}
 		if err != nil {
 			return 0, sale.Busy(err, "redis")

@@ -25,10 +25,6 @@ func item(id string, stock, limit int64) sale.Activity {
 		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
 }
 
-func notFound(ctx context.Context, id string) (sale.Activity, error) {
-	return sale.Activity{}, sale.ErrNotFound
-}
-
 func dial(t *testing.T, spec string) redis.UniversalClient {
 	t.Helper()
 	rdb, err := Dial(context.Background(), spec)
@@ -43,7 +39,7 @@ func dial(t *testing.T, spec string) redis.UniversalClient {
 func loadedGate(t *testing.T, a sale.Activity) (*Gate, redis.UniversalClient) {
 	t.Helper()
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
+	g := New(rdb)
 	if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +79,7 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 	if res := run(args...); res[0] != int64(1) || res[1] != "gtoken" {
 		t.Fatalf("second run = %v, want the first answer", res)
 	}
-	if n, _ := g.Remaining(ctx, a.ID); n != 4 {
+	if n, _ := g.Remaining(ctx, a); n != 4 {
 		t.Fatalf("remaining = %d after one grab run twice, want 4", n)
 	}
 	if n := rdb.XLen(ctx, k.stream).Val(); n != 1 {
@@ -103,7 +99,7 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 			t.Errorf("args %v: %v, want -9", bad, res)
 		}
 	}
-	if n, _ := g.Remaining(ctx, a.ID); n != 4 {
+	if n, _ := g.Remaining(ctx, a); n != 4 {
 		t.Fatalf("remaining = %d after refused calls, want 4", n)
 	}
 
@@ -175,7 +171,7 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 			}
 		}
 	}
-	if n, _ := g.Remaining(ctx, a.ID); n != 0 {
+	if n, _ := g.Remaining(ctx, a); n != 0 {
 		t.Errorf("remaining = %d, want 0", n)
 	}
 	if n := rdb.XLen(ctx, k.stream).Val(); n != 3 {
@@ -205,7 +201,7 @@ func TestCoalescedCrowd(t *testing.T) {
 	for u := range users {
 		for range 2 { // every user clicks twice with the same key
 			wg.Go(func() {
-				gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u), IdempotencyKey: "click", Now: a.StartAt})
+				gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u), IdempotencyKey: "click", Now: a.StartAt})
 				results <- result{u, gr.Token, err}
 			})
 		}
@@ -277,13 +273,13 @@ func TestScriptsSurviveAFlush(t *testing.T) {
 	ctx := context.Background()
 	a := item("flush", 5, 1)
 	g, rdb := loadedGate(t, a)
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
 		t.Fatalf("grab after SCRIPT FLUSH: %v", err)
 	}
 }
@@ -296,7 +292,7 @@ func TestStreamCarriesEveryGrab(t *testing.T) {
 	g, rdb := loadedGate(t, a)
 	var tokens []string
 	for _, u := range []string{"u1", "u2", "u3", "u4"} {
-		gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k|" + u, Now: a.StartAt})
+		gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k|" + u, Now: a.StartAt})
 		if errors.Is(err, sale.ErrSoldOut) {
 			continue
 		}
@@ -330,7 +326,7 @@ func TestUnackedReadsALongStreamInPages(t *testing.T) {
 	tokens := make([]string, n)
 	for i := range n {
 		wg.Go(func() {
-			gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", i), Now: a.StartAt})
+			gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", i), Now: a.StartAt})
 			if err != nil {
 				t.Error(err)
 			}
@@ -366,7 +362,7 @@ func TestUnackedReadsALongStreamInPages(t *testing.T) {
 func TestPendingAsksOnlyTheOpenActivity(t *testing.T) {
 	ctx := context.Background()
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(rdb, notFound)
+	g := New(rdb)
 	var acts []sale.Activity
 	for i := range 40 {
 		a := item(fmt.Sprint("hour", i), 5, 1)
@@ -378,7 +374,7 @@ func TestPendingAsksOnlyTheOpenActivity(t *testing.T) {
 	}
 	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return acts, nil }, time.Millisecond, time.Minute)
 	at := acts[7].StartAt.Add(30 * time.Minute)
-	gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: acts[7].ID, UserID: "u", Now: at})
+	gr, err := g.Grab(ctx, acts[7], sale.GrabRequest{ActivityID: acts[7].ID, UserID: "u", Now: at})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -423,7 +419,7 @@ func TestQueueSkipsArchivedActivities(t *testing.T) {
 	ctx := context.Background()
 	a := item("gone", 3, 1)
 	g, rdb := loadedGate(t, a)
-	if err := g.Drop(ctx, a.ID); err != nil {
+	if err := g.Drop(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	archived := a
@@ -516,13 +512,13 @@ func TestMalformedEntriesAreBuried(t *testing.T) {
 	ctx := context.Background()
 	a := item("dl", 5, 1)
 	g, rdb := loadedGate(t, a)
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: StreamKey(a.ID), Values: map[string]any{"junk": "1"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u2", Now: a.StartAt}); err != nil {
 		t.Fatal(err)
 	}
 	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return []sale.Activity{a}, nil }, time.Millisecond, time.Minute)
@@ -568,7 +564,7 @@ func TestSpentPassUnderRetry(t *testing.T) {
 	if n := spend("u1", "s2"); n != 0 {
 		t.Fatalf("a second spend of a spent pass: %d, want 0", n)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Pass: "p1", Now: t0}); !errors.Is(err, sale.ErrChallengeRequired) {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Pass: "p1", Now: t0}); !errors.Is(err, sale.ErrChallengeRequired) {
 		t.Fatalf("a grab with the spent pass: %v, want ErrChallengeRequired", err)
 	}
 }

@@ -33,7 +33,6 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 			return sale.Busy(err, "load activity %s into redis", a.ID)
 		}
 	}
-	g.remember(a)
 	return nil
 }
 
@@ -92,7 +91,6 @@ func (g *Gate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bo
 			loaded = true
 		}
 	}
-	g.remember(a)
 	return loaded, nil
 }
 
@@ -237,7 +235,7 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 	switch {
 	case errors.Is(err, redis.TxFailedErr), errors.Is(err, sale.ErrChanged):
 		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
-	case err != nil && !errors.Is(err, sale.ErrBusy) && !sale.IsAnswer(err) && !errors.Is(err, sale.ErrUnloaded):
+	case err != nil && !errors.Is(err, sale.ErrBusy) && !sale.IsVerdict(err) && !errors.Is(err, sale.ErrUnloaded):
 		return false, sale.Busy(err, "repair activity %s", a.ID)
 	}
 	return repaired, err

@@ -30,9 +30,6 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 	}
 	// Redis expires the key (a little after the pass, so that the script, not a vanished key,
 	// says "expired"); the script checks the expiry itself against the grab's clock.
-	if known, err := g.activity(ctx, a.ID); err == nil {
-		a = known // the layout the gate loaded
-	}
 	shard := ShardID(a.ID, homeShard(userID, shardsOf(a))) // where the user's grabs are checked
 	err := g.rdb.Set(ctx, passKey(shard, token), userID+"\n"+strconv.FormatInt(expires.UnixMilli(), 10), ttl+time.Second).Err()
 	if err != nil {
@@ -45,11 +42,7 @@ func (g *Gate) IssuePass(ctx context.Context, a sale.Activity, userID, token str
 // that it is spent once however many joins present it at the same time. The mark names this
 // call, so that go-redis resending the script after a lost reply is told "spent" again rather
 // than refused.
-func (g *Gate) SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error {
-	a, err := g.activity(ctx, activityID)
-	if err != nil {
-		return err
-	}
+func (g *Gate) SpendPass(ctx context.Context, a sale.Activity, userID, token string, now time.Time) error {
 	key := passKey(ShardID(a.ID, homeShard(userID, shardsOf(a))), token)
 	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, spendScript, []string{key}, userID, now.UnixMilli(),
 		sale.NewGrabToken(time.Now())).Int64()

@@ -20,19 +20,19 @@ func TestMinReplicasWaitsForAReplica(t *testing.T) {
 	repl := Replication{Replicas: 1, Timeout: 100 * time.Millisecond}
 
 	lone := dial(t, redistest.Start(t, redistest.Options{}).URL())
-	g := New(lone, notFound).WithReplication(repl)
+	g := New(lone).WithReplication(repl)
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
 	req := sale.GrabRequest{ActivityID: a.ID, UserID: "u1", IdempotencyKey: "k1", Now: a.StartAt}
 	start := time.Now()
-	if _, err := g.Grab(ctx, req); !errors.Is(err, sale.ErrBusy) || !errors.Is(err, errNotReplicated) {
+	if _, err := g.Grab(ctx, a, req); !errors.Is(err, sale.ErrBusy) || !errors.Is(err, errNotReplicated) {
 		t.Fatalf("a grab with no replica to wait for: %v, want ErrBusy for want of replicas", err)
 	}
 	if took := time.Since(start); took < repl.Timeout {
 		t.Fatalf("the grab was refused after %v, before its %v wait", took, repl.Timeout)
 	}
-	if n, _ := g.Remaining(ctx, a.ID); n != 9 {
+	if n, _ := g.Remaining(ctx, a); n != 9 {
 		t.Fatalf("remaining %d after the refused grab, want 9: the write stands on the master", n)
 	}
 
@@ -44,11 +44,11 @@ func TestMinReplicasWaitsForAReplica(t *testing.T) {
 	}
 	// The wait is long here: on a loaded 2-core machine a replica's acknowledgement can take more
 	// than 100ms, and this half is about where the grab is, not how fast it gets there.
-	g = New(rdb, notFound).WithReplication(Replication{Replicas: 1, Timeout: 5 * time.Second})
+	g = New(rdb).WithReplication(Replication{Replicas: 1, Timeout: 5 * time.Second})
 	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
-	gr, err := g.Grab(ctx, req)
+	gr, err := g.Grab(ctx, a, req)
 	if err != nil {
 		t.Fatalf("a grab with a replica: %v", err)
 	}
@@ -56,11 +56,11 @@ func TestMinReplicasWaitsForAReplica(t *testing.T) {
 	if rec, err := onReplica.HGet(ctx, keysOf(a.ID).grabs, gr.Token).Result(); err != nil || rec == "" {
 		t.Fatalf("the acknowledged grab on the replica: %q, %v", rec, err)
 	}
-	again, err := g.Grab(ctx, req)
+	again, err := g.Grab(ctx, a, req)
 	if err != nil || again.Token != gr.Token {
 		t.Fatalf("the retry with the same key: %+v, %v; want the first answer %s", again, err, gr.Token)
 	}
-	if err := g.Release(ctx, gr); err != nil {
+	if err := g.Release(ctx, a, gr); err != nil {
 		t.Fatalf("release with a replica: %v", err)
 	}
 	if n, _ := onReplica.Get(ctx, keysOf(a.ID).stock).Int64(); n != 10 {

@@ -3,6 +3,7 @@ package redisgate_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,30 +23,52 @@ func dial(t *testing.T, spec string) redis.UniversalClient {
 	return rdb
 }
 
-func notFound(ctx context.Context, id string) (sale.Activity, error) {
-	return sale.Activity{}, sale.ErrNotFound
-}
-
 // TestGateRules runs the rules every gate keeps on one Redis server and on a three-master
 // cluster, both real, started by redistest.
 func TestGateRules(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
-		saletest.GateTests(t, func(t *testing.T) sale.Gate { return redisgate.New(rdb, notFound) })
+		saletest.GateTests(t, func(t *testing.T) sale.Gate { return redisgate.New(rdb) })
 	})
 	t.Run("cluster", func(t *testing.T) {
 		rdb := dial(t, redistest.StartCluster(t).Seeds())
-		saletest.GateTests(t, func(t *testing.T) sale.Gate { return redisgate.New(rdb, notFound) })
+		saletest.GateTests(t, func(t *testing.T) sale.Gate { return redisgate.New(rdb) })
 		// The same rules with every item's stock split over three slots (as far as it goes).
 		t.Run("sharded", func(t *testing.T) {
-			saletest.GateTests(t, func(t *testing.T) sale.Gate { return sharded{redisgate.New(rdb, notFound)} })
+			saletest.GateTests(t, func(t *testing.T) sale.Gate { return sharded{redisgate.New(rdb)} })
 		})
 	})
 }
 
 // sharded is a gate that splits every item's stock into three shards (fewer for a smaller
-// stock) when it loads it.
+// stock): each call names its activity, and sharded names it split.
 type sharded struct{ *redisgate.Gate }
+
+func (g sharded) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+	return g.Gate.Grab(ctx, shard(a), r)
+}
+
+func (g sharded) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
+	return g.Gate.Release(ctx, shard(a), gr)
+}
+
+func (g sharded) Remaining(ctx context.Context, a sale.Activity) (int64, error) {
+	return g.Gate.Remaining(ctx, shard(a))
+}
+
+func (g sharded) Drop(ctx context.Context, a sale.Activity) error { return g.Gate.Drop(ctx, shard(a)) }
+
+func (g sharded) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	return g.Gate.Repair(ctx, shard(a), read)
+}
+
+func (g sharded) IssuePass(ctx context.Context, a sale.Activity, userID, token string, now, expires time.Time) error {
+	return g.Gate.IssuePass(ctx, shard(a), userID, token, now, expires)
+}
+
+func (g sharded) SpendPass(ctx context.Context, a sale.Activity, userID, token string, now time.Time) error {
+	return g.Gate.SpendPass(ctx, shard(a), userID, token, now)
+}
 
 func (g sharded) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
 	return g.Gate.Load(ctx, shard(a), st)

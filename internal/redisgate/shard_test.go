@@ -35,20 +35,12 @@ func usersOf(n int, home, shards int64) []string {
 // clusterGate is a gate on a real three-master Redis Cluster.
 func clusterGate(t *testing.T) (*Gate, redis.UniversalClient) {
 	rdb := dial(t, redistest.StartCluster(t).Seeds())
-	return New(rdb, notFound), rdb
+	return New(rdb), rdb
 }
 
-// queueOf is a queue over the streams of the activities g has loaded so far.
-func queueOf(g *Gate, rdb redis.UniversalClient) *Queue {
-	list := func(context.Context) ([]sale.Activity, error) {
-		g.mu.RLock()
-		defer g.mu.RUnlock()
-		var acts []sale.Activity
-		for _, a := range g.acts {
-			acts = append(acts, a)
-		}
-		return acts, nil
-	}
+// queueOf is a queue over the streams of acts.
+func queueOf(rdb redis.UniversalClient, acts ...sale.Activity) *Queue {
+	list := func(context.Context) ([]sale.Activity, error) { return acts, nil }
 	return NewQueue(rdb, "node-1", list, time.Millisecond, time.Minute)
 }
 
@@ -77,29 +69,29 @@ func TestShardedStockOnACluster(t *testing.T) {
 		users := usersOf(4, 1, 3) // all at home on shard 1
 		var won []sale.Grab
 		for _, u := range users[:3] {
-			gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k", Now: a.StartAt})
+			gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, IdempotencyKey: "k", Now: a.StartAt})
 			if err != nil {
 				t.Fatalf("%s: %v; the units of the other shards must be found", u, err)
 			}
 			won = append(won, gr)
 		}
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[3], Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[3], Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
 			t.Fatalf("fourth grab: %v, want sold out", err)
 		}
 		// A buyer whose unit came from another shard cannot buy again: the hold is at home.
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) &&
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) &&
 			!errors.Is(err, sale.ErrSoldOut) {
 			t.Fatalf("second grab of a buyer served from another shard: %v", err)
 		}
 		// A retry with the same key gets the first answer, wherever the unit came from.
-		again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[2], IdempotencyKey: "k", Now: a.StartAt})
+		again, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[2], IdempotencyKey: "k", Now: a.StartAt})
 		if err != nil || again.Token != won[2].Token {
 			t.Fatalf("keyed retry: %+v, %v; want %s", again, err, won[2].Token)
 		}
-		if n, err := g.Remaining(ctx, a.ID); err != nil || n != 0 {
+		if n, err := g.Remaining(ctx, a); err != nil || n != 0 {
 			t.Fatalf("remaining = %d, %v", n, err)
 		}
-		q := queueOf(g, rdb)
+		q := queueOf(rdb, a)
 		queued, err := q.Unacked(ctx, a.ID)
 		if err != nil || len(queued) != 3 {
 			t.Fatalf("queued = %d grabs, %v; want 3 (one on each shard's stream)", len(queued), err)
@@ -115,16 +107,16 @@ func TestShardedStockOnACluster(t *testing.T) {
 
 		// Cancelling the grab served from another shard gives its unit back there, and its
 		// buyer's hold at home: they can buy again.
-		if err := g.Release(ctx, won[1]); err != nil {
+		if err := g.Release(ctx, a, won[1]); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.Release(ctx, won[1]); err != nil { // a second release changes nothing
+		if err := g.Release(ctx, a, won[1]); err != nil { // a second release changes nothing
 			t.Fatal(err)
 		}
-		if n, _ := g.Remaining(ctx, a.ID); n != 1 {
+		if n, _ := g.Remaining(ctx, a); n != 1 {
 			t.Fatalf("remaining = %d after one release, want 1", n)
 		}
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
 			t.Fatalf("the released buyer's new grab: %v", err)
 		}
 	})
@@ -142,7 +134,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 			for range 2 { // two clicks, one key
 				wg.Go(func() {
 					user := fmt.Sprint("c", u)
-					gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: "click", Now: a.StartAt})
+					gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: "click", Now: a.StartAt})
 					switch {
 					case err == nil:
 						mu.Lock()
@@ -162,10 +154,10 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if len(won) != 100 {
 			t.Fatalf("%d winners, want the stock (100)", len(won))
 		}
-		if n, _ := g.Remaining(ctx, a.ID); n != 0 {
+		if n, _ := g.Remaining(ctx, a); n != 0 {
 			t.Fatalf("remaining = %d", n)
 		}
-		if n, err := queueOf(g, rdb).Depth(ctx, a.ID); err != nil || n != 100 {
+		if n, err := queueOf(rdb, a).Depth(ctx, a.ID); err != nil || n != 100 {
 			t.Fatalf("depth = %d, %v; want 100 over the three streams", n, err)
 		}
 	})
@@ -176,7 +168,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		users := usersOf(3, 0, 2)
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[0], Now: a.StartAt}); err != nil {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[0], Now: a.StartAt}); err != nil {
 			t.Fatal(err) // shard 0's unit
 		}
 		// users[1] reserves on shard 0 and its process dies before it looks further.
@@ -190,16 +182,16 @@ func TestShardedStockOnACluster(t *testing.T) {
 			return c.token
 		}
 		reserve(users[1])
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
 			t.Fatalf("grab while reserved: %v, want already bought (the reservation holds the limit)", err)
 		}
-		if n, err := g.Settle(ctx, time.Minute, a.StartAt.Add(30*time.Second)); err != nil || n != 0 {
+		if n, err := g.Settle(ctx, []sale.Activity{a}, time.Minute, a.StartAt.Add(30*time.Second)); err != nil || n != 0 {
 			t.Fatalf("settle of a fresh reservation = %d, %v; want it left alone", n, err)
 		}
-		if n, err := g.Settle(ctx, time.Minute, a.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
+		if n, err := g.Settle(ctx, []sale.Activity{a}, time.Minute, a.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
 			t.Fatalf("settle = %d, %v; want the reservation given back", n, err)
 		}
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[1], Now: a.StartAt}); err != nil {
 			t.Fatalf("grab after the reservation was given back: %v (shard 1 has a unit)", err)
 		}
 
@@ -209,7 +201,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		a = b // reserve works on a
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: b.ID, UserID: users[0], Now: b.StartAt}); err != nil {
+		if _, err := g.Grab(ctx, b, sale.GrabRequest{ActivityID: b.ID, UserID: users[0], Now: b.StartAt}); err != nil {
 			t.Fatal(err)
 		}
 		token := reserve(users[2])
@@ -219,13 +211,13 @@ func TestShardedStockOnACluster(t *testing.T) {
 			t.Fatalf("take = %v, %v", res, err)
 		}
 		// ...and dies before settling: the sweeper finds the unit and settles the grab won.
-		if n, err := g.Settle(ctx, time.Minute, b.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
+		if n, err := g.Settle(ctx, []sale.Activity{b}, time.Minute, b.StartAt.Add(2*time.Minute)); err != nil || n != 1 {
 			t.Fatalf("settle = %d, %v", n, err)
 		}
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: b.ID, UserID: users[2], Now: b.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+		if _, err := g.Grab(ctx, b, sale.GrabRequest{ActivityID: b.ID, UserID: users[2], Now: b.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
 			t.Fatalf("grab of a settled winner: %v, want already bought", err)
 		}
-		if gr, err := queueOf(g, rdb).Pending(ctx, token); err != nil || gr.UserID != users[2] || gr.ActivityID != b.ID {
+		if gr, err := queueOf(rdb, b).Pending(ctx, token); err != nil || gr.UserID != users[2] || gr.ActivityID != b.ID {
 			t.Fatalf("the settled grab on its way: %+v, %v", gr, err)
 		}
 	})
@@ -237,7 +229,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if err := g.Load(ctx, a, sale.GateState{Held: held, Keyed: held[1:]}); err != nil {
 			t.Fatal(err)
 		}
-		if n, err := g.Remaining(ctx, a.ID); err != nil || n != 8 {
+		if n, err := g.Remaining(ctx, a); err != nil || n != 8 {
 			t.Fatalf("remaining = %d, %v; want 8", n, err)
 		}
 		for i := range int64(3) {
@@ -246,10 +238,10 @@ func TestShardedStockOnACluster(t *testing.T) {
 				t.Errorf("shard %d holds %d of 8 units; want them spread (2 or 3 each)", i, n)
 			}
 		}
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "h1", Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "h1", Now: a.StartAt}); !errors.Is(err, sale.ErrAlreadyBought) {
 			t.Fatalf("a loaded holder's grab: %v, want already bought", err)
 		}
-		if gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "h2", IdempotencyKey: "k", Now: a.StartAt}); err != nil || gr.Token != "g2" {
+		if gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "h2", IdempotencyKey: "k", Now: a.StartAt}); err != nil || gr.Token != "g2" {
 			t.Fatalf("a loaded keyed grab's retry: %+v, %v; want g2", gr, err)
 		}
 	})
@@ -262,14 +254,14 @@ func TestShardedStockOnACluster(t *testing.T) {
 func TestWarmNeverResetsASellingShard(t *testing.T) {
 	ctx := context.Background()
 	first, rdb := clusterGate(t)
-	slow := New(rdb, notFound)
+	slow := New(rdb)
 	a := shardedItem("race", 30, 3, 1)
 	if err := first.Load(ctx, a, sale.GateState{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, home := range []int64{1, 2} {
 		for _, u := range usersOf(3, home, 3) {
-			if _, err := first.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt}); err != nil {
+			if _, err := first.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -296,7 +288,7 @@ func TestWarmNeverResetsASellingShard(t *testing.T) {
 			t.Errorf("shard %d holds %d grabs after the slow node's warm, want its 3", home, n)
 		}
 	}
-	if n, err := first.Remaining(ctx, a.ID); err != nil || n != 24 {
+	if n, err := first.Remaining(ctx, a); err != nil || n != 24 {
 		t.Fatalf("remaining %d, %v after the warm, want 24: nothing sold came back", n, err)
 	}
 }

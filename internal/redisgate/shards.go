@@ -144,23 +144,18 @@ func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token,
 	return err
 }
 
-// Settle finishes the reservations of sharded stocks that were left behind for longer than
-// olderThan (their grab's process died, or Redis failed it, between reserving and settling): a
-// grab whose unit a shard gave is settled won, the others give their reservation back. It
-// returns how many it settled. Run it now and then on one node or many (each settling is done
-// once); olderThan must be well above the longest a grab can take (batchTimeout).
-func (g *Gate) Settle(ctx context.Context, olderThan time.Duration, now time.Time) (int, error) {
-	g.mu.RLock()
-	var acts []sale.Activity
-	for _, a := range g.acts {
-		if shardsOf(a) > 1 {
-			acts = append(acts, a)
-		}
-	}
-	g.mu.RUnlock()
+// Settle finishes the reservations of the sharded stocks among acts that were left behind for
+// longer than olderThan (their grab's process died, or Redis failed it, between reserving and
+// settling): a grab whose unit a shard gave is settled won, the others give their reservation
+// back. It returns how many it settled. Run it now and then on one node or many (each settling
+// is done once); olderThan must be well above the longest a grab can take (batchTimeout).
+func (g *Gate) Settle(ctx context.Context, acts []sale.Activity, olderThan time.Duration, now time.Time) (int, error) {
 	settled := 0
 	for _, a := range acts {
 		n := shardsOf(a)
+		if n == 1 {
+			continue
+		}
 		for h := range n {
 			pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, h)).pending).Result()
 			if err != nil {

@@ -37,7 +37,7 @@ func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
 		}
 	}
 	s.remember(a)
-	if err := s.inventory.Drop(ctx, a.ID); err != nil {
+	if err := s.inventory.Drop(ctx, a); err != nil {
 		return false, fmt.Errorf("archive %s: %w", a.ID, err)
 	}
 	if a.Lined() && s.line != nil {

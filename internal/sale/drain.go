@@ -157,7 +157,7 @@ func (d *Drainer) admit(ctx context.Context, a Activity, now time.Time, ts []Tic
 		wg.Go(func() {
 			defer func() { <-sem }()
 			t := &ts[i]
-			g, err := d.svc.grab(ctx, GrabRequest{ActivityID: a.ID, UserID: t.UserID, IdempotencyKey: LineKey(t.Token), Now: now})
+			g, err := d.svc.grab(ctx, a, GrabRequest{ActivityID: a.ID, UserID: t.UserID, IdempotencyKey: LineKey(t.Token), Now: now})
 			switch {
 			case err == nil:
 				t.Outcome, t.OrderToken, t.AmountCents = OutcomeWon, g.Token, g.AmountCents

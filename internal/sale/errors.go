@@ -41,18 +41,18 @@ var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBu
 // answers.
 var errArchived = errors.New("the activity is archived")
 
-// answers are the errors that are the sale's answer to a request, not a failure of a dependency.
-var answers = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
+// verdicts are the errors that are the sale's verdict on a request, not a failure of a dependency.
+var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
 	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable}
 
-// IsAnswer reports whether err is one of the sale's answers (sold out, not found, ...) rather
+// IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.
-func IsAnswer(err error) bool {
+func IsVerdict(err error) bool {
 	if errors.Is(err, ErrBusy) {
 		return false
 	}
-	for _, a := range answers {
+	for _, a := range verdicts {
 		if errors.Is(err, a) {
 			return true
 		}

@@ -11,8 +11,8 @@ func TestBusyKeepsBothErrorsInTheChain(t *testing.T) {
 	if !errors.Is(err, ErrBusy) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("Busy(...) = %v: want both ErrBusy and the cause in its chain", err)
 	}
-	if IsAnswer(err) {
-		t.Fatalf("IsAnswer(%v) = true: a backend's failure is not an answer", err)
+	if IsVerdict(err) {
+		t.Fatalf("IsVerdict(%v) = true: a backend's failure is not an answer", err)
 	}
 	want := ErrBusy.Error() + ": load activity a1 into redis: " + io.ErrUnexpectedEOF.Error()
 	if err.Error() != want {

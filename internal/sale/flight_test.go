@@ -18,7 +18,7 @@ type lostGate struct {
 	warms  atomic.Int64
 }
 
-func (g *lostGate) Grab(_ context.Context, req GrabRequest) (Grab, error) {
+func (g *lostGate) Grab(_ context.Context, _ Activity, req GrabRequest) (Grab, error) {
 	if !g.loaded.Load() {
 		g.crowd.Done()
 		g.crowd.Wait()

@@ -56,14 +56,14 @@ func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
 		return Grab{}, fmt.Errorf("%w: a %s activity's grabs join its line", ErrInvalid, a.Admission)
 	}
 	req.Now = s.now()
-	return s.grab(ctx, req)
+	return s.grab(ctx, a, req)
 }
 
 // grab asks the gate, rebuilding the activity in it if the cache lost it, and raises the local
 // sold-out flag when the gate says so.
-func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
+func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, error) {
 	activityID := req.ActivityID
-	g, err := s.inventory.Grab(ctx, req)
+	g, err := s.inventory.Grab(ctx, a, req)
 	if absent(err) {
 		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
 		// database and the queue say exactly what it must hold; Warm stores that unless another
@@ -75,7 +75,7 @@ func (s *Service) grab(ctx context.Context, req GrabRequest) (Grab, error) {
 		if werr != nil {
 			return Grab{}, werr
 		}
-		g, err = s.inventory.Grab(ctx, req)
+		g, err = s.inventory.Grab(ctx, a, req)
 	}
 	if errors.Is(err, ErrSoldOut) {
 		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))

@@ -144,7 +144,7 @@ func (s *Service) Join(ctx context.Context, activityID, userID, pass string) (Ti
 	case len(pass) > MaxPassLen:
 		return TicketView{}, false, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
 	case pass != "":
-		if err := s.passes.SpendPass(ctx, a.ID, userID, pass, now); err != nil {
+		if err := s.passes.SpendPass(ctx, a, userID, pass, now); err != nil {
 			return TicketView{}, false, err
 		}
 	case a.RequireChallenge:

@@ -11,7 +11,7 @@ import (
 // Order returns the order named by ref (its token or numeric id) if userID owns it. A grab still
 // in the queue is reported as a PENDING order. Errors: ErrNotFound (also for someone else's order).
 func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) {
-	o, err := s.lookup(ctx, ref)
+	o, err := s.orderByRef(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
 		var g Grab
 		switch g, err = s.backlog.Pending(ctx, ref); {
@@ -19,7 +19,7 @@ func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) 
 			o = pendingOrder(g)
 		case errors.Is(err, ErrNotFound):
 			// The worker may have placed it between the two reads.
-			o, err = s.lookup(ctx, ref)
+			o, err = s.orderByRef(ctx, ref)
 		}
 	}
 	if err != nil {
@@ -36,7 +36,8 @@ func pendingOrder(g Grab) Order {
 		AmountCents: g.AmountCents, Status: StatusPending, CreatedAt: g.At}
 }
 
-func (s *Service) lookup(ctx context.Context, ref string) (Order, error) {
+// orderByRef reads the order ref names: by its numeric id, or else by its token.
+func (s *Service) orderByRef(ctx context.Context, ref string) (Order, error) {
 	if ref == "" || len(ref) > MaxIDLen {
 		return Order{}, ErrNotFound
 	}
@@ -105,11 +106,15 @@ func (s *Service) cancel(ctx context.Context, token, reason string) (Order, erro
 // failure leaves the restock owed in the database; giving it back again is harmless (the gate
 // restocks once per grab token).
 func (s *Service) restock(ctx context.Context, o Order) error {
-	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
-	if err := s.inventory.Release(ctx, g); err != nil {
+	a, err := s.Activity(ctx, o.ActivityID)
+	if err != nil {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
-	if s.ranking != nil && s.isRedPacket(ctx, o.ActivityID) {
+	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+	if err := s.inventory.Release(ctx, a, g); err != nil {
+		return fmt.Errorf("restock order %s: %w", o.Token, err)
+	}
+	if s.ranking != nil && a.Kind == KindRedPacket {
 		// Best effort: a share left on the leaderboard is fixed by the next load; the
 		// database fallback never counts a cancelled order.
 		s.ranking.Remove(ctx, []Grab{g})

@@ -17,6 +17,9 @@ type Gate interface {
 // implementation answers only once the grab is durable (group-committed to the embedded journal,
 // or appended to a Redis stream by the same script that took the unit), so an acknowledged grab
 // is never lost.
+//
+// Every call names the activity whole: the service holds the node's one copy of each activity
+// (they never change once created), so a gate keeps none of its own.
 type Inventory interface {
 	// Load makes activity a sellable with the holdings of st, replacing whatever the gate knew of
 	// it. It is how a new activity is loaded; nothing may be selling it yet.
@@ -41,20 +44,22 @@ type Inventory interface {
 	// it must be one issued to r.UserID for this activity and not expired at r.Now, and a grab
 	// without one is refused if the activity requires a challenge. Errors: ErrNotFound,
 	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrBusy.
-	Grab(ctx context.Context, r GrabRequest) (Grab, error)
+	// r.ActivityID is a.ID.
+	Grab(ctx context.Context, a Activity, r GrabRequest) (Grab, error)
 
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
-	// returns and the buyer may grab again. It is idempotent per grab token. Errors: ErrBusy.
-	Release(ctx context.Context, g Grab) error
+	// returns and the buyer may grab again. It is idempotent per grab token. g.ActivityID is
+	// a.ID. Errors: ErrBusy.
+	Release(ctx context.Context, a Activity, g Grab) error
 
-	// Remaining reports the units the gate still has for an activity. Errors: ErrNotFound,
-	// ErrBusy.
-	Remaining(ctx context.Context, activityID string) (int64, error)
+	// Remaining reports the units the gate still has for a. Errors: ErrNotFound (or ErrUnloaded:
+	// the gate does not hold a), ErrBusy.
+	Remaining(ctx context.Context, a Activity) (int64, error)
 
 	// Drop forgets everything the gate holds for an activity (its stock, holdings, answers,
 	// grab records, streams): its hot state, archived once the sale is over and drained (see
 	// Service.Archive). Dropping what is not there is no error.
-	Drop(ctx context.Context, activityID string) error
+	Drop(ctx context.Context, a Activity) error
 }
 
 // Passes are the one-time path tokens a solved challenge hands out, kept beside the stock: a
@@ -70,7 +75,7 @@ type Passes interface {
 	// whatever the join comes to, and a pass shown by someone else is left to its owner. Errors:
 	// ErrChallengeRequired (no such pass, or spent, expired or someone else's), ErrNotFound,
 	// ErrBusy.
-	SpendPass(ctx context.Context, activityID, userID, token string, now time.Time) error
+	SpendPass(ctx context.Context, a Activity, userID, token string, now time.Time) error
 }
 
 // Delivery is a grab handed to a worker. It stays in the queue until acknowledged, and is

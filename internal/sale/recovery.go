@@ -18,7 +18,7 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	}
 	for _, a := range acts {
 		s.remember(a)
-		if _, err := s.inventory.Remaining(ctx, a.ID); err == nil {
+		if _, err := s.inventory.Remaining(ctx, a); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
 		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
@@ -141,7 +141,7 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 			case <-time.After(s.reconcilePause):
 			}
 		}
-		before, err := s.inventory.Remaining(ctx, id)
+		before, err := s.inventory.Remaining(ctx, a)
 		if absent(err) {
 			if fresh, ferr := s.activities.Activity(ctx, id); ferr == nil && fresh.Archived() {
 				s.remember(fresh)
@@ -156,7 +156,7 @@ func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconc
 		if err != nil {
 			return Reconciliation{}, err
 		}
-		after, err := s.inventory.Remaining(ctx, id)
+		after, err := s.inventory.Remaining(ctx, a)
 		if err != nil {
 			return Reconciliation{}, err
 		}

@@ -111,8 +111,9 @@ const RateOff = -1
 // MaxRate bounds a rate limit, in requests per second.
 const MaxRate = 1_000_000
 
-// Pick returns the rate to apply: r unless it is zero (the node's), with RateOff as 0 (off).
-func Pick(r, node int64) int64 {
+// EffectiveRate is the rate limit to apply for an activity whose own setting is r and whose
+// node's is node: r unless it is zero (then the node's), with RateOff as 0 (off).
+func EffectiveRate(r, node int64) int64 {
 	switch {
 	case r == 0:
 		return node

@@ -10,7 +10,11 @@ import (
 // An archived activity's remaining units are the database's: its stock less what its orders
 // hold.
 func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
-	n, err := s.inventory.Remaining(ctx, id)
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.inventory.Remaining(ctx, a)
 	if absent(err) {
 		werr := s.warmOne(ctx, id)
 		if errors.Is(werr, errArchived) {
@@ -19,7 +23,7 @@ func (s *Service) Remaining(ctx context.Context, id string) (int64, error) {
 		if werr != nil {
 			return 0, werr
 		}
-		n, err = s.inventory.Remaining(ctx, id)
+		n, err = s.inventory.Remaining(ctx, a)
 	}
 	return n, err
 }
@@ -110,7 +114,7 @@ func (s *Service) Gauges(ctx context.Context) []Gauge {
 		if !now.Before(a.EndAt) {
 			return true
 		}
-		rem, err := s.inventory.Remaining(ctx, a.ID)
+		rem, err := s.inventory.Remaining(ctx, a)
 		if err != nil {
 			return true
 		}

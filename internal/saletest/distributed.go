@@ -31,7 +31,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gate := redisgate.New(rdb, store.Activity)
+	gate := redisgate.New(rdb)
 	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	// Every random sale is a new activity: listed every 20 ms, its first drain need not wait a second.
 	queue := redisgate.NewQueue(rdb, fmt.Sprint("node-", nodes.Add(1)), ids, 2*time.Millisecond, 30*time.Second).

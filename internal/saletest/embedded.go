@@ -55,7 +55,7 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	env.Hot = func(id string) []string {
 		ctx := context.Background()
 		var hot []string
-		if _, err := gate.Remaining(ctx, id); err == nil {
+		if _, err := gate.Remaining(ctx, sale.Activity{ID: id}); err == nil { // the memory gate knows its activities by id
 			hot = append(hot, "gate")
 		}
 		if _, _, err := ranking.Usage(ctx, id); err == nil {
@@ -211,9 +211,9 @@ func (g faultyGate) Repair(ctx context.Context, a sale.Activity, read func(ctx c
 	return g.Gate.Repair(ctx, a, read)
 }
 
-func (g faultyGate) Release(ctx context.Context, gr sale.Grab) error {
+func (g faultyGate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
 	if g.f.take() {
 		return fmt.Errorf("%w: the test refuses this release", sale.ErrBusy)
 	}
-	return g.Gate.Release(ctx, gr)
+	return g.Gate.Release(ctx, a, gr)
 }

@@ -18,14 +18,17 @@ func GateItem(id string, stock, limit int64) sale.Activity {
 }
 
 // GateTests checks the rules every sale.Gate keeps, whatever it runs on. newGate returns a gate
-// that knows no activity yet; activity ids are unique across the subtests, so one gate (one
+// that holds no activity yet; activity ids are unique across the subtests, so one gate (one
 // Redis) may serve them all.
 func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("Rules", func(t *testing.T) { gateRules(t, newGate) })
-	t.Run("UnknownActivity", func(t *testing.T) {
+	t.Run("ActivityNotLoaded", func(t *testing.T) {
+		// The gate is handed each activity whole and keeps none of its own, so it cannot tell
+		// one never created (the service's store answers that) from one it lost: either way
+		// it does not hold it, and says so, taking nothing.
 		g := newGate(t)
-		if _, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: T0}); !errors.Is(err, sale.ErrNotFound) {
-			t.Fatalf("got %v, want ErrNotFound", err)
+		if _, err := g.Grab(context.Background(), GateItem("nope", 1, 1), sale.GrabRequest{ActivityID: "nope", UserID: "u", Now: T0}); !absent(err) {
+			t.Fatalf("got %v, want ErrNotFound or ErrUnloaded", err)
 		}
 	})
 	t.Run("IdempotentRetry", func(t *testing.T) { gateIdempotentRetry(t, newGate(t)) })
@@ -60,30 +63,36 @@ func gateSpendPass(t *testing.T, g sale.Gate) {
 	alice, bob, carol := issue("alice", time.Minute), issue("bob", time.Second), issue("carol", time.Minute)
 	at := T0.Add(500 * time.Millisecond)
 	for _, s := range []struct {
-		name, activity, user, pass string
-		now                        time.Time
-		want                       error
+		name       string
+		activity   sale.Activity
+		user, pass string
+		now        time.Time
+		want       error
 	}{
-		{"a made-up pass", "sp1", "alice", "p-made-up", at, sale.ErrChallengeRequired},
-		{"alice's pass on another activity", "sp2", "alice", alice, at, sale.ErrChallengeRequired},
-		{"alice's pass", "sp1", "alice", alice, at, nil},
-		{"alice's pass again", "sp1", "alice", alice, at, sale.ErrChallengeRequired},
-		{"bob's pass once expired", "sp1", "bob", bob, T0.Add(time.Second), sale.ErrChallengeRequired},
-		{"carol's pass by mallory", "sp1", "mallory", carol, at, sale.ErrChallengeRequired},
-		{"an unknown activity", "sp-none", "alice", alice, at, sale.ErrNotFound},
+		{"a made-up pass", a, "alice", "p-made-up", at, sale.ErrChallengeRequired},
+		{"alice's pass on another activity", b, "alice", alice, at, sale.ErrChallengeRequired},
+		{"alice's pass", a, "alice", alice, at, nil},
+		{"alice's pass again", a, "alice", alice, at, sale.ErrChallengeRequired},
+		{"bob's pass once expired", a, "bob", bob, T0.Add(time.Second), sale.ErrChallengeRequired},
+		{"carol's pass by mallory", a, "mallory", carol, at, sale.ErrChallengeRequired},
 	} {
 		if err := g.SpendPass(ctx, s.activity, s.user, s.pass, s.now); !errors.Is(err, s.want) {
 			t.Fatalf("%s: got %v, want %v", s.name, err, s.want)
 		}
 	}
-	if err := g.SpendPass(ctx, "sp1", "carol", carol, at); err != nil {
+	// An activity the gate does not hold has no pass of alice's: refused, as not held (the
+	// memory gate) or as no such pass (Redis, whose passes live under the activity's keys).
+	if err := g.SpendPass(ctx, GateItem("sp-none", 5, 1), "alice", alice, at); !absent(err) && !errors.Is(err, sale.ErrChallengeRequired) {
+		t.Fatalf("alice's pass on an activity the gate does not hold: %v, want it refused", err)
+	}
+	if err := g.SpendPass(ctx, a, "carol", carol, at); err != nil {
 		t.Fatalf("carol's pass after mallory showed it: %v; it is still hers", err)
 	}
 	dave := issue("dave", time.Minute)
-	if err := g.SpendPass(ctx, "sp1", "dave", dave, at); err != nil {
+	if err := g.SpendPass(ctx, a, "dave", dave, at); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "sp1", UserID: "dave", Pass: dave, Now: at}); !errors.Is(err, sale.ErrChallengeRequired) {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "sp1", UserID: "dave", Pass: dave, Now: at}); !errors.Is(err, sale.ErrChallengeRequired) {
 		t.Fatalf("a grab with a pass spent by a join: %v, want ErrChallengeRequired", err)
 	}
 }
@@ -96,26 +105,26 @@ func gateKeyRemembersWins(t *testing.T, g sale.Gate) {
 	a := GateItem("kw", 1, 1)
 	load(t, g, a, sale.GateState{})
 	at := T0.Add(time.Second)
-	first, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "alice", IdempotencyKey: "a1", Now: at})
+	first, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "alice", IdempotencyKey: "a1", Now: at})
 	if err != nil {
 		t.Fatal(err)
 	}
 	bob := sale.GrabRequest{ActivityID: a.ID, UserID: "bob", IdempotencyKey: "b1", Now: at}
-	if _, err := g.Grab(ctx, bob); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := g.Grab(ctx, a, bob); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("bob's first try: %v, want ErrSoldOut", err)
 	}
-	if err := g.Release(ctx, first); err != nil {
+	if err := g.Release(ctx, a, first); err != nil {
 		t.Fatal(err)
 	}
-	won, err := g.Grab(ctx, bob)
+	won, err := g.Grab(ctx, a, bob)
 	if err != nil {
 		t.Fatalf("bob's retry with his key after the restock: %v, want a win (a refusal is not remembered)", err)
 	}
-	again, err := g.Grab(ctx, bob)
+	again, err := g.Grab(ctx, a, bob)
 	if err != nil || again.Token != won.Token {
 		t.Fatalf("bob's key once it won: %+v, %v; want the win %s again", again, err, won.Token)
 	}
-	if n := remaining(t, g, a.ID); n != 0 {
+	if n := remaining(t, g, a); n != 0 {
 		t.Fatalf("remaining %d, want 0: bob's key took one unit", n)
 	}
 }
@@ -127,13 +136,18 @@ func load(t *testing.T, g sale.Gate, a sale.Activity, st sale.GateState) {
 	}
 }
 
-func remaining(t *testing.T, g sale.Gate, id string) int64 {
+func remaining(t *testing.T, g sale.Gate, a sale.Activity) int64 {
 	t.Helper()
-	n, err := g.Remaining(context.Background(), id)
+	n, err := g.Remaining(context.Background(), a)
 	if err != nil {
-		t.Fatalf("Remaining(%s): %v", id, err)
+		t.Fatalf("Remaining(%s): %v", a.ID, err)
 	}
 	return n
+}
+
+// absent says err is a gate's "I do not hold this activity".
+func absent(err error) bool {
+	return errors.Is(err, sale.ErrNotFound) || errors.Is(err, sale.ErrUnloaded)
 }
 
 func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
@@ -164,7 +178,7 @@ func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 		t.Run(tc.name, func(t *testing.T) {
 			load(t, g, tc.act, sale.GateState{})
 			for i, s := range tc.steps {
-				_, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: tc.act.ID, UserID: s.user, IdempotencyKey: s.key, Now: s.at})
+				_, err := g.Grab(context.Background(), tc.act, sale.GrabRequest{ActivityID: tc.act.ID, UserID: s.user, IdempotencyKey: s.key, Now: s.at})
 				if !errors.Is(err, s.want) || (s.want == nil && err != nil) {
 					t.Fatalf("step %d (%s, key %q): got %v, want %v", i, s.user, s.key, err, s.want)
 				}
@@ -174,45 +188,47 @@ func gateRules(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 }
 
 func gateIdempotentRetry(t *testing.T, g sale.Gate) {
-	load(t, g, GateItem("idem", 10, 3), sale.GateState{})
+	a := GateItem("idem", 10, 3)
+	load(t, g, a, sale.GateState{})
 	req := sale.GrabRequest{ActivityID: "idem", UserID: "u1", IdempotencyKey: "k", Now: T0}
-	first, err := g.Grab(context.Background(), req)
+	first, err := g.Grab(context.Background(), a, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := g.Grab(context.Background(), req)
+	again, err := g.Grab(context.Background(), a, req)
 	if err != nil || again != first {
 		t.Fatalf("retry = %+v, %v; want the first grab %+v", again, err, first)
 	}
-	if rem := remaining(t, g, "idem"); rem != 9 {
+	if rem := remaining(t, g, a); rem != 9 {
 		t.Fatalf("remaining = %d after a grab and its retry, want 9", rem)
 	}
 }
 
 func gateReleaseOnce(t *testing.T, g sale.Gate) {
-	load(t, g, GateItem("rel", 1, 1), sale.GateState{})
+	a := GateItem("rel", 1, 1)
+	load(t, g, a, sale.GateState{})
 	ctx := context.Background()
-	grab, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0})
+	grab, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for range 8 { // sweepers of several nodes racing
 		wg.Go(func() {
-			if err := g.Release(ctx, grab); err != nil {
+			if err := g.Release(ctx, a, grab); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if rem := remaining(t, g, "rel"); rem != 1 {
+	if rem := remaining(t, g, a); rem != 1 {
 		t.Fatalf("remaining = %d after releasing one grab eight times, want 1", rem)
 	}
 	// The buyer is released too: u1 may buy again, and the unit is sold once more.
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0}); err != nil {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rel", UserID: "u1", Now: T0}); err != nil {
 		t.Fatalf("regrab after release: %v", err)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rel", UserID: "u2", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("grab after resale: got %v, want ErrSoldOut", err)
 	}
 }
@@ -225,27 +241,27 @@ func gateReleaseAfterLoad(t *testing.T, g sale.Gate) {
 	ctx := context.Background()
 	var grabs []sale.Grab
 	for range 2 {
-		gr, err := g.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: T0})
+		gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: T0})
 		if err != nil {
 			t.Fatal(err)
 		}
 		grabs = append(grabs, gr)
 	}
-	if err := g.Release(ctx, grabs[0]); err != nil {
+	if err := g.Release(ctx, a, grabs[0]); err != nil {
 		t.Fatal(err)
 	}
 	// What the database holds now: the second grab only, the first order cancelled.
 	load(t, g, a, sale.GateState{Held: grabs[1:]})
-	if err := g.Release(ctx, grabs[0]); err != nil {
+	if err := g.Release(ctx, a, grabs[0]); err != nil {
 		t.Fatal(err)
 	}
-	if rem := remaining(t, g, a.ID); rem != 2 {
+	if rem := remaining(t, g, a); rem != 2 {
 		t.Fatalf("remaining = %d after one release repeated across a load, want 2", rem)
 	}
-	if err := g.Release(ctx, grabs[1]); err != nil {
+	if err := g.Release(ctx, a, grabs[1]); err != nil {
 		t.Fatal(err)
 	}
-	if rem := remaining(t, g, a.ID); rem != 3 {
+	if rem := remaining(t, g, a); rem != 3 {
 		t.Fatalf("remaining = %d after releasing the loaded holding too, want 3", rem)
 	}
 }
@@ -253,25 +269,26 @@ func gateReleaseAfterLoad(t *testing.T, g sale.Gate) {
 func gateLoad(t *testing.T, g sale.Gate) {
 	held := []sale.Grab{{Token: "g1", ActivityID: "ld", UserID: "u1", At: T0},
 		{Token: "g2", ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", AmountCents: 100, At: T0}}
-	load(t, g, GateItem("ld", 3, 1), sale.GateState{Held: held, Keyed: held[1:]})
+	a := GateItem("ld", 3, 1)
+	load(t, g, a, sale.GateState{Held: held, Keyed: held[1:]})
 	ctx := context.Background()
-	if rem := remaining(t, g, "ld"); rem != 1 {
+	if rem := remaining(t, g, a); rem != 1 {
 		t.Fatalf("remaining = %d, want 1", rem)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u1", Now: T0}); !errors.Is(err, sale.ErrAlreadyBought) {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "ld", UserID: "u1", Now: T0}); !errors.Is(err, sale.ErrAlreadyBought) {
 		t.Fatalf("u1 regrab: got %v, want ErrAlreadyBought", err)
 	}
-	got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", Now: T0})
+	got, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "ld", UserID: "u2", IdempotencyKey: "k", Now: T0})
 	if err != nil || got.Token != "g2" {
 		t.Fatalf("u2 retry of key k = %+v, %v; want grab g2", got, err)
 	}
 	// A loaded holding can be released, once.
 	for range 2 {
-		if err := g.Release(ctx, held[0]); err != nil {
+		if err := g.Release(ctx, a, held[0]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if rem := remaining(t, g, "ld"); rem != 2 {
+	if rem := remaining(t, g, a); rem != 2 {
 		t.Fatalf("remaining = %d after releasing a loaded holding, want 2", rem)
 	}
 	if err := g.Load(ctx, GateItem("ld2", 1, 1), sale.GateState{Held: held}); err == nil {
@@ -289,7 +306,7 @@ func gateRedPacket(t *testing.T, g sale.Gate) {
 	seen := map[int64]bool{}
 	var first sale.Grab
 	for i := range 3 {
-		got, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: T0})
+		got, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rp", UserID: fmt.Sprint("u", i), Now: T0})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,13 +322,13 @@ func gateRedPacket(t *testing.T, g sale.Gate) {
 	if sum != 600 {
 		t.Fatalf("shares won sum to %d, want 600", sum)
 	}
-	if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
+	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0}); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("fourth grab: got %v, want ErrSoldOut", err)
 	}
-	if err := g.Release(ctx, first); err != nil {
+	if err := g.Release(ctx, a, first); err != nil {
 		t.Fatal(err)
 	}
-	again, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0})
+	again, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: "rp", UserID: "late", Now: T0})
 	if err != nil || again.Share != first.Share || again.AmountCents != first.AmountCents {
 		t.Fatalf("grab after a release = %+v, %v; want the released share %d (%d cents)", again, err, first.Share, first.AmountCents)
 	}
@@ -321,7 +338,8 @@ func gateRedPacket(t *testing.T, g sale.Gate) {
 // idempotency keys: the stock is sold exactly, never twice to a user.
 func gateCrowd(t *testing.T, g sale.Gate) {
 	const users, clicks, stock = 3000, 3, 500
-	load(t, g, GateItem("crowd", stock, 1), sale.GateState{})
+	a := GateItem("crowd", stock, 1)
+	load(t, g, a, sale.GateState{})
 	var mu sync.Mutex
 	wins := map[string]string{} // user -> token
 	var wg sync.WaitGroup
@@ -333,7 +351,7 @@ func gateCrowd(t *testing.T, g sale.Gate) {
 				if u%2 == 0 {
 					key = "k"
 				}
-				got, err := g.Grab(context.Background(), sale.GrabRequest{ActivityID: "crowd", UserID: user, IdempotencyKey: key, Now: T0})
+				got, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: "crowd", UserID: user, IdempotencyKey: key, Now: T0})
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -353,7 +371,7 @@ func gateCrowd(t *testing.T, g sale.Gate) {
 	if len(wins) != stock {
 		t.Fatalf("%d users won, want exactly the stock %d", len(wins), stock)
 	}
-	if rem := remaining(t, g, "crowd"); rem != 0 {
+	if rem := remaining(t, g, a); rem != 0 {
 		t.Fatalf("remaining = %d, want 0", rem)
 	}
 }
@@ -401,21 +419,22 @@ func gatePasses(t *testing.T, g sale.Gate) {
 		{"a bare grab on an open activity", sale.GrabRequest{ActivityID: "ps3", UserID: "erin"}, nil},
 		{"dave's pass on the open activity", sale.GrabRequest{ActivityID: "ps3", UserID: "dave", Pass: stray}, nil},
 	}
+	acts := map[string]sale.Activity{guarded.ID: guarded, other.ID: other, open.ID: open}
 	for _, s := range steps {
 		if s.req.Now.IsZero() {
 			s.req.Now = at
 		}
-		if _, err := g.Grab(ctx, s.req); !errors.Is(err, s.want) {
+		if _, err := g.Grab(ctx, acts[s.req.ActivityID], s.req); !errors.Is(err, s.want) {
 			t.Fatalf("%s: got %v, want %v", s.name, err, s.want)
 		}
 	}
-	if rem := remaining(t, g, "ps1"); rem != 0 {
+	if rem := remaining(t, g, guarded); rem != 0 {
 		t.Fatalf("ps1 remaining %d, want 0: alice and carol hold the two units", rem)
 	}
 	// A pass is spent even when the grab it carried finds nothing left.
 	frank := issue(guarded, "frank", time.Minute)
 	for _, want := range []error{sale.ErrSoldOut, sale.ErrChallengeRequired} {
-		if _, err := g.Grab(ctx, sale.GrabRequest{ActivityID: "ps1", UserID: "frank", Pass: frank, Now: at}); !errors.Is(err, want) {
+		if _, err := g.Grab(ctx, guarded, sale.GrabRequest{ActivityID: "ps1", UserID: "frank", Pass: frank, Now: at}); !errors.Is(err, want) {
 			t.Fatalf("frank's pass on a sold-out sale: got %v, want %v", err, want)
 		}
 	}

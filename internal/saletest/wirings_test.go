@@ -353,7 +353,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	}
 	defer rdb.Close()
 	clock := saletest.NewClock(saletest.T0)
-	gate := redisgate.New(rdb, store.Activity)
+	gate := redisgate.New(rdb)
 	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
 	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
 	svc := sale.NewService(withClock(sale.DepsOf(gate, dead, store), clock))
@@ -479,7 +479,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	consumer := func(name string) *redisgate.Queue {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
-	svc := sale.NewService(withClock(sale.DepsOf(redisgate.New(rdb, store.Activity), consumer("first"), store), clock))
+	svc := sale.NewService(withClock(sale.DepsOf(redisgate.New(rdb), consumer("first"), store), clock))
 	a := createItem(t, svc, clock, "poison", 5, time.Hour)
 	g, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1"})
 	if err != nil {
