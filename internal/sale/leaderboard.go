@@ -124,7 +124,7 @@ func (s *Service) OrdersPlaced(ctx context.Context, ps []Placement) error {
 	var gs []Grab
 	for _, p := range ps {
 		if p.New && p.Order.Status.Holds() && s.isRedPacket(ctx, p.Order.ActivityID) {
-			gs = append(gs, grabOf(p.Order))
+			gs = append(gs, p.Order.Grab())
 		}
 	}
 	if len(gs) == 0 {
@@ -136,11 +136,6 @@ func (s *Service) OrdersPlaced(ctx context.Context, ps []Placement) error {
 func (s *Service) isRedPacket(ctx context.Context, id string) bool {
 	a, err := s.Activity(ctx, id)
 	return err == nil && a.Kind == KindRedPacket
-}
-
-func grabOf(o Order) Grab {
-	return Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share,
-		AmountCents: o.AmountCents, At: o.CreatedAt}
 }
 
 // loadRanking rebuilds a red packet's leaderboard from what the gate is loaded with: the grabs

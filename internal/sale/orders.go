@@ -110,7 +110,7 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 	if err != nil {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
-	g := Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+	g := o.Grab()
 	if err := s.inventory.Release(ctx, a, g); err != nil {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}

@@ -256,6 +256,13 @@ type Order struct {
 	ClosedAt    time.Time // when it was paid, cancelled or failed; zero while open
 }
 
+// Grab is the grab o was placed from: what a gate holds for it, a leaderboard ranks and a
+// release gives back.
+func (o Order) Grab() Grab {
+	return Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, IdempotencyKey: o.IdemKey,
+		Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+}
+
 // Share is one pre-split part of a red packet.
 type Share struct {
 	Index       int64

@@ -160,7 +160,7 @@ func (s *Store) GateState(ctx context.Context, a sale.Activity, pending []sale.G
 			return st, err
 		}
 		placed[o.Token] = true
-		g := grabOf(o)
+		g := o.Grab()
 		if o.Status.Holds() {
 			st.Held = append(st.Held, g)
 		}

@@ -58,5 +58,5 @@ func (s *Store) BestGrab(ctx context.Context, activityID, userID string) (sale.G
 	if err != nil {
 		return sale.Grab{}, err
 	}
-	return grabOf(o), nil
+	return o.Grab(), nil
 }

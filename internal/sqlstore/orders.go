@@ -25,12 +25,6 @@ func scanOrder(row interface{ Scan(...any) error }) (sale.Order, error) {
 	return o, err
 }
 
-// grabOf is the grab an order came from.
-func grabOf(o sale.Order) sale.Grab {
-	return sale.Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, IdempotencyKey: o.IdemKey,
-		Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
-}
-
 // guard is what placing an order needs to know of its activity.
 type guard struct {
 	kind   sale.Kind
