@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"seckill/internal/sale"
 	"time"
@@ -41,24 +42,22 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request, user string) {
 }
 
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, user string) {
-	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	o, err := s.svc.Pay(r.Context(), user, r.PathValue("ref"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, orderResponse(o))
+	s.changeOrder(w, r, user, s.svc.Pay)
 }
 
 func (s *Server) cancel(w http.ResponseWriter, r *http.Request, user string) {
+	s.changeOrder(w, r, user, s.svc.Cancel)
+}
+
+// changeOrder answers a buyer's change to their order (pay, cancel): an empty body, one call,
+// the order as it is now.
+func (s *Server) changeOrder(w http.ResponseWriter, r *http.Request, user string,
+	change func(ctx context.Context, userID, ref string) (sale.Order, error)) {
 	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	o, err := s.svc.Cancel(r.Context(), user, r.PathValue("ref"))
+	o, err := change(r.Context(), user, r.PathValue("ref"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

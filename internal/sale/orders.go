@@ -51,15 +51,25 @@ func (s *Service) orderByRef(ctx context.Context, ref string) (Order, error) {
 	return s.orders.Order(ctx, ref)
 }
 
-// Pay pays userID's order ref. Paying twice is harmless; paying a cancelled, failed or expired
-// order is ErrInvalidState, and so is paying a grab the worker has not turned into an order yet.
-func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
+// placed is userID's order ref once the worker has placed it: a grab still in the queue (a
+// PENDING order, returned with the error) cannot be paid or cancelled yet.
+func (s *Service) placed(ctx context.Context, userID, ref string) (Order, error) {
 	o, err := s.Order(ctx, userID, ref)
 	if err != nil {
 		return Order{}, err
 	}
 	if o.Status == StatusPending {
 		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+	}
+	return o, nil
+}
+
+// Pay pays userID's order ref. Paying twice is harmless; paying a cancelled, failed or expired
+// order is ErrInvalidState, and so is paying a grab the worker has not turned into an order yet.
+func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
+	o, err := s.placed(ctx, userID, ref)
+	if err != nil {
+		return o, err
 	}
 	paid, err := s.orders.Pay(ctx, o.Token, s.now())
 	if err == nil && o.Status != StatusPaid {
@@ -71,12 +81,9 @@ func (s *Service) Pay(ctx context.Context, userID, ref string) (Order, error) {
 // Cancel cancels userID's unpaid order ref and restocks its unit exactly once. Cancelling twice
 // returns the cancelled order; cancelling a paid or failed order is ErrInvalidState.
 func (s *Service) Cancel(ctx context.Context, userID, ref string) (Order, error) {
-	o, err := s.Order(ctx, userID, ref)
+	o, err := s.placed(ctx, userID, ref)
 	if err != nil {
-		return Order{}, err
-	}
-	if o.Status == StatusPending {
-		return o, fmt.Errorf("%w: the order is still being created; retry shortly", ErrInvalidState)
+		return o, err
 	}
 	c, err := s.cancel(ctx, o.Token, "cancelled by the buyer")
 	if err == nil && o.Status != StatusCancelled {
