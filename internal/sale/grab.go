@@ -23,7 +23,7 @@ type Entry struct {
 	Fresh    bool
 }
 
-// Enter is a buyer's click on an activity, whatever its admission: it grabs a unit (Grab) or
+// Enter is a buyer's click on an activity, whatever its admission: it grabs a unit (as Grab) or
 // joins the line (Join), and its errors are theirs.
 func (s *Service) Enter(ctx context.Context, req GrabRequest) (Entry, error) {
 	a, err := s.Activity(ctx, req.ActivityID)
@@ -31,10 +31,10 @@ func (s *Service) Enter(ctx context.Context, req GrabRequest) (Entry, error) {
 		return Entry{}, err
 	}
 	if a.Lined() {
-		t, fresh, err := s.Join(ctx, a.ID, req.UserID, req.Pass)
+		t, fresh, err := s.join(ctx, a, req.UserID, req.Pass)
 		return Entry{Activity: a, Lined: true, Ticket: t, Fresh: fresh}, err
 	}
-	g, err := s.Grab(ctx, req)
+	g, err := s.take(ctx, a, req)
 	return Entry{Activity: a, Grab: g}, err
 }
 
@@ -42,18 +42,20 @@ func (s *Service) Enter(ctx context.Context, req GrabRequest) (Entry, error) {
 // (req.Now is ignored). See Gate.Grab for the errors, and ErrNotLined's twin: a queue or lottery
 // activity is refused with ErrInvalid (its grabs Join the line).
 func (s *Service) Grab(ctx context.Context, req GrabRequest) (Grab, error) {
-	if !ValidID(req.ActivityID) {
-		return Grab{}, ErrNotFound
-	}
-	if len(req.Pass) > MaxPassLen {
-		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
-	}
 	a, err := s.Activity(ctx, req.ActivityID)
 	if err != nil {
 		return Grab{}, err
 	}
 	if a.Lined() {
 		return Grab{}, fmt.Errorf("%w: a %s activity's grabs join its line", ErrInvalid, a.Admission)
+	}
+	return s.take(ctx, a, req)
+}
+
+// take is the grab of req from a, an activity admitted directly, at the service's clock.
+func (s *Service) take(ctx context.Context, a Activity, req GrabRequest) (Grab, error) {
+	if len(req.Pass) > MaxPassLen {
+		return Grab{}, fmt.Errorf("%w: the path token is not a pass", ErrChallengeRequired)
 	}
 	req.Now = s.now()
 	return s.grab(ctx, a, req)

@@ -130,6 +130,11 @@ func (s *Service) Join(ctx context.Context, activityID, userID, pass string) (Ti
 	if err != nil {
 		return TicketView{}, false, err
 	}
+	return s.join(ctx, a, userID, pass)
+}
+
+// join is Join on a, read already.
+func (s *Service) join(ctx context.Context, a Activity, userID, pass string) (TicketView, bool, error) {
 	if !a.Lined() || s.line == nil {
 		return TicketView{}, false, ErrNotLined
 	}
