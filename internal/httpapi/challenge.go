@@ -113,10 +113,3 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, PassResponse{PathToken: p.Token, ExpiresAt: p.ExpiresAt,
 		GrabPath: "/api/activities/" + id + "/grab/" + p.Token})
 }
-
-func outcomeOr(outcome string, err error) string {
-	if outcome != "" {
-		return outcome
-	}
-	return outcomeOf(err)
-}

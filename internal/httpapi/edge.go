@@ -188,3 +188,19 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry b
 	}
 	return user, "", nil
 }
+
+// authenticate returns the user of the request's bearer token. Errors: sale.ErrUnauthorized.
+func (s *Server) authenticate(r *http.Request) (string, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return "", errNoBearer
+	}
+	return s.tokens.Verify(tok)
+}
+
+func outcomeOr(outcome string, err error) string {
+	if outcome != "" {
+		return outcome
+	}
+	return outcomeOf(err)
+}

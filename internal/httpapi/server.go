@@ -294,15 +294,6 @@ func (s *Server) user(h userHandler) http.HandlerFunc {
 	}
 }
 
-// authenticate returns the user of the request's bearer token. Errors: sale.ErrUnauthorized.
-func (s *Server) authenticate(r *http.Request) (string, error) {
-	tok, ok := bearer(r)
-	if !ok {
-		return "", errNoBearer
-	}
-	return s.tokens.Verify(tok)
-}
-
 // admin checks the admin bearer token, in constant time, before h.
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
