@@ -7,10 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"seckill/internal/auth"
 	"seckill/internal/health"
 	"seckill/internal/redisgate"
 	"seckill/internal/risk"
@@ -19,10 +21,13 @@ import (
 
 // config is what `seckill serve` runs with.
 type config struct {
-	addr       string
-	db         string
-	redis      string
-	jwtSecret  string
+	addr      string
+	db        string
+	redis     string
+	jwtSecret string
+	// provider is the identity provider whose tokens are accepted beside the node's (JWKSURL
+	// empty: none).
+	provider   auth.Provider
 	adminToken string
 	demo       bool
 	logLevel   slog.Level
@@ -73,8 +78,25 @@ func settings(c *config) []setting {
 		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.db)},
 		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.redis)},
 		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
+		{"jwks-url", "SECKILL_JWKS_URL", "", "an identity provider's JWK Set `URL` (its jwks_uri): its RS256, ES256 and EdDSA tokens are accepted besides the HS256 ones; empty: none",
+			func(c *config, v string) error {
+				if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
+					return errors.New("want an https:// URL (http:// for a provider on this machine)")
+				}
+				c.provider.JWKSURL = v
+				return nil
+			}},
+		{"jwt-issuer", "SECKILL_JWT_ISSUER", "", "the identity provider's tokens must carry this iss; empty: not checked", text(&c.provider.Issuer)},
+		{"jwt-audience", "SECKILL_JWT_AUDIENCE", "", "the identity provider's tokens must name this audience (aud); empty: not checked", text(&c.provider.Audience)},
+		{"jwt-user-claim", "SECKILL_JWT_USER_CLAIM", "sub", "the claim of the identity provider's tokens that names the user", func(c *config, v string) error {
+			if v == "" || len(v) > 64 {
+				return errors.New("want a claim name such as sub")
+			}
+			c.provider.UserClaim = v
+			return nil
+		}},
 		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
-		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret",
+		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret and an identity provider",
 			func(c *config, v string) error {
 				switch v {
 				case demoAuto, "1", "true", "on", "0", "false", "off":
@@ -240,7 +262,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		}
 	}
 	if vals[indexOf(table, "demo")] == demoAuto {
-		c.demo = c.jwtSecret == ""
+		c.demo = c.jwtSecret == "" && c.provider.JWKSURL == ""
+	}
+	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub") {
+		return c, errors.New("SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE and SECKILL_JWT_USER_CLAIM are the identity provider's: they need SECKILL_JWKS_URL")
 	}
 	if c.role != roleAll && c.redis == "" {
 		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)

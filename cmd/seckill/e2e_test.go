@@ -280,6 +280,11 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"reconcile repair maybe", nil, map[string]string{"SECKILL_RECONCILE_REPAIR": "maybe"}, "SECKILL_RECONCILE_REPAIR"},
 		{"archive after a while", nil, map[string]string{"SECKILL_ARCHIVE_AFTER": "a while"}, "SECKILL_ARCHIVE_AFTER"},
 		{"archive before the end", []string{"-archive-after", "-1h"}, nil, "SECKILL_ARCHIVE_AFTER"},
+		{"a JWKS URL that is no URL", nil, map[string]string{"SECKILL_JWKS_URL": "keycloak"}, "SECKILL_JWKS_URL"},
+		{"a JWKS URL over FTP", []string{"-jwks-url", "ftp://id.example.test/certs"}, nil, "https://"},
+		{"an issuer without a provider", nil, map[string]string{"SECKILL_JWT_ISSUER": "https://id.example.test"}, "need SECKILL_JWKS_URL"},
+		{"an empty user claim", []string{"-jwt-user-claim", ""}, nil, "SECKILL_JWT_USER_CLAIM"},
+		{"a provider nobody serves", nil, map[string]string{"SECKILL_JWKS_URL": "http://127.0.0.1:1/certs", "SECKILL_ADDR": "127.0.0.1:0"}, "identity provider's keys"},
 		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
 	}
 	for _, tc := range tests {

@@ -45,7 +45,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if tokenShown {
 		c.adminToken = randomSecret()
 	}
-	tokens, err := auth.New([]byte(c.jwtSecret), time.Now)
+	var provider *auth.Provider
+	if c.provider.JWKSURL != "" {
+		p := c.provider
+		p.Log = log
+		provider = &p
+	}
+	tokens, err := auth.Open(ctx, auth.Config{Secret: []byte(c.jwtSecret), Now: time.Now, Provider: provider})
 	if err != nil {
 		return err
 	}

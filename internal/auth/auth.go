@@ -1,9 +1,12 @@
-// Package auth mints and verifies the users' bearer tokens: JWTs signed with HS256, whose subject
-// is the user id. The algorithm is pinned (alg "none" and every other algorithm are refused) and
-// an expiry is required.
+// Package auth mints and verifies the users' bearer tokens: the node's own JWTs signed with
+// HS256, whose subject is the user id, and, when an identity provider is configured, the
+// provider's RS256, ES256 and EdDSA tokens (provider.go). Algorithms are pinned (alg "none" and
+// every algorithm not named are refused, and a provider's algorithm to its key's type) and an
+// expiry is required.
 package auth
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -22,22 +25,46 @@ const MinSecretLen = 32
 // MaxUserLen bounds a user id (the JWT subject).
 const MaxUserLen = sale.MaxUserIDLen
 
-// Tokens mints and verifies user tokens with one secret.
+// Tokens mints and verifies user tokens with one secret, and verifies an identity provider's.
 type Tokens struct {
 	secret []byte
 	parser *jwt.Parser
+	idp    *idp // nil: the node's own tokens only
 	now    func() time.Time
 	recent recent
 }
 
-// New returns Tokens for secret, which must be at least MinSecretLen bytes. now is the clock
-// tokens are checked against (time.Now outside tests): the service's own, so that a test that
-// pins the service's clock verifies on it too.
+// Config is what Tokens verify with.
+type Config struct {
+	Secret   []byte           // the node's HS256 secret, at least MinSecretLen bytes
+	Now      func() time.Time // the clock tokens are checked against; nil: time.Now
+	Provider *Provider        // nil: no identity provider
+}
+
+// New returns Tokens for secret alone (see Open).
 func New(secret []byte, now func() time.Time) (*Tokens, error) {
-	if len(secret) < MinSecretLen {
+	return Open(context.Background(), Config{Secret: secret, Now: now})
+}
+
+// Open returns Tokens for c, reading the provider's key set first: ctx ends its refreshes. The
+// clock is the service's own, so that a test that pins the service's clock verifies on it too.
+// Errors: sale.ErrInvalid (a short secret), sale.ErrBusy (the provider's keys cannot be read).
+func Open(ctx context.Context, c Config) (*Tokens, error) {
+	if len(c.Secret) < MinSecretLen {
 		return nil, fmt.Errorf("%w: the JWT secret must be at least %d bytes", sale.ErrInvalid, MinSecretLen)
 	}
-	t := &Tokens{secret: append([]byte(nil), secret...), now: now}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	t := &Tokens{secret: append([]byte(nil), c.Secret...), now: now}
+	if c.Provider != nil {
+		p, err := openProvider(ctx, *c.Provider, func() time.Time { return t.now() })
+		if err != nil {
+			return nil, err
+		}
+		t.idp = p
+	}
 	t.parser = jwt.NewParser(
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
@@ -74,16 +101,29 @@ func (t *Tokens) Verify(token string) (string, error) {
 	if user, ok := t.recent.get(token, now); ok {
 		return user, nil
 	}
+	user, exp, err := t.verify(token)
+	if err != nil {
+		return "", err
+	}
+	t.recent.put(token, user, exp)
+	return user, nil
+}
+
+// verify checks token with the verifier its header names: the node's secret for HS256 (and
+// whatever cannot be read), the identity provider's keys for the rest.
+func (t *Tokens) verify(token string) (string, time.Time, error) {
+	if t.idp != nil && headerAlg(token) != jwt.SigningMethodHS256.Alg() {
+		return t.idp.verify(token)
+	}
 	var claims jwt.RegisteredClaims
 	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
+		return "", time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
 	}
 	if !ValidUser(claims.Subject) {
-		return "", fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
+		return "", time.Time{}, fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
 	}
-	t.recent.put(token, claims.Subject, claims.ExpiresAt.Time)
-	return claims.Subject, nil
+	return claims.Subject, claims.ExpiresAt.Time, nil
 }
 
 // recent remembers verified tokens until their expiry, in shards of at most shardCap entries; a
@@ -146,6 +186,10 @@ func reason(err error) string {
 		return "the token's signature or algorithm is not accepted"
 	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
 		return "the token is not valid yet"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "the token's issuer is not trusted"
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return "the token is not for this service (audience)"
 	default:
 		return "the token is malformed"
 	}
