@@ -14,6 +14,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/health"
+	"seckill/internal/httpapi"
 	"seckill/internal/redisgate"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -29,6 +30,7 @@ type config struct {
 	// empty: none).
 	provider   auth.Provider
 	adminToken string
+	admins     []httpapi.Admin // the named admin tokens besides adminToken
 	demo       bool
 	logLevel   slog.Level
 	sweepEvery time.Duration
@@ -96,6 +98,8 @@ func settings(c *config) []setting {
 			return nil
 		}},
 		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
+		{"admin-tokens", "SECKILL_ADMIN_TOKENS", "", "more admin tokens, comma-separated `name:role:token` (role viewer: reads only; operator: everything), each named in the audit log",
+			func(c *config, v string) (err error) { c.admins, err = parseAdmins(v); return err }},
 		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret and an identity provider",
 			func(c *config, v string) error {
 				switch v {
@@ -270,6 +274,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if c.role != roleAll && c.redis == "" {
 		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)
 	}
+	for _, a := range c.admins {
+		if c.adminToken != "" && a.Token == c.adminToken {
+			return c, fmt.Errorf("SECKILL_ADMIN_TOKENS: admin %q has SECKILL_ADMIN_TOKEN's token", a.Name)
+		}
+	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
@@ -284,6 +293,49 @@ func indexOf(table []setting, name string) int {
 		}
 	}
 	panic("no setting " + name)
+}
+
+// minAdminToken is the shortest named admin token accepted.
+const minAdminToken = 16
+
+// parseAdmins reads SECKILL_ADMIN_TOKENS: comma-separated name:role:token.
+func parseAdmins(spec string) ([]httpapi.Admin, error) {
+	var out []httpapi.Admin
+	names, tokens := map[string]bool{"admin": true}, map[string]bool{}
+	for _, f := range strings.Split(spec, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		name, rest, _ := strings.Cut(f, ":")
+		role, token, _ := strings.Cut(rest, ":")
+		switch {
+		case !validAdminName(name):
+			return nil, fmt.Errorf("admin %q: want a name of 1-32 letters, digits, '.', '_' or '-'", name)
+		case names[name]:
+			return nil, fmt.Errorf("admin %q named twice (admin is SECKILL_ADMIN_TOKEN's)", name)
+		case role != string(httpapi.RoleViewer) && role != string(httpapi.RoleOperator):
+			return nil, fmt.Errorf("admin %q: role %q, want viewer or operator", name, role)
+		case len(token) < minAdminToken || strings.ContainsAny(token, " \t"):
+			return nil, fmt.Errorf("admin %q: want a token of at least %d characters, without spaces", name, minAdminToken)
+		case tokens[token]:
+			return nil, fmt.Errorf("admin %q: a token given to another admin", name)
+		}
+		names[name], tokens[token] = true, true
+		out = append(out, httpapi.Admin{Name: name, Role: httpapi.Role(role), Token: token})
+	}
+	return out, nil
+}
+
+func validAdminName(s string) bool {
+	if s == "" || len(s) > 32 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // parseProxies reads SECKILL_TRUSTED_PROXIES: comma-separated CIDRs or single addresses.

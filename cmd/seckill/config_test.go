@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"seckill/internal/httpapi"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +92,19 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 	}
 	if c.sweepEvery != time.Second || c.role != roleAll || !c.demo || c.reconcileEvery != time.Hour || c.gateLimits.FailRate != 0.05 {
 		t.Fatalf("defaults: %+v", c)
+	}
+}
+
+// TestAdminTokensSetting: SECKILL_ADMIN_TOKENS gives each admin its name, role and token.
+func TestAdminTokensSetting(t *testing.T) {
+	env := map[string]string{"SECKILL_ADMIN_TOKENS": " grafana:viewer:0123456789abcdef , carol:operator:fedcba9876543210fedc"}
+	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []httpapi.Admin{{Name: "grafana", Role: httpapi.RoleViewer, Token: "0123456789abcdef"},
+		{Name: "carol", Role: httpapi.RoleOperator, Token: "fedcba9876543210fedc"}}
+	if !slices.Equal(c.admins, want) {
+		t.Fatalf("admins %+v, want %+v", c.admins, want)
 	}
 }

@@ -285,6 +285,11 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"an issuer without a provider", nil, map[string]string{"SECKILL_JWT_ISSUER": "https://id.example.test"}, "need SECKILL_JWKS_URL"},
 		{"an empty user claim", []string{"-jwt-user-claim", ""}, nil, "SECKILL_JWT_USER_CLAIM"},
 		{"a provider nobody serves", nil, map[string]string{"SECKILL_JWKS_URL": "http://127.0.0.1:1/certs", "SECKILL_ADDR": "127.0.0.1:0"}, "identity provider's keys"},
+		{"an admin without a role", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "grafana::0123456789abcdef"}, "want viewer or operator"},
+		{"an admin with a short token", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "grafana:viewer:short"}, "at least 16"},
+		{"an admin named twice", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "ops:operator:0123456789abcdef,ops:viewer:fedcba9876543210"}, "named twice"},
+		{"an admin called admin", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "admin:viewer:0123456789abcdef"}, "named twice"},
+		{"an admin with the admin token", nil, map[string]string{"SECKILL_ADMIN_TOKEN": "0123456789abcdef", "SECKILL_ADMIN_TOKENS": "ops:viewer:0123456789abcdef"}, "SECKILL_ADMIN_TOKEN's token"},
 		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
 	}
 	for _, tc := range tests {

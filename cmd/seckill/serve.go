@@ -116,7 +116,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	api := httpapi.New(httpapi.Config{
 		Pages: pages, PagePatterns: web.Patterns,
 		Observe: stats, Metrics: stats.Handler(),
-		Service: svc, Tokens: tokens, AdminToken: c.adminToken, DevLogin: c.demo, Log: log, Health: monitor,
+		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: monitor,
 		Risk: rules,
 		Ready: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready

@@ -110,6 +110,10 @@ func (x guardedStore) DeadLetter(ctx context.Context, g sale.Grab, attempts int,
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.DeadLetter(ctx, g, attempts, reason, now) })
 }
 
+func (x guardedStore) Entries(ctx context.Context, before int64, limit int) ([]sale.AuditEntry, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.AuditEntry, error) { return x.p.Entries(ctx, before, limit) })
+}
+
 func (x guardedStore) Expired(ctx context.Context, now time.Time, limit int) ([]sale.Order, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.p.Expired(ctx, now, limit) })
 }
@@ -138,6 +142,10 @@ func (x guardedStore) Ping(ctx context.Context) error {
 
 func (x guardedStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Placement, error) { return x.p.PlaceOrders(ctx, gs) })
+}
+
+func (x guardedStore) Record(ctx context.Context, e sale.AuditEntry) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Record(ctx, e) })
 }
 
 func (x guardedStore) Released(ctx context.Context, token string) error {

@@ -24,6 +24,7 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	noteTarget(r, a.ID)
 	w.Header().Set("Location", "/api/activities/"+a.ID)
 	writeJSON(w, http.StatusCreated, map[string]string{"id": a.ID})
 }

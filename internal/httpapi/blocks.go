@@ -40,6 +40,7 @@ func (s *Server) addBlock(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	noteTarget(r, string(b.Kind)+":"+b.Value)
 	if b, err = s.svc.Block(r.Context(), b); err != nil {
 		s.writeError(w, r, err)
 		return

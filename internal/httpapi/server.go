@@ -34,9 +34,12 @@ const LoginTTL = 24 * time.Hour
 
 // Config is what a Server needs.
 type Config struct {
-	Service    *sale.Service
-	Tokens     *auth.Tokens
+	Service *sale.Service
+	Tokens  *auth.Tokens
+	// AdminToken is the operator token named "admin"; Admins are more admin tokens, each with
+	// its name and role.
 	AdminToken string
+	Admins     []Admin
 	DevLogin   bool                            // serve POST /api/login (demo mode only)
 	Ready      func(ctx context.Context) error // nil error when every dependency answers
 	Log        *slog.Logger
@@ -73,29 +76,33 @@ type Limits struct {
 
 // Server serves the API.
 type Server struct {
-	svc        *sale.Service
-	tokens     *auth.Tokens
-	adminToken string
-	devLogin   bool
-	ready      func(ctx context.Context) error
-	log        *slog.Logger
-	mux        *http.ServeMux
-	ids        *idSource
-	limits     Limits
-	trusted    []netip.Prefix
-	observe    Observer
-	health     *health.Monitor
-	risk       *risk.Engine
-	csrf       *http.CrossOriginProtection
-	live       *live.Tracker
-	streams    atomic.Int32  // live streams open
-	stop       chan struct{} // closed by StopStreams
-	stopOnce   sync.Once
+	svc      *sale.Service
+	tokens   *auth.Tokens
+	admins   []Admin
+	devLogin bool
+	ready    func(ctx context.Context) error
+	log      *slog.Logger
+	mux      *http.ServeMux
+	ids      *idSource
+	limits   Limits
+	trusted  []netip.Prefix
+	observe  Observer
+	health   *health.Monitor
+	risk     *risk.Engine
+	csrf     *http.CrossOriginProtection
+	live     *live.Tracker
+	streams  atomic.Int32  // live streams open
+	stop     chan struct{} // closed by StopStreams
+	stopOnce sync.Once
 }
 
 // New returns a Server.
 func New(c Config) *Server {
-	s := &Server{svc: c.Service, tokens: c.Tokens, adminToken: c.AdminToken, devLogin: c.DevLogin,
+	admins := append([]Admin(nil), c.Admins...)
+	if c.AdminToken != "" {
+		admins = append(admins, Admin{Name: "admin", Role: RoleOperator, Token: c.AdminToken})
+	}
+	s := &Server{svc: c.Service, tokens: c.Tokens, admins: admins, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
 		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk,
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
@@ -129,13 +136,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/time", s.time)
 	s.mux.HandleFunc("POST /api/login", s.login)
 
-	s.mux.HandleFunc("POST /api/admin/activities", s.admin(s.createActivity))
-	s.mux.HandleFunc("GET /api/admin/activities/{id}/stats", s.admin(s.stats))
-	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(s.reconcile))
-	s.mux.HandleFunc("GET /api/admin/activities/{id}/events", s.admin(s.events))
-	s.mux.HandleFunc("POST /api/admin/blocks", s.admin(s.addBlock))
-	s.mux.HandleFunc("GET /api/admin/blocks", s.admin(s.listBlocks))
-	s.mux.HandleFunc("DELETE /api/admin/blocks/{kind}/{value...}", s.admin(s.removeBlock))
+	s.mux.HandleFunc("POST /api/admin/activities", s.admin(RoleOperator, s.createActivity))
+	s.mux.HandleFunc("GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats))
+	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile))
+	s.mux.HandleFunc("GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events))
+	s.mux.HandleFunc("POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock))
+	s.mux.HandleFunc("GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks))
+	s.mux.HandleFunc("DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock))
+	s.mux.HandleFunc("GET /api/admin/audit", s.admin(RoleViewer, s.auditLog))
 
 	s.mux.HandleFunc("GET /api/activities", s.activities)
 	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
@@ -291,18 +299,6 @@ func (s *Server) user(h userHandler) http.HandlerFunc {
 			return
 		}
 		h(w, r, user)
-	}
-}
-
-// admin checks the admin bearer token, in constant time, before h.
-func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r)
-		if !ok || !auth.Equal(tok, s.adminToken) {
-			s.writeError(w, r, errBadAdmin)
-			return
-		}
-		h(w, r)
 	}
 }
 

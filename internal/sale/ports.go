@@ -136,6 +136,7 @@ type Store interface {
 	OrderStore
 	Placer
 	BlockStore
+	AuditStore
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
@@ -219,6 +220,15 @@ type BlockStore interface {
 
 	// Blocks lists the blacklist's entries still in force at now.
 	Blocks(ctx context.Context, now time.Time) ([]Block, error)
+}
+
+// AuditStore keeps the audit log of admin actions.
+type AuditStore interface {
+	// Record appends e to the log; e.ID is ignored (the log numbers its entries).
+	Record(ctx context.Context, e AuditEntry) error
+
+	// Entries returns up to limit entries with an id below before (0: any), the newest first.
+	Entries(ctx context.Context, before int64, limit int) ([]AuditEntry, error)
 }
 
 // Restocks tells every node that units of an activity went back on sale (a cancelled or expired

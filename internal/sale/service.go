@@ -22,6 +22,7 @@ type Deps struct {
 	Activities ActivityStore
 	Orders     OrderStore
 	Blocks     BlockStore
+	Audit      AuditStore       // the admin actions' log; nil: none (Audit answers ErrBusy)
 	Now        func() time.Time // the clock; nil: time.Now
 
 	Line       Line        // the waiting lines of queue and lottery activities; nil: none can be created
@@ -49,7 +50,7 @@ type Deps struct {
 // DepsOf is the Deps of a service on one gate, one queue and one database, each adapter giving
 // every port it implements; the optional ports are left for the caller to set.
 func DepsOf(g Gate, q Queue, db Store) Deps {
-	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db}
+	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db, Audit: db}
 }
 
 // Service runs sales on its Deps. It is what the HTTP layer and the workers call. Besides its
@@ -62,6 +63,7 @@ type Service struct {
 	activities ActivityStore
 	orders     OrderStore
 	blocks     BlockStore
+	audit      AuditStore
 	now        func() time.Time
 	line       Line
 	ranking    Ranking
@@ -95,7 +97,7 @@ const SoldOutTTL = time.Second
 // NewService returns a Service running on d.
 func NewService(d Deps) *Service {
 	s := &Service{inventory: d.Inventory, passes: d.Passes, backlog: d.Backlog, activities: d.Activities,
-		orders: d.Orders, blocks: d.Blocks, now: d.Now, line: d.Line, ranking: d.Ranking,
+		orders: d.Orders, blocks: d.Blocks, audit: d.Audit, now: d.Now, line: d.Line, ranking: d.Ranking,
 		leaders: d.Leaders, challenges: d.Challenges, restocks: d.Restocks, event: d.Events,
 		soldOutTTL: d.SoldOutTTL, reconcilePause: d.ReconcilePause, misses: newMisses(maxMisses)}
 	if s.now == nil {

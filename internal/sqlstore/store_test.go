@@ -58,6 +58,7 @@ var storeTests = []struct {
 	{"PlacementIsWhatWasStored", testPlacementIsWhatWasStored},
 	{"Blocks", testBlocks},
 	{"LeaderboardQueries", testLeaderboardQueries},
+	{"AuditLog", testAuditLog},
 }
 
 func TestStores(t *testing.T) {
@@ -811,5 +812,41 @@ func BenchmarkPlaceOrders(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*batch), "µs/order")
 			})
 		}
+	}
+}
+
+// testAuditLog: entries come back newest first, every field kept, paged by id.
+func testAuditLog(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	ctx := context.Background()
+	if got, err := s.Entries(ctx, 0, 10); err != nil || len(got) != 0 {
+		t.Fatalf("an empty log: %v, %v", got, err)
+	}
+	var want []sale.AuditEntry
+	for i := range 5 {
+		e := sale.AuditEntry{At: t0.Add(time.Duration(i) * time.Second), Actor: fmt.Sprint("op-", i),
+			Action: "POST /api/admin/activities/{id}/reconcile", Target: fmt.Sprint("a", i), Remote: "203.0.113.7", Status: 200 + i}
+		if err := s.Record(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, e)
+	}
+	got, err := s.Entries(ctx, 0, 3)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("the newest three: %v, %v", got, err)
+	}
+	for i, e := range got {
+		w := want[4-i]
+		w.ID = e.ID
+		if e != w {
+			t.Fatalf("entry %d: %+v, want %+v", i, e, w)
+		}
+		if i > 0 && e.ID >= got[i-1].ID {
+			t.Fatalf("ids not falling: %d after %d", e.ID, got[i-1].ID)
+		}
+	}
+	rest, err := s.Entries(ctx, got[2].ID, 10)
+	if err != nil || len(rest) != 2 || rest[0].Actor != "op-1" || rest[1].Actor != "op-0" {
+		t.Fatalf("the page before %d: %+v, %v; want op-1 and op-0", got[2].ID, rest, err)
 	}
 }

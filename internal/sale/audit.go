@@ -1,0 +1,68 @@
+package sale
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// AuditEntry is one admin action, as the audit log keeps it: who (the admin token's name), what
+// (the request's method and route, and the activity or entry it named), when, from where (the
+// client address), and how it ended (the HTTP status).
+type AuditEntry struct {
+	ID     int64 // given by the log, rising
+	At     time.Time
+	Actor  string
+	Action string // e.g. "POST /api/admin/activities"
+	Target string // the activity id, or the blacklist entry, the action named; "" for none
+	Remote string
+	Status int
+}
+
+// The bounds of an entry's texts: what the log's columns hold.
+const (
+	MaxAuditActor  = 64
+	MaxAuditAction = 128
+	MaxAuditTarget = 255
+	MaxAuditRemote = 64
+)
+
+// MaxAuditPage bounds the entries one read of the audit log returns.
+const MaxAuditPage = 500
+
+// Audit records e in the audit log, its texts cut to the log's bounds. Errors: ErrBusy.
+func (s *Service) Audit(ctx context.Context, e AuditEntry) error {
+	if s.audit == nil {
+		return fmt.Errorf("%w: this node has no audit log", ErrBusy)
+	}
+	e.Actor, e.Action = cut(e.Actor, MaxAuditActor), cut(e.Action, MaxAuditAction)
+	e.Target, e.Remote = cut(e.Target, MaxAuditTarget), cut(e.Remote, MaxAuditRemote)
+	if e.At.IsZero() {
+		e.At = s.now()
+	}
+	e.At = e.At.UTC().Truncate(time.Millisecond)
+	return s.audit.Record(ctx, e)
+}
+
+// AuditLog returns up to limit (1 to MaxAuditPage) entries of the audit log older than the
+// entry before (0: the newest), the newest first. Errors: ErrInvalid, ErrBusy.
+func (s *Service) AuditLog(ctx context.Context, before int64, limit int) ([]AuditEntry, error) {
+	if limit < 1 || limit > MaxAuditPage || before < 0 {
+		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive entry id", ErrInvalid, MaxAuditPage)
+	}
+	if s.audit == nil {
+		return nil, fmt.Errorf("%w: this node has no audit log", ErrBusy)
+	}
+	return s.audit.Entries(ctx, before, limit)
+}
+
+// cut is s shortened to at most n bytes, on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
