@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/time/rate"
@@ -37,6 +38,7 @@ type Provider struct {
 // start), refreshed every jwksRefresh, and fetched again when a token names a key the set does
 // not hold (a key rotated in), at most once every unknownKIDEvery: a flood of made-up key ids
 // costs one fetch per period, and the tokens that find no key meanwhile are refused at once.
+// Every fetch has jwksTimeout.
 const (
 	jwksRefresh     = 15 * time.Minute
 	unknownKIDEvery = 10 * time.Second
@@ -56,9 +58,11 @@ var pinned = map[string]func(key any) bool{
 
 // idp verifies a provider's tokens.
 type idp struct {
-	jwks   keyfunc.Keyfunc
-	parser *jwt.Parser
-	claim  string
+	keys    jwkset.Storage // the set as last fetched; reading it fetches nothing
+	jwks    keyfunc.Keyfunc
+	unknown *rate.Limiter // the refetches for a key the set does not hold
+	parser  *jwt.Parser
+	claim   string
 }
 
 func openProvider(ctx context.Context, p Provider, now func() time.Time) (*idp, error) {
@@ -69,24 +73,32 @@ func openProvider(ctx context.Context, p Provider, now func() time.Time) (*idp, 
 	if log == nil {
 		log = slog.Default()
 	}
-	fail := false
-	jwks, err := keyfunc.NewDefaultOverrideCtx(ctx, []string{p.JWKSURL}, keyfunc.Override{
-		Client:                    p.Client,
-		HTTPTimeout:               jwksTimeout,
-		NoErrorReturnFirstHTTPReq: &fail,
-		RefreshInterval:           jwksRefresh,
-		RefreshUnknownKID:         rate.NewLimiter(rate.Every(unknownKIDEvery), 1),
-		// A token whose key is not there waits for no refresh: it is refused now, and the
-		// next one after the limiter allows it finds the key.
-		RateLimitWaitMax: time.Millisecond,
-		RefreshErrorHandlerFunc: func(u string) func(context.Context, error) {
-			return func(ctx context.Context, err error) {
-				log.WarnContext(ctx, "refresh the identity provider's keys", "url", u, "err", err)
-			}
+	keys, err := jwkset.NewStorageFromHTTP(p.JWKSURL, jwkset.HTTPClientStorageOptions{
+		Client:          p.Client,
+		Ctx:             ctx,
+		HTTPTimeout:     jwksTimeout,
+		RefreshInterval: jwksRefresh,
+		RefreshErrorHandler: func(ctx context.Context, err error) {
+			log.WarnContext(ctx, "refresh the identity provider's keys", "url", p.JWKSURL, "err", err)
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: read the identity provider's keys at %s: %v", sale.ErrBusy, p.JWKSURL, err)
+	}
+	// The client refetches the set for an unknown key whenever asked: key asks it only when
+	// the node's own limiter allows, so no token ever waits for the limiter. The library's
+	// RateLimitWaitMax is the refetch's deadline too, hence jwksTimeout.
+	client, err := jwkset.NewHTTPClient(jwkset.HTTPClientOptions{
+		HTTPURLs:          map[string]jwkset.Storage{p.JWKSURL: keys},
+		RefreshUnknownKID: rate.NewLimiter(rate.Inf, 1),
+		RateLimitWaitMax:  jwksTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the identity provider's keys: %v", sale.ErrInvalid, err)
+	}
+	jwks, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: client})
+	if err != nil {
+		return nil, fmt.Errorf("%w: the identity provider's keys: %v", sale.ErrInvalid, err)
 	}
 	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodRS256.Alg(), jwt.SigningMethodES256.Alg(), jwt.SigningMethodEdDSA.Alg()}),
@@ -104,14 +116,24 @@ func openProvider(ctx context.Context, p Provider, now func() time.Time) (*idp, 
 	if claim == "" {
 		claim = "sub"
 	}
-	return &idp{jwks: jwks, parser: jwt.NewParser(opts...), claim: claim}, nil
+	return &idp{
+		keys:    keys,
+		jwks:    jwks,
+		unknown: rate.NewLimiter(rate.Every(unknownKIDEvery), 1),
+		parser:  jwt.NewParser(opts...),
+		claim:   claim,
+	}, nil
 }
 
 // key is the verification key of t: the provider's key that t names (kid), if its type is the
 // one t's algorithm is pinned to.
 func (p *idp) key(t *jwt.Token) (any, error) {
-	if kid, _ := t.Header["kid"].(string); kid == "" {
+	kid, _ := t.Header["kid"].(string)
+	if kid == "" {
 		return nil, errors.New("the token names no key (kid)")
+	}
+	if _, err := p.keys.KeyRead(context.Background(), kid); errors.Is(err, jwkset.ErrKeyNotFound) && !p.unknown.Allow() {
+		return nil, fmt.Errorf("the provider's set has no key %q, and it was fetched again too recently", kid)
 	}
 	k, err := p.jwks.Keyfunc(t)
 	if err != nil {

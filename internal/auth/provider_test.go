@@ -62,12 +62,14 @@ type fakeIdP struct {
 	mu      sync.Mutex
 	keys    []idpKey
 	fetches atomic.Int64
+	slow    atomic.Int64 // how long each fetch takes, in nanoseconds, as a distant provider's do
 }
 
 func newIdP(t *testing.T, keys ...idpKey) *fakeIdP {
 	p := &fakeIdP{t: t, keys: keys}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.fetches.Add(1)
+		time.Sleep(time.Duration(p.slow.Load()))
 		p.mu.Lock()
 		keys := append([]idpKey(nil), p.keys...)
 		p.mu.Unlock()
@@ -232,6 +234,9 @@ func TestProviderKeyRotation(t *testing.T) {
 	}
 	started := idp.fetches.Load()
 	idp.rotate(old, fresh)
+	// A provider across the internet answers in tens of milliseconds: the refetch must be
+	// given that time, not the no-wait budget of the limiter in front of it.
+	idp.slow.Store(int64(50 * time.Millisecond))
 	if got, err := tk.Verify(signBy(t, fresh, claimsFor("u2", now))); err != nil || got != "u2" {
 		t.Fatalf("a token of the rotated-in key: %q, %v; want it accepted after a refetch", got, err)
 	}
