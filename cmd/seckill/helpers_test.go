@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/contract"
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 )
@@ -42,8 +43,9 @@ func newClient(t testing.TB, base string) *client {
 	}
 	tr := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: 30 * time.Second}
 	t.Cleanup(tr.CloseIdleConnections)
+	// Every exchange with the API is held to the OpenAPI document, as in httpapi's suite.
 	return &client{t: t, base: base, tokens: tk, minted: map[string]string{},
-		http: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+		http: &http.Client{Transport: contract.Transport(t, tr, contract.APIPath), Timeout: 30 * time.Second}}
 }
 
 func (c *client) token(user string) string {

@@ -134,7 +134,7 @@ func TestLiveStream(t *testing.T) {
 	}
 
 	// Shutting down ends the stream (Shutdown would otherwise wait for it).
-	f.h.(*httpapi.Server).StopStreams()
+	f.srv.StopStreams()
 	done := make(chan struct{})
 	go func() {
 		for sc.Scan() {

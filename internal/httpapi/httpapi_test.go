@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/contract"
 	"seckill/internal/httpapi"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -25,7 +26,8 @@ var secret = []byte("0123456789abcdef0123456789abcdef")
 
 type fixture struct {
 	t       testing.TB
-	h       http.Handler
+	h       http.Handler // srv, its exchanges checked against the OpenAPI document
+	srv     *httpapi.Server
 	svc     *sale.Service
 	store   sale.Store
 	tokens  *auth.Tokens
@@ -60,7 +62,14 @@ func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *s
 	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
 	set(&c, clock)
-	return &fixture{t: t, h: httpapi.New(c), svc: env.Service, store: env.Store, tokens: tokens, clock: clock,
+	srv := httpapi.New(c)
+	var h http.Handler = srv
+	switch t.(type) {
+	case *testing.B, *testing.F: // the benchmarks measure the server alone; fuzz targets report to their own t
+	default:
+		h = contract.Handler(t, h, contract.Everything)
+	}
+	return &fixture{t: t, h: h, srv: srv, svc: env.Service, store: env.Store, tokens: tokens, clock: clock,
 		answers: env.Answers}
 }
 

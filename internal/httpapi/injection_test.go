@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +14,6 @@ import (
 	"seckill/internal/pgtest"
 	"seckill/internal/saletest"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
-	os.Exit(code)
-}
 
 // injections are the classic SQL injection payloads, each fit for a field that takes printable
 // text.

@@ -118,7 +118,9 @@ func New(c Config) *Server {
 	if s.live == nil {
 		s.live = live.New(s.svc.Now)
 	}
-	s.routes()
+	for _, rt := range s.routes() {
+		s.mux.HandleFunc(rt.pattern, rt.handler)
+	}
 	if c.Metrics != nil {
 		s.mux.Handle("GET /metrics", c.Metrics)
 	}
@@ -130,34 +132,44 @@ func New(c Config) *Server {
 	return s
 }
 
-func (s *Server) routes() {
-	s.mux.HandleFunc("GET /healthz", s.healthz)
-	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("GET /api/time", s.time)
-	s.mux.HandleFunc("POST /api/login", s.login)
+// route is one of the API's routes: a ServeMux pattern and its handler. The OpenAPI document
+// (openapi.yaml) describes each of them, and nothing else but GET /metrics.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
 
-	s.mux.HandleFunc("POST /api/admin/activities", s.admin(RoleOperator, s.createActivity))
-	s.mux.HandleFunc("GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats))
-	s.mux.HandleFunc("POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile))
-	s.mux.HandleFunc("GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events))
-	s.mux.HandleFunc("POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock))
-	s.mux.HandleFunc("GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks))
-	s.mux.HandleFunc("DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock))
-	s.mux.HandleFunc("GET /api/admin/audit", s.admin(RoleViewer, s.auditLog))
+func (s *Server) routes() []route {
+	return []route{
+		{"GET /healthz", s.healthz},
+		{"GET /readyz", s.readyz},
+		{"GET /openapi.json", s.openapi},
+		{"GET /api/time", s.time},
+		{"POST /api/login", s.login},
 
-	s.mux.HandleFunc("GET /api/activities", s.activities)
-	s.mux.HandleFunc("GET /api/activities/{id}", s.activity)
-	s.mux.HandleFunc("POST /api/activities/{id}/grab", s.grab)
-	s.mux.HandleFunc("POST /api/activities/{id}/grab/{pass}", s.grab)
-	s.mux.HandleFunc("GET /api/activities/{id}/leaderboard", s.leaderboard)
-	s.mux.HandleFunc("GET /api/activities/{id}/rank", s.user(s.rank))
-	s.mux.HandleFunc("POST /api/activities/{id}/challenge", s.challenge)
-	s.mux.HandleFunc("POST /api/activities/{id}/challenge/answer", s.answer)
-	s.mux.HandleFunc("GET /api/activities/{id}/entries", s.entries)
-	s.mux.HandleFunc("GET /api/queue/{token}", s.user(s.ticket))
-	s.mux.HandleFunc("GET /api/orders/{ref}", s.user(s.order))
-	s.mux.HandleFunc("POST /api/orders/{ref}/pay", s.user(s.pay))
-	s.mux.HandleFunc("POST /api/orders/{ref}/cancel", s.user(s.cancel))
+		{"POST /api/admin/activities", s.admin(RoleOperator, s.createActivity)},
+		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
+		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
+		{"GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events)},
+		{"POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock)},
+		{"GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks)},
+		{"DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock)},
+		{"GET /api/admin/audit", s.admin(RoleViewer, s.auditLog)},
+
+		{"GET /api/activities", s.activities},
+		{"GET /api/activities/{id}", s.activity},
+		{"POST /api/activities/{id}/grab", s.grab},
+		{"POST /api/activities/{id}/grab/{pass}", s.grab},
+		{"GET /api/activities/{id}/leaderboard", s.leaderboard},
+		{"GET /api/activities/{id}/rank", s.user(s.rank)},
+		{"POST /api/activities/{id}/challenge", s.challenge},
+		{"POST /api/activities/{id}/challenge/answer", s.answer},
+		{"GET /api/activities/{id}/entries", s.entries},
+		{"GET /api/queue/{token}", s.user(s.ticket)},
+		{"GET /api/orders/{ref}", s.user(s.order)},
+		{"POST /api/orders/{ref}/pay", s.user(s.pay)},
+		{"POST /api/orders/{ref}/cancel", s.user(s.cancel)},
+	}
 }
 
 // ServeHTTP gives every request an id, bounds its body, recovers from panics, logs, and turns

@@ -18,6 +18,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/browsertest"
+	"seckill/internal/contract"
 	"seckill/internal/httpapi"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
@@ -69,7 +70,8 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handl
 	if wrap != nil {
 		h = wrap(api)
 	}
-	srv := httptest.NewServer(h)
+	// What the pages send and are answered is held to the OpenAPI document too.
+	srv := httptest.NewServer(contract.Handler(t, h, contract.APIPath))
 	t.Cleanup(func() {
 		api.StopStreams()
 		srv.Close()

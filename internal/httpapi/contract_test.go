@@ -1,0 +1,147 @@
+package httpapi_test
+
+import (
+	"flag"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"seckill/internal/contract"
+	"seckill/internal/httpapi"
+	"seckill/internal/metrics"
+	"seckill/internal/mysqltest"
+	"seckill/internal/pgtest"
+	"seckill/internal/saletest"
+)
+
+// TestMain runs the suite, whose every exchange the fixture checks against the OpenAPI document
+// (contract.Handler), and then, when the whole suite ran and passed, insists that it exercised
+// every operation the document describes: a route documented and never tested is as likely to
+// have drifted as one undocumented.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	mysqltest.Stop()
+	pgtest.Stop()
+	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
+		if _, unseen := contract.Seen(); len(unseen) > 0 {
+			fmt.Fprintf(os.Stderr, "contract: the suite never exercised these operations of the OpenAPI document: %s\n",
+				strings.Join(unseen, ", "))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestOpenAPIDocument: the document loads and is valid OpenAPI 3.1, and it describes exactly
+// the server's routes (and GET /metrics, which the node's wiring adds).
+func TestOpenAPIDocument(t *testing.T) {
+	doc, err := contract.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("the document is OpenAPI %s, want 3.1", doc.OpenAPI)
+	}
+	var documented []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			documented = append(documented, method+" "+path)
+		}
+	}
+	served := []string{"GET /metrics"}
+	for _, p := range httpapi.Patterns() {
+		served = append(served, strings.ReplaceAll(p, "...}", "}"))
+	}
+	slices.Sort(documented)
+	slices.Sort(served)
+	if !slices.Equal(documented, served) {
+		t.Fatalf("the document's operations differ from the server's routes:\ndocumented %q\nserved     %q", documented, served)
+	}
+}
+
+// TestOpenAPIServed: every node serves the document at GET /openapi.json, as JSON, cacheable.
+func TestOpenAPIServed(t *testing.T) {
+	f := newFixture(t, false)
+	r := f.do("GET", "/openapi.json", "", "")
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" || r.header.Get("Cache-Control") != "public, max-age=300" {
+		t.Fatalf("GET /openapi.json: %d %v", r.status, r.header)
+	}
+	if r.raw != string(httpapi.OpenAPI()) || r.body["openapi"] != "3.1.0" {
+		t.Fatalf("GET /openapi.json is not the embedded document: openapi %v", r.body["openapi"])
+	}
+}
+
+// TestMetricsServed: with the node's metrics wired in, GET /metrics answers the Prometheus
+// text the document gives it, and counts the grabs.
+func TestMetricsServed(t *testing.T) {
+	m := metrics.New()
+	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Observe, c.Metrics = m, m.Handler() })
+	id := f.create(validItem)
+	f.do("POST", "/api/activities/"+id+"/grab", f.user("u1"), "")
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") ||
+		!strings.Contains(rec.Body.String(), `seckill_grab_requests_total{outcome="won"} 1`) {
+		t.Fatalf("GET /metrics: %d %q\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+}
+
+// TestOpenAPIErrorCodes: each documented error answer lists (x-codes) codes that the server
+// gives that status, together they list all of them but INTERNAL, and the error schema's
+// enum is every code.
+func TestOpenAPIErrorCodes(t *testing.T) {
+	doc, err := contract.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byStatus := httpapi.CodesByStatus()
+	listed := map[int][]string{}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for key, resp := range op.Responses.Map() {
+				status, _ := strconv.Atoi(key)
+				if status < 400 {
+					continue
+				}
+				codes, _ := resp.Value.Extensions["x-codes"].([]any)
+				if len(codes) == 0 {
+					t.Errorf("%s %s: answer %d lists no x-codes", method, path, status)
+				}
+				for _, c := range codes {
+					code := c.(string)
+					if !slices.Contains(byStatus[status], code) {
+						t.Errorf("%s %s: answer %d lists %s, which the server never answers with %d", method, path, status, code, status)
+					}
+					if !slices.Contains(listed[status], code) {
+						listed[status] = append(listed[status], code)
+					}
+				}
+			}
+		}
+	}
+	var all []string
+	for status, codes := range byStatus {
+		all = append(all, codes...)
+		if status == 500 || status == 405 { // any route; the document's description says so
+			continue
+		}
+		for _, c := range codes {
+			if !slices.Contains(listed[status], c) {
+				t.Errorf("no route's %d answer lists %s", status, c)
+			}
+		}
+	}
+	var enum []string
+	for _, v := range doc.Components.Schemas["ErrorDetail"].Value.Properties["code"].Value.Enum {
+		enum = append(enum, v.(string))
+	}
+	slices.Sort(all)
+	slices.Sort(enum)
+	if !slices.Equal(all, enum) {
+		t.Errorf("the error code enum is %v, the server's codes %v", enum, all)
+	}
+}
