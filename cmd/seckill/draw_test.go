@@ -56,7 +56,7 @@ func TestDrawChecksALotteryOfTheBinary(t *testing.T) {
 	c := newClient(t, startRun(t, testEnv(sqliteDSN(t))))
 	start := time.Now().Add(3 * time.Second).Truncate(time.Second)
 	id := c.createLined("lottery", 5, 1, start)
-	entries := c.joins(id, names("u", 40), 8, nil)
+	entries, _ := c.joins(id, names("u", 40), 8, nil)
 	if len(entries) != 40 || !time.Now().Before(start) {
 		t.Fatalf("%d entries before %v", len(entries), start)
 	}
