@@ -21,12 +21,13 @@ func main() {
 	}
 }
 
-const usage = `usage: seckill [serve|bench] [flags]
+const usage = `usage: seckill [serve|bench|draw|probe] [flags]
 
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
   bench   send a flash crowd to a server (or to one it starts in process) and check the sale
   draw    recompute a verifiable draw from its revealed seed and the entries on stdin
+  probe   ask the node on this machine (SECKILL_ADDR) whether it serves: the image's health check
 
 Run 'seckill serve -h', 'seckill bench -h' or 'seckill draw -h' for the flags; serve's each have an environment
 variable.
@@ -49,6 +50,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return benchCmd(ctx, args, getenv, stdout, stderr)
 	case "draw":
 		return drawCmd(args, os.Stdin, stdout, stderr)
+	case "probe":
+		return probeCmd(ctx, args, getenv, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"debug/elf"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,7 +16,8 @@ import (
 // a release build links none of them.
 var lab = []string{"seckill/internal/servers", "seckill/internal/netfault", "github.com/Shopify/toxiproxy/v2"}
 
-// TestReleaseBuildLeavesTheLabOut builds the binary as a release (-tags release): it links no
+// TestReleaseBuildLeavesTheLabOut builds the binary as a release, with deploy/Dockerfile's own
+// command (-tags release, no cgo): it is static, fit for a distroless image; it links no
 // package that starts Redis, MariaDB or PostgreSQL processes or bad networks, and its bench
 // refuses spawn: with a clear message. The development build links them, which shows the check
 // can fail.
@@ -36,8 +39,29 @@ func TestReleaseBuildLeavesTheLabOut(t *testing.T) {
 		t.Fatalf("the development build does not link %s: the check above proves nothing", lab[0])
 	}
 	bin := filepath.Join(t.TempDir(), "seckill")
-	if out, err := exec.Command("go", "build", "-tags", "release", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build -tags release: %v\n%s", err, out)
+	env, args := dockerBuild(t)
+	for i, a := range args {
+		switch {
+		case i > 0 && args[i-1] == "-o":
+			args[i] = bin
+		case a == "./cmd/seckill":
+			args[i] = "."
+		}
+	}
+	build := exec.Command("go", args...)
+	build.Env = append(os.Environ(), env...)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("%s go %s (the Dockerfile's): %v\n%s", env, args, err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+			t.Fatalf("the Dockerfile's build is dynamically linked (%v): a distroless static image cannot run it", p.Type)
+		}
 	}
 	out, err := exec.Command(bin, "bench", "--redis", "spawn:cluster", "--users", "10", "--stock", "1").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "release build") {

@@ -33,6 +33,10 @@ func randomSecret() string {
 	return hex.EncodeToString(b[:])
 }
 
+// shutdownGrace is how long a node stopping (SIGTERM) waits for its in-flight requests. The
+// deployment files give a stopping pod or container this and more (deploy_test.go checks it).
+const shutdownGrace = 30 * time.Second
+
 // serve builds every dependency explicitly, serves until ctx ends, then shuts down in order:
 // stop accepting and drain in-flight requests, stop the worker and the sweeper, close the gate
 // and its queue, close the database.
@@ -185,7 +189,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	case err = <-serveErr:
 	case <-ctx.Done():
 		log.Info("shutting down")
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownGrace)
 		err = srv.Shutdown(shut)
 		cancel()
 	}

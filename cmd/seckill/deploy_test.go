@@ -1,0 +1,605 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// The deployment files (deploy/) are checked here against the binary itself: its settings
+// table, the port it listens on, the grace it takes to stop, its probe. No container engine or
+// cluster runs here; what can be checked without one is.
+
+const deployDir = "../../deploy"
+
+// image is the image the deployment files run.
+const image = "seckill:latest"
+
+// nodeEnv checks a node's environment as the binary reads it: every variable is one of the
+// settings table's, and together they parse (parseServe) into a distributed node of role.
+func nodeEnv(t *testing.T, where string, env map[string]string, role string) config {
+	t.Helper()
+	known := map[string]bool{}
+	for _, s := range settings(&config{}) {
+		known[s.env] = true
+	}
+	for k := range env {
+		if !known[k] {
+			t.Errorf("%s: %s is not one of the binary's settings", where, k)
+		}
+	}
+	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatalf("%s: the binary refuses this environment: %v", where, err)
+	}
+	if c.role != role || c.redis == "" || strings.HasPrefix(c.db, "sqlite:") || c.demo {
+		t.Errorf("%s: role %q, redis %q, db %q, demo %v; want a distributed %s node", where, c.role, c.redis, c.db, c.demo, role)
+	}
+	return c
+}
+
+// portOf is the port of a listen address.
+func portOf(t *testing.T, addr string) string {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("listen address %q: %v", addr, err)
+	}
+	return port
+}
+
+// strictYAML decodes one YAML document into v, refusing a field v does not have.
+func strictYAML(t *testing.T, where string, doc []byte, v any) {
+	t.Helper()
+	if err := yaml.UnmarshalStrict(doc, v); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+}
+
+// TestKubernetesManifests decodes every manifest strictly into the Kubernetes API's own types
+// and checks them against the binary: the environment parses, the probes ask /readyz and
+// /healthz on the port the node listens on, the pod is given longer to stop than the node
+// takes, and the Service, the disruption budget and the autoscaler select the API's pods.
+func TestKubernetesManifests(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(deployDir, "k8s", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in deploy/k8s: %v", err)
+	}
+	var (
+		deployments []appsv1.Deployment
+		services    []corev1.Service
+		budgets     []policyv1.PodDisruptionBudget
+		scalers     []autoscalingv2.HorizontalPodAutoscaler
+		config      = map[string]map[string]string{} // ConfigMap or Secret name -> its data
+	)
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range bytes.Split(raw, []byte("\n---\n")) {
+			where := fmt.Sprintf("%s, document %d", filepath.Base(f), i+1)
+			var tm metav1.TypeMeta // which type to decode the document into, strictly
+			if err := yaml.Unmarshal(doc, &tm); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			switch tm.APIVersion + " " + tm.Kind {
+			case "apps/v1 Deployment":
+				var d appsv1.Deployment
+				strictYAML(t, where, doc, &d)
+				deployments = append(deployments, d)
+			case "v1 Service":
+				var s corev1.Service
+				strictYAML(t, where, doc, &s)
+				services = append(services, s)
+			case "policy/v1 PodDisruptionBudget":
+				var p policyv1.PodDisruptionBudget
+				strictYAML(t, where, doc, &p)
+				budgets = append(budgets, p)
+			case "autoscaling/v2 HorizontalPodAutoscaler":
+				var h autoscalingv2.HorizontalPodAutoscaler
+				strictYAML(t, where, doc, &h)
+				scalers = append(scalers, h)
+			case "v1 ConfigMap":
+				var c corev1.ConfigMap
+				strictYAML(t, where, doc, &c)
+				config["ConfigMap/"+c.Name] = c.Data
+			case "v1 Secret":
+				var s corev1.Secret
+				strictYAML(t, where, doc, &s)
+				config["Secret/"+s.Name] = s.StringData
+			default:
+				t.Fatalf("%s: a %s %s, which this test does not know", where, tm.APIVersion, tm.Kind)
+			}
+		}
+	}
+
+	roles := map[string]*appsv1.Deployment{}
+	for i := range deployments {
+		d := &deployments[i]
+		where := "Deployment " + d.Name
+		spec := d.Spec.Template.Spec
+		if len(spec.Containers) != 1 {
+			t.Fatalf("%s: %d containers, want the one seckill", where, len(spec.Containers))
+		}
+		c := spec.Containers[0]
+		if c.Image != image {
+			t.Errorf("%s: image %q, want %q (the Dockerfile's)", where, c.Image, image)
+		}
+		env := map[string]string{}
+		for _, from := range c.EnvFrom {
+			var data map[string]string
+			switch {
+			case from.ConfigMapRef != nil:
+				data = config["ConfigMap/"+from.ConfigMapRef.Name]
+			case from.SecretRef != nil:
+				data = config["Secret/"+from.SecretRef.Name]
+			}
+			if data == nil {
+				t.Fatalf("%s: envFrom names a ConfigMap or Secret that deploy/k8s does not hold", where)
+			}
+			for k, v := range data {
+				env[k] = v
+			}
+		}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		role := d.Labels["app.kubernetes.io/component"]
+		cfg := nodeEnv(t, where, env, role)
+		roles[role] = d
+
+		port := portOf(t, cfg.addr)
+		named := map[string]string{}
+		for _, p := range c.Ports {
+			named[p.Name] = fmt.Sprint(p.ContainerPort)
+		}
+		for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+			want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[name]
+			if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != want || named[probe.HTTPGet.Port.String()] != port {
+				t.Errorf("%s: the %s probe %+v, want GET %s on the node's port %s", where, name, probe, want, port)
+			}
+		}
+		if probe := c.ReadinessProbe; probe != nil &&
+			time.Duration(probe.PeriodSeconds*probe.FailureThreshold)*time.Second <= health20s(t) {
+			t.Errorf("%s: the readiness probe gives up after %d s, within SECKILL_FAILOVER_GRACE: a Redis failover would take every pod out at once",
+				where, probe.PeriodSeconds*probe.FailureThreshold)
+		}
+		var preStop time.Duration
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && c.Lifecycle.PreStop.Sleep != nil {
+			preStop = time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+		}
+		grace := time.Duration(-1)
+		if g := spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+		if grace < preStop+shutdownGrace+5*time.Second {
+			t.Errorf("%s: terminationGracePeriodSeconds %v, want at least the preStop %v + the node's %v drain + 5 s", where, grace, preStop, shutdownGrace)
+		}
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
+			t.Errorf("%s: no CPU or memory request", where)
+		}
+		sc, psc := c.SecurityContext, spec.SecurityContext
+		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || sc == nil || sc.ReadOnlyRootFilesystem == nil ||
+			!*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("%s: want a non-root pod, a read-only root filesystem and no privilege escalation", where)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			t.Errorf("%s: its selector does not select its own pods (%v)", where, err)
+		}
+	}
+	api, worker := roles[roleAPI], roles[roleWorker]
+	if api == nil || worker == nil {
+		t.Fatalf("want an API and a worker Deployment, got roles %v", slices.Collect(mapKeys(roles)))
+	}
+	podsOf := func(sel *metav1.LabelSelector) []string {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range deployments {
+			if s.Matches(labels.Set(d.Spec.Template.Labels)) {
+				out = append(out, d.Name)
+			}
+		}
+		return out
+	}
+	if len(services) != 1 || !slices.Equal(podsOf(&metav1.LabelSelector{MatchLabels: services[0].Spec.Selector}), []string{api.Name}) ||
+		services[0].Spec.Ports[0].TargetPort.String() != api.Spec.Template.Spec.Containers[0].Ports[0].Name {
+		t.Errorf("want one Service, to the API pods' named port: %+v", services)
+	}
+	budgeted := map[string]bool{}
+	for _, b := range budgets {
+		for _, d := range podsOf(b.Spec.Selector) {
+			budgeted[d] = true
+		}
+		if b.Spec.MinAvailable != nil && slices.Equal(podsOf(b.Spec.Selector), []string{api.Name}) &&
+			b.Spec.MinAvailable.IntValue() >= int(*api.Spec.Replicas) {
+			t.Errorf("PodDisruptionBudget %s: minAvailable %s of %d replicas lets no node drain", b.Name, b.Spec.MinAvailable, *api.Spec.Replicas)
+		}
+	}
+	if !budgeted[api.Name] || !budgeted[worker.Name] {
+		t.Errorf("disruption budgets cover %v, want both Deployments", budgeted)
+	}
+	if len(scalers) != 1 || scalers[0].Spec.ScaleTargetRef.Name != api.Name || scalers[0].Spec.ScaleTargetRef.Kind != "Deployment" ||
+		*scalers[0].Spec.MinReplicas < *api.Spec.Replicas {
+		t.Errorf("want one autoscaler of the API Deployment, from its replicas up: %+v", scalers)
+	}
+}
+
+// health20s is SECKILL_FAILOVER_GRACE's default, read from the settings table.
+func health20s(t *testing.T) time.Duration {
+	t.Helper()
+	for _, s := range settings(&config{}) {
+		if s.env == "SECKILL_FAILOVER_GRACE" {
+			d, err := time.ParseDuration(s.def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}
+	}
+	t.Fatal("no SECKILL_FAILOVER_GRACE setting")
+	return 0
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// composeFile is the part of the Compose specification deploy/compose.yaml uses: decoded
+// strictly, a key it misspells fails.
+type composeFile struct {
+	Name     string                    `json:"name"`
+	Services map[string]composeService `json:"services"`
+	Networks map[string]struct {
+		IPAM struct {
+			Config []struct {
+				Subnet string `json:"subnet"`
+			} `json:"config"`
+		} `json:"ipam"`
+	} `json:"networks"`
+	Volumes map[string]any `json:"volumes"`
+}
+
+type composeService struct {
+	Image string `json:"image"`
+	Build *struct {
+		Context    string `json:"context"`
+		Dockerfile string `json:"dockerfile"`
+	} `json:"build"`
+	Command         []string          `json:"command"`
+	Environment     map[string]string `json:"environment"`
+	Ports           []string          `json:"ports"`
+	Expose          []string          `json:"expose"`
+	Volumes         []string          `json:"volumes"`
+	Networks        any               `json:"networks"`
+	DependsOn       any               `json:"depends_on"`
+	Restart         string            `json:"restart"`
+	StopGracePeriod string            `json:"stop_grace_period"`
+	Healthcheck     *struct {
+		Test        []string `json:"test"`
+		Interval    string   `json:"interval"`
+		Timeout     string   `json:"timeout"`
+		StartPeriod string   `json:"start_period"`
+		Retries     int      `json:"retries"`
+	} `json:"healthcheck"`
+}
+
+// interpolate replaces compose's ${VAR:?message} and ${VAR:-default} with env's values.
+var interpolation = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)(?::([?-])([^}]*))?\}`)
+
+// TestComposeFile decodes deploy/compose.yaml strictly and checks it against the binary: every
+// seckill service's environment (with deploy/.env.example's values) parses into a distributed
+// node, three API nodes and a worker, exposed on the port they listen on and given longer to
+// stop than they take; the Redis seeds are the cluster's servers, the load balancer is the one
+// trusted proxy, and Prometheus scrapes every node with the shipped rules.
+func TestComposeFile(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(deployDir, "compose.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	example := map[string]string{}
+	envFile, err := os.ReadFile(filepath.Join(deployDir, ".env.example"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(envFile), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			example[k] = v
+		}
+	}
+	var missing []string
+	raw = interpolation.ReplaceAllFunc(raw, func(m []byte) []byte {
+		g := interpolation.FindSubmatch(m)
+		v, ok := example[string(g[1])]
+		switch {
+		case ok:
+			return []byte(v)
+		case string(g[2]) == "-":
+			return g[3]
+		}
+		missing = append(missing, string(g[1]))
+		return nil
+	})
+	if len(missing) > 0 {
+		t.Fatalf("compose.yaml needs %v, which deploy/.env.example does not give", missing)
+	}
+	// The x- keys are anchors for the services to merge; the rest is decoded strictly.
+	var top map[string]any
+	if err := yaml.Unmarshal(raw, &top); err != nil {
+		t.Fatal(err)
+	}
+	for k := range top {
+		if strings.HasPrefix(k, "x-") {
+			delete(top, k)
+		}
+	}
+	clean, err := yaml.Marshal(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cf composeFile
+	strictYAML(t, "compose.yaml", clean, &cf)
+
+	addrOf := func(name string) string {
+		nets, _ := cf.Services[name].Networks.(map[string]any)
+		sale, _ := nets["sale"].(map[string]any)
+		ip, _ := sale["ipv4_address"].(string)
+		return ip
+	}
+	var nodes, apis []string
+	roles := map[string]int{}
+	var nodePort string
+	for name, s := range cf.Services {
+		if s.Image == "" {
+			t.Errorf("service %s has no image", name)
+		}
+		for _, v := range s.Volumes {
+			if src, _, _ := strings.Cut(v, ":"); strings.HasPrefix(src, ".") {
+				if _, err := os.Stat(filepath.Join(deployDir, src)); err != nil {
+					t.Errorf("service %s mounts %s: %v", name, src, err)
+				}
+			}
+		}
+		if s.Image != image {
+			continue
+		}
+		where := "service " + name
+		c := nodeEnv(t, where, s.Environment, s.Environment["SECKILL_ROLE"])
+		roles[c.role]++
+		nodes = append(nodes, name)
+		if c.role == roleAPI {
+			apis = append(apis, name)
+		}
+		nodePort = portOf(t, c.addr)
+		if !slices.Contains(s.Expose, nodePort) {
+			t.Errorf("%s exposes %v, and the node listens on %s", where, s.Expose, nodePort)
+		}
+		if s.Build == nil || s.Build.Dockerfile != "deploy/Dockerfile" {
+			t.Errorf("%s: want it built from deploy/Dockerfile", where)
+		}
+		if d, err := time.ParseDuration(s.StopGracePeriod); err != nil || d < shutdownGrace+5*time.Second {
+			t.Errorf("%s: stop_grace_period %q, want at least the node's %v drain + 5 s", where, s.StopGracePeriod, shutdownGrace)
+		}
+		if hc := s.Healthcheck; hc == nil || len(hc.Test) < 3 || hc.Test[0] != "CMD" || hc.Test[1] != "/seckill" || hc.Test[2] != "probe" {
+			t.Errorf("%s: the health check %+v, want the binary's own probe", where, hc)
+		} else if err := probeCmd(t.Context(), append(hc.Test[3:], "-help"), func(string) string { return c.addr }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "help requested") {
+			t.Errorf("%s: the probe refuses the health check's flags %q: %v", where, hc.Test[3:], err)
+		}
+		var seeds []string
+		for _, s := range strings.Split(c.redis, ",") {
+			seeds = append(seeds, strings.TrimPrefix(s, "redis://"))
+		}
+		var servers []string
+		for n := range cf.Services {
+			if strings.HasPrefix(n, "redis-") && n != "redis-cluster" {
+				servers = append(servers, addrOf(n)+":6379")
+			}
+		}
+		slices.Sort(seeds)
+		slices.Sort(servers)
+		if !slices.Equal(seeds, servers) || !strings.Contains(strings.Join(cf.Services["redis-cluster"].Command, " "), strings.Join(servers, " ")) {
+			t.Errorf("%s: Redis seeds %v, the cluster's servers %v (joined by redis-cluster)", where, seeds, servers)
+		}
+		lb := netip.MustParseAddr(addrOf("lb"))
+		if len(c.trustedProxies) != 1 || !c.trustedProxies[0].Contains(lb) {
+			t.Errorf("%s: trusted proxies %v, want the load balancer %v alone", where, c.trustedProxies, lb)
+		}
+	}
+	if roles[roleAPI] != 3 || roles[roleWorker] != 1 {
+		t.Errorf("compose runs roles %v, want three API nodes and a worker", roles)
+	}
+
+	nginx, err := os.ReadFile(filepath.Join(deployDir, "compose", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream []string
+	for _, m := range regexp.MustCompile(`(?m)^\s*server ([\w.-]+:\d+)`).FindAllSubmatch(nginx, -1) {
+		upstream = append(upstream, string(m[1]))
+	}
+	var wantUp []string
+	for _, a := range apis {
+		wantUp = append(wantUp, a+":"+nodePort)
+	}
+	slices.Sort(upstream)
+	slices.Sort(wantUp)
+	if !slices.Equal(upstream, wantUp) {
+		t.Errorf("nginx.conf sends to %v, want the API nodes %v", upstream, wantUp)
+	}
+
+	var prom struct {
+		RuleFiles     []string `json:"rule_files"`
+		ScrapeConfigs []struct {
+			MetricsPath   string `json:"metrics_path"`
+			StaticConfigs []struct {
+				Targets []string `json:"targets"`
+			} `json:"static_configs"`
+		} `json:"scrape_configs"`
+	}
+	promFile := filepath.Join(deployDir, "compose", "prometheus.yml")
+	promRaw, err := os.ReadFile(promFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(promRaw, &prom); err != nil {
+		t.Fatal(err)
+	}
+	var scraped, wantScraped []string
+	for _, sc := range prom.ScrapeConfigs {
+		for _, st := range sc.StaticConfigs {
+			scraped = append(scraped, st.Targets...)
+		}
+	}
+	for _, n := range nodes {
+		wantScraped = append(wantScraped, n+":"+nodePort)
+	}
+	slices.Sort(scraped)
+	slices.Sort(wantScraped)
+	if !slices.Equal(scraped, wantScraped) || len(prom.RuleFiles) != 1 {
+		t.Errorf("Prometheus scrapes %v with rules %v, want every node %v and the shipped rules", scraped, prom.RuleFiles, wantScraped)
+	}
+	if !slices.Contains(cf.Services["prometheus"].Volumes, "../docs/grafana/alerts.yml:"+prom.RuleFiles[0]+":ro") {
+		t.Errorf("Prometheus reads its rules from %s, which is not the shipped docs/grafana/alerts.yml", prom.RuleFiles[0])
+	}
+	// promtool checks the configuration, with the rules' path as it is on this machine.
+	local := filepath.Join(t.TempDir(), "prometheus.yml")
+	abs, _ := filepath.Abs("../../docs/grafana/alerts.yml")
+	os.WriteFile(local, bytes.ReplaceAll(promRaw, []byte(prom.RuleFiles[0]), []byte(abs)), 0o644)
+	if out, err := exec.Command("promtool", "check", "config", local).CombinedOutput(); err != nil {
+		t.Errorf("promtool check config (deploy/compose/prometheus.yml): %v\n%s", err, out)
+	}
+}
+
+// TestDockerfile: the image runs the binary as a non-root user on a distroless base, checks
+// its health with the binary's probe, and listens and keeps its SQLite file where the settings
+// say. (TestReleaseBuildLeavesTheLabOut builds the binary with the Dockerfile's own command.)
+func TestDockerfile(t *testing.T) {
+	df := dockerfile(t)
+	last := df["FROM"][len(df["FROM"])-1]
+	if !strings.HasPrefix(last, "gcr.io/distroless/static") || !strings.HasSuffix(last, ":nonroot") {
+		t.Errorf("the image's base is %q, want distroless static, nonroot", last)
+	}
+	if u := df["USER"]; len(u) != 1 || strings.HasPrefix(u[0], "0") || u[0] == "root" {
+		t.Errorf("USER %v, want a non-root user", u)
+	}
+	if hc := df["HEALTHCHECK"]; len(hc) != 1 || !strings.HasSuffix(hc[0], `CMD ["/seckill", "probe"]`) {
+		t.Errorf("HEALTHCHECK %v, want the binary's probe", hc)
+	}
+	env := map[string]string{}
+	for _, e := range df["ENV"] {
+		for _, kv := range strings.Fields(strings.ReplaceAll(e, `\`, " ")) {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatalf("the image's ENV %v: %v", env, err)
+	}
+	if ex := df["EXPOSE"]; len(ex) != 1 || ex[0] != portOf(t, c.addr) {
+		t.Errorf("EXPOSE %v, and the node listens on %s", ex, c.addr)
+	}
+	if v := df["VOLUME"]; len(v) != 1 || !strings.HasPrefix(c.db, "sqlite:"+strings.Trim(v[0], `["]`)+"/") {
+		t.Errorf("VOLUME %v, and the database is %s", v, c.db)
+	}
+}
+
+// dockerfile reads deploy/Dockerfile's instructions, continued lines joined.
+func dockerfile(t *testing.T) map[string][]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(deployDir, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	text := strings.ReplaceAll(string(raw), "\\\n", " ")
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		op, arg, _ := strings.Cut(line, " ")
+		out[op] = append(out[op], strings.TrimSpace(arg))
+	}
+	return out
+}
+
+// dockerBuild is the Dockerfile's go build, as arguments to go, and its environment.
+func dockerBuild(t *testing.T) (env, args []string) {
+	t.Helper()
+	for _, run := range dockerfile(t)["RUN"] {
+		cmd, _, _ := strings.Cut(run, "&&")
+		f := strings.Fields(cmd)
+		for i, w := range f {
+			if w == "go" && i+1 < len(f) && f[i+1] == "build" {
+				return f[:i], f[i+1:]
+			}
+		}
+	}
+	t.Fatal("deploy/Dockerfile has no go build")
+	return nil, nil
+}
+
+// TestProbe: the image's health check says 0 for a node that answers 200 and fails for one that
+// answers otherwise or not at all, asking the node's own address (127.0.0.1 when it listens on
+// every interface).
+func TestProbe(t *testing.T) {
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	every := func(string) string { return "0.0.0.0:" + port }
+	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err != nil {
+		t.Fatalf("a node that answers 200: %v", err)
+	}
+	if err := probeCmd(t.Context(), []string{"-path", "/readyz"}, every, io.Discard, io.Discard); err != nil {
+		t.Fatalf("-path /readyz: %v", err)
+	}
+	status = http.StatusServiceUnavailable
+	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("a node that answers 503: %v, want a failure", err)
+	}
+	srv.Close()
+	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err == nil {
+		t.Fatal("no node at all: the probe passed")
+	}
+	if err := probeCmd(t.Context(), nil, func(string) string { return "no-port" }, io.Discard, io.Discard); err == nil {
+		t.Fatal("a listen address without a port: the probe passed")
+	}
+}
