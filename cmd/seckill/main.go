@@ -21,13 +21,14 @@ func main() {
 	}
 }
 
-const usage = `usage: seckill [serve|bench|draw|probe] [flags]
+const usage = `usage: seckill [serve|bench|draw|probe|check] [flags]
 
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
   bench   send a flash crowd to a server (or to one it starts in process) and check the sale
   draw    recompute a verifiable draw from its revealed seed and the entries on stdin
   probe   ask the node on this machine (SECKILL_ADDR) whether it serves: the image's health check
+  check   read serve's configuration, refuse a SECKILL_* variable it does not know, print it
 
 Run 'seckill serve -h', 'seckill bench -h' or 'seckill draw -h' for the flags; serve's each have an environment
 variable.
@@ -52,6 +53,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return drawCmd(args, os.Stdin, stdout, stderr)
 	case "probe":
 		return probeCmd(ctx, args, getenv, stdout, stderr)
+	case "check":
+		return checkCmd(args, getenv, os.Environ(), stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

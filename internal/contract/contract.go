@@ -240,7 +240,7 @@ func (c *checker) validate(pointer string, body []byte) error {
 	sch, ok := c.bodies[pointer]
 	if !ok {
 		var err error
-		if sch, err = c.comp.Compile(docURL + strings.NewReplacer("{", "%7B", "}", "%7D").Replace(pointer)); err != nil {
+		if sch, err = c.comp.Compile(docURL + braces.Replace(pointer)); err != nil {
 			c.mu.Unlock()
 			return fmt.Errorf("compile the document's schema at %s: %v", pointer, err)
 		}
@@ -263,7 +263,12 @@ func operationPointer(route *routers.Route) string {
 }
 
 // escape makes s one token of a JSON pointer.
-func escape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+func escape(s string) string { return pointerToken.Replace(s) }
+
+var (
+	pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
+	braces       = strings.NewReplacer("{", "%7B", "}", "%7D") // a pointer in a URL's fragment
+)
 
 // route finds the document's operation for x: by the ServeMux pattern that took it when known
 // (a network's block value keeps its slash, which no OpenAPI path parameter matches), else by

@@ -58,3 +58,16 @@ func BenchmarkCheck(b *testing.B) {
 		b.Fatal(rt.errs)
 	}
 }
+
+// BenchmarkCheckRefusal is the cost of checking a refused grab's exchange (a 410), what most of
+// a crowd's clicks get: no request validation, the error body against its schema.
+func BenchmarkCheckRefusal(b *testing.B) {
+	c := get(b)
+	rt := &recordT{TB: b}
+	for b.Loop() {
+		c.check(rt, grabExchange(`{"error":{"code":"SOLD_OUT","message":"sold out"}}`, 410))
+	}
+	if len(rt.errs) > 0 {
+		b.Fatal(rt.errs)
+	}
+}

@@ -1,12 +1,10 @@
-package main
+package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -26,36 +24,57 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The deployment files (deploy/) are checked here against the binary itself: its settings
-// table, the port it listens on, the grace it takes to stop, its probe. No container engine or
-// cluster runs here; what can be checked without one is.
+// The deployment files are checked here against the binary itself, built as the Dockerfile
+// builds it: every node's environment goes through seckill check (the settings table's parsing,
+// and no SECKILL_* variable it does not read), whose answer says the node's role, address and
+// graces. No container engine or cluster runs here; what can be checked without one is.
 
-const deployDir = "../../deploy"
+const deployDir = "."
 
 // image is the image the deployment files run.
 const image = "seckill:latest"
 
-// nodeEnv checks a node's environment as the binary reads it: every variable is one of the
-// settings table's, and together they parse (parseServe) into a distributed node of role.
-func nodeEnv(t *testing.T, where string, env map[string]string, role string) config {
+// node is what seckill check says of a node's environment.
+type node struct {
+	Role           string   `json:"role"`
+	Addr           string   `json:"addr"`
+	DB             string   `json:"db"`
+	Redis          string   `json:"redis"`
+	Demo           bool     `json:"demo"`
+	TrustedProxies []string `json:"trusted_proxies"`
+	ShutdownGraceS float64  `json:"shutdown_grace_s"`
+	FailoverGraceS float64  `json:"failover_grace_s"`
+}
+
+func (n node) shutdownGrace() time.Duration {
+	return time.Duration(n.ShutdownGraceS * float64(time.Second))
+}
+func (n node) failoverGrace() time.Duration {
+	return time.Duration(n.FailoverGraceS * float64(time.Second))
+}
+
+// nodeEnv runs seckill check with env, and nothing else, as the node's environment: the binary
+// must take it (every variable one it reads, every value one it parses) as a distributed node
+// of role.
+func nodeEnv(t *testing.T, where string, env map[string]string, role string) node {
 	t.Helper()
-	known := map[string]bool{}
-	for _, s := range settings(&config{}) {
-		known[s.env] = true
+	cmd := exec.Command(binary(t), "check")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	for k := range env {
-		if !known[k] {
-			t.Errorf("%s: %s is not one of the binary's settings", where, k)
-		}
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: the binary refuses this environment: %v\n%s", where, err, errs.String())
 	}
-	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
-	if err != nil {
-		t.Fatalf("%s: the binary refuses this environment: %v", where, err)
+	var n node
+	if err := json.Unmarshal(out.Bytes(), &n); err != nil {
+		t.Fatalf("%s: seckill check printed %q: %v", where, out.String(), err)
 	}
-	if c.role != role || c.redis == "" || strings.HasPrefix(c.db, "sqlite:") || c.demo {
-		t.Errorf("%s: role %q, redis %q, db %q, demo %v; want a distributed %s node", where, c.role, c.redis, c.db, c.demo, role)
+	if n.Role != role || n.Redis == "" || strings.HasPrefix(n.DB, "sqlite:") || n.Demo {
+		t.Errorf("%s: role %q, redis %q, db %q, demo %v; want a distributed %s node", where, n.Role, n.Redis, n.DB, n.Demo, role)
 	}
-	return c
+	return n
 }
 
 // portOf is the port of a listen address.
@@ -169,7 +188,7 @@ func TestKubernetesManifests(t *testing.T) {
 		cfg := nodeEnv(t, where, env, role)
 		roles[role] = d
 
-		port := portOf(t, cfg.addr)
+		port := portOf(t, cfg.Addr)
 		named := map[string]string{}
 		for _, p := range c.Ports {
 			named[p.Name] = fmt.Sprint(p.ContainerPort)
@@ -181,7 +200,7 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 		if probe := c.ReadinessProbe; probe != nil &&
-			time.Duration(probe.PeriodSeconds*probe.FailureThreshold)*time.Second <= health20s(t) {
+			time.Duration(probe.PeriodSeconds*probe.FailureThreshold)*time.Second <= cfg.failoverGrace() {
 			t.Errorf("%s: the readiness probe gives up after %d s, within SECKILL_FAILOVER_GRACE: a Redis failover would take every pod out at once",
 				where, probe.PeriodSeconds*probe.FailureThreshold)
 		}
@@ -193,8 +212,8 @@ func TestKubernetesManifests(t *testing.T) {
 		if g := spec.TerminationGracePeriodSeconds; g != nil {
 			grace = time.Duration(*g) * time.Second
 		}
-		if grace < preStop+shutdownGrace+5*time.Second {
-			t.Errorf("%s: terminationGracePeriodSeconds %v, want at least the preStop %v + the node's %v drain + 5 s", where, grace, preStop, shutdownGrace)
+		if grace < preStop+cfg.shutdownGrace()+5*time.Second {
+			t.Errorf("%s: terminationGracePeriodSeconds %v, want at least the preStop %v + the node's %v drain + 5 s", where, grace, preStop, cfg.shutdownGrace())
 		}
 		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() {
 			t.Errorf("%s: no CPU or memory request", where)
@@ -209,7 +228,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s: its selector does not select its own pods (%v)", where, err)
 		}
 	}
-	api, worker := roles[roleAPI], roles[roleWorker]
+	api, worker := roles["api"], roles["worker"]
 	if api == nil || worker == nil {
 		t.Fatalf("want an API and a worker Deployment, got roles %v", slices.Collect(mapKeys(roles)))
 	}
@@ -247,22 +266,6 @@ func TestKubernetesManifests(t *testing.T) {
 		*scalers[0].Spec.MinReplicas < *api.Spec.Replicas {
 		t.Errorf("want one autoscaler of the API Deployment, from its replicas up: %+v", scalers)
 	}
-}
-
-// health20s is SECKILL_FAILOVER_GRACE's default, read from the settings table.
-func health20s(t *testing.T) time.Duration {
-	t.Helper()
-	for _, s := range settings(&config{}) {
-		if s.env == "SECKILL_FAILOVER_GRACE" {
-			d, err := time.ParseDuration(s.def)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return d
-		}
-	}
-	t.Fatal("no SECKILL_FAILOVER_GRACE setting")
-	return 0
 }
 
 func mapKeys[V any](m map[string]V) func(func(string) bool) {
@@ -395,28 +398,28 @@ func TestComposeFile(t *testing.T) {
 		}
 		where := "service " + name
 		c := nodeEnv(t, where, s.Environment, s.Environment["SECKILL_ROLE"])
-		roles[c.role]++
+		roles[c.Role]++
 		nodes = append(nodes, name)
-		if c.role == roleAPI {
+		if c.Role == "api" {
 			apis = append(apis, name)
 		}
-		nodePort = portOf(t, c.addr)
+		nodePort = portOf(t, c.Addr)
 		if !slices.Contains(s.Expose, nodePort) {
 			t.Errorf("%s exposes %v, and the node listens on %s", where, s.Expose, nodePort)
 		}
 		if s.Build == nil || s.Build.Dockerfile != "deploy/Dockerfile" {
 			t.Errorf("%s: want it built from deploy/Dockerfile", where)
 		}
-		if d, err := time.ParseDuration(s.StopGracePeriod); err != nil || d < shutdownGrace+5*time.Second {
-			t.Errorf("%s: stop_grace_period %q, want at least the node's %v drain + 5 s", where, s.StopGracePeriod, shutdownGrace)
+		if d, err := time.ParseDuration(s.StopGracePeriod); err != nil || d < c.shutdownGrace()+5*time.Second {
+			t.Errorf("%s: stop_grace_period %q, want at least the node's %v drain + 5 s", where, s.StopGracePeriod, c.shutdownGrace())
 		}
 		if hc := s.Healthcheck; hc == nil || len(hc.Test) < 3 || hc.Test[0] != "CMD" || hc.Test[1] != "/seckill" || hc.Test[2] != "probe" {
 			t.Errorf("%s: the health check %+v, want the binary's own probe", where, hc)
-		} else if err := probeCmd(t.Context(), append(hc.Test[3:], "-help"), func(string) string { return c.addr }, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "help requested") {
-			t.Errorf("%s: the probe refuses the health check's flags %q: %v", where, hc.Test[3:], err)
+		} else {
+			probeTakes(t, where, hc.Test[3:])
 		}
 		var seeds []string
-		for _, s := range strings.Split(c.redis, ",") {
+		for _, s := range strings.Split(c.Redis, ",") {
 			seeds = append(seeds, strings.TrimPrefix(s, "redis://"))
 		}
 		var servers []string
@@ -431,11 +434,11 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: Redis seeds %v, the cluster's servers %v (joined by redis-cluster)", where, seeds, servers)
 		}
 		lb := netip.MustParseAddr(addrOf("lb"))
-		if len(c.trustedProxies) != 1 || !c.trustedProxies[0].Contains(lb) {
-			t.Errorf("%s: trusted proxies %v, want the load balancer %v alone", where, c.trustedProxies, lb)
+		if len(c.TrustedProxies) != 1 || !netip.MustParsePrefix(c.TrustedProxies[0]).Contains(lb) {
+			t.Errorf("%s: trusted proxies %v, want the load balancer %v alone", where, c.TrustedProxies, lb)
 		}
 	}
-	if roles[roleAPI] != 3 || roles[roleWorker] != 1 {
+	if roles["api"] != 3 || roles["worker"] != 1 {
 		t.Errorf("compose runs roles %v, want three API nodes and a worker", roles)
 	}
 
@@ -493,7 +496,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	// promtool checks the configuration, with the rules' path as it is on this machine.
 	local := filepath.Join(t.TempDir(), "prometheus.yml")
-	abs, _ := filepath.Abs("../../docs/grafana/alerts.yml")
+	abs, _ := filepath.Abs("../docs/grafana/alerts.yml")
 	os.WriteFile(local, bytes.ReplaceAll(promRaw, []byte(prom.RuleFiles[0]), []byte(abs)), 0o644)
 	if out, err := exec.Command("promtool", "check", "config", local).CombinedOutput(); err != nil {
 		t.Errorf("promtool check config (deploy/compose/prometheus.yml): %v\n%s", err, out)
@@ -522,15 +525,23 @@ func TestDockerfile(t *testing.T) {
 			env[k] = v
 		}
 	}
-	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	cmd := exec.Command(binary(t), "check")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.Output()
+	var c node
+	if err == nil {
+		err = json.Unmarshal(out, &c)
+	}
 	if err != nil {
-		t.Fatalf("the image's ENV %v: %v", env, err)
+		t.Fatalf("seckill check with the image's ENV %v: %v %s", env, err, out)
 	}
-	if ex := df["EXPOSE"]; len(ex) != 1 || ex[0] != portOf(t, c.addr) {
-		t.Errorf("EXPOSE %v, and the node listens on %s", ex, c.addr)
+	if ex := df["EXPOSE"]; len(ex) != 1 || ex[0] != portOf(t, c.Addr) {
+		t.Errorf("EXPOSE %v, and the node listens on %s", ex, c.Addr)
 	}
-	if v := df["VOLUME"]; len(v) != 1 || !strings.HasPrefix(c.db, "sqlite:"+strings.Trim(v[0], `["]`)+"/") {
-		t.Errorf("VOLUME %v, and the database is %s", v, c.db)
+	if v := df["VOLUME"]; len(v) != 1 || !strings.HasPrefix(c.DB, "sqlite:"+strings.Trim(v[0], `["]`)+"/") {
+		t.Errorf("VOLUME %v, and the database is %s", v, c.DB)
 	}
 }
 
@@ -552,54 +563,4 @@ func dockerfile(t *testing.T) map[string][]string {
 		out[op] = append(out[op], strings.TrimSpace(arg))
 	}
 	return out
-}
-
-// dockerBuild is the Dockerfile's go build, as arguments to go, and its environment.
-func dockerBuild(t *testing.T) (env, args []string) {
-	t.Helper()
-	for _, run := range dockerfile(t)["RUN"] {
-		cmd, _, _ := strings.Cut(run, "&&")
-		f := strings.Fields(cmd)
-		for i, w := range f {
-			if w == "go" && i+1 < len(f) && f[i+1] == "build" {
-				return f[:i], f[i+1:]
-			}
-		}
-	}
-	t.Fatal("deploy/Dockerfile has no go build")
-	return nil, nil
-}
-
-// TestProbe: the image's health check says 0 for a node that answers 200 and fails for one that
-// answers otherwise or not at all, asking the node's own address (127.0.0.1 when it listens on
-// every interface).
-func TestProbe(t *testing.T) {
-	status := http.StatusOK
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
-			http.NotFound(w, r)
-			return
-		}
-		w.WriteHeader(status)
-	}))
-	defer srv.Close()
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	every := func(string) string { return "0.0.0.0:" + port }
-	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err != nil {
-		t.Fatalf("a node that answers 200: %v", err)
-	}
-	if err := probeCmd(t.Context(), []string{"-path", "/readyz"}, every, io.Discard, io.Discard); err != nil {
-		t.Fatalf("-path /readyz: %v", err)
-	}
-	status = http.StatusServiceUnavailable
-	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "503") {
-		t.Fatalf("a node that answers 503: %v, want a failure", err)
-	}
-	srv.Close()
-	if err := probeCmd(t.Context(), nil, every, io.Discard, io.Discard); err == nil {
-		t.Fatal("no node at all: the probe passed")
-	}
-	if err := probeCmd(t.Context(), nil, func(string) string { return "no-port" }, io.Discard, io.Discard); err == nil {
-		t.Fatal("a listen address without a port: the probe passed")
-	}
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+)
+
+// checkCmd reads serve's configuration as serve would (flags, SECKILL_* variables, OTEL_*),
+// refuses a SECKILL_* variable the binary does not read (a misspelt one would otherwise be
+// ignored), and prints what the node would run as, secrets left out: a deployment's
+// configuration can be checked before it is rolled out, and deploy/'s tests check theirs so.
+func checkCmd(args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, s := range settings(&config{}) {
+		known[s.env] = true
+	}
+	var unknown []string
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SECKILL_") && !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("check: %s: no such setting (see seckill serve -h)", strings.Join(unknown, ", "))
+	}
+	proxies := make([]string, len(c.trustedProxies))
+	for i, p := range c.trustedProxies {
+		proxies[i] = p.String()
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
+		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, IdentityProvider: c.provider.JWKSURL != "",
+		Admins: len(c.admins), ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds()})
+}
+
+// checked is what seckill check prints.
+type checked struct {
+	Role             string   `json:"role"`
+	Addr             string   `json:"addr"`
+	DB               string   `json:"db"`
+	Redis            string   `json:"redis"`
+	Demo             bool     `json:"demo"`
+	TrustedProxies   []string `json:"trusted_proxies"`
+	MinReplicas      int      `json:"redis_min_replicas"`
+	IdentityProvider bool     `json:"identity_provider"`
+	Admins           int      `json:"named_admins"`
+	// ShutdownGraceS is how long a stopping node drains; FailoverGraceS how long a dependency
+	// may refuse before it counts as down.
+	ShutdownGraceS float64 `json:"shutdown_grace_s"`
+	FailoverGraceS float64 `json:"failover_grace_s"`
+}
