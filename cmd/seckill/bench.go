@@ -316,7 +316,12 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
 		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
 		"SECKILL_DEMO": "0", "SECKILL_REDIS_MIN_REPLICAS": strconv.Itoa(c.minReplicas)}
-	cfg, err := parseServe(nil, func(k string) string { return env[k] }, stderr)
+	cfg, err := parseServe(nil, func(k string) string {
+		if strings.HasPrefix(k, "OTEL_") { // traces, as the process's environment asks
+			return os.Getenv(k)
+		}
+		return env[k]
+	}, stderr)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err

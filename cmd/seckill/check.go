@@ -38,7 +38,7 @@ func checkCmd(args []string, getenv func(string) string, environ []string, stdou
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
-		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, IdentityProvider: c.provider.JWKSURL != "",
+		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
 		Admins: len(c.admins), ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds()})
 }
 
@@ -51,6 +51,7 @@ type checked struct {
 	Demo             bool     `json:"demo"`
 	TrustedProxies   []string `json:"trusted_proxies"`
 	MinReplicas      int      `json:"redis_min_replicas"`
+	Tracing          bool     `json:"tracing"`
 	IdentityProvider bool     `json:"identity_provider"`
 	Admins           int      `json:"named_admins"`
 	// ShutdownGraceS is how long a stopping node drains; FailoverGraceS how long a dependency

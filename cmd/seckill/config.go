@@ -59,6 +59,8 @@ type config struct {
 	// archiveAfter is how long an activity's hot state is kept after its pay windows close (0:
 	// for ever).
 	archiveAfter time.Duration
+	// tracing says the OTEL_* variables ask for traces (telemetry.go).
+	tracing bool
 }
 
 // setting is one line of serve's configuration: a flag, the environment variable that gives its
@@ -264,6 +266,10 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		if err := s.set(&c, vals[i]); err != nil {
 			return c, fmt.Errorf("%s=%q (-%s): %w", s.env, vals[i], s.flag, err)
 		}
+	}
+	var err error
+	if c.tracing, err = tracingOf(getenv); err != nil {
+		return c, err
 	}
 	if vals[indexOf(table, "demo")] == demoAuto {
 		c.demo = c.jwtSecret == "" && c.provider.JWKSURL == ""

@@ -247,6 +247,12 @@ func testEnv(dsn string, more ...string) func(string) string {
 // launch runs run() in process until ctx ends and returns its base URL and its result.
 func launch(t *testing.T, ctx context.Context, getenv func(string) string, args ...string) (string, <-chan error) {
 	t.Helper()
+	return launchLogging(t, ctx, getenv, io.Discard, args...)
+}
+
+// launchLogging is launch with run's log written to stderr.
+func launchLogging(t *testing.T, ctx context.Context, getenv func(string) string, stderr io.Writer, args ...string) (string, <-chan error) {
+	t.Helper()
 	addr := make(chan string, 1)
 	stdout := &lineWriter{line: func(l string) {
 		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
@@ -254,7 +260,7 @@ func launch(t *testing.T, ctx context.Context, getenv func(string) string, args 
 		}
 	}}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, getenv, stdout, io.Discard) }()
+	go func() { done <- run(ctx, args, getenv, stdout, stderr) }()
 	select {
 	case u := <-addr:
 		return u, done

@@ -41,7 +41,20 @@ const shutdownGrace = 30 * time.Second
 // stop accepting and drain in-flight requests, stop the worker and the sweeper, close the gate
 // and its queue, close the database.
 func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel}))
+	log := slog.New(traceIDs{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: c.logLevel})})
+	if c.tracing {
+		stop, err := startTracing(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := stop(flush); err != nil {
+				log.Warn("flush traces", "err", err)
+			}
+		}()
+	}
 	secretShown, tokenShown := c.jwtSecret == "", c.adminToken == ""
 	if secretShown {
 		c.jwtSecret = randomSecret()
@@ -142,6 +155,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		health.Handle("GET /readyz", api)
 		health.Handle("GET /metrics", api)
 		handler = health
+	}
+	if c.tracing {
+		handler = traced(handler)
 	}
 	srv := &http.Server{
 		Handler: handler,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"seckill/internal/sale"
+	"seckill/internal/tracing"
 )
 
 var _ sale.Gate = (*Gate)(nil)
@@ -209,6 +210,7 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 		IdempotencyKey: r.IdempotencyKey,
 		AmountCents:    act.a.PriceCents,
 		At:             r.Now,
+		Trace:          tracing.Parent(ctx), // the worker's spans continue the click's trace
 	}
 	if act.a.Kind == sale.KindRedPacket {
 		s := act.shares[len(act.shares)-1]

@@ -39,11 +39,12 @@ const batchTimeout = 5 * time.Second
 
 // call is one grab on its way through a lane.
 type call struct {
-	req   sale.GrabRequest
-	token string
-	res   sale.Grab
-	err   error
-	done  chan struct{}
+	req    sale.GrabRequest
+	token  string
+	parent string // the traceparent for its stream entry
+	res    sale.Grab
+	err    error
+	done   chan struct{}
 }
 
 // lane queues the grabs of one activity.
@@ -67,8 +68,8 @@ func (g *Gate) lane(id string) *lane {
 // over. Otherwise it waits for a sender to take its grab. A caller whose context ends stops
 // waiting and gets ErrBusy; its grab may still be taken (a retry with its idempotency key
 // learns what became of it).
-func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest) (sale.Grab, error) {
-	c := &call{req: r, token: sale.NewGrabToken(r.Now), done: make(chan struct{})}
+func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest, parent string) (sale.Grab, error) {
+	c := &call{req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
 	l := g.lane(shard)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
@@ -150,7 +151,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	if shardsOf(a) > 1 {
 		sharded = "1"
 	}
-	args := make([]any, 0, 8+6*len(batch))
+	args := make([]any, 0, 8+7*len(batch))
 	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded)
 	for _, c := range batch {
 		idx := 0
@@ -158,7 +159,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 			keys = append(keys, passKey(shard, c.req.Pass))
 			idx = len(keys)
 		}
-		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass)
+		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass, c.parent)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	res, err := g.repl.runScript(ctx, g.rdb, g.grabs, grabScript, keys, args...).Slice()

@@ -16,8 +16,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"seckill/internal/sale"
+	"seckill/internal/tracing"
 )
 
 var (
@@ -81,27 +85,34 @@ func (g *Gate) WithBatching(b Batching) *Gate {
 	return g
 }
 
-// Grab implements sale.Gate.
-func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+// Grab implements sale.Gate. Traced, it is a "gate grab" span, and each try on Redis a
+// "publish grab" span whose traceparent goes into the grab's stream entry: the worker that reads
+// the entry continues the click's trace from there.
+func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (gr sale.Grab, err error) {
+	ctx, span := tracer.Start(ctx, "gate grab", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("seckill.activity", a.ID)))
+	defer func() { endSpan(span, err) }()
 	n := shardsOf(a)
 	home := homeShard(r.UserID, n)
 	shard := ShardID(a.ID, home)
 	// A repeat of a key whose first grab is still looking on the other shards waits a little for
 	// its answer (milliseconds, as a rule), then says busy: a retry will get it.
 	for wait := time.Millisecond; ; wait *= 2 {
-		var gr sale.Grab
-		var err error
+		pctx, publish := tracer.Start(ctx, "publish grab", trace.WithSpanKind(trace.SpanKindProducer),
+			trace.WithAttributes(attribute.String("messaging.system", "redis"), attribute.String("messaging.destination.name", keysOf(shard).stream)))
+		parent := tracing.Parent(pctx)
 		if g.batching.MaxBatch <= 1 {
-			c := &call{req: r, token: sale.NewGrabToken(r.Now), done: make(chan struct{})}
+			c := &call{req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
 			g.flush(a, shard, []*call{c})
 			gr, err = c.res, c.err
 		} else {
-			gr, err = g.coalesce(ctx, a, shard, r)
+			gr, err = g.coalesce(ctx, a, shard, r, parent)
 		}
-		switch {
-		case errors.Is(err, errReserved):
-			return g.fallThrough(a, home, r, gr.Token)
-		case errors.Is(err, errInProgress) && wait < 2*time.Second:
+		if errors.Is(err, errReserved) {
+			gr, err = g.fallThrough(a, home, r, gr.Token, parent)
+		}
+		endSpan(publish, err)
+		if errors.Is(err, errInProgress) && wait < 2*time.Second {
 			select {
 			case <-ctx.Done():
 				return sale.Grab{}, err
@@ -111,6 +122,20 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 		}
 		return gr, err
 	}
+}
+
+// tracer makes the gate's spans; a no-op until the process installs a tracer provider.
+var tracer = tracing.Tracer("seckill/internal/redisgate")
+
+// endSpan ends span, marked failed when err is a fault of the gate's (not a buyer's refusal:
+// sold out, not started).
+func endSpan(span trace.Span, err error) {
+	if err != nil && !sale.IsVerdict(err) {
+		span.SetStatus(codes.Error, err.Error())
+	} else if err != nil {
+		span.SetAttributes(attribute.String("seckill.verdict", err.Error()))
+	}
+	span.End()
 }
 
 // Release implements sale.Gate. A grab of a sharded stock holds its unit on its home shard, or

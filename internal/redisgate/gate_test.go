@@ -65,7 +65,7 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 		if pass != "" {
 			keys, idx = append(keys, passKey(act, pass)), 9
 		}
-		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", args[0], args[1], args[2], args[3], idx, pass)...).Slice()
+		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", args[0], args[1], args[2], args[3], idx, pass, "")...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,9 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 }
 
 // TestBatchAnswersEachGrabAsAlone: one call of the script with many grabs answers each as if it
-// had run alone, in order, and a retry of the whole call takes nothing more.
+// had run alone, in order, and a retry of the whole call takes nothing more. A traced grab's
+// stream entry carries its traceparent, for the worker to continue its trace; a traceparent
+// too long to be one refuses that grab.
 func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	ctx := context.Background()
 	a := item("batch", 3, 1)
@@ -135,22 +137,25 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	k := keysOf(a.ID)
 	now := a.StartAt.UnixMilli()
 	args := []any{a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 1, "item", 100, a.ID, "0", "0"}
+	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	grabs := []struct {
 		token, user, key string
 		want             int64
 		wantToken        string
+		parent           string
 	}{
-		{"t1", "u1", "", 0, "t1"},
-		{"t2", "u1", "", -4, ""},   // the limit counts the grab before it in the batch
-		{"t3", "u2", "k", 0, "t3"}, // a keyed grab
-		{"t4", "u2", "k", 1, "t3"}, // the same key again: the first answer
-		{"", "u9", "", -9, ""},     // bad arguments refuse that grab only
-		{"t5", "u3", "", 0, "t5"},  // the last unit
-		{"t6", "u4", "", -5, ""},   // sold out
-		{"t7", "u5", "k", -5, ""},  // sold out, keyed: nothing remembered
+		{"t1", "u1", "", 0, "t1", ""},
+		{"t2", "u1", "", -4, "", ""},       // the limit counts the grab before it in the batch
+		{"t3", "u2", "k", 0, "t3", parent}, // a keyed grab, traced
+		{"t4", "u2", "k", 1, "t3", ""},     // the same key again: the first answer
+		{"", "u9", "", -9, "", ""},         // bad arguments refuse that grab only
+		{"t8", "u6", "", -9, "", strings.Repeat("0", 129)},
+		{"t5", "u3", "", 0, "t5", ""}, // the last unit
+		{"t6", "u4", "", -5, "", ""},  // sold out
+		{"t7", "u5", "k", -5, "", ""}, // sold out, keyed: nothing remembered
 	}
 	for _, gr := range grabs {
-		args = append(args, gr.token, gr.user, gr.key, now, 0, "")
+		args = append(args, gr.token, gr.user, gr.key, now, 0, "", gr.parent)
 	}
 	keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away}
 	for run := range 2 { // the second run is go-redis retrying the whole call
@@ -174,8 +179,15 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	if n, _ := g.Remaining(ctx, a); n != 0 {
 		t.Errorf("remaining = %d, want 0", n)
 	}
-	if n := rdb.XLen(ctx, k.stream).Val(); n != 3 {
-		t.Errorf("stream has %d entries, want one per unit (3)", n)
+	entries := rdb.XRange(ctx, k.stream, "-", "+").Val()
+	if len(entries) != 3 {
+		t.Errorf("stream has %d entries, want one per unit (3)", len(entries))
+	}
+	for _, e := range entries {
+		gr, err := grabOfEntry(e)
+		if want := map[string]string{"t3": parent}[gr.Token]; err != nil || gr.Trace != want {
+			t.Errorf("the stream entry of %s: trace %q, %v; want %q", gr.Token, gr.Trace, err, want)
+		}
 	}
 	if n := rdb.HLen(ctx, k.answers).Val(); n != 1 {
 		t.Errorf("%d remembered keyed answers, want 1", n)

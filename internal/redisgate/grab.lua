@@ -20,8 +20,9 @@
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
 --   8 "1" if the stock is sharded (these keys are one shard's, the home of these users);
--- then 6 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
---   of its pass key (0 for none), the pass ("" for none).
+-- then 7 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
+--   of its pass key (0 for none), the pass ("" for none), the W3C traceparent of the grab's
+--   publishing span ("" for none, at most 128 bytes).
 -- Record and stream entry format: see keys.go. Returns, per grab in order, code, token,
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
 -- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments (the token
@@ -32,7 +33,7 @@
 local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local requirePass, sharded = ARGV[7], ARGV[8]
-local PER = 6
+local PER = 7
 local FIRST = 8 -- the per-grab arguments start after this one
 local PASSKEYS = 9 -- the first pass key
 
@@ -51,8 +52,8 @@ local grabs, tokens, users, answerKeys = {}, {}, {}, {}
 for i = 0, n - 1 do
   local b = FIRST + i * PER
   local g = {token = ARGV[b + 1], user = ARGV[b + 2], key = ARGV[b + 3], now = tonumber(ARGV[b + 4]),
-             passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6]}
-  g.bad = g.token == '' or g.user == '' or not g.now or not g.passIndex or g.passIndex < 0
+             passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6], tp = ARGV[b + 7]}
+  g.bad = g.token == '' or g.user == '' or not g.now or not g.passIndex or g.passIndex < 0 or #g.tp > 128
       or g.passIndex > #KEYS or (g.pass ~= '' and g.passIndex < PASSKEYS)
   if not g.bad then
     g.answerKey = g.user .. '\0' .. g.key
@@ -185,8 +186,13 @@ local function grab(g)
     newAnswers[#newAnswers + 1] = g.answerKey
     newAnswers[#newAnswers + 1] = firsts[g.answerKey]
   end
-  redis.call('XADD', KEYS[6], '*', 'token', g.token, 'activity', activity, 'user', g.user, 'key', g.key,
-    'share', share, 'amount', amount, 'at', g.now)
+  if g.tp == '' then
+    redis.call('XADD', KEYS[6], '*', 'token', g.token, 'activity', activity, 'user', g.user, 'key', g.key,
+      'share', share, 'amount', amount, 'at', g.now)
+  else
+    redis.call('XADD', KEYS[6], '*', 'token', g.token, 'activity', activity, 'user', g.user, 'key', g.key,
+      'share', share, 'amount', amount, 'at', g.now, 'tp', g.tp)
+  end
   return answer(0, g.token, record)
 end
 

@@ -161,7 +161,8 @@ func parseRecord(activityID, token, rec string) (sale.Grab, error) {
 // take.lua for a unit taken from another shard than the user's home) with these fields, every
 // value a string: the grab token, the activity's id (the activity's own, on a shard's stream
 // too), the user, the idempotency key, the share's index, the amount in cents and the grab's
-// time in Unix milliseconds, as in the record. A dead letter (Queue.Bury) carries the same
+// time in Unix milliseconds, as in the record, and, when the grab was traced, the W3C
+// traceparent of the span that published it (tp). A dead letter (Queue.Bury) carries the same
 // fields, with its reason.
 const (
 	entryToken    = "token"
@@ -171,6 +172,7 @@ const (
 	entryShare    = "share"
 	entryAmount   = "amount"
 	entryAt       = "at"
+	entryTrace    = "tp"
 )
 
 // grabOfEntry reads a stream entry written by grab.lua or take.lua.
@@ -181,7 +183,7 @@ func grabOfEntry(m redis.XMessage) (sale.Grab, error) {
 	amount, err2 := num(entryAmount)
 	at, err3 := num(entryAt)
 	g := sale.Grab{Token: str(entryToken), ActivityID: str(entryActivity), UserID: str(entryUser),
-		IdempotencyKey: str(entryKey), Share: share, AmountCents: amount, At: time.UnixMilli(at).UTC()}
+		IdempotencyKey: str(entryKey), Share: share, AmountCents: amount, At: time.UnixMilli(at).UTC(), Trace: str(entryTrace)}
 	if err := errors.Join(err1, err2, err3); err != nil || g.Token == "" || g.ActivityID == "" || g.UserID == "" {
 		return sale.Grab{}, fmt.Errorf("stream entry %s is malformed: %v", m.ID, m.Values)
 	}

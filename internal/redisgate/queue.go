@@ -210,7 +210,7 @@ func (q *Queue) Bury(ctx context.Context, ds []sale.Delivery, reason string) err
 		g := d.Grab
 		values := map[string]any{"reason": reason, "attempts": d.Attempts, entryToken: g.Token, entryActivity: g.ActivityID,
 			entryUser: g.UserID, entryKey: g.IdempotencyKey, entryShare: g.Share, entryAmount: g.AmountCents,
-			entryAt: g.At.UnixMilli()}
+			entryAt: g.At.UnixMilli(), entryTrace: g.Trace}
 		stream, id := splitDelivery(d)
 		if err := q.moveToDead(ctx, stream, id, values); err != nil {
 			return err

@@ -82,7 +82,7 @@ func homeShard(user string, shards int64) int64 {
 // turn, and settles the reservation. The grab is won once a shard has given the unit (its
 // stream entry is written with it); should the settling fail, the sweeper (Settle) finishes it.
 // A failure before that leaves the reservation to the sweeper too, and answers ErrBusy.
-func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, token string) (sale.Grab, error) {
+func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, token, parent string) (sale.Grab, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	n := shardsOf(a)
@@ -94,7 +94,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		}
 		k := keysOf(id)
 		res, err := g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
-			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID).Slice()
+			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID, parent).Slice()
 		if err != nil || len(res) != 2 {
 			return sale.Grab{}, sale.Busy(err, "take a unit from shard %d of %s: %v", j, a.ID, res)
 		}

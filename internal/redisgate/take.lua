@@ -4,13 +4,15 @@
 -- the grab's token: a retried call finds its first answer and takes nothing.
 --
 -- KEYS[1] stock, KEYS[2] grabs, KEYS[3] stream (see keys.go; this shard's)
--- ARGV: 1 token, 2 user, 3 idempotency key, 4 now (Unix ms), 5 price (cents), 6 activity id
+-- ARGV: 1 token, 2 user, 3 idempotency key, 4 now (Unix ms), 5 price (cents), 6 activity id,
+--   7 the W3C traceparent of the grab's publishing span ("" for none, at most 128 bytes)
 -- Record and stream entry format: see keys.go.
 -- Returns {code, record}: 0 taken, 1 taken before (the first answer), -1 not loaded, -5 no unit
 -- here, -9 bad arguments.
 
 local token, user, key, now, price, activity = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
-if token == '' or user == '' or not now or not price or activity == '' then
+local tp = ARGV[7] or ''
+if token == '' or user == '' or not now or not price or activity == '' or #tp > 128 then
   return {-9, ''}
 end
 local seen = redis.call('HGET', KEYS[2], token)
@@ -27,6 +29,11 @@ end
 redis.call('DECR', KEYS[1])
 local record = user .. '\n' .. key .. '\n0\n' .. price .. '\n' .. now
 redis.call('HSET', KEYS[2], token, record)
-redis.call('XADD', KEYS[3], '*', 'token', token, 'activity', activity, 'user', user, 'key', key,
-  'share', 0, 'amount', price, 'at', now)
+if tp == '' then
+  redis.call('XADD', KEYS[3], '*', 'token', token, 'activity', activity, 'user', user, 'key', key,
+    'share', 0, 'amount', price, 'at', now)
+else
+  redis.call('XADD', KEYS[3], '*', 'token', token, 'activity', activity, 'user', user, 'key', key,
+    'share', 0, 'amount', price, 'at', now, 'tp', tp)
+end
 return {0, record}

@@ -210,6 +210,9 @@ type Grab struct {
 	Share          int64  // red packet: the index of the share taken; 0 for items
 	AmountCents    int64  // what the user pays (item) or receives (red packet)
 	At             time.Time
+	// Trace is the W3C traceparent of the gate call that took the grab, carried in its stream
+	// entry so that the worker's spans join the click's trace; "" when it was not traced.
+	Trace string
 }
 
 // GrabRequest asks the gate for one unit.

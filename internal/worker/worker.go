@@ -85,7 +85,9 @@ func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
-	placed, unplaceable, ok := w.place(ctx, call, ds)
+	traces := follow(ds)
+	defer traces.end()
+	placed, unplaceable, ok := w.place(ctx, call, ds, traces)
 	if !ok {
 		return // gave up: shutting down with the database away
 	}
@@ -112,14 +114,16 @@ func (w *Worker) process(ctx context.Context, ds []sale.Delivery) {
 // place places ds, retrying while the database is away. A batch the database refuses as
 // unplaceable is split in halves until the grabs it refuses are alone: those are returned apart,
 // the placements of the others with them. ok is false when ctx ended first.
-func (w *Worker) place(ctx, call context.Context, ds []sale.Delivery) (placed []sale.Placement, unplaceable []sale.Delivery, ok bool) {
+func (w *Worker) place(ctx, call context.Context, ds []sale.Delivery, traces followed) (placed []sale.Placement, unplaceable []sale.Delivery, ok bool) {
 	grabs := make([]sale.Grab, len(ds))
 	for i, d := range ds {
 		grabs[i] = d.Grab
 	}
 	var refused error
 	retry(ctx, w.Log, "place orders", func() (err error) {
+		start := time.Now()
 		placed, err = w.Store.PlaceOrders(call, grabs)
+		traces.wrote(start, len(grabs), err)
 		if errors.Is(err, sale.ErrUnplaceable) {
 			refused = err
 			return nil // no retry can help: find the grab
@@ -138,7 +142,7 @@ func (w *Worker) place(ctx, call context.Context, ds []sale.Delivery) (placed []
 	}
 	mid := len(ds) / 2
 	for _, half := range [][]sale.Delivery{ds[:mid], ds[mid:]} {
-		p, u, ok := w.place(ctx, call, half)
+		p, u, ok := w.place(ctx, call, half, nil)
 		if !ok {
 			return nil, nil, false
 		}
