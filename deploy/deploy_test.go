@@ -87,6 +87,14 @@ func portOf(t *testing.T, addr string) string {
 	return port
 }
 
+// decodeAs is one YAML document decoded strictly as a T.
+func decodeAs[T any](t *testing.T, where string, doc []byte) T {
+	t.Helper()
+	var v T
+	strictYAML(t, where, doc, &v)
+	return v
+}
+
 // strictYAML decodes one YAML document into v, refusing a field v does not have.
 func strictYAML(t *testing.T, where string, doc []byte, v any) {
 	t.Helper()
@@ -124,28 +132,18 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 			switch tm.APIVersion + " " + tm.Kind {
 			case "apps/v1 Deployment":
-				var d appsv1.Deployment
-				strictYAML(t, where, doc, &d)
-				deployments = append(deployments, d)
+				deployments = append(deployments, decodeAs[appsv1.Deployment](t, where, doc))
 			case "v1 Service":
-				var s corev1.Service
-				strictYAML(t, where, doc, &s)
-				services = append(services, s)
+				services = append(services, decodeAs[corev1.Service](t, where, doc))
 			case "policy/v1 PodDisruptionBudget":
-				var p policyv1.PodDisruptionBudget
-				strictYAML(t, where, doc, &p)
-				budgets = append(budgets, p)
+				budgets = append(budgets, decodeAs[policyv1.PodDisruptionBudget](t, where, doc))
 			case "autoscaling/v2 HorizontalPodAutoscaler":
-				var h autoscalingv2.HorizontalPodAutoscaler
-				strictYAML(t, where, doc, &h)
-				scalers = append(scalers, h)
+				scalers = append(scalers, decodeAs[autoscalingv2.HorizontalPodAutoscaler](t, where, doc))
 			case "v1 ConfigMap":
-				var c corev1.ConfigMap
-				strictYAML(t, where, doc, &c)
+				c := decodeAs[corev1.ConfigMap](t, where, doc)
 				config["ConfigMap/"+c.Name] = c.Data
 			case "v1 Secret":
-				var s corev1.Secret
-				strictYAML(t, where, doc, &s)
+				s := decodeAs[corev1.Secret](t, where, doc)
 				config["Secret/"+s.Name] = s.StringData
 			default:
 				t.Fatalf("%s: a %s %s, which this test does not know", where, tm.APIVersion, tm.Kind)

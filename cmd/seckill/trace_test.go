@@ -106,17 +106,29 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestTraceFollowsAGrab: with an OTLP endpoint set, one trace follows a grab from the click to
-// its order, across the stream: the request's span, the gate call, the stream entry's
-// publishing, the worker's placement and the database write, each the child of the one before;
-// and the request's log line carries the trace's id.
+// its order. On Redis, across the stream: the request's span, the gate call, the stream entry's
+// publishing, the worker's placement and the database write, each the child of the one before.
+// Embedded, through the journal: the request's span, the placement and the write. The request's
+// log line carries the trace's id.
 func TestTraceFollowsAGrab(t *testing.T) {
+	t.Run("Redis", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.Options{})
+		traceOneGrab(t, []string{"SECKILL_REDIS", srv.URL()},
+			"POST /api/activities/{id}/grab", "gate grab", "publish grab", "process grab", "write order")
+	})
+	t.Run("Embedded", func(t *testing.T) {
+		traceOneGrab(t, nil, "POST /api/activities/{id}/grab", "process grab", "write order")
+	})
+}
+
+// traceOneGrab serves with more settings and tracing to a collector of its own, grabs a unit,
+// and checks that the grab's trace is chain, each span the child of the one before.
+func traceOneGrab(t *testing.T, more []string, chain ...string) {
 	col := newCollector(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.srv.URL) // the SDK reads the process's own
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
 	t.Setenv("OTEL_SERVICE_NAME", "seckill-test")
-	srv := redistest.Start(t, redistest.Options{})
-	env := testEnv(sqliteDSN(t), "SECKILL_REDIS", srv.URL(), "SECKILL_LOG_LEVEL", "debug",
-		"OTEL_EXPORTER_OTLP_ENDPOINT", col.srv.URL)
+	env := testEnv(sqliteDSN(t), append(more, "SECKILL_LOG_LEVEL", "debug", "OTEL_EXPORTER_OTLP_ENDPOINT", col.srv.URL)...)
 	logs := &lockedBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	base, done := launchLogging(t, ctx, env, logs)
@@ -136,7 +148,6 @@ func TestTraceFollowsAGrab(t *testing.T) {
 		t.Fatalf("alice's order: %v", o)
 	}
 
-	chain := []string{"POST /api/activities/{id}/grab", "gate grab", "publish grab", "process grab", "write order"}
 	var tr map[string]span
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if tr = col.trace(chain[0]); len(tr) >= len(chain) && tr["write order"].id != "" || time.Now().After(deadline) {
@@ -147,7 +158,7 @@ func TestTraceFollowsAGrab(t *testing.T) {
 		s, ok := tr[name]
 		switch {
 		case !ok:
-			t.Fatalf("the grab's trace has no %q span: %v", name, tr)
+			t.Fatalf("the grab's trace has no %q span: %v (all: %v)", name, tr, col.spans)
 		case s.service != "seckill-test":
 			t.Errorf("span %q of service %q, want OTEL_SERVICE_NAME's", name, s.service)
 		case i > 0 && s.parent != tr[chain[i-1]].id:

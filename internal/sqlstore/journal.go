@@ -45,7 +45,7 @@ func (s *Journal) Ping(ctx context.Context) error {
 	return nil
 }
 
-const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, grabbed_at`
+const grabColumns = `seq, token, activity_id, user_id, idem_key, share_idx, amount_cents, grabbed_at, trace`
 
 // AppendGrabs stores acknowledged grabs in one transaction, many rows per statement. A token
 // already there is left alone, so replaying a batch is harmless.
@@ -54,12 +54,12 @@ func (s *Journal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 		const chunk = 256
 		for lo := 0; lo < len(gs); lo += chunk {
 			hi := min(lo+chunk, len(gs))
-			args := make([]any, 0, 7*(hi-lo))
+			args := make([]any, 0, 8*(hi-lo))
 			for _, g := range gs[lo:hi] {
-				args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At))
+				args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At), g.Trace)
 			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO grabs (token, activity_id, user_id, idem_key, share_idx,
-				amount_cents, grabbed_at) VALUES `+placeholders(hi-lo, 7)+` ON CONFLICT DO NOTHING`, args...); err != nil {
+				amount_cents, grabbed_at, trace) VALUES `+placeholders(hi-lo, 8)+` ON CONFLICT DO NOTHING`, args...); err != nil {
 				return fmt.Errorf("append %d grabs: %w", hi-lo, err)
 			}
 		}
@@ -70,7 +70,7 @@ func (s *Journal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 func scanGrab(row interface{ Scan(...any) error }) (int64, sale.Grab, error) {
 	var seq, at int64
 	var g sale.Grab
-	err := row.Scan(&seq, &g.Token, &g.ActivityID, &g.UserID, &g.IdempotencyKey, &g.Share, &g.AmountCents, &at)
+	err := row.Scan(&seq, &g.Token, &g.ActivityID, &g.UserID, &g.IdempotencyKey, &g.Share, &g.AmountCents, &at, &g.Trace)
 	g.At = fromMS(at)
 	return seq, g, err
 }

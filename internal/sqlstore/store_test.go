@@ -392,6 +392,7 @@ func testJournal(t *testing.T, dsn string) {
 	create(t, s, item("a", 10, 1))
 	gs := []sale.Grab{grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0)}
 	gs[1].IdempotencyKey = "k"
+	gs[2].Trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01" // carried to the worker
 	if err := j.AppendGrabs(ctx, gs); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 )
 
 // w3c is the format of the parents kept in stream entries, whatever the process propagates.
@@ -38,5 +39,17 @@ func Continue(ctx context.Context, parent string) context.Context {
 	return w3c.Extract(ctx, propagation.MapCarrier{"traceparent": parent})
 }
 
-// Tracer is the tracer of the package named pkg.
-func Tracer(pkg string) trace.Tracer { return otel.Tracer(pkg) }
+// Tracer is the tracer of the package named pkg, taken from the process's provider at each span:
+// a provider installed after the package took its tracer, or replaced (a process that serves
+// more than once, as bench and the tests do), is the one used. otel.Tracer's tracers follow
+// only the first provider ever installed.
+func Tracer(pkg string) trace.Tracer { return current{pkg: pkg} }
+
+type current struct {
+	embedded.Tracer
+	pkg string
+}
+
+func (c current) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	return otel.GetTracerProvider().Tracer(c.pkg).Start(ctx, name, opts...)
+}

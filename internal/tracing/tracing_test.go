@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -33,6 +34,21 @@ func TestParentContinues(t *testing.T) {
 	for _, bad := range []string{"", "not a traceparent", "00-" + string(make([]byte, 200))} {
 		if sc := trace.SpanContextFromContext(Continue(context.Background(), bad)); sc.IsValid() {
 			t.Fatalf("Continue(%q) made %v", bad, sc)
+		}
+	}
+}
+
+// TestTracerFollowsTheProvider: a package's tracer, taken before any provider is installed,
+// records to the provider of the moment, the second one too.
+func TestTracerFollowsTheProvider(t *testing.T) {
+	tr := Tracer("seckill/test")
+	for i := range 2 {
+		rec := tracetest.NewSpanRecorder()
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+		_, s := tr.Start(context.Background(), "a span")
+		s.End()
+		if n := len(rec.Ended()); n != 1 {
+			t.Fatalf("provider %d recorded %d spans, want 1", i+1, n)
 		}
 	}
 }
