@@ -89,8 +89,11 @@ func (g *Gate) WithBatching(b Batching) *Gate {
 // "publish grab" span whose traceparent goes into the grab's stream entry: the worker that reads
 // the entry continues the click's trace from there.
 func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (gr sale.Grab, err error) {
-	ctx, span := tracer.Start(ctx, "gate grab", trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("db.system.name", "redis"), attribute.String("seckill.activity", a.ID)))
+	// Attributes only for a span that records: untraced, the hot path builds none of them.
+	ctx, span := tracer.Start(ctx, "gate grab", trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("db.system.name", "redis"), attribute.String("seckill.activity", a.ID))
+	}
 	defer func() { endSpan(span, err) }()
 	n := shardsOf(a)
 	home := homeShard(r.UserID, n)
@@ -98,8 +101,10 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 	// A repeat of a key whose first grab is still looking on the other shards waits a little for
 	// its answer (milliseconds, as a rule), then says busy: a retry will get it.
 	for wait := time.Millisecond; ; wait *= 2 {
-		pctx, publish := tracer.Start(ctx, "publish grab", trace.WithSpanKind(trace.SpanKindProducer),
-			trace.WithAttributes(attribute.String("messaging.system", "redis"), attribute.String("messaging.destination.name", keysOf(shard).stream)))
+		pctx, publish := tracer.Start(ctx, "publish grab", trace.WithSpanKind(trace.SpanKindProducer))
+		if publish.IsRecording() {
+			publish.SetAttributes(attribute.String("messaging.system", "redis"), attribute.String("messaging.destination.name", keysOf(shard).stream))
+		}
 		parent := tracing.Parent(pctx)
 		if g.batching.MaxBatch <= 1 {
 			c := &call{req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
