@@ -28,6 +28,7 @@ type benchConfig struct {
 	url, adminToken, secret string
 	db, redis               string        // the in-process server's or the spawned nodes', when there is no url
 	spawn                   int           // nodes of the binary to start; 0: serve in this process
+	workers                 int           // more nodes that run only the worker; then the spawn nodes serve only the API
 	binary                  string        // the binary to spawn
 	fault                   string        // "" or one of faultKinds
 	faultFor                time.Duration // how long an outage (db) or a bad network (netem) lasts
@@ -54,6 +55,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&c.db, "db", "", "the database of the server bench starts (default: SQLite in a temporary directory); spawn:mariadb or spawn:postgres starts one")
 	fs.StringVar(&c.redis, "redis", "", "SECKILL_REDIS of the server bench starts (default: the embedded gate); spawn starts a redis-server, spawn:cluster a cluster of three masters with a replica each (--min-replicas + 1 each), spawn:sentinel a master, two replicas and three sentinels, all with appendfsync always")
 	fs.IntVar(&c.spawn, "spawn", 0, "start this many nodes of --binary (sharing --redis and --db) instead of serving in this process")
+	fs.IntVar(&c.workers, "workers", 0, "with --spawn: start this many more nodes that run only the worker, and the --spawn nodes serve only the API (so that the report's CPU says what each costs)")
 	fs.StringVar(&c.binary, "binary", "", "the seckill binary --spawn starts (default: this program)")
 	fs.StringVar(&c.fault, "fault", "", "strike at --at: api (SIGKILL and restart an API node, --spawn), worker (the worker node, --spawn, --redis), redis (redis-server, --redis spawn), db (the database, kept down --fault-for, --db spawn:...), redis-failover (the master of the sale's slot, --redis spawn:cluster), sentinel-failover (the master, --redis spawn:sentinel), reshard (the sale's slot moved to another master, --redis spawn:cluster) or netem (a bad network for --fault-for, see --netem)")
 	fs.StringVar(&kill, "kill", "", "the same as --fault api, worker or redis")
@@ -161,6 +163,10 @@ func (c *benchConfig) parseFleet(at string, s *bench.Sale) error {
 	switch {
 	case c.spawn < 0 || c.spawn > 16:
 		return fmt.Errorf("--spawn %d: want 1 to 16 nodes", c.spawn)
+	case c.workers < 0 || c.workers > 16:
+		return fmt.Errorf("--workers %d: want 0 to 16 worker nodes", c.workers)
+	case c.workers > 0 && (c.spawn == 0 || c.redis == ""):
+		return errors.New("--workers needs --spawn and --redis: the embedded worker lives in the API process")
 	case c.spawn > 1 && (c.redis == "" || sqlite):
 		return errors.New("--spawn of several nodes needs --redis and a MySQL or PostgreSQL --db that they share")
 	case strings.HasPrefix(c.db, "spawn:") && !dbSpawned:
@@ -233,6 +239,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 
+	setup := c.setup(c.redis, c.db) // before startServers replaces spawn:... with addresses
 	srvs, err := startServers(&c)
 	defer srvs.stop()
 	if err != nil {
@@ -274,6 +281,11 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if isTerminal(stderr) {
 		c.sale.Progress = stderr
 	}
+	self := "bench"
+	if setup.InProcess {
+		self = "bench+server"
+	}
+	c.sale.Meter = bench.ProcessTree(self)
 	res, history, err := c.sale.Run(ctx, client)
 	if path, herr := writeHistory(c.history, history); herr != nil {
 		err = errors.Join(err, herr)
@@ -283,7 +295,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	res.Mode, res.Nodes = mode, len(bases)
+	res.Mode, res.Nodes, res.Setup = mode, len(bases), setup
 	if c.plot != "" {
 		if err := writePlot(c.plot, res); err != nil {
 			return err
@@ -347,9 +359,10 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 }
 
 // startFleet starts c.spawn nodes of the binary on c.redis and c.db (a SQLite file in a temporary
-// directory when there is neither), plus a worker node when the worker is to be killed: then the
-// others serve only the API.
+// directory when there is neither), plus c.workers worker nodes (at least one when the worker is
+// to be killed): then the others serve only the API.
 func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fleet, error) {
+	roles := c.roles()
 	exe := c.binary
 	if exe == "" {
 		var err error
@@ -365,21 +378,49 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 		}
 		db = "sqlite:" + filepath.Join(dir, "bench.db") // left for a look after the run
 	}
-	roles := make([]string, c.spawn)
-	for i := range roles {
-		roles[i] = roleAll
-		if c.fault == "worker" {
-			roles[i] = roleAPI
-		}
-	}
-	if c.fault == "worker" {
-		roles = append(roles, roleWorker)
-	}
 	env := []string{"SECKILL_DB=" + db, "SECKILL_REDIS=" + c.redis, "SECKILL_JWT_SECRET=" + c.secret,
 		"SECKILL_ADMIN_TOKEN=" + c.adminToken, "SECKILL_LOG_LEVEL=error", "SECKILL_DEMO=0",
 		"SECKILL_CLAIM_IDLE=3s", // a killed worker's grabs are taken over within the drain
 		"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(c.minReplicas)}
 	return bench.StartFleet(ctx, exe, env, roles, stderr)
+}
+
+// roles are the roles of the nodes bench starts: c.spawn serving the API, and the worker too
+// unless there are worker nodes (--workers, or the one --fault worker kills).
+func (c benchConfig) roles() []string {
+	if c.spawn == 0 {
+		return nil
+	}
+	api, workers := roleAll, c.workers
+	if c.fault == "worker" {
+		workers = max(workers, 1)
+	}
+	if workers > 0 {
+		api = roleAPI
+	}
+	roles := slices.Repeat([]string{api}, c.spawn)
+	return append(roles, slices.Repeat([]string{roleWorker}, workers)...)
+}
+
+// setup says what the run's servers are, for the report. A database or Redis given by address is
+// "given": its address may hold a password.
+func (c benchConfig) setup(redisFlag, dbFlag string) *bench.Setup {
+	s := &bench.Setup{Redis: redisFlag, DB: dbFlag, MinReplicas: c.minReplicas, Roles: c.roles(), InProcess: c.url == "" && c.spawn == 0}
+	if !strings.HasPrefix(s.Redis, "spawn") && s.Redis != "" {
+		s.Redis = "given"
+	}
+	if strings.HasPrefix(s.Redis, "spawn") {
+		s.Fsync = spawnFsync
+	}
+	switch {
+	case c.url != "":
+		s.Redis, s.DB = "given", "given"
+	case s.DB == "" || strings.HasPrefix(s.DB, "sqlite:"):
+		s.DB = "sqlite"
+	case !strings.HasPrefix(s.DB, "spawn:"):
+		s.DB = "given"
+	}
+	return s
 }
 
 // writeHistory writes the history to path, or to a new temporary file when path is empty, and

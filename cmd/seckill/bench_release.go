@@ -15,6 +15,9 @@ func (o *owned) stop() {}
 
 func (o *owned) fault(benchConfig) func(context.Context, string) error { return nil }
 
+// spawnFsync is empty: a release build starts no Redis.
+const spawnFsync = ""
+
 // startServers refuses what only a development build can do: start servers, and strike them.
 // Everything else bench does (a crowd against --url, an in-process server, a fleet of nodes on
 // the --db and --redis given, the api and worker faults) a release build does too.

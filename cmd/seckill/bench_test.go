@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"seckill/internal/bench"
 	"seckill/internal/mysqltest"
 	"seckill/internal/redisgate"
@@ -53,7 +55,26 @@ type benchResult struct {
 	Outcomes map[string]struct {
 		Count int64 `json:"count"`
 	} `json:"outcomes"`
-	Line *bench.LineReport `json:"line"`
+	Line  *bench.LineReport `json:"line"`
+	CPU   []bench.RoleCPU   `json:"cpu"`
+	Setup *bench.Setup      `json:"setup"`
+}
+
+// checkCPU checks that the result says each role's processes used CPU in the run.
+func checkCPU(t *testing.T, res benchResult, roles ...string) {
+	t.Helper()
+	used := map[string]float64{}
+	for _, c := range res.CPU {
+		if c.CrowdS < 0 || c.DrainS < 0 || c.BusiestS > c.CrowdS+c.DrainS+1e-9 || c.Processes < 1 {
+			t.Errorf("cpu of %s: %+v", c.Role, c)
+		}
+		used[c.Role] = c.CrowdS + c.DrainS
+	}
+	for _, role := range roles {
+		if used[role] <= 0 {
+			t.Errorf("cpu %+v: want some for %s", res.CPU, role)
+		}
+	}
 }
 
 // runBench runs `seckill bench ARGS --json --history FILE` and returns its result line and the
@@ -253,6 +274,9 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"two faults", []string{"--redis", "spawn", "--kill", "redis", "--db", "spawn:mariadb", "--db-outage", "1s"}, "one fault per run"},
 		{"kill the embedded worker", []string{"--spawn", "1", "--kill", "worker"}, "needs --redis"},
 		{"several nodes on sqlite", []string{"--spawn", "2"}, "needs --redis and a MySQL"},
+		{"worker nodes in process", []string{"--redis", "spawn", "--workers", "1"}, "--workers needs --spawn and --redis"},
+		{"worker nodes on the embedded gate", []string{"--spawn", "1", "--workers", "1"}, "--workers needs --spawn and --redis"},
+		{"too many worker nodes", []string{"--spawn", "1", "--redis", "spawn", "--workers", "17"}, "--workers 17"},
 		{"kill at 100%", []string{"--spawn", "1", "--kill", "api", "--at", "100%"}, "--at 100%"},
 		{"url without secrets", []string{"--url", base}, "needs the server's --jwt-secret"},
 		{"db with url", append([]string{"--db", "sqlite:x"}, auth...), "servers bench starts"},
@@ -286,20 +310,23 @@ func TestBenchFaults(t *testing.T) {
 		name  string
 		args  func(t *testing.T) []string
 		nodes int
+		cpu   []string // the roles whose CPU the report must give
+		setup bench.Setup
 	}{
-		{"embedded api", func(t *testing.T) []string { return []string{"--spawn", "1", "--kill", "api"} }, 1},
+		{"embedded api", func(t *testing.T) []string { return []string{"--spawn", "1", "--kill", "api"} }, 1,
+			[]string{"bench", "all"}, bench.Setup{DB: "sqlite", Roles: []string{"all"}}},
 		{"redis api", func(t *testing.T) []string {
 			return []string{"--spawn", "2", "--kill", "api", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
-		}, 2},
+		}, 2, []string{"bench", "all", "redis"}, bench.Setup{Redis: "given", DB: "given", Roles: []string{"all", "all"}}},
 		{"redis worker", func(t *testing.T) []string {
 			return []string{"--spawn", "1", "--kill", "worker", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
-		}, 1},
+		}, 1, []string{"bench", "api", "worker", "redis"}, bench.Setup{Redis: "given", DB: "given", Roles: []string{"api", "worker"}}},
 		{"spawned redis", func(t *testing.T) []string {
 			return []string{"--redis", "spawn", "--kill", "redis", "--db", mysqltest.DSN(t)}
-		}, 1},
+		}, 1, []string{"bench+server", "redis"}, bench.Setup{Redis: "spawn", DB: "given", Fsync: "always", InProcess: true}},
 		{"spawned db", func(t *testing.T) []string {
 			return []string{"--redis", "spawn", "--db", "spawn:mariadb", "--db-outage", "3s"}
-		}, 1},
+		}, 1, []string{"bench+server", "redis", "database"}, bench.Setup{Redis: "spawn", DB: "spawn:mariadb", Fsync: "always", InProcess: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -320,6 +347,10 @@ func TestBenchFaults(t *testing.T) {
 			if res.Fault == nil || res.Fault.Kind != strings.Fields(tc.name)[1] || res.Fault.RecoveryS <= 0 || res.Nodes != tc.nodes {
 				t.Fatalf("fault report %+v of %d nodes", res.Fault, res.Nodes)
 			}
+			if diff := cmp.Diff(&tc.setup, res.Setup); diff != "" {
+				t.Errorf("setup (-want +got):\n%s", diff)
+			}
+			checkCPU(t, res, tc.cpu...)
 			before := 0 // answers before the kill: it must have struck mid-sale
 			killedAt := history[0].Intended + int64(res.Fault.AtS*1e6)
 			for _, r := range history {

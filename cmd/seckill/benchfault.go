@@ -50,6 +50,10 @@ type database interface {
 	Close()
 }
 
+// spawnFsync is the appendfsync of the Redis servers bench starts: every acknowledged grab on
+// disk, the setting seckill is measured with.
+const spawnFsync = "always"
+
 // failoverTimeout bounds how long a failover bench caused may take to name a new master.
 const failoverTimeout = time.Minute
 
@@ -64,7 +68,7 @@ func startServers(c *benchConfig) (*owned, error) {
 		}
 		return dir, err
 	}
-	aof := servers.RedisOptions{AOF: true, Fsync: "always"}
+	aof := servers.RedisOptions{AOF: true, Fsync: spawnFsync}
 	switch c.redis {
 	case redisSpawn:
 		dir, err := tempDir()

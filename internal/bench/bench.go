@@ -37,6 +37,8 @@ type Sale struct {
 	PayWindow time.Duration // the activity's payment window; 0: the server's default (15 min)
 	// Line makes the sale a queue or lottery: the crowd joins its waiting line (see LineSpec).
 	Line LineSpec
+	// Meter, when set, reads the CPU time of the servers: the result says what each role used.
+	Meter Meter
 }
 
 // MaxUnpaidWindow bounds the payment window of a run with unpaid orders: bench waits it out.
@@ -180,6 +182,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		trigger = max(int64(s.Fault.At*float64(s.Users*(1+s.Dup))), 1)
 	}
 	stopBar := s.progress(&answered)
+	cpuStart := s.meter()
 	history := Run(ctx, c, id, s.Crowd, s.Clicks(), bearer, func() {
 		if answered.Add(1) == trigger {
 			faults.Go(func() { report, faultErr = s.inject(ctx, id, began) })
@@ -194,11 +197,11 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		return Result{}, history, faultErr
 	}
 
-	crowdEnd := time.Now()
+	crowdEnd, cpuCrowd := time.Now(), s.meter()
 	if err := s.drain(ctx, c, id); err != nil {
 		return Result{}, history, err
 	}
-	drained := time.Since(crowdEnd)
+	drained, cpuDrained := time.Since(crowdEnd), s.meter()
 	crowd := len(history) // the flash crowd; the figures are about it, not about a second wave
 	if report != nil {
 		report.measure(history)
@@ -221,7 +224,15 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	facts.Paid, facts.Unpaid = paid, unpaid
 	v := Check(history, facts)
 	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report,
-		DrainS: drained.Seconds()}, history, nil
+		DrainS: drained.Seconds(), CPU: cpuOf(cpuStart, cpuCrowd, cpuDrained)}, history, nil
+}
+
+// meter reads s.Meter, if there is one.
+func (s Sale) meter() []Usage {
+	if s.Meter == nil {
+		return nil
+	}
+	return s.Meter()
 }
 
 // spec is the activity the run creates, starting at start.

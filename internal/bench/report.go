@@ -120,6 +120,20 @@ type Result struct {
 	DrainS float64 `json:"drain_s"`
 	// Line is what a queue or lottery run found about its line.
 	Line *LineReport `json:"line,omitempty"`
+	// CPU is what the processes of each role used (Sale.Meter), Setup what they were.
+	CPU   []RoleCPU `json:"cpu,omitempty"`
+	Setup *Setup    `json:"setup,omitempty"`
+}
+
+// Setup is what a run's servers were, so that a figure is compared with its like (seckill plan
+// picks the runs measured on the durability settings it is asked to size).
+type Setup struct {
+	Redis       string   `json:"redis"` // "" (the embedded gate), spawn, spawn:cluster, spawn:sentinel, or given
+	DB          string   `json:"db"`    // sqlite, spawn:mariadb, spawn:postgres, or given
+	MinReplicas int      `json:"min_replicas"`
+	Fsync       string   `json:"fsync,omitempty"` // the appendfsync of a Redis bench started
+	Roles       []string `json:"roles,omitempty"` // of the nodes bench started (--spawn)
+	InProcess   bool     `json:"in_process"`      // the server ran in bench's own process: its CPU is bench's
 }
 
 // faultText says what each kind of fault does.
@@ -193,6 +207,10 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s; %s; %d answers BUSY (%.2f %% of the crowd)\n",
 			faultText[f.Kind], f.AtS, f.RecoveryS, outage, f.Busy, 100*f.BusyShare)
+	}
+	for _, c := range r.CPU {
+		fmt.Fprintf(w, "cpu %s: %.2f s in the crowd, %.2f s in the drain (%d process(es), the busiest %.2f s)\n",
+			c.Role, c.CrowdS, c.DrainS, c.Processes, c.BusiestS)
 	}
 	if r.History != "" {
 		fmt.Fprintf(w, "history: %s\n", r.History)
