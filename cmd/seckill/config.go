@@ -42,7 +42,7 @@ type config struct {
 	ready func(base string)
 	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
 	// X-Forwarded-For is believed.
-	rateUser, rateIP, rateGlobal int
+	rateUser, rateIP, rateGlobal, rateNode int
 	// gateLimits and dbLimits are the health thresholds and breaker settings of the stock
 	// gate and of the database.
 	gateLimits, dbLimits health.Thresholds
@@ -132,6 +132,8 @@ func settings(c *config) []setting {
 			rate(&c.rateIP)},
 		{"rate-global", "SECKILL_RATE_GLOBAL", "0", "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity)",
 			rate(&c.rateGlobal)},
+		{"rate-node", "SECKILL_RATE_NODE", "0", "grab requests per second per activity on this node, token bucket in memory (0: off; the front of the global limit that costs Redis nothing: the global rate divided by the API nodes, as seckill plan prints it)",
+			rate(&c.rateNode)},
 		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
 			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
 		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",

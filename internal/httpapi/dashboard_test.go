@@ -43,7 +43,8 @@ func TestStageOfEveryGrabOutcome(t *testing.T) {
 	for outcome, want := range map[string]string{
 		"won": "won", "sold_out": "sold_out", "sold_out_edge": "sold_out", "already_bought": "already_bought",
 		"rate_limited_ip": "rate_limited", "rate_limited_user": "rate_limited", "rate_limited_activity": "rate_limited",
-		"blocked_ip": "blocked", "blocked_user": "blocked", "blocked": "blocked", "risk_block": "blocked",
+		"rate_limited_node": "rate_limited",
+		"blocked_ip":        "blocked", "blocked_user": "blocked", "blocked": "blocked", "risk_block": "blocked",
 		"risk_challenge": "challenged", "challenge_required": "challenged", "challenge_failed": "challenged",
 		"busy": "busy", "not_started": "other", "unauthorized": "other", "invalid_argument": "other",
 	} {

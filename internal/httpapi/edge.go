@@ -61,6 +61,8 @@ func limitOutcome(err error, which string) string {
 		return "rate_limited_user"
 	case "activity":
 		return "rate_limited_activity"
+	case "node":
+		return "rate_limited_node"
 	}
 	return "rate_limited_" + which
 }
@@ -149,8 +151,9 @@ func (s *Server) vet(r *http.Request, id, user, pass string) (outcome string, er
 
 // edge runs the layers in front of the gate for a request about activity id, cheapest first:
 // the local sold-out flag (unless retry, a request that may be owed an earlier answer), the
-// client IP's rate limit and block, the user's token and block, the user's and the activity's
-// rate limits. It returns the user, or the error to answer with and, when the error alone does
+// client IP's rate limit and block, the user's token and block, the activity's limit on this
+// node (in memory), the user's and the activity's rate limits (on Redis in the distributed
+// mode). It returns the user, or the error to answer with and, when the error alone does
 // not say which layer refused, the outcome to count.
 func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry bool) (user, outcome string, err error) {
 	if !retry && s.svc.SoldOut(id) {
@@ -179,6 +182,9 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry b
 	}
 	if s.svc.UserBlocked(user) {
 		return "", "blocked_user", sale.ErrBlocked
+	}
+	if err := s.limit(w, r, s.limits.Local, "node:"+id, s.limits.PerNode); err != nil {
+		return "", limitOutcome(err, "node"), err
 	}
 	if err := s.limit(w, r, s.limits.Buckets, userKey+user, perUser); err != nil {
 		return "", limitOutcome(err, "user"), err

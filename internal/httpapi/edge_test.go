@@ -114,6 +114,34 @@ func TestActivityRateLimit(t *testing.T) {
 	}
 }
 
+// TestNodeRateLimit: the node's own bucket per activity refuses in memory, before the limits kept
+// on Redis are asked: with those down, the grabs it refuses are 429, not BUSY.
+func TestNodeRateLimit(t *testing.T) {
+	seen := &outcomes{}
+	f := newFixtureWith(t, func(c *httpapi.Config, clock *saletest.Clock) {
+		c.Observe = seen
+		c.Limits = httpapi.Limits{PerNode: ratelimit.Rule{PerSecond: 3, Burst: 3}, Local: ratelimit.NewBuckets(clock.Now),
+			PerUser: ratelimit.Rule{PerSecond: 5, Burst: 5}, Buckets: failing{}}
+	})
+	a, b := f.create(bigItem), f.create(bigItem)
+	statuses := map[int]int{}
+	for i := range 8 {
+		statuses[f.do("POST", "/api/activities/"+a+"/grab", f.user(fmt.Sprint("u", i)), "").status]++
+	}
+	if statuses[http.StatusServiceUnavailable] != 3 || statuses[http.StatusTooManyRequests] != 5 {
+		t.Fatalf("8 users at once on a node limit of 3/s, the shared limits down: %v; want 3 BUSY (past the node's bucket) and 5 refused by it", statuses)
+	}
+	if r := f.do("POST", "/api/activities/"+b+"/grab", f.user("u0"), ""); r.status != http.StatusServiceUnavailable {
+		t.Fatalf("the other activity has a bucket of its own: %d %s", r.status, r.raw)
+	}
+	if n := strings.Count(strings.Join(seen.seen, " "), "rate_limited_node"); n != 5 {
+		t.Fatalf("outcomes %v: want 5 rate_limited_node", seen.seen)
+	}
+	if left := f.remaining(a); left != 1000 {
+		t.Fatalf("%v units left, want 1000", left)
+	}
+}
+
 // failing is a limiter whose store is down.
 type failing struct{}
 
