@@ -21,7 +21,7 @@ func main() {
 	}
 }
 
-const usage = `usage: seckill [serve|bench|draw|probe|check] [flags]
+const usage = `usage: seckill [serve|bench|draw|probe|check|plan] [flags]
 
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
@@ -29,8 +29,9 @@ Commands:
   draw    recompute a verifiable draw from its revealed seed and the entries on stdin
   probe   ask the node on this machine (SECKILL_ADDR) whether it serves: the image's health check
   check   read serve's configuration, refuse a SECKILL_* variable it does not know, print it
+  plan    size a deployment for a sale from the costs bench measured (docs/CAPACITY.md)
 
-Run 'seckill serve -h', 'seckill bench -h' or 'seckill draw -h' for the flags; serve's each have an environment
+Run 'seckill COMMAND -h' for a command's flags; serve's each have an environment
 variable.
 `
 
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return probeCmd(ctx, args, getenv, stdout, stderr)
 	case "check":
 		return checkCmd(args, getenv, os.Environ(), stdout, stderr)
+	case "plan":
+		return planCmd(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

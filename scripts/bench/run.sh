@@ -7,6 +7,7 @@
 #   scripts/bench/run.sh            # every scenario
 #   scripts/bench/run.sh fault-db   # only those whose name contains the argument
 #   scripts/bench/run.sh fault-     # the fault matrix: kills, failovers, a moved slot, bad networks
+#   scripts/bench/run.sh capacity-  # the costs seckill plan sizes a deployment from
 #
 # Each run appends its JSON result to docs/bench/results.jsonl and draws docs/bench/NAME.svg.
 set -euo pipefail
@@ -38,6 +39,16 @@ run fault-api       "${redis[@]}" --spawn 2 --binary "$tmp/seckill" --kill api -
 run fault-worker    "${redis[@]}" --spawn 1 --binary "$tmp/seckill" --kill worker --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-redis     "${redis[@]}" --kill redis --users 20000 --stock 10000 --dup 0 --concurrency 64
 run fault-db        "${redis[@]}" --db-outage 30s --at 25% --users 20000 --stock 10000 --dup 0 --concurrency 64 --arrival ramp:40s
+
+# The costs seckill plan sizes a deployment from (docs/CAPACITY.md): an API node and a worker node
+# apart (--spawn 1 --workers 1), so that bench's CPU figures say what each role spends; a flash
+# for the cost of a losing grab, an all-win for that of a winning grab, a Redis grab and an order.
+# The -r1 pair is measured with a replica holding every grab before it is acknowledged.
+capacity=(--db spawn:mariadb --spawn 1 --workers 1 --binary "$tmp/seckill" --concurrency 64)
+run capacity-flash     --redis spawn "${capacity[@]}" --users 20000 --stock 500 --dup 1
+run capacity-allwin    --redis spawn "${capacity[@]}" --users 20000 --stock 20000 --dup 0
+run capacity-flash-r1  --redis spawn:cluster --min-replicas 1 "${capacity[@]}" --users 20000 --stock 500 --dup 1
+run capacity-allwin-r1 --redis spawn:cluster --min-replicas 1 "${capacity[@]}" --users 20000 --stock 20000 --dup 0
 
 # The faults of a Redis deployment: a crowd spread over 20 s, every user winning, so that the
 # sale's outage shows as the gap in the 202s; the fault at 40 %.
