@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"seckill/internal/capacity"
@@ -22,7 +23,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	s := capacity.Sale{Kind: sale.KindItem}
 	results := fs.String("results", defaultResults, "the bench result lines to take the costs from (scripts/bench/run.sh capacity- writes them)")
-	fs.Float64Var(&s.Peak, "peak", 0, "grab requests a second at the peak that reach the service (after any CDN or WAF)")
+	fs.Float64Var(&s.Peak, "peak", 0, "grab requests a second at the peak that reach the service (after any CDN or WAF); or --arrival")
+	arrival := fs.String("arrival", "burst", "the peak's shape: burst (at --peak) or ramp:DURATION (the users' --clicks spread evenly over it, as bench's)")
+	fs.Float64Var(&s.Clicks, "clicks", 1, "with --arrival ramp: clicks per user")
 	fs.Int64Var(&s.Users, "users", 0, "users in the crowd (default: as many as the peak's requests a second)")
 	fs.Int64Var(&s.Stock, "stock", 0, "units on sale (shares of a red packet)")
 	fs.Int64Var(&s.PerUser, "per-user-limit", 1, "units one user may buy")
@@ -40,6 +43,20 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("plan: unexpected arguments %q", fs.Args())
 	}
 	s.Kind = sale.Kind(*kind)
+	switch {
+	case *arrival == "burst":
+	case strings.HasPrefix(*arrival, "ramp:"):
+		d, err := time.ParseDuration(strings.TrimPrefix(*arrival, "ramp:"))
+		if err != nil || d <= 0 {
+			return fmt.Errorf("--arrival %q: want ramp:DURATION such as ramp:10m", *arrival)
+		}
+		if s.Users == 0 {
+			return errors.New("--arrival ramp: needs --users: the crowd the ramp spreads")
+		}
+		s.Ramp = d
+	default:
+		return fmt.Errorf("--arrival %q: want burst or ramp:DURATION", *arrival)
+	}
 	if s.Users == 0 {
 		s.Users = int64(s.Peak)
 	}

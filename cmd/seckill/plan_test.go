@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/internal/capacity"
 )
@@ -38,6 +39,27 @@ func TestPlan(t *testing.T) {
 	if p.Sale.Users != 1_000_000 || p.Sale.MinReplicas != 1 || p.Replicas != 2 || p.APINodes < 2 || p.Costs.Setup == nil || p.Costs.Setup.MinReplicas != 1 {
 		t.Errorf("--json --min-replicas 1: %+v", p)
 	}
+
+	// A ramp: 600,000 users clicking twice over 10 minutes make a peak of 2,000 a second.
+	out.Reset()
+	ramp := []string{"plan", "--results", theResults, "--arrival", "ramp:10m", "--clicks", "2", "--users", "600000", "--stock", "1000"}
+	if err := run(context.Background(), ramp, noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if want := "at a peak of 2,000 grab requests a second (2 clicks a user over 10m0s)"; !strings.Contains(out.String(), want) {
+		t.Errorf("ramp: no %q in\n%s", want, out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), append(ramp, "--json"), noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p = capacity.Plan{}
+	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
+		t.Fatalf("--json: %v\n%s", err, out.String())
+	}
+	if p.Sale.Ramp != 10*time.Minute || p.WinRate > 2000 || p.RateNode != 0 {
+		t.Errorf("ramp --json: %+v", p)
+	}
 }
 
 func TestPlanRefusesBadInput(t *testing.T) {
@@ -61,6 +83,9 @@ func TestPlanRefusesBadInput(t *testing.T) {
 		{"no such file", []string{"--results", "/nonexistent/results.jsonl", "--peak", "10", "--stock", "1"}, "/nonexistent/results.jsonl"},
 		{"the default file away from the repository", []string{"--peak", "10", "--stock", "1"}, "run seckill plan from the repository"},
 		{"a broken file", []string{"--results", bad, "--peak", "10", "--stock", "1"}, "result line 2"},
+		{"an arrival of no shape", append(results, "--peak", "10", "--stock", "1", "--arrival", "wave"), "want burst or ramp:DURATION"},
+		{"a ramp of no length", append(results, "--stock", "1", "--users", "10", "--arrival", "ramp:soon"), "ramp:DURATION such as"},
+		{"a ramp of nobody", append(results, "--stock", "1", "--arrival", "ramp:10m"), "needs --users"},
 		{"replicas never measured", append(results, "--peak", "10", "--stock", "1", "--min-replicas", "2"), "no usable bench run with --min-replicas 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

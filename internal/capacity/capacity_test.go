@@ -182,6 +182,12 @@ func TestSize(t *testing.T) {
 			APICores: 8, APINodes: 2, WorkerNodes: 2, WorkerRate: 5000, OrderRate: 10_000, WorkerCores: 0.5, DrainS: 0.05,
 			DBCores: 1, RateUser: DefaultRateUser, RateNode: 10_000,
 		}, nil},
+		{"a ramp makes its peak", func(s *Sale) { s.Peak, s.Ramp, s.Clicks, s.Users = 0, 100*time.Second, 2, 200_000 }, Plan{
+			// 200,000 users clicking twice over 100 s: 4,000 a second, under one master.
+			Wins: 1000, MasterRate: 5000, Shards: 1, WinRate: 4000, SellS: 0.25, Masters: 1, Replicas: 1, RedisCores: 1.2,
+			APICores: 0.8, APINodes: 2, WorkerNodes: 2, WorkerRate: 5000, OrderRate: 4000, WorkerCores: 0.2,
+			DBCores: 0.4, RateUser: DefaultRateUser,
+		}, []string{"one master takes the peak's grabs"}},
 		{"wins come as fast as the workers must", func(s *Sale) { s.Drain = 0; s.Stock, s.Users, s.Peak = 2_000_000, 2_000_000, 40_000 }, Plan{
 			Wins: 2_000_000, MasterRate: 5000, Shards: 8, WinRate: 40_000, SellS: 50, Masters: 8, Replicas: 1, RedisCores: 12,
 			APICores: 8, APINodes: 2, WorkerNodes: 8, WorkerRate: 5000, OrderRate: 40_000, WorkerCores: 2,
@@ -239,18 +245,22 @@ func TestSizeRefuses(t *testing.T) {
 		change func(*Sale)
 		want   string
 	}{
-		"no peak":          {func(s *Sale) { s.Peak = 0 }, "--peak 0"},
-		"a peak of NaN":    {func(s *Sale) { s.Peak = math.NaN() }, "--peak NaN"},
-		"no users":         {func(s *Sale) { s.Users = 0 }, "--users 0"},
-		"no stock":         {func(s *Sale) { s.Stock = 0 }, "--stock 0"},
-		"no per-user":      {func(s *Sale) { s.PerUser = 0 }, "--per-user-limit 0"},
-		"a coupon":         {func(s *Sale) { s.Kind = "coupon" }, `--kind "coupon"`},
-		"a negative drain": {func(s *Sale) { s.Drain = -time.Second }, "--drain -1s"},
-		"no cores":         {func(s *Sale) { s.Cores = 0 }, "--cores 0"},
-		"headroom above 1": {func(s *Sale) { s.Headroom = 1.5 }, "--headroom 1.5"},
-		"three replicas":   {func(s *Sale) { s.MinReplicas = 3 }, "--min-replicas 3"},
-		"shards of 65":     {func(s *Sale) { s.Shards = 65 }, "--shards 65"},
-		"a sharded packet": {func(s *Sale) { s.Kind, s.Shards = sale.KindRedPacket, 2 }, "only an item's stock shards"},
+		"no peak":             {func(s *Sale) { s.Peak = 0 }, "--peak 0"},
+		"a peak of NaN":       {func(s *Sale) { s.Peak = math.NaN() }, "--peak NaN"},
+		"no users":            {func(s *Sale) { s.Users = 0 }, "--users 0"},
+		"no stock":            {func(s *Sale) { s.Stock = 0 }, "--stock 0"},
+		"no per-user":         {func(s *Sale) { s.PerUser = 0 }, "--per-user-limit 0"},
+		"a coupon":            {func(s *Sale) { s.Kind = "coupon" }, `--kind "coupon"`},
+		"a negative drain":    {func(s *Sale) { s.Drain = -time.Second }, "--drain -1s"},
+		"no cores":            {func(s *Sale) { s.Cores = 0 }, "--cores 0"},
+		"headroom above 1":    {func(s *Sale) { s.Headroom = 1.5 }, "--headroom 1.5"},
+		"three replicas":      {func(s *Sale) { s.MinReplicas = 3 }, "--min-replicas 3"},
+		"shards of 65":        {func(s *Sale) { s.Shards = 65 }, "--shards 65"},
+		"a sharded packet":    {func(s *Sale) { s.Kind, s.Shards = sale.KindRedPacket, 2 }, "only an item's stock shards"},
+		"a peak and a ramp":   {func(s *Sale) { s.Ramp, s.Clicks = time.Minute, 1 }, "not both"},
+		"a ramp of no clicks": {func(s *Sale) { s.Peak, s.Ramp, s.Clicks = 0, time.Minute, 0 }, "--clicks 0"},
+		"a ramp too steep":    {func(s *Sale) { s.Peak, s.Ramp, s.Clicks, s.Users = 0, time.Millisecond, 100, 1e9 }, "want 1 to"},
+		"a negative ramp":     {func(s *Sale) { s.Peak, s.Ramp, s.Clicks = 0, -time.Minute, 1 }, "--arrival ramp:-1m0s"},
 	} {
 		s := good
 		tc.change(&s)

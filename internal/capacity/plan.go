@@ -13,11 +13,14 @@ import (
 type Sale struct {
 	// Peak is the grab requests a second at the peak that reach the service: after any CDN or
 	// WAF, before seckill's own rate limits (a refused request costs an API node an answer too).
-	Peak    float64   `json:"peak"`
-	Users   int64     `json:"users"`
-	Stock   int64     `json:"stock"`
-	PerUser int64     `json:"per_user"`
-	Kind    sale.Kind `json:"kind"` // sale.KindItem or sale.KindRedPacket: only an item's stock shards
+	// Zero with a Ramp: the crowd's clicks spread evenly over it, Users × Clicks ÷ Ramp.
+	Peak    float64       `json:"peak"`
+	Ramp    time.Duration `json:"ramp"`
+	Clicks  float64       `json:"clicks"` // clicks per user in a ramp (1: each clicks once)
+	Users   int64         `json:"users"`
+	Stock   int64         `json:"stock"`
+	PerUser int64         `json:"per_user"`
+	Kind    sale.Kind     `json:"kind"` // sale.KindItem or sale.KindRedPacket: only an item's stock shards
 	// Drain is how long after the sale the workers may take to place its last order (the queue
 	// holds the orders meanwhile): the slower the workers may be, the fewer they are.
 	Drain time.Duration `json:"drain"`
@@ -50,8 +53,16 @@ const ShortSale = time.Second
 // Validate reports a sale that cannot be sized.
 func (s Sale) Validate() error {
 	switch {
+	case s.Ramp < 0 || s.Ramp > MaxDrain:
+		return fmt.Errorf("--arrival ramp:%s: want a ramp of up to %s", s.Ramp, MaxDrain)
+	case s.Ramp > 0 && s.Peak != 0:
+		return errors.New("--peak or --arrival ramp:DURATION, not both: a ramp's peak is its users' clicks over its length")
+	case s.Ramp > 0 && !(s.Clicks >= 1 && s.Clicks <= 100):
+		return fmt.Errorf("--clicks %g: want 1 to 100 clicks per user", s.Clicks)
+	case s.Ramp > 0:
+		return s.ramped().Validate()
 	case !(s.Peak >= 1 && s.Peak <= MaxPeak):
-		return fmt.Errorf("--peak %g: want 1 to %g grab requests a second", s.Peak, MaxPeak)
+		return fmt.Errorf("--peak %g: want 1 to %g grab requests a second (or --arrival ramp:DURATION)", s.Peak, MaxPeak)
 	case s.Users < 1 || s.Users > MaxUsers:
 		return fmt.Errorf("--users %d: want 1 to %g", s.Users, float64(MaxUsers))
 	case s.Stock < 1 || s.Stock > sale.MaxStock:
@@ -74,6 +85,14 @@ func (s Sale) Validate() error {
 		return errors.New("--shards: only an item's stock shards; a red packet's shares are drawn on one master")
 	}
 	return nil
+}
+
+// ramped is the sale with its ramp turned into the peak it makes.
+func (s Sale) ramped() Sale {
+	if s.Ramp > 0 {
+		s.Peak, s.Ramp = float64(s.Users)*s.Clicks/s.Ramp.Seconds(), 0
+	}
+	return s
 }
 
 // Plan is a sized deployment for a sale.
@@ -131,6 +150,8 @@ func Size(s Sale, c Costs) (Plan, error) {
 	if err := s.Validate(); err != nil {
 		return Plan{}, err
 	}
+	asked := s
+	s = s.ramped()
 	for _, x := range []float64{c.Win, c.Loss, c.Grab, c.Place, c.RedisAll, c.Write} {
 		if !(x >= 0 && x <= maxCost) {
 			return Plan{}, fmt.Errorf("%w: a cost of %g CPU seconds per unit of work is not a measurement", ErrNoRun, x)
@@ -139,7 +160,7 @@ func Size(s Sale, c Costs) (Plan, error) {
 	if c.Win == 0 || c.Loss == 0 || c.Grab == 0 || c.Place == 0 {
 		return Plan{}, fmt.Errorf("%w: the costs %+v are not all measured", ErrNoRun, c)
 	}
-	p := Plan{Sale: s, Costs: c, Wins: min(s.Stock, s.Users*s.PerUser), RateUser: DefaultRateUser}
+	p := Plan{Sale: asked, Costs: c, Wins: min(s.Stock, s.Users*s.PerUser), RateUser: DefaultRateUser}
 	p.MasterRate = s.Headroom / c.Grab
 	note := func(format string, args ...any) { p.Notes = append(p.Notes, fmt.Sprintf(format, args...)) }
 

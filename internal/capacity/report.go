@@ -25,8 +25,13 @@ func (p Plan) WriteJSON(w io.Writer) error {
 func (p Plan) WriteText(w io.Writer) error {
 	s, c := p.Sale, p.Costs
 	ew := &errWriter{w: w}
-	ew.printf("A sale of %s %s (%s per user) to %s users, at a peak of %s grab requests a second.\n",
-		group(float64(s.Stock)), unit(s.Kind), group(float64(s.PerUser)), group(float64(s.Users)), group(s.Peak))
+	ramp := ""
+	if s.Ramp > 0 {
+		ramp = fmt.Sprintf(" (%s clicks a user over %s)", strconv.FormatFloat(s.Clicks, 'g', -1, 64), s.Ramp)
+	}
+	peak := s.ramped().Peak
+	ew.printf("A sale of %s %s (%s per user) to %s users, at a peak of %s grab requests a second%s.\n",
+		group(float64(s.Stock)), unit(s.Kind), group(float64(s.PerUser)), group(float64(s.Users)), group(peak), ramp)
 	setup := "?"
 	if c.Setup != nil {
 		setup = fmt.Sprintf("Redis %s, appendfsync %s, min-replicas %d, database %s", c.Setup.Redis, orNone(c.Setup.Fsync), c.Setup.MinReplicas, c.Setup.DB)
@@ -42,7 +47,7 @@ func (p Plan) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  what\thow many\twhy\n")
 	fmt.Fprintf(tw, "  API nodes\t%d\t%.1f cores at the peak: %s winning grabs/s and %s others\n",
-		p.APINodes, p.APICores, group(p.WinRate), group(s.Peak-p.WinRate))
+		p.APINodes, p.APICores, group(p.WinRate), group(peak-p.WinRate))
 	shards := "in one counter"
 	if p.Shards > 1 {
 		shards = fmt.Sprintf("in %d stock shards", p.Shards)
