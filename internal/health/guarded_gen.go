@@ -110,12 +110,28 @@ func (x guardedStore) DeadLetter(ctx context.Context, g sale.Grab, attempts int,
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.DeadLetter(ctx, g, attempts, reason, now) })
 }
 
+func (x guardedStore) Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]sale.EventDelivery, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.EventDelivery, error) { return x.p.Deliverable(ctx, sink, now, limit) })
+}
+
+func (x guardedStore) Delivered(ctx context.Context, sink string, id string, now time.Time) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Delivered(ctx, sink, id, now) })
+}
+
+func (x guardedStore) Deliveries(ctx context.Context, f sale.DeliveryFilter) ([]sale.EventDelivery, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.EventDelivery, error) { return x.p.Deliveries(ctx, f) })
+}
+
 func (x guardedStore) Entries(ctx context.Context, before int64, limit int) ([]sale.AuditEntry, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.AuditEntry, error) { return x.p.Entries(ctx, before, limit) })
 }
 
 func (x guardedStore) Expired(ctx context.Context, now time.Time, limit int) ([]sale.Order, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.p.Expired(ctx, now, limit) })
+}
+
+func (x guardedStore) Failed(ctx context.Context, sink string, id string, reason string, next time.Time, park bool) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Failed(ctx, sink, id, reason, next, park) })
 }
 
 // GateState is slow (no call deadline): reading what the gate must hold grows with the activity's orders.
@@ -154,6 +170,10 @@ func (x guardedStore) Released(ctx context.Context, token string) error {
 
 func (x guardedStore) RemoveBlock(ctx context.Context, kind sale.BlockKind, value string) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.RemoveBlock(ctx, kind, value) })
+}
+
+func (x guardedStore) Replay(ctx context.Context, sink string, id string, now time.Time) (sale.EventDelivery, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.EventDelivery, error) { return x.p.Replay(ctx, sink, id, now) })
 }
 
 func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {

@@ -137,6 +137,7 @@ type Store interface {
 	Placer
 	BlockStore
 	AuditStore
+	EventStore
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

@@ -87,6 +87,16 @@ var (
 		}}
 )
 
+// keepFirst ends an INSERT that keeps the row already there when col's unique key meets one: ON
+// CONFLICT DO NOTHING, which MySQL says as an update of col to itself (ignoreDup names the
+// orders' token, the column most inserts meet on).
+func (d *dialect) keepFirst(col string) string {
+	if d == mysqlDialect {
+		return " ON DUPLICATE KEY UPDATE " + col + " = " + col
+	}
+	return " ON CONFLICT DO NOTHING"
+}
+
 // q returns query written for this dialect, from a cache of the queries it has seen.
 func (d *dialect) q(query string) string {
 	if d == sqliteDialect {

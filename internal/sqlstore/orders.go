@@ -58,7 +58,7 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 			}
 			out[i] = pl
 		}
-		return nil
+		return s.emit(ctx, tx, placedEvents(out))
 	})
 	if err != nil && !errors.Is(err, sale.ErrUnplaceable) && s.w.d.invalid(err) {
 		err = fmt.Errorf("%w: %w", sale.ErrUnplaceable, err)
@@ -457,7 +457,10 @@ func (s *Store) Pay(ctx context.Context, token string, now time.Time) (sale.Orde
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			return err
+			if err != nil {
+				return err
+			}
+			return s.emit(ctx, tx, []sale.Event{event(sale.EventPaid, o, now)})
 		}
 		switch o.Status {
 		case sale.StatusPaid:
@@ -497,6 +500,13 @@ func (s *Store) Cancel(ctx context.Context, token, reason string, now time.Time)
 			return fmt.Errorf("%w: order %s is %s", sale.ErrInvalidState, token, o.Status)
 		}
 		won = true
+		what := sale.EventCancelled
+		if reason == sale.ReasonExpired {
+			what = sale.EventExpired
+		}
+		if err := s.emit(ctx, tx, []sale.Event{event(what, o, now)}); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE activities SET sold = sold - 1 WHERE id = ?`, o.ActivityID); err != nil {
 			return err
 		}

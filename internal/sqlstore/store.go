@@ -34,6 +34,8 @@ type Store struct {
 	// round trips instead of two per order. BenchmarkPlaceOrders measured 5 to 7 times less time
 	// per order on MariaDB and PostgreSQL, and about the same on SQLite. Off only to measure.
 	lots bool
+	// sinks are the relays every order event is written for (EmitTo); none: no events.
+	sinks []string
 }
 
 // Open opens the database named by dsn (sqlite:PATH, mysql://user:pass@host:port/db or

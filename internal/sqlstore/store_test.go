@@ -59,6 +59,8 @@ var storeTests = []struct {
 	{"Blocks", testBlocks},
 	{"LeaderboardQueries", testLeaderboardQueries},
 	{"AuditLog", testAuditLog},
+	{"OrderEvents", testOrderEvents},
+	{"EventDeliveryOrder", testEventDeliveryOrder},
 }
 
 func TestStores(t *testing.T) {
@@ -850,4 +852,177 @@ func testAuditLog(t *testing.T, dsn string) {
 	if err != nil || len(rest) != 2 || rest[0].Actor != "op-1" || rest[1].Actor != "op-0" {
 		t.Fatalf("the page before %d: %+v, %v; want op-1 and op-0", got[2].ID, rest, err)
 	}
+}
+
+// testOrderEvents: every change of an order writes its event, once, with a delivery to each sink,
+// in the change's own transaction; a store that names no sink writes none.
+func testOrderEvents(t *testing.T, dsn string) {
+	ctx := context.Background()
+	quiet := openStore(t, dsn)
+	create(t, quiet, item("q", 5, 1))
+	place(t, quiet, grab("q", "u1", 0))
+	if ds, err := quiet.Deliveries(ctx, sale.DeliveryFilter{Limit: 10}); err != nil || len(ds) != 0 {
+		t.Fatalf("no sink: deliveries %v, %v; want none", ds, err)
+	}
+
+	s := openStore(t, dsn)
+	s.EmitTo("hook-a", "hook-b")
+	create(t, s, item("a", 6, 1))
+	// Six grabs in one batch go in as a lot; the seventh finds no unit and fails.
+	var gs []sale.Grab
+	for i := range 7 {
+		gs = append(gs, grab("a", fmt.Sprint("u", i), 0))
+	}
+	ps := place(t, s, gs...)
+	if ps[6].Order.Status != sale.StatusFailed {
+		t.Fatalf("the seventh grab: %+v", ps[6].Order)
+	}
+	place(t, s, gs[0]) // a redelivery: no new event
+	in := t0.Add(2 * time.Minute)
+	if _, err := s.Pay(ctx, ps[0].Order.Token, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pay(ctx, ps[0].Order.Token, in); err != nil { // paid twice: one event
+		t.Fatal(err)
+	}
+	if _, _, err := s.Cancel(ctx, ps[1].Order.Token, "cancelled by the buyer", in); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Cancel(ctx, ps[2].Order.Token, sale.ReasonExpired, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	type ev struct {
+		Token  string
+		Type   sale.EventType
+		Status sale.Status
+	}
+	want := map[string][]ev{} // per sink, oldest first
+	for _, sink := range []string{"hook-a", "hook-b"} {
+		var w []ev
+		for i := range 6 {
+			w = append(w, ev{ps[i].Order.Token, sale.EventCreated, sale.StatusCreated})
+		}
+		w = append(w, ev{ps[6].Order.Token, sale.EventFailed, sale.StatusFailed},
+			ev{ps[0].Order.Token, sale.EventPaid, sale.StatusPaid},
+			ev{ps[1].Order.Token, sale.EventCancelled, sale.StatusCancelled},
+			ev{ps[2].Order.Token, sale.EventExpired, sale.StatusCancelled})
+		want[sink] = w
+	}
+	for sink, w := range want {
+		ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: sink, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []ev
+		for i := len(ds) - 1; i >= 0; i-- { // newest first
+			d := ds[i]
+			got = append(got, ev{d.Order.Token, d.Type, d.Order.Status})
+			if d.ID != sale.EventID(d.Order.Token, d.Type) || d.State != sale.DeliveryPending || d.Attempts != 0 ||
+				d.Order.ActivityID != "a" || d.Order.ID == 0 || d.Order.AmountCents != 1999 || d.Sink != sink {
+				t.Errorf("delivery %+v", d)
+			}
+			if i < len(ds)-1 && d.Seq <= ds[i+1].Seq {
+				t.Errorf("seqs not in the order of writing: %d after %d", d.Seq, ds[i+1].Seq)
+			}
+		}
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s: events (-want +got):\n%s", sink, diff)
+		}
+	}
+	if ds, _ := s.Deliveries(ctx, sale.DeliveryFilter{Limit: 100}); len(ds) != 20 {
+		t.Errorf("every sink's deliveries: %d, want 20", len(ds))
+	}
+	page, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook-a", Limit: 3})
+	if err != nil || len(page) != 3 {
+		t.Fatalf("a page of 3: %v, %v", page, err)
+	}
+	older, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook-a", Before: page[2].Seq, Limit: 100})
+	if err != nil || len(older) != 7 || older[0].Seq >= page[2].Seq {
+		t.Fatalf("the page before seq %d: %d deliveries, %v", page[2].Seq, len(older), err)
+	}
+}
+
+// testEventDeliveryOrder: the relay is given an order's events one at a time, in the order they
+// happened; a failure holds the order's later events back until it is delivered, and a parked
+// event until it is replayed; each sink goes its own way.
+func testEventDeliveryOrder(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("a", "b")
+	create(t, s, item("x", 5, 1))
+	ps := place(t, s, grab("x", "u1", 0), grab("x", "u2", 0))
+	one, two := ps[0].Order.Token, ps[1].Order.Token
+	in := t0.Add(2 * time.Minute)
+	if _, err := s.Pay(ctx, one, in); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Cancel(ctx, two, "cancelled by the buyer", in); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(3 * time.Minute)
+	due := func(sink string, at time.Time) []string {
+		t.Helper()
+		ds, err := s.Deliverable(ctx, sink, at, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	check := func(what string, got, want []string) {
+		t.Helper()
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", what, diff)
+		}
+	}
+	created1, created2 := sale.EventID(one, sale.EventCreated), sale.EventID(two, sale.EventCreated)
+	paid1, cancelled2 := sale.EventID(one, sale.EventPaid), sale.EventID(two, sale.EventCancelled)
+	check("first", due("a", now), []string{created1, created2})
+	if err := s.Delivered(ctx, "a", created1, now); err != nil {
+		t.Fatal(err)
+	}
+	// The second order's creation fails: retried in a minute, its cancellation waits behind it.
+	if err := s.Failed(ctx, "a", created2, "connection refused", now.Add(time.Minute), false); err != nil {
+		t.Fatal(err)
+	}
+	check("after one delivered and one failed", due("a", now), []string{paid1})
+	check("a minute later, in the order of writing", due("a", now.Add(time.Minute)), []string{created2, paid1})
+	if err := s.Failed(ctx, "a", created2, "HTTP 500", now, true); err != nil {
+		t.Fatal(err)
+	}
+	check("parked", due("a", now.Add(time.Hour)), []string{paid1})
+	check("the other sink", due("b", now), []string{created1, created2})
+	parked, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "a", State: sale.DeliveryParked, Limit: 10})
+	if err != nil || len(parked) != 1 || parked[0].ID != created2 || parked[0].Attempts != 2 || parked[0].LastError != "HTTP 500" {
+		t.Fatalf("parked: %+v, %v", parked, err)
+	}
+	if err := s.Failed(ctx, "a", created2, "again", now, false); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("a failure of a parked delivery: %v, want ErrNotFound", err)
+	}
+	d, err := s.Replay(ctx, "a", created2, now)
+	if err != nil || d.State != sale.DeliveryPending || d.Attempts != 0 || d.LastError != "" {
+		t.Fatalf("replay: %+v, %v", d, err)
+	}
+	check("replayed", due("a", now), []string{created2, paid1})
+	for _, id := range []string{paid1, created2} {
+		if err := s.Delivered(ctx, "a", id, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("the cancellation after its creation", due("a", now), []string{cancelled2})
+	if err := s.Delivered(ctx, "a", cancelled2, now); err != nil {
+		t.Fatal(err)
+	}
+	check("all delivered", due("a", now), nil)
+	if _, err := s.Replay(ctx, "a", "nope", now); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("replay of nothing: %v", err)
+	}
+	if d, err := s.Replay(ctx, "a", created1, now); err != nil || d.State != sale.DeliveryPending {
+		t.Fatalf("replay of a delivered event: %+v, %v", d, err)
+	}
+	check("a delivered event replayed", due("a", now), []string{created1})
 }

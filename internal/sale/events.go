@@ -1,0 +1,96 @@
+package sale
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// EventType is what happened to an order, as the systems downstream (fulfilment, the shop's own
+// order service, finance) hear of it.
+type EventType string
+
+// The order events. Each happens at most once to an order.
+const (
+	EventCreated         EventType = "order.created"
+	EventPaid            EventType = "order.paid"
+	EventCancelled       EventType = "order.cancelled" // by its buyer, or by an operator
+	EventExpired         EventType = "order.expired"   // its payment window closed unpaid
+	EventRefundRequested EventType = "order.refund_requested"
+	EventRefunded        EventType = "order.refunded"
+	EventFailed          EventType = "order.failed" // the database refused the grab: no unit was held
+)
+
+// Event is one change of an order, kept in the database's outbox (written in the change's own
+// transaction) until every sink has it.
+type Event struct {
+	// Seq is the outbox's number for it, in the order of writing: an order's events are written
+	// one transaction after the other, so their Seqs are in the order they happened.
+	Seq int64
+	// ID is the event's stable name, the same on every delivery of it: a receiver that has seen
+	// it may drop it.
+	ID    string
+	Type  EventType
+	At    time.Time
+	Order Order // the order as the change left it
+}
+
+// EventID names the event of type t of the order token: an order has at most one of each.
+func EventID(token string, t EventType) string {
+	return token + "." + strings.TrimPrefix(string(t), "order.")
+}
+
+// DeliveryState is where an event's delivery to one sink stands.
+type DeliveryState string
+
+// The states of a delivery.
+const (
+	DeliveryPending   DeliveryState = "pending"   // to be sent, at NextAt
+	DeliveryDelivered DeliveryState = "delivered" // the sink took it
+	DeliveryParked    DeliveryState = "parked"    // given up on after too many failures, until replayed
+)
+
+// EventDelivery is an event's delivery to one sink (a webhook URL, a Kafka topic).
+type EventDelivery struct {
+	Event
+	Sink        string
+	State       DeliveryState
+	Attempts    int
+	NextAt      time.Time
+	LastError   string
+	DeliveredAt time.Time
+}
+
+// DeliveryFilter selects deliveries to list: of Sink and in State when set, Before a Seq when
+// positive (paging back), at most Limit, newest first.
+type DeliveryFilter struct {
+	Sink   string
+	State  DeliveryState
+	Before int64
+	Limit  int
+}
+
+// EventStore is the outbox's side the relay and the admin API use. The events themselves are
+// written by the order changes (PlaceOrders, Pay, Cancel), for the sinks the store was opened
+// with.
+type EventStore interface {
+	// Deliverable returns up to limit pending deliveries to sink due by now, oldest first and at
+	// most one per order: the earliest of the order's events not yet delivered, and none of an
+	// order whose earlier event is parked or not yet due, so that a sink hears of an order's
+	// changes in the order they happened.
+	Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]EventDelivery, error)
+
+	// Delivered records that sink took event id at now.
+	Delivered(ctx context.Context, sink, id string, now time.Time) error
+
+	// Failed records a failed attempt to deliver event id to sink: it is tried again at next, or
+	// parked when park is set. Errors: ErrNotFound.
+	Failed(ctx context.Context, sink, id, reason string, next time.Time, park bool) error
+
+	// Deliveries lists deliveries, newest first.
+	Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error)
+
+	// Replay makes the delivery of event id to sink pending again, due at now, its attempts
+	// forgotten: a parked event, or a delivered one a receiver lost. Errors: ErrNotFound.
+	Replay(ctx context.Context, sink, id string, now time.Time) (EventDelivery, error)
+}

@@ -1,0 +1,187 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// EmitTo makes every order change write its event to the outbox, with a delivery to each of
+// sinks (the relays' names: a webhook URL, a Kafka topic). Without sinks no event is written:
+// events of changes made before a sink was named are not sent to it. Call it before the store is
+// used.
+func (s *Store) EmitTo(sinks ...string) {
+	s.sinks = append([]string(nil), sinks...)
+}
+
+// maxReason bounds the text kept of a delivery's last error (the MySQL column's size).
+const maxReason = 500
+
+// emit writes the events of orders in tx, each with a delivery to every sink. Writing an event
+// twice (a transaction run again) keeps the first.
+func (s *Store) emit(ctx context.Context, t tx, evs []sale.Event) error {
+	if len(s.sinks) == 0 || len(evs) == 0 {
+		return nil
+	}
+	const cols = 10
+	args := make([]any, 0, cols*len(evs))
+	for _, e := range evs {
+		o := e.Order
+		args = append(args, e.ID, string(e.Type), o.Token, o.ID, o.ActivityID, o.UserID, o.AmountCents, string(o.Status),
+			truncate(o.Reason, 255), ms(e.At))
+	}
+	// Built per call (a row per event): rewritten without the dialect's cache.
+	if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`INSERT INTO order_events (event_id, type, order_token, order_id, activity_id,
+		user_id, amount_cents, status, reason, at_ms) VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
+		return fmt.Errorf("write %d order events: %w", len(evs), err)
+	}
+	args = args[:0]
+	for _, e := range evs {
+		for _, sink := range s.sinks {
+			args = append(args, sink, e.ID, e.Order.Token, string(sale.DeliveryPending), ms(e.At))
+		}
+	}
+	if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`INSERT INTO event_deliveries (sink, event_id, order_token, state, next_at,
+		attempts, last_error, delivered_at) VALUES `+strings.ReplaceAll(placeholders(len(evs)*len(s.sinks), 5), "?)", "?, 0, '', 0)")+
+		t.d.keepFirst("event_id")), args...); err != nil {
+		return fmt.Errorf("write the deliveries of %d order events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// event is the event of type t of order o, at at.
+func event(t sale.EventType, o sale.Order, at time.Time) sale.Event {
+	return sale.Event{ID: sale.EventID(o.Token, t), Type: t, At: at, Order: o}
+}
+
+// placedEvents are the events of a batch's new placements: an order created, or a grab the
+// database refused.
+func placedEvents(pls []sale.Placement) []sale.Event {
+	var evs []sale.Event
+	for _, p := range pls {
+		switch {
+		case !p.New:
+		case p.Order.Status == sale.StatusFailed:
+			evs = append(evs, event(sale.EventFailed, p.Order, p.Order.ClosedAt))
+		default:
+			evs = append(evs, event(sale.EventCreated, p.Order, p.Order.CreatedAt))
+		}
+	}
+	return evs
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+const deliveryColumns = `e.seq, e.event_id, e.type, e.order_token, e.order_id, e.activity_id, e.user_id, e.amount_cents,
+	e.status, e.reason, e.at_ms, d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
+
+func scanDelivery(row interface{ Scan(...any) error }) (sale.EventDelivery, error) {
+	var d sale.EventDelivery
+	var typ, status, state string
+	var at, next, delivered int64
+	o := &d.Order
+	err := row.Scan(&d.Seq, &d.ID, &typ, &o.Token, &o.ID, &o.ActivityID, &o.UserID, &o.AmountCents, &status, &o.Reason, &at,
+		&d.Sink, &state, &d.Attempts, &next, &d.LastError, &delivered)
+	d.Type, o.Status, d.State = sale.EventType(typ), sale.Status(status), sale.DeliveryState(state)
+	d.At, d.NextAt, d.DeliveredAt = fromMS(at), fromMS(next), fromMS(delivered)
+	return d, err
+}
+
+func scanDeliveries(rows *sql.Rows, err error) ([]sale.EventDelivery, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []sale.EventDelivery{}
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Deliverable implements sale.EventStore.
+func (s *Store) Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]sale.EventDelivery, error) {
+	return scanDeliveries(s.r.QueryContext(ctx, `SELECT `+deliveryColumns+`
+		FROM event_deliveries d JOIN order_events e ON e.event_id = d.event_id
+		WHERE d.sink = ? AND d.state = 'pending' AND d.next_at <= ?
+		AND NOT EXISTS (SELECT 1 FROM event_deliveries d2 JOIN order_events e2 ON e2.event_id = d2.event_id
+			WHERE d2.sink = d.sink AND d2.order_token = d.order_token AND d2.state <> 'delivered' AND e2.seq < e.seq)
+		ORDER BY e.seq LIMIT ?`, sink, ms(now), limit))
+}
+
+// Delivered implements sale.EventStore.
+func (s *Store) Delivered(ctx context.Context, sink, id string, now time.Time) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE event_deliveries SET state = 'delivered', attempts = attempts + 1, delivered_at = ?,
+		last_error = '' WHERE sink = ? AND event_id = ?`, ms(now), sink, id)
+	return err
+}
+
+// Failed implements sale.EventStore.
+func (s *Store) Failed(ctx context.Context, sink, id, reason string, next time.Time, park bool) error {
+	state := sale.DeliveryPending
+	if park {
+		state = sale.DeliveryParked
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE event_deliveries SET state = ?, attempts = attempts + 1, next_at = ?, last_error = ?
+		WHERE sink = ? AND event_id = ? AND state = 'pending'`, string(state), ms(next), truncate(reason, maxReason), sink, id)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return err
+	}
+	return fmt.Errorf("pending delivery of event %s to %s: %w", id, sink, sale.ErrNotFound)
+}
+
+// Deliveries implements sale.EventStore.
+func (s *Store) Deliveries(ctx context.Context, f sale.DeliveryFilter) ([]sale.EventDelivery, error) {
+	var where []string
+	var args []any
+	if f.Sink != "" {
+		where, args = append(where, "d.sink = ?"), append(args, f.Sink)
+	}
+	if f.State != "" {
+		where, args = append(where, "d.state = ?"), append(args, string(f.State))
+	}
+	if f.Before > 0 {
+		where, args = append(where, "e.seq < ?"), append(args, f.Before)
+	}
+	q := `SELECT ` + deliveryColumns + ` FROM event_deliveries d JOIN order_events e ON e.event_id = d.event_id`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	return scanDeliveries(s.r.QueryContext(ctx, q+` ORDER BY e.seq DESC, d.sink LIMIT ?`, append(args, f.Limit)...))
+}
+
+// Replay implements sale.EventStore.
+func (s *Store) Replay(ctx context.Context, sink, id string, now time.Time) (sale.EventDelivery, error) {
+	var d sale.EventDelivery
+	err := s.inTx(ctx, func(t tx) error {
+		if _, err := t.ExecContext(ctx, `UPDATE event_deliveries SET state = 'pending', attempts = 0, next_at = ?, last_error = ''
+			WHERE sink = ? AND event_id = ?`, ms(now), sink, id); err != nil {
+			return err
+		}
+		var err error
+		d, err = scanDelivery(t.QueryRowContext(ctx, `SELECT `+deliveryColumns+`
+			FROM event_deliveries d JOIN order_events e ON e.event_id = d.event_id WHERE d.sink = ? AND d.event_id = ?`, sink, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("delivery of event %s to %s: %w", id, sink, sale.ErrNotFound)
+		}
+		return err
+	})
+	return d, err
+}
