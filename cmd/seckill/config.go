@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"seckill/internal/redisgate"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
+	"seckill/internal/webhook"
 )
 
 // config is what `seckill serve` runs with.
@@ -51,8 +53,12 @@ type config struct {
 	riskCadence    bool
 	riskMinSolve   time.Duration
 	trustedProxies []netip.Prefix
-	pprofAddr      string // where to serve net/http/pprof; empty: nowhere
-	rankExactMax   int64  // the most shares a red packet's leaderboard keeps exactly
+	// The receivers of the order events (SECKILL_WEBHOOK_URL), each a sink of the outbox, and
+	// the secret their posts are signed with.
+	webhooks      []string
+	webhookSecret string
+	pprofAddr     string // where to serve net/http/pprof; empty: nowhere
+	rankExactMax  int64  // the most shares a red packet's leaderboard keeps exactly
 	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
 	reconcileEvery  time.Duration
 	reconcileRepair bool
@@ -134,6 +140,10 @@ func settings(c *config) []setting {
 			rate(&c.rateGlobal)},
 		{"rate-node", "SECKILL_RATE_NODE", "0", "grab requests per second per activity on this node, token bucket in memory (0: off; the front of the global limit that costs Redis nothing: the global rate divided by the API nodes, as seckill plan prints it)",
 			rate(&c.rateNode)},
+		{"webhook-url", "SECKILL_WEBHOOK_URL", "", "comma-separated `URLs` that every order event is posted to, signed (Seckill-Signature), at least once and in order per order; empty: no events",
+			func(c *config, v string) (err error) { c.webhooks, err = parseWebhooks(v); return err }},
+		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
+			text(&c.webhookSecret)},
 		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
 			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
 		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",
@@ -287,6 +297,15 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 			return c, fmt.Errorf("SECKILL_ADMIN_TOKENS: admin %q has SECKILL_ADMIN_TOKEN's token", a.Name)
 		}
 	}
+	if len(c.webhooks) > 0 {
+		for _, u := range c.webhooks {
+			if _, err := webhook.New(u, []byte(c.webhookSecret)); err != nil {
+				return c, fmt.Errorf("SECKILL_WEBHOOK_URL, SECKILL_WEBHOOK_SECRET: %w", err)
+			}
+		}
+	} else if c.webhookSecret != "" {
+		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
+	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
@@ -344,6 +363,27 @@ func validAdminName(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxWebhooks bounds SECKILL_WEBHOOK_URL: each receiver is a delivery row per event.
+const maxWebhooks = 8
+
+// parseWebhooks reads SECKILL_WEBHOOK_URL: comma-separated receiver URLs, each once.
+func parseWebhooks(v string) ([]string, error) {
+	var out []string
+	for u := range strings.SplitSeq(v, ",") {
+		if u = strings.TrimSpace(u); u == "" {
+			continue
+		}
+		if slices.Contains(out, u) {
+			return nil, fmt.Errorf("%s twice", u)
+		}
+		out = append(out, u)
+	}
+	if len(out) > maxWebhooks {
+		return nil, fmt.Errorf("%d receivers: at most %d", len(out), maxWebhooks)
+	}
+	return out, nil
 }
 
 // parseProxies reads SECKILL_TRUSTED_PROXIES: comma-separated CIDRs or single addresses.

@@ -3,19 +3,35 @@ package main
 import (
 	"context"
 	"log/slog"
-	"seckill/internal/metrics"
-	"seckill/internal/sale"
-	"seckill/internal/worker"
 	"sync"
 	"time"
+
+	"seckill/internal/metrics"
+	"seckill/internal/relay"
+	"seckill/internal/sale"
+	"seckill/internal/webhook"
+	"seckill/internal/worker"
 )
+
+// sinks are the receivers of the order events the configuration names.
+func (c config) sinks() ([]relay.Sink, error) {
+	var out []relay.Sink
+	for _, u := range c.webhooks {
+		s, err := webhook.New(u, []byte(c.webhookSecret))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
 
 // startLoops starts, in wg until ctx ends, the node's background loops: on every node the cache
 // reloads, the restock announcements and the settling of sharded stocks' reservations; on a
 // worker node (role all or worker) the order worker, the lines' drainer, the payment-window
-// sweeper and the leased jobs (archive, reconcile).
+// sweeper, the relays of the order events and the leased jobs (archive, reconcile).
 func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db sale.Store, svc *sale.Service,
-	stats *metrics.Metrics, log *slog.Logger) {
+	stats *metrics.Metrics, log *slog.Logger, sinks []relay.Sink) {
 	if b.restocks != nil {
 		wg.Go(func() { listenRestocks(ctx, svc, log) })
 	}
@@ -46,6 +62,19 @@ func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db
 		(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
 			Expired: func(n int) { stats.Order("expired", n) }}).Run(ctx)
 	})
+	for _, sink := range sinks {
+		wg.Go(func() {
+			(&relay.Relay{Store: db, Sink: sink, Lease: b.lease, Holder: consumerName(), Log: log,
+				Delivered: func(sale.EventDelivery) { stats.Relayed("delivered") },
+				Failed: func(_ sale.EventDelivery, _ error, parked bool) {
+					if parked {
+						stats.Relayed("parked")
+					} else {
+						stats.Relayed("failed")
+					}
+				}}).Run(ctx)
+		})
+	}
 	if c.archiveAfter > 0 {
 		wg.Go(func() {
 			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: consumerName(), Every: min(archiveEvery, c.archiveAfter),

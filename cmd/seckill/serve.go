@@ -78,6 +78,15 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
+	sinks, err := c.sinks()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, s := range sinks {
+		names = append(names, s.Name())
+	}
+	store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
 	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
 	db := health.GuardStore(store, dbGuard)
 	b, err := openBackend(ctx, c, db, log)
@@ -173,7 +182,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
-	startLoops(bg, &wg, c, b, db, svc, stats, log)
+	startLoops(bg, &wg, c, b, db, svc, stats, log, sinks)
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

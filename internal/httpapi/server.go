@@ -162,6 +162,8 @@ func (s *Server) routes() []route {
 		{"GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks)},
 		{"DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock)},
 		{"GET /api/admin/audit", s.admin(RoleViewer, s.auditLog)},
+		{"GET /api/admin/deliveries", s.admin(RoleViewer, s.deliveries)},
+		{"POST /api/admin/deliveries/replay", s.admin(RoleOperator, s.replay)},
 
 		{"GET /api/activities", s.activities},
 		{"GET /api/activities/{id}", s.activity},

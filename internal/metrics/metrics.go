@@ -25,6 +25,7 @@ type Metrics struct {
 	grabs    *prometheus.CounterVec
 	grabTime *prometheus.HistogramVec
 	orders   *prometheus.CounterVec
+	relayed  *prometheus.CounterVec
 	batch    prometheus.Histogram
 	chals    *prometheus.CounterVec
 	risks    *prometheus.CounterVec
@@ -63,6 +64,10 @@ func New() *Metrics {
 			Name: "seckill_orders_total",
 			Help: "Order events: created (placed by the worker), failed (refused by the database), paid, cancelled (by the buyer), expired (payment window closed), dead_lettered.",
 		}, []string{"event"}),
+		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_events_relayed_total",
+			Help: "Attempts to deliver an order event to a webhook receiver, by outcome: delivered, failed (tried again later), parked (given up on until replayed).",
+		}, []string{"outcome"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "seckill_worker_batch_size",
 			Help:    "Grabs placed per worker transaction.",
@@ -95,7 +100,7 @@ func New() *Metrics {
 		}),
 		drifting: map[string]bool{},
 	}
-	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.batch, m.chals, m.risks, m.waits, m.reconciles, m.drift, m.reconciledAt,
+	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.relayed, m.batch, m.chals, m.risks, m.waits, m.reconciles, m.drift, m.reconciledAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -251,6 +256,9 @@ func (m *Metrics) Order(event string, n int) {
 		m.orders.WithLabelValues(event).Add(float64(n))
 	}
 }
+
+// Relayed counts an attempt to deliver an order event: delivered, failed or parked.
+func (m *Metrics) Relayed(outcome string) { m.relayed.WithLabelValues(outcome).Inc() }
 
 // Placed counts a batch the worker placed: the orders it created and those the database refused
 // (a repeated delivery, already placed, counts nothing).

@@ -2,6 +2,7 @@ package sale
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -93,4 +94,33 @@ type EventStore interface {
 	// Replay makes the delivery of event id to sink pending again, due at now, its attempts
 	// forgotten: a parked event, or a delivered one a receiver lost. Errors: ErrNotFound.
 	Replay(ctx context.Context, sink, id string, now time.Time) (EventDelivery, error)
+}
+
+// MaxDeliveryPage bounds the deliveries one read returns.
+const MaxDeliveryPage = 500
+
+// Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxDeliveryPage).
+// Errors: ErrInvalid, ErrBusy.
+func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error) {
+	switch {
+	case f.Limit < 1 || f.Limit > MaxDeliveryPage || f.Before < 0:
+		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive seq", ErrInvalid, MaxDeliveryPage)
+	case f.State != "" && f.State != DeliveryPending && f.State != DeliveryDelivered && f.State != DeliveryParked:
+		return nil, fmt.Errorf("%w: state must be %s, %s or %s", ErrInvalid, DeliveryPending, DeliveryDelivered, DeliveryParked)
+	case s.outbox == nil:
+		return nil, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+	}
+	return s.outbox.Deliveries(ctx, f)
+}
+
+// Replay sends the event id to sink again: a parked delivery, or one a receiver lost. Errors:
+// ErrInvalid, ErrNotFound, ErrBusy.
+func (s *Service) Replay(ctx context.Context, sink, id string) (EventDelivery, error) {
+	switch {
+	case sink == "" || id == "":
+		return EventDelivery{}, fmt.Errorf("%w: a replay names the sink and the event_id", ErrInvalid)
+	case s.outbox == nil:
+		return EventDelivery{}, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+	}
+	return s.outbox.Replay(ctx, sink, id, s.now())
 }

@@ -27,6 +27,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store.EmitTo(Sink)
 	rdb, err := redisgate.Dial(ctx, redisSpec)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,10 @@ import (
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// Sink is the outbox sink of the stores the suites open: every order change writes its event
+// for it.
+const Sink = "suite"
+
 // Embedded wires the single-binary mode on t's temp dir: memory gate and queue on a SQLite journal and store,
 // with a real worker consuming in the background.
 func Embedded(t testing.TB, clock *Clock) Env {
@@ -32,6 +36,7 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store.EmitTo(Sink) // every suite's orders write their events, as a node with a webhook would
 	journal, err := sqlstore.OpenJournal(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

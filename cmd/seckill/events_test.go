@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/webhook"
+)
+
+// TestWebhooksReceiveTheOrderEvents runs a node with a webhook receiver on loopback that checks
+// every signature, answers 503 to its first three posts and drops what it has seen, as a shop's
+// would: each order's events arrive, signed, in the order they happened, and the admin API shows
+// them delivered.
+func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
+	const secret = "the shop's webhook secret"
+	var mu sync.Mutex
+	seen := map[string][]string{} // order token -> event types
+	ids := map[string]bool{}
+	posts, forged := 0, 0
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		if webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil {
+			forged++
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		if posts++; posts <= 3 {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		var e webhook.Event
+		if err := json.Unmarshal(body, &e); err != nil || e.ID != r.Header.Get("Seckill-Event-Id") {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		if !ids[e.ID] {
+			ids[e.ID] = true
+			seen[e.Order.Token] = append(seen[e.Order.Token], e.Type)
+		}
+	}))
+	t.Cleanup(rc.Close)
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret))
+	c := newClient(t, base)
+	id := c.createItem(5, 1, time.Minute)
+	tokens := map[string]string{}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+	}
+	c.drained(id)
+	c.must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.token("alice"), "", http.StatusOK)
+	c.must("POST", "/api/orders/"+tokens["bob"]+"/cancel", c.token("bob"), "", http.StatusOK)
+
+	want := map[string][]string{
+		tokens["alice"]: {"order.created", "order.paid"},
+		tokens["bob"]:   {"order.created", "order.cancelled"},
+		tokens["carol"]: {"order.created"},
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		done := len(ids) == 5
+		got := map[string][]string{}
+		for k, v := range seen {
+			got[k] = slices.Clone(v)
+		}
+		mu.Unlock()
+		if done {
+			for tok, w := range want {
+				if !slices.Equal(got[tok], w) {
+					t.Errorf("order %s: %v, want %v", tok, got[tok], w)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s the receiver has %v; want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if forged != 0 {
+		t.Errorf("%d posts failed their signature", forged)
+	}
+	// The relay records a delivery after the receiver's answer: wait for the last record.
+	for {
+		ds := c.must("GET", "/api/admin/deliveries?state=delivered", testAdmin, "", http.StatusOK)["deliveries"].([]any)
+		if len(ds) == 5 {
+			for _, d := range ds {
+				if d.(map[string]any)["sink"] != rc.URL+"/hook" {
+					t.Errorf("delivery %v", d)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered: %v", ds)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,169 @@
+// Package relay delivers the outbox's order events to a sink (a webhook receiver, a Kafka
+// topic): at least once, an order's events in the order they happened, retried with exponential
+// backoff and jitter, parked after too many failures until an operator replays them. One node
+// of many relays a sink at a time, the one holding its lease.
+package relay
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// Sink is where events go. Deliver returns nil once the sink has the event; it may be called
+// again for an event it has (after a crash before the delivery was recorded): the event's ID is
+// the same.
+type Sink interface {
+	Name() string
+	Deliver(ctx context.Context, e sale.Event) error
+}
+
+// Relay delivers the events of Store to Sink.
+type Relay struct {
+	Store  sale.EventStore
+	Sink   Sink
+	Lease  sale.Lease
+	Holder string // this node's name, unique among the nodes
+	Log    *slog.Logger
+	Now    func() time.Time // nil: time.Now
+
+	// Every is how long the relay waits when it found nothing to send (zero: 250 ms).
+	Every time.Duration
+	// Parallel is how many orders' events are sent at once (zero: 16); one order's are sent one
+	// after the other.
+	Parallel int
+	// MaxAttempts is how many times an event is tried before it is parked (zero: 12: about an
+	// hour and a half of backoff).
+	MaxAttempts int
+	// Backoff is the wait before attempt n+1 after n failures (nil: Backoff).
+	Backoff func(failures int) time.Duration
+
+	// Delivered and Failed, when set, are told of each attempt (metrics); parked says whether
+	// the event was given up on.
+	Delivered func(e sale.EventDelivery)
+	Failed    func(e sale.EventDelivery, err error, parked bool)
+}
+
+// Defaults of a Relay.
+const (
+	DefaultEvery       = 250 * time.Millisecond
+	DefaultParallel    = 16
+	DefaultMaxAttempts = 12
+	LeaseTTL           = 15 * time.Second // outlives a round: a round's deliveries time out sooner
+)
+
+// Backoff is the default wait after failures: 1 s, doubled each time up to 20 min, each drawn at
+// random between half and all of that (jitter, so that receivers back from an outage are not
+// met by every event at once).
+func Backoff(failures int) time.Duration {
+	d := time.Second << min(max(failures-1, 0), 11)
+	d = min(d, 20*time.Minute)
+	return d/2 + rand.N(d/2+1)
+}
+
+// LeaseName is the lease a relay of sink holds.
+func LeaseName(sink string) string { return "relay:" + sink }
+
+func (r *Relay) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// Run relays until ctx ends.
+func (r *Relay) Run(ctx context.Context) {
+	every := r.Every
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	for ctx.Err() == nil {
+		n, err := r.Round(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.Log.Warn("relay", "sink", r.Sink.Name(), "err", err)
+		}
+		if n == 0 || err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(every):
+			}
+		}
+	}
+}
+
+// Round sends the events due now, if this node holds the sink's lease, and returns how many it
+// tried.
+func (r *Relay) Round(ctx context.Context) (int, error) {
+	held, err := r.Lease.Hold(ctx, LeaseName(r.Sink.Name()), r.Holder, LeaseTTL)
+	if err != nil || !held {
+		return 0, err
+	}
+	parallel := r.Parallel
+	if parallel <= 0 {
+		parallel = DefaultParallel
+	}
+	ds, err := r.Store.Deliverable(ctx, r.Sink.Name(), r.now(), 4*parallel)
+	if err != nil || len(ds) == 0 {
+		return 0, err
+	}
+	// Deliverable gives at most one event per order: they may all go at once.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	work := make(chan sale.EventDelivery)
+	for range min(parallel, len(ds)) {
+		wg.Go(func() {
+			for d := range work {
+				if err := r.deliver(ctx, d); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, d := range ds {
+		work <- d
+	}
+	close(work)
+	wg.Wait()
+	return len(ds), errors.Join(errs...)
+}
+
+// deliver sends d once and records what came of it; the error is the outbox's, not the sink's.
+func (r *Relay) deliver(ctx context.Context, d sale.EventDelivery) error {
+	sendErr := r.Sink.Deliver(ctx, d.Event)
+	// Recorded even when ctx has just ended: the sink may have the event.
+	rec := context.WithoutCancel(ctx)
+	if sendErr == nil {
+		if r.Delivered != nil {
+			r.Delivered(d)
+		}
+		return r.Store.Delivered(rec, d.Sink, d.ID, r.now())
+	}
+	if ctx.Err() != nil {
+		return nil // stopping: the attempt does not count, the event stays due
+	}
+	max := r.MaxAttempts
+	if max <= 0 {
+		max = DefaultMaxAttempts
+	}
+	backoff := r.Backoff
+	if backoff == nil {
+		backoff = Backoff
+	}
+	failures := d.Attempts + 1
+	park := failures >= max
+	if r.Failed != nil {
+		r.Failed(d, sendErr, park)
+	}
+	if park {
+		r.Log.Warn("relay: an event is parked", "sink", d.Sink, "event", d.ID, "attempts", failures, "err", sendErr)
+	}
+	return r.Store.Failed(rec, d.Sink, d.ID, sendErr.Error(), r.now().Add(backoff(failures)), park)
+}
