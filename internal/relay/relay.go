@@ -149,16 +149,16 @@ func (r *Relay) deliver(ctx context.Context, d sale.EventDelivery) error {
 	if ctx.Err() != nil {
 		return nil // stopping: the attempt does not count, the event stays due
 	}
-	max := r.MaxAttempts
-	if max <= 0 {
-		max = DefaultMaxAttempts
+	limit := r.MaxAttempts
+	if limit <= 0 {
+		limit = DefaultMaxAttempts
 	}
 	backoff := r.Backoff
 	if backoff == nil {
 		backoff = Backoff
 	}
 	failures := d.Attempts + 1
-	park := failures >= max
+	park := failures >= limit
 	if r.Failed != nil {
 		r.Failed(d, sendErr, park)
 	}

@@ -98,19 +98,7 @@ func scanDelivery(row interface{ Scan(...any) error }) (sale.EventDelivery, erro
 }
 
 func scanDeliveries(rows *sql.Rows, err error) ([]sale.EventDelivery, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []sale.EventDelivery{}
-	for rows.Next() {
-		d, err := scanDelivery(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanDelivery)
 }
 
 // Deliverable implements sale.EventStore.

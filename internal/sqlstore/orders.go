@@ -563,19 +563,7 @@ func (s *Store) Released(ctx context.Context, token string) error {
 func (s *Store) Expired(ctx context.Context, now time.Time, limit int) ([]sale.Order, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+orderColumns+` FROM orders
 		WHERE status = 'CREATED' AND expires_at <= ? ORDER BY expires_at LIMIT ?`, ms(now), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []sale.Order
-	for rows.Next() {
-		o, err := scanOrder(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanOrder)
 }
 
 // Counts implements sale.Store.

@@ -121,6 +121,23 @@ func (s *Store) inTx(ctx context.Context, fn func(tx tx) error) error {
 	return inTx(ctx, s.w, fn)
 }
 
+// collect reads every row of a query (whose error is err) with scan; none is an empty slice.
+func collect[T any](rows *sql.Rows, err error, scan func(row interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // placeholders returns "(?,?,?),(?,?,?)" for rows rows of cols columns.
 func placeholders(rows, cols int) string {
 	one := "(" + strings.TrimSuffix(strings.Repeat("?,", cols), ",") + ")"
