@@ -16,6 +16,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/health"
 	"seckill/internal/httpapi"
+	"seckill/internal/kafka"
 	"seckill/internal/redisgate"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -57,8 +58,11 @@ type config struct {
 	// the secret their posts are signed with.
 	webhooks      []string
 	webhookSecret string
-	pprofAddr     string // where to serve net/http/pprof; empty: nowhere
-	rankExactMax  int64  // the most shares a red packet's leaderboard keeps exactly
+	// The Kafka cluster (SECKILL_KAFKA_BROKERS) and topic the order events are produced to.
+	kafkaBrokers []string
+	kafkaTopic   string
+	pprofAddr    string // where to serve net/http/pprof; empty: nowhere
+	rankExactMax int64  // the most shares a red packet's leaderboard keeps exactly
 	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
 	reconcileEvery  time.Duration
 	reconcileRepair bool
@@ -144,6 +148,9 @@ func settings(c *config) []setting {
 			func(c *config, v string) (err error) { c.webhooks, err = parseWebhooks(v); return err }},
 		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
 			text(&c.webhookSecret)},
+		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
+			func(c *config, v string) error { c.kafkaBrokers = splitList(v); return nil }},
+		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.kafkaTopic)},
 		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
 			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
 		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",
@@ -306,6 +313,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	} else if c.webhookSecret != "" {
 		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
 	}
+	if len(c.kafkaBrokers) > 0 {
+		if err := kafka.Check(c.kafkaBrokers, c.kafkaTopic); err != nil {
+			return c, fmt.Errorf("SECKILL_KAFKA_BROKERS, SECKILL_KAFKA_TOPIC: %w", err)
+		}
+	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
@@ -368,13 +380,21 @@ func validAdminName(s string) bool {
 // maxWebhooks bounds SECKILL_WEBHOOK_URL: each receiver is a delivery row per event.
 const maxWebhooks = 8
 
+// splitList reads a comma-separated list, its items trimmed, empty ones left out.
+func splitList(v string) []string {
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // parseWebhooks reads SECKILL_WEBHOOK_URL: comma-separated receiver URLs, each once.
 func parseWebhooks(v string) ([]string, error) {
 	var out []string
-	for u := range strings.SplitSeq(v, ",") {
-		if u = strings.TrimSpace(u); u == "" {
-			continue
-		}
+	for _, u := range splitList(v) {
 		if slices.Contains(out, u) {
 			return nil, fmt.Errorf("%s twice", u)
 		}

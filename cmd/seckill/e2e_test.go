@@ -271,6 +271,8 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"a webhook secret without a webhook", nil, map[string]string{"SECKILL_WEBHOOK_SECRET": "a secret of some length"}, "without SECKILL_WEBHOOK_URL"},
 		{"a webhook of no scheme", nil, map[string]string{"SECKILL_WEBHOOK_URL": "shop.test/hook", "SECKILL_WEBHOOK_SECRET": "a secret of some length"}, "want http(s)://host/path"},
 		{"a webhook with a password", nil, map[string]string{"SECKILL_WEBHOOK_URL": "https://u:p@shop.test/hook", "SECKILL_WEBHOOK_SECRET": "a secret of some length"}, "no user or password"},
+		{"a Kafka broker without a port", nil, map[string]string{"SECKILL_KAFKA_BROKERS": "kafka.shop.test"}, "want host:port"},
+		{"a Kafka topic with a slash", nil, map[string]string{"SECKILL_KAFKA_BROKERS": "127.0.0.1:9092", "SECKILL_KAFKA_TOPIC": "orders/2026"}, "SECKILL_KAFKA_TOPIC"},
 		{"a webhook twice", nil, map[string]string{"SECKILL_WEBHOOK_URL": "https://shop.test/a,https://shop.test/a", "SECKILL_WEBHOOK_SECRET": "a secret of some length"}, "twice"},
 		{"bad trusted proxy", nil, map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8, proxy.example"}, "neither a CIDR nor an address"},
 		{"slow gate in words", nil, map[string]string{"SECKILL_SLOW_GATE": "slow"}, "SECKILL_SLOW_GATE"},

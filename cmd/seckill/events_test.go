@@ -1,15 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"seckill/internal/relay"
 	"seckill/internal/webhook"
 )
 
@@ -36,7 +42,7 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 			http.Error(w, "not yet", http.StatusServiceUnavailable)
 			return
 		}
-		var e webhook.Event
+		var e relay.Message
 		if err := json.Unmarshal(body, &e); err != nil || e.ID != r.Header.Get("Seckill-Event-Id") {
 			http.Error(w, "bad event", http.StatusBadRequest)
 			return
@@ -103,5 +109,45 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 			t.Fatalf("delivered: %v", ds)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestKafkaReceivesTheOrderEvents runs a node that produces its order events to franz-go's
+// in-process Kafka-protocol broker (no Kafka can be installed here): an order's events are on
+// the topic, keyed by its token, in order.
+func TestKafkaReceivesTheOrderEvents(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "shop.orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_KAFKA_BROKERS", strings.Join(cluster.ListenAddrs(), ","),
+		"SECKILL_KAFKA_TOPIC", "shop.orders"))
+	c := newClient(t, base)
+	id := c.createItem(5, 1, time.Minute)
+	token := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)["order_token"].(string)
+	c.drained(id)
+	c.must("POST", "/api/orders/"+token+"/pay", c.token("alice"), "", http.StatusOK)
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("shop.orders"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var types []string
+	for len(types) < 2 && ctx.Err() == nil {
+		cl.PollRecords(ctx, 10).EachRecord(func(r *kgo.Record) {
+			var m relay.Message
+			if err := json.Unmarshal(r.Value, &m); err != nil || string(r.Key) != token || m.Order.Token != token {
+				t.Errorf("record %s: %s (%v)", r.Key, r.Value, err)
+			}
+			types = append(types, m.Type)
+		})
+	}
+	if !slices.Equal(types, []string{"order.created", "order.paid"}) {
+		t.Fatalf("the topic holds %v; want the order's creation, then its payment", types)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/kafka"
 	"seckill/internal/metrics"
 	"seckill/internal/relay"
 	"seckill/internal/sale"
@@ -18,6 +19,13 @@ func (c config) sinks() ([]relay.Sink, error) {
 	var out []relay.Sink
 	for _, u := range c.webhooks {
 		s, err := webhook.New(u, []byte(c.webhookSecret))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(c.kafkaBrokers) > 0 {
+		s, err := kafka.New(c.kafkaBrokers, c.kafkaTopic)
 		if err != nil {
 			return nil, err
 		}

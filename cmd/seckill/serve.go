@@ -85,6 +85,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	var names []string
 	for _, s := range sinks {
 		names = append(names, s.Name())
+		if c, ok := s.(interface{ Close() }); ok {
+			defer c.Close() // after the loops: a Kafka producer flushes
+		}
 	}
 	store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
 	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)

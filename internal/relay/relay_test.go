@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"seckill/internal/memory"
 	"seckill/internal/relay"
 	"seckill/internal/sale"
+	"seckill/internal/saletest"
 	"seckill/internal/sqlstore"
 	"seckill/internal/webhook"
 )
@@ -46,7 +46,7 @@ func newReceiver(t *testing.T) *receiver {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
-		var e webhook.Event
+		var e relay.Message
 		if err := json.Unmarshal(body, &e); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -78,41 +78,6 @@ func (rc *receiver) snapshot() (map[string][]string, map[string]int) {
 		ids[k] = v
 	}
 	return seen, ids
-}
-
-var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// sale places n orders on a SQLite store whose events go to sink, pays the even ones and cancels
-// the others; it returns their tokens.
-func saleOf(t *testing.T, s *sqlstore.Store, n int) []string {
-	t.Helper()
-	ctx := context.Background()
-	a := sale.Activity{ID: "a", Name: "A", Kind: sale.KindItem, Stock: int64(n), PriceCents: 100, PerUserLimit: 1,
-		StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: 10 * time.Minute, Admission: sale.AdmitDirect, StockShards: 1, CreatedAt: t0}
-	if err := s.CreateActivity(ctx, a, nil); err != nil {
-		t.Fatal(err)
-	}
-	var gs []sale.Grab
-	for i := range n {
-		gs = append(gs, sale.Grab{Token: fmt.Sprint("g", i), ActivityID: "a", UserID: fmt.Sprint("u", i), AmountCents: 100, At: t0})
-	}
-	if _, err := s.PlaceOrders(ctx, gs); err != nil {
-		t.Fatal(err)
-	}
-	var tokens []string
-	for i, g := range gs {
-		var err error
-		if i%2 == 0 {
-			_, err = s.Pay(ctx, g.Token, t0.Add(time.Minute))
-		} else {
-			_, _, err = s.Cancel(ctx, g.Token, "cancelled by the buyer", t0.Add(time.Minute))
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, g.Token)
-	}
-	return tokens
 }
 
 func openStore(t *testing.T, sinks ...string) *sqlstore.Store {
@@ -156,14 +121,11 @@ func drain(t *testing.T, r *relay.Relay) {
 func TestRelayDeliversEveryEventInOrder(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
-	tokens := saleOf(t, s, 40)
+	tokens := saletest.OrderChanges(t, s, 40)
 	drain(t, newRelay(t, s, rc, memory.NewLease(time.Now), "node-1"))
 	seen, ids := rc.snapshot()
 	for i, tok := range tokens {
-		want := []string{"order.created", "order.cancelled"}
-		if i%2 == 0 {
-			want[1] = "order.paid"
-		}
+		want := saletest.OrderChangeTypes(i)
 		if !slices.Equal(seen[tok], want) {
 			t.Errorf("order %s: %v, want %v", tok, seen[tok], want)
 		}
@@ -183,7 +145,7 @@ func TestRelayDeliversEveryEventInOrder(t *testing.T) {
 func TestRelayRetriesParksAndReplays(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
-	tokens := saleOf(t, s, 6)
+	tokens := saletest.OrderChanges(t, s, 6)
 	bad := sale.EventID(tokens[2], sale.EventCreated)
 	rc.fail = func(id string) bool { return id == bad }
 	r := newRelay(t, s, rc, memory.NewLease(time.Now), "node-1")
@@ -220,7 +182,7 @@ func TestRelayRetriesParksAndReplays(t *testing.T) {
 func TestRelayOneNodeAtATime(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
-	saleOf(t, s, 10)
+	saletest.OrderChanges(t, s, 10)
 	lease := memory.NewLease(time.Now)
 	first, second := newRelay(t, s, rc, lease, "node-1"), newRelay(t, s, rc, lease, "node-2")
 	if n, err := first.Round(context.Background()); err != nil || n == 0 {
@@ -255,7 +217,7 @@ func (l *lossy) Delivered(ctx context.Context, sink, id string, now time.Time) e
 func TestRelayDeliversAgainWhatItDidNotRecord(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
-	tokens := saleOf(t, s, 8)
+	tokens := saletest.OrderChanges(t, s, 8)
 	drain(t, newRelay(t, &lossy{EventStore: s, lose: 5}, rc, memory.NewLease(time.Now), "node-1"))
 	seen, ids := rc.snapshot()
 	again := 0

@@ -14,7 +14,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/relay"
 	"seckill/internal/sale"
 )
 
@@ -90,33 +90,6 @@ func Verify(secret []byte, header string, body []byte, now time.Time, tolerance 
 	return nil
 }
 
-// Event is the JSON body of one event, as a receiver gets it.
-type Event struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	CreatedAt time.Time `json:"created_at"`
-	Order     Order     `json:"order"`
-}
-
-// Order is the order as the event left it.
-type Order struct {
-	Token       string `json:"order_token"`
-	ID          int64  `json:"order_id"`
-	ActivityID  string `json:"activity_id"`
-	User        string `json:"user"`
-	AmountCents int64  `json:"amount_cents"`
-	Status      string `json:"status"`
-	Reason      string `json:"reason,omitempty"`
-}
-
-// Body is the JSON of e, as it is posted.
-func Body(e sale.Event) ([]byte, error) {
-	o := e.Order
-	return json.Marshal(Event{ID: e.ID, Type: string(e.Type), CreatedAt: e.At.UTC(), Order: Order{
-		Token: o.Token, ID: o.ID, ActivityID: o.ActivityID, User: o.UserID, AmountCents: o.AmountCents,
-		Status: string(o.Status), Reason: o.Reason}})
-}
-
 // Timeout bounds one delivery: a receiver slower than this failed it.
 const Timeout = 10 * time.Second
 
@@ -150,7 +123,7 @@ func (s *Sink) Name() string { return s.URL }
 
 // Deliver posts e. Any 2xx answer is a delivery; anything else, or no answer, is an error.
 func (s *Sink) Deliver(ctx context.Context, e sale.Event) error {
-	body, err := Body(e)
+	body, err := relay.Body(e)
 	if err != nil {
 		return err
 	}

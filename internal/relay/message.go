@@ -1,0 +1,36 @@
+package relay
+
+import (
+	"encoding/json"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// Message is an event as every sink sends it: the body of a webhook's POST, the value of a
+// Kafka record.
+type Message struct {
+	ID        string       `json:"id"`
+	Type      string       `json:"type"`
+	CreatedAt time.Time    `json:"created_at"`
+	Order     MessageOrder `json:"order"`
+}
+
+// MessageOrder is the order as the event left it.
+type MessageOrder struct {
+	Token       string `json:"order_token"`
+	ID          int64  `json:"order_id"`
+	ActivityID  string `json:"activity_id"`
+	User        string `json:"user"`
+	AmountCents int64  `json:"amount_cents"`
+	Status      string `json:"status"`
+	Reason      string `json:"reason,omitempty"`
+}
+
+// Body is the JSON of e, as the sinks send it.
+func Body(e sale.Event) ([]byte, error) {
+	o := e.Order
+	return json.Marshal(Message{ID: e.ID, Type: string(e.Type), CreatedAt: e.At.UTC(), Order: MessageOrder{
+		Token: o.Token, ID: o.ID, ActivityID: o.ActivityID, User: o.UserID, AmountCents: o.AmountCents,
+		Status: string(o.Status), Reason: o.Reason}})
+}
