@@ -55,7 +55,8 @@ type child struct {
 func startChild(t *testing.T, get func(string) string) *child {
 	t.Helper()
 	cmd := exec.Command(buildBinary(t), "serve")
-	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_REDIS", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL", "SECKILL_ROLE", "SECKILL_CLAIM_IDLE"} {
+	for _, k := range []string{"SECKILL_ADDR", "SECKILL_DB", "SECKILL_REDIS", "SECKILL_JWT_SECRET", "SECKILL_ADMIN_TOKEN", "SECKILL_LOG_LEVEL", "SECKILL_ROLE", "SECKILL_CLAIM_IDLE",
+		"SECKILL_WEBHOOK_URL", "SECKILL_WEBHOOK_SECRET"} {
 		if v := get(k); v != "" {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}

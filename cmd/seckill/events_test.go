@@ -151,3 +151,123 @@ func TestKafkaReceivesTheOrderEvents(t *testing.T) {
 		t.Fatalf("the topic holds %v; want the order's creation, then its payment", types)
 	}
 }
+
+// TestKillNineTheRelayMidDelivery kills the node with SIGKILL while its relay has posts in
+// flight that the receiver has taken but not yet answered, and starts it again on the same
+// database: every event arrives at least once (those in flight twice, with the same id), and
+// each order's in the order they happened.
+func TestKillNineTheRelayMidDelivery(t *testing.T) {
+	const secret, held = "the shop's webhook secret", 3
+	var mu sync.Mutex
+	seen := map[string][]string{} // order token -> event types, first deliveries only
+	times := map[string]int{}     // event id -> deliveries
+	release := make(chan struct{})
+	holding := 0
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var e relay.Message
+		if webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil ||
+			json.Unmarshal(body, &e) != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		if times[e.ID]++; times[e.ID] == 1 {
+			seen[e.Order.Token] = append(seen[e.Order.Token], e.Type)
+		}
+		hold := holding < held
+		if hold {
+			holding++
+		}
+		mu.Unlock()
+		if hold { // taken, never answered: the node dies first
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+	}))
+	t.Cleanup(rc.Close)
+	t.Cleanup(func() { closeOnce(release) })
+	env := testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret)
+	first := startChild(t, env)
+	c := newClient(t, first.base)
+	id := c.createItem(10, 1, time.Minute)
+	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
+	tokens := map[string]string{}
+	for _, u := range users {
+		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+	}
+	c.drained(id)
+	for i, u := range users {
+		if i%2 == 0 {
+			c.must("POST", "/api/orders/"+tokens[u]+"/pay", c.token(u), "", http.StatusOK)
+		} else {
+			c.must("POST", "/api/orders/"+tokens[u]+"/cancel", c.token(u), "", http.StatusOK)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := holding
+		mu.Unlock()
+		if n == held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s the receiver holds %d posts; want %d", n, held)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	first.kill()
+	closeOnce(release)
+	startChild(t, env) // the same database, a new relay
+
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		got := map[string][]string{}
+		for k, v := range seen {
+			got[k] = slices.Clone(v)
+		}
+		again := 0
+		for _, n := range times {
+			again += n - 1
+		}
+		distinct := len(times)
+		mu.Unlock()
+		if distinct == 2*len(users) {
+			for i, u := range users {
+				want := []string{"order.created", "order.paid"}
+				if i%2 == 1 {
+					want[1] = "order.cancelled"
+				}
+				if !slices.Equal(got[tokens[u]], want) {
+					t.Errorf("order of %s: %v, want %v", u, got[tokens[u]], want)
+				}
+			}
+			if again < held {
+				t.Errorf("%d events delivered again after the kill; the %d held in flight must be", again, held)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the restart the receiver has %d distinct events (%v); want %d", distinct, got, 2*len(users))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+var closeMu sync.Mutex
+
+// closeOnce closes ch unless it is closed already.
+func closeOnce(ch chan struct{}) {
+	closeMu.Lock()
+	defer closeMu.Unlock()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
