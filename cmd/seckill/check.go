@@ -39,7 +39,7 @@ func checkCmd(args []string, getenv func(string) string, environ []string, stdou
 	enc.SetIndent("", "  ")
 	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
 		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
-		Admins: len(c.admins), Webhooks: c.webhooks, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds()})
+		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds()})
 }
 
 // checked is what seckill check prints.
@@ -55,6 +55,8 @@ type checked struct {
 	IdentityProvider bool     `json:"identity_provider"`
 	Admins           int      `json:"named_admins"`
 	Webhooks         []string `json:"webhooks"` // the receivers of the order events
+	// PaymentURL is the payment provider's checkout page ("": the pay call pays).
+	PaymentURL string `json:"payment_url"`
 	// ShutdownGraceS is how long a stopping node drains; FailoverGraceS how long a dependency
 	// may refuse before it counts as down.
 	ShutdownGraceS float64 `json:"shutdown_grace_s"`

@@ -58,6 +58,10 @@ type config struct {
 	// the secret their posts are signed with.
 	webhooks      []string
 	webhookSecret string
+	// The payment provider: its checkout page and the secret its callbacks are signed with
+	// (SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET); no secret: the pay call pays.
+	paymentURL    string
+	paymentSecret string
 	// The Kafka cluster (SECKILL_KAFKA_BROKERS) and topic the order events are produced to.
 	kafkaBrokers []string
 	kafkaTopic   string
@@ -148,6 +152,10 @@ func settings(c *config) []setting {
 			func(c *config, v string) (err error) { c.webhooks, err = parseWebhooks(v); return err }},
 		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
 			text(&c.webhookSecret)},
+		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the payment provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order; empty: the pay call pays",
+			text(&c.paymentSecret)},
+		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query); required with SECKILL_PAYMENT_SECRET",
+			text(&c.paymentURL)},
 		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
 			func(c *config, v string) error { c.kafkaBrokers = splitList(v); return nil }},
 		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.kafkaTopic)},
@@ -313,6 +321,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	} else if c.webhookSecret != "" {
 		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
 	}
+	if err := checkProvider(c.paymentURL, c.paymentSecret); err != nil {
+		return c, err
+	}
 	if len(c.kafkaBrokers) > 0 {
 		if err := kafka.Check(c.kafkaBrokers, c.kafkaTopic); err != nil {
 			return c, fmt.Errorf("SECKILL_KAFKA_BROKERS, SECKILL_KAFKA_TOPIC: %w", err)
@@ -375,6 +386,25 @@ func validAdminName(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkProvider checks SECKILL_PAYMENT_URL and SECKILL_PAYMENT_SECRET: both or neither.
+func checkProvider(rawURL, secret string) error {
+	switch {
+	case rawURL == "" && secret == "":
+		return nil
+	case secret == "":
+		return errors.New("SECKILL_PAYMENT_URL without SECKILL_PAYMENT_SECRET: the provider's callbacks could not be checked")
+	case len(secret) < 16:
+		return errors.New("SECKILL_PAYMENT_SECRET: at least 16 bytes")
+	case rawURL == "":
+		return errors.New("SECKILL_PAYMENT_SECRET without SECKILL_PAYMENT_URL: the pay call would have nowhere to send the buyer")
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("SECKILL_PAYMENT_URL=%q: want http(s)://host/path[?query], no user, password or fragment", rawURL)
+	}
+	return nil
 }
 
 // maxWebhooks bounds SECKILL_WEBHOOK_URL: each receiver is a delivery row per event.
@@ -450,4 +480,12 @@ func riskRules(c config) *risk.Engine {
 		rules = append(rules, risk.SolveTime{Fastest: c.riskMinSolve})
 	}
 	return risk.New(rules...)
+}
+
+// payments is the payment provider the configuration names; nil: none, the pay call pays.
+func (c config) payments() *httpapi.Provider {
+	if c.paymentSecret == "" {
+		return nil
+	}
+	return &httpapi.Provider{Secret: []byte(c.paymentSecret), CheckoutURL: c.paymentURL}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,7 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"seckill/internal/relay"
-	"seckill/internal/webhook"
+	"seckill/internal/signature"
 )
 
 // TestWebhooksReceiveTheOrderEvents runs a node with a webhook receiver on loopback that checks
@@ -33,7 +34,7 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		if webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil {
+		if signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil {
 			forged++
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
@@ -166,7 +167,7 @@ func TestKillNineTheRelayMidDelivery(t *testing.T) {
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var e relay.Message
-		if webhook.Verify([]byte(secret), r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil ||
+		if signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil ||
 			json.Unmarshal(body, &e) != nil {
 			http.Error(w, "bad event", http.StatusBadRequest)
 			return
@@ -269,5 +270,100 @@ func closeOnce(ch chan struct{}) {
 	case <-ch:
 	default:
 		close(ch)
+	}
+}
+
+// TestPaymentProviderEndToEnd runs a node with a payment provider and a webhook receiver: the
+// pay call sends the buyer to the provider's page; the provider's signed callback pays one
+// order; the other's comes after the sweeper closed its window, and is asked back. The receiver
+// hears each order's events in order, the payment named in them.
+func TestPaymentProviderEndToEnd(t *testing.T) {
+	const hookSecret, paySecret = "the shop's webhook secret", "the provider's callback secret"
+	var mu sync.Mutex
+	seen := map[string][]string{} // order token -> "type payment_id"
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var e relay.Message
+		if signature.Verify([]byte(hookSecret), r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil ||
+			json.Unmarshal(body, &e) != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ev := e.Type + " " + e.PaymentID; !slices.Contains(seen[e.Order.Token], ev) {
+			seen[e.Order.Token] = append(seen[e.Order.Token], ev)
+		}
+	}))
+	t.Cleanup(rc.Close)
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", hookSecret,
+		"SECKILL_PAYMENT_SECRET", paySecret, "SECKILL_PAYMENT_URL", "https://pay.test/checkout", "SECKILL_SWEEP_EVERY", "100ms"))
+	c := newClient(t, base)
+	id := c.createItem(5, 1, time.Second)
+	alice := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)["order_token"].(string)
+	bob := c.must("POST", "/api/activities/"+id+"/grab", c.token("bob"), "", http.StatusAccepted)["order_token"].(string)
+	c.drained(id)
+	payment := func(user, token string) (id, payURL string) {
+		o := c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusAccepted)
+		p := o["payment"].(map[string]any)
+		return p["payment_id"].(string), p["pay_url"].(string)
+	}
+	alicePay, payURL := payment("alice", alice)
+	if !strings.HasPrefix(payURL, "https://pay.test/checkout?") || !strings.Contains(payURL, "payment_id="+alicePay) {
+		t.Fatalf("pay_url %q", payURL)
+	}
+	bobPay, _ := payment("bob", bob)
+	callback := func(token, pid, status string) map[string]any {
+		body := fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":100,"status":%q}`, token, pid, status)
+		req, _ := http.NewRequest("POST", base+"/api/payments/callback", strings.NewReader(body))
+		req.Header.Set(signature.Header, signature.Sign([]byte(paySecret), time.Now(), []byte(body)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("callback %s: %d %v %v", status, resp.StatusCode, m, err)
+		}
+		return m
+	}
+	if o := callback(alice, alicePay, "succeeded")["order"].(map[string]any); o["status"] != "PAID" {
+		t.Fatalf("alice's order after the callback: %v", o)
+	}
+	// bob's window (1 s) closes and the sweeper (every 100 ms) cancels his order first.
+	deadline := time.Now().Add(20 * time.Second)
+	for c.must("GET", "/api/orders/"+bob, c.token("bob"), "", http.StatusOK)["status"] != "CANCELLED" {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper never cancelled bob's order")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if o := callback(bob, bobPay, "succeeded")["order"].(map[string]any); o["status"] != "REFUND_PENDING" {
+		t.Fatalf("bob's late payment: %v", o)
+	}
+	if o := callback(bob, bobPay, "refunded")["order"].(map[string]any); o["status"] != "REFUNDED" {
+		t.Fatalf("bob's refund: %v", o)
+	}
+	want := map[string][]string{
+		alice: {"order.created ", "order.paid " + alicePay},
+		bob:   {"order.created ", "order.expired ", "order.refund_requested " + bobPay, "order.refunded " + bobPay},
+	}
+	for {
+		mu.Lock()
+		got := map[string][]string{alice: slices.Clone(seen[alice]), bob: slices.Clone(seen[bob])}
+		mu.Unlock()
+		if len(got[alice]) == 2 && len(got[bob]) == 4 {
+			for tok, w := range want {
+				if !slices.Equal(got[tok], w) {
+					t.Errorf("order %s: events %v, want %v", tok, got[tok], w)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver has %v; want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

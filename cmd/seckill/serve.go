@@ -146,7 +146,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		Pages: pages, PagePatterns: web.Patterns,
 		Observe: stats, Metrics: stats.Handler(),
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: monitor,
-		Risk: rules,
+		Risk: rules, Provider: c.payments(),
 		Ready: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready
 			defer cancel()

@@ -151,6 +151,14 @@ func (x guardedStore) Pay(ctx context.Context, token string, now time.Time) (sal
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Order, error) { return x.p.Pay(ctx, token, now) })
 }
 
+func (x guardedStore) Payment(ctx context.Context, id string) (sale.Payment, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Payment, error) { return x.p.Payment(ctx, id) })
+}
+
+func (x guardedStore) Payments(ctx context.Context, f sale.PaymentFilter) ([]sale.Payment, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Payment, error) { return x.p.Payments(ctx, f) })
+}
+
 // Ping is not guarded: it is how /readyz tells whether the database answers, whatever the breaker thinks.
 func (x guardedStore) Ping(ctx context.Context) error {
 	return x.p.Ping(ctx)
@@ -174,6 +182,14 @@ func (x guardedStore) RemoveBlock(ctx context.Context, kind sale.BlockKind, valu
 
 func (x guardedStore) Replay(ctx context.Context, sink string, id string, now time.Time) (sale.EventDelivery, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.EventDelivery, error) { return x.p.Replay(ctx, sink, id, now) })
+}
+
+func (x guardedStore) Settle(ctx context.Context, n sale.PaymentNotice, now time.Time) (sale.Settlement, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Settlement, error) { return x.p.Settle(ctx, n, now) })
+}
+
+func (x guardedStore) StartPayment(ctx context.Context, token string, id string, now time.Time) (sale.Payment, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Payment, error) { return x.p.StartPayment(ctx, token, id, now) })
 }
 
 func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {

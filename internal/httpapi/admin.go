@@ -11,25 +11,29 @@ import (
 // StatsResponse is an activity's stats (sale.Stats) with the node's health, and for a red packet
 // the strategy and memory of its leaderboard.
 type StatsResponse struct {
-	Stock        int64               `json:"stock"`
-	Remaining    int64               `json:"remaining"`
-	Grabbed      int64               `json:"grabbed"`
-	Orders       int64               `json:"orders"`
-	Created      int64               `json:"created"`
-	Paid         int64               `json:"paid"`
-	Cancelled    int64               `json:"cancelled"`
-	Expired      int64               `json:"expired"` // of the cancelled, those whose payment window closed
-	Failed       int64               `json:"failed"`
-	PendingQueue int64               `json:"pending_queue"`
-	DeadLetters  int64               `json:"dead_letters"`
-	Line         *LineStatsResponse  `json:"line,omitempty"`
-	Health       health.Level        `json:"health"`
-	Leaderboard  *BoardUsageResponse `json:"leaderboard,omitempty"`
+	Stock     int64 `json:"stock"`
+	Remaining int64 `json:"remaining"`
+	Grabbed   int64 `json:"grabbed"`
+	Orders    int64 `json:"orders"`
+	Created   int64 `json:"created"`
+	Paid      int64 `json:"paid"`
+	Cancelled int64 `json:"cancelled"`
+	Expired   int64 `json:"expired"` // of the cancelled, those whose payment window closed
+	Failed    int64 `json:"failed"`
+	// RefundPending and Refunded are orders whose payment came after they were cancelled.
+	RefundPending int64               `json:"refund_pending"`
+	Refunded      int64               `json:"refunded"`
+	PendingQueue  int64               `json:"pending_queue"`
+	DeadLetters   int64               `json:"dead_letters"`
+	Line          *LineStatsResponse  `json:"line,omitempty"`
+	Health        health.Level        `json:"health"`
+	Leaderboard   *BoardUsageResponse `json:"leaderboard,omitempty"`
 }
 
 func statsResponse(st sale.Stats, level health.Level) StatsResponse {
 	return StatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed, Orders: st.Orders, Created: st.Created,
-		Paid: st.Paid, Cancelled: st.Cancelled, Expired: st.Expired, Failed: st.Failed, PendingQueue: st.PendingQueue,
+		Paid: st.Paid, Cancelled: st.Cancelled, Expired: st.Expired, Failed: st.Failed, RefundPending: st.RefundPending,
+		Refunded: st.Refunded, PendingQueue: st.PendingQueue,
 		DeadLetters: st.DeadLetters, Line: lineStatsResponse(st.Line), Health: level}
 }
 
@@ -76,18 +80,20 @@ type ReconcileResponse struct {
 // with a dependency away. Shed names what is left out: "counts" (the database's, and the queue's
 // depth) or "gate" (remaining and grabbed, when the gate does not answer: Redis failing over).
 type ShedStatsResponse struct {
-	Stock       int64        `json:"stock"`
-	Remaining   *int64       `json:"remaining,omitempty"`
-	Grabbed     *int64       `json:"grabbed,omitempty"`
-	Orders      *int64       `json:"orders,omitempty"`
-	Created     *int64       `json:"created,omitempty"`
-	Paid        *int64       `json:"paid,omitempty"`
-	Cancelled   *int64       `json:"cancelled,omitempty"`
-	Expired     *int64       `json:"expired,omitempty"`
-	Failed      *int64       `json:"failed,omitempty"`
-	DeadLetters *int64       `json:"dead_letters,omitempty"`
-	Health      health.Level `json:"health"`
-	Shed        []string     `json:"shed"`
+	Stock         int64        `json:"stock"`
+	Remaining     *int64       `json:"remaining,omitempty"`
+	Grabbed       *int64       `json:"grabbed,omitempty"`
+	Orders        *int64       `json:"orders,omitempty"`
+	Created       *int64       `json:"created,omitempty"`
+	Paid          *int64       `json:"paid,omitempty"`
+	Cancelled     *int64       `json:"cancelled,omitempty"`
+	Expired       *int64       `json:"expired,omitempty"`
+	Failed        *int64       `json:"failed,omitempty"`
+	RefundPending *int64       `json:"refund_pending,omitempty"`
+	Refunded      *int64       `json:"refunded,omitempty"`
+	DeadLetters   *int64       `json:"dead_letters,omitempty"`
+	Health        health.Level `json:"health"`
+	Shed          []string     `json:"shed"`
 	// Line is a queue or lottery activity's line: its state is beside the gate.
 	Line *LineStatsResponse `json:"line,omitempty"`
 }
@@ -142,6 +148,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 	case err == nil:
 		resp.Orders, resp.Created, resp.Paid, resp.Cancelled = &c.Orders, &c.Created, &c.Paid, &c.Cancelled
 		resp.Expired, resp.Failed, resp.DeadLetters = &c.Expired, &c.Failed, &c.DeadLetters
+		resp.RefundPending, resp.Refunded = &c.RefundPending, &c.Refunded
 	case errors.Is(err, sale.ErrBusy):
 		resp.Shed = append(resp.Shed, "counts")
 	default:

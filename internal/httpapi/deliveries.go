@@ -21,6 +21,7 @@ type DeliveryResponse struct {
 	LastError   string             `json:"last_error,omitempty"`
 	DeliveredAt *time.Time         `json:"delivered_at,omitempty"`
 	Order       EventOrder         `json:"order"`
+	PaymentID   string             `json:"payment_id,omitempty"` // the payment the event is about
 }
 
 // EventOrder is the order as the event left it.
@@ -49,7 +50,7 @@ func deliveryOf(d sale.EventDelivery) DeliveryResponse {
 	r := DeliveryResponse{Seq: d.Seq, EventID: d.ID, Type: d.Type, CreatedAt: d.At, Sink: d.Sink, State: d.State,
 		Attempts: d.Attempts, NextAt: d.NextAt, LastError: d.LastError,
 		Order: EventOrder{Token: d.Order.Token, ID: d.Order.ID, ActivityID: d.Order.ActivityID, User: d.Order.UserID,
-			AmountCents: d.Order.AmountCents, Status: d.Order.Status}}
+			AmountCents: d.Order.AmountCents, Status: d.Order.Status}, PaymentID: d.PaymentID}
 	if !d.DeliveredAt.IsZero() {
 		at := d.DeliveredAt
 		r.DeliveredAt = &at

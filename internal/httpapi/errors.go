@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"seckill/internal/sale"
+	"seckill/internal/signature"
 )
 
 // Error codes are part of the API: clients switch on them, so they never change.
@@ -31,9 +32,15 @@ const (
 	CodeQueueFull         = "QUEUE_FULL"
 	CodeBusy              = "BUSY"
 	CodeInternal          = "INTERNAL"
+	// A payment callback's refusals: its signature is missing or does not match the body
+	// (forged or altered), its timestamp is over five minutes from the node's clock (a replay
+	// of an old callback), or it names an amount other than the order's.
+	CodeBadSignature     = "BAD_SIGNATURE"
+	CodeSignatureExpired = "SIGNATURE_EXPIRED"
+	CodeAmountMismatch   = "AMOUNT_MISMATCH"
 )
 
-// classes maps the domain's errors to a status and a code, first match wins. It is the only place
+// classes maps the domain's errors (and a callback's signature refused) to a status and a code, first match wins. It is the only place
 // that decides an error's status.
 var classes = []struct {
 	err    error
@@ -56,6 +63,10 @@ var classes = []struct {
 	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
 	{sale.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
 	{sale.ErrQueueFull, http.StatusTooManyRequests, CodeQueueFull},
+	{sale.ErrAmountMismatch, http.StatusUnprocessableEntity, CodeAmountMismatch},
+	{signature.ErrNoSignature, http.StatusUnauthorized, CodeBadSignature},
+	{signature.ErrBadSignature, http.StatusUnauthorized, CodeBadSignature},
+	{signature.ErrStale, http.StatusUnauthorized, CodeSignatureExpired},
 	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
 }

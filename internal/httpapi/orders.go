@@ -18,6 +18,8 @@ type OrderResponse struct {
 	CreatedAt   time.Time   `json:"created_at"`
 	ExpiresAt   *time.Time  `json:"expires_at,omitempty"`
 	ClosedAt    *time.Time  `json:"closed_at,omitempty"`
+	// Payment is the payment the pay call started, with a provider.
+	Payment *PaymentResponse `json:"payment,omitempty"`
 }
 
 func orderResponse(o sale.Order) OrderResponse {
@@ -41,7 +43,12 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request, user string) {
 	writeJSON(w, http.StatusOK, orderResponse(o))
 }
 
+// pay pays the buyer's order, or, with a payment provider, starts its payment there.
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, user string) {
+	if s.provider != nil {
+		s.startPayment(w, r, user)
+		return
+	}
 	s.changeOrder(w, r, user, s.svc.Pay)
 }
 

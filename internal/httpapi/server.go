@@ -55,6 +55,9 @@ type Config struct {
 	// Health is the node's health: shown by /readyz and the admin stats, and what decides
 	// which non-core work is shed. Nil: always normal.
 	Health *health.Monitor
+	// Provider, when set, is the payment provider the buyers pay at: the pay call starts a
+	// payment there, and POST /api/payments/callback takes its word. Nil: the pay call pays.
+	Provider *Provider
 	// Risk scores grabs and challenge answers; nil: no risk rules.
 	Risk *risk.Engine
 	// Live records every grab of a known activity for the admin dashboard's live view; nil: a
@@ -93,6 +96,7 @@ type Server struct {
 	observe  Observer
 	health   *health.Monitor
 	risk     *risk.Engine
+	provider *Provider
 	csrf     *http.CrossOriginProtection
 	live     *live.Tracker
 	streams  atomic.Int32  // live streams open
@@ -108,10 +112,15 @@ func New(c Config) *Server {
 	}
 	s := &Server{svc: c.Service, tokens: c.Tokens, admins: admins, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
-		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk,
+		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk, provider: c.Provider,
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
 	if s.observe == nil {
 		s.observe = noObserver{}
+	}
+	if s.provider != nil && s.provider.Now == nil {
+		pr := *s.provider
+		pr.Now = time.Now
+		s.provider = &pr
 	}
 	if s.limits.Windows == nil {
 		s.limits.Windows = ratelimit.NewWindows(time.Now)
@@ -164,6 +173,8 @@ func (s *Server) routes() []route {
 		{"GET /api/admin/audit", s.admin(RoleViewer, s.auditLog)},
 		{"GET /api/admin/deliveries", s.admin(RoleViewer, s.deliveries)},
 		{"POST /api/admin/deliveries/replay", s.admin(RoleOperator, s.replay)},
+		{"GET /api/admin/payments", s.admin(RoleViewer, s.payments)},
+		{"POST /api/admin/payments/{id}/refunded", s.admin(RoleOperator, s.refunded)},
 
 		{"GET /api/activities", s.activities},
 		{"GET /api/activities/{id}", s.activity},
@@ -178,6 +189,7 @@ func (s *Server) routes() []route {
 		{"GET /api/orders/{ref}", s.user(s.order)},
 		{"POST /api/orders/{ref}/pay", s.user(s.pay)},
 		{"POST /api/orders/{ref}/cancel", s.user(s.cancel)},
+		{"POST /api/payments/callback", s.paymentCallback},
 	}
 }
 

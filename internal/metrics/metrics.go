@@ -62,7 +62,7 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_orders_total",
-			Help: "Order events: created (placed by the worker), failed (refused by the database), paid, cancelled (by the buyer), expired (payment window closed), dead_lettered.",
+			Help: "Order events: created (placed by the worker), failed (refused by the database), paid, payment_failed (the provider took nothing), refund_requested (a payment came after its order was cancelled), refunded, cancelled (by the buyer), expired (payment window closed), dead_lettered.",
 		}, []string{"event"}),
 		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_events_relayed_total",
@@ -250,7 +250,7 @@ func (m *Metrics) Challenge(outcome string) { m.chals.WithLabelValues(outcome).I
 // Risk counts a risk rule's challenge or block.
 func (m *Metrics) Risk(v risk.Verdict) { m.risks.WithLabelValues(v.Rule, v.Decision.String()).Inc() }
 
-// Order counts an order event ("paid", "cancelled", "expired", "dead_lettered").
+// Order counts an order event ("paid", "payment_failed", "refund_requested", "refunded", "cancelled", "expired", "dead_lettered").
 func (m *Metrics) Order(event string, n int) {
 	if n > 0 {
 		m.orders.WithLabelValues(event).Add(float64(n))

@@ -14,6 +14,9 @@ type Message struct {
 	Type      string       `json:"type"`
 	CreatedAt time.Time    `json:"created_at"`
 	Order     MessageOrder `json:"order"`
+	// PaymentID names the payment the event is about: the one that paid the order, or the
+	// one to give back (order.refund_requested, order.refunded).
+	PaymentID string `json:"payment_id,omitempty"`
 }
 
 // MessageOrder is the order as the event left it.
@@ -32,5 +35,5 @@ func Body(e sale.Event) ([]byte, error) {
 	o := e.Order
 	return json.Marshal(Message{ID: e.ID, Type: string(e.Type), CreatedAt: e.At.UTC(), Order: MessageOrder{
 		Token: o.Token, ID: o.ID, ActivityID: o.ActivityID, User: o.UserID, AmountCents: o.AmountCents,
-		Status: string(o.Status), Reason: o.Reason}})
+		Status: string(o.Status), Reason: o.Reason}, PaymentID: e.PaymentID})
 }

@@ -18,6 +18,7 @@ import (
 	"seckill/internal/relay"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+	"seckill/internal/signature"
 	"seckill/internal/sqlstore"
 	"seckill/internal/webhook"
 )
@@ -39,7 +40,7 @@ func newReceiver(t *testing.T) *receiver {
 	rc := &receiver{seen: map[string][]string{}, ids: map[string]int{}, fail: func(string) bool { return false }}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if webhook.Verify(secret, r.Header.Get(webhook.SignatureHeader), body, time.Now(), webhook.Tolerance) != nil {
+		if signature.Verify(secret, r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil {
 			rc.mu.Lock()
 			rc.forged++
 			rc.mu.Unlock()

@@ -44,7 +44,7 @@ var errArchived = errors.New("the activity is archived")
 // verdicts are the errors that are the sale's verdict on a request, not a failure of a dependency.
 var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
-	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable}
+	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable, ErrAmountMismatch}
 
 // IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

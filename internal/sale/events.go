@@ -11,7 +11,8 @@ import (
 // order service, finance) hear of it.
 type EventType string
 
-// The order events. Each happens at most once to an order.
+// The order events. Each happens at most once to an order, but for the refund events, which
+// happen at most once to a payment (an order paid twice has one payment to give back).
 const (
 	EventCreated         EventType = "order.created"
 	EventPaid            EventType = "order.paid"
@@ -34,11 +35,20 @@ type Event struct {
 	Type  EventType
 	At    time.Time
 	Order Order // the order as the change left it
+	// PaymentID names the payment the change was about (order.paid through a provider, and the
+	// refund events); "" for none.
+	PaymentID string
 }
 
 // EventID names the event of type t of the order token: an order has at most one of each.
 func EventID(token string, t EventType) string {
 	return token + "." + strings.TrimPrefix(string(t), "order.")
+}
+
+// PaymentEventID names the refund event of type t of payment id: a payment has at most one of
+// each (payment ids are unique, as order tokens are).
+func PaymentEventID(id string, t EventType) string {
+	return id + "." + strings.TrimPrefix(string(t), "order.")
 }
 
 // DeliveryState is where an event's delivery to one sink stands.

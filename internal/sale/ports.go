@@ -138,6 +138,7 @@ type Store interface {
 	BlockStore
 	AuditStore
 	EventStore
+	PaymentStore
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

@@ -231,13 +231,17 @@ const MaxPassLen = 40
 type Status string
 
 // Order states. PENDING is a grab still in the queue; CREATED an order awaiting payment; FAILED a
-// grab the database refused (its guard found no unit or the user's limit reached).
+// grab the database refused (its guard found no unit or the user's limit reached). A payment that
+// comes for a CANCELLED order (its window closed and its unit went back on sale) never brings it
+// back: the order becomes REFUND_PENDING, then REFUNDED once the money is given back.
 const (
-	StatusPending   Status = "PENDING"
-	StatusCreated   Status = "CREATED"
-	StatusPaid      Status = "PAID"
-	StatusCancelled Status = "CANCELLED"
-	StatusFailed    Status = "FAILED"
+	StatusPending       Status = "PENDING"
+	StatusCreated       Status = "CREATED"
+	StatusPaid          Status = "PAID"
+	StatusCancelled     Status = "CANCELLED"
+	StatusFailed        Status = "FAILED"
+	StatusRefundPending Status = "REFUND_PENDING"
+	StatusRefunded      Status = "REFUNDED"
 )
 
 // Holds reports whether an order in status s holds a unit of stock.
@@ -301,23 +305,30 @@ type Counts struct {
 	Cancelled int64
 	Expired   int64 // the cancelled orders whose payment window closed (ReasonExpired)
 	Failed    int64
+	// RefundPending and Refunded are cancelled orders whose payment came late: their unit went
+	// back on sale as any cancelled order's did, and their money is (to be) given back.
+	RefundPending int64
+	Refunded      int64
 	// DeadLetters are grabs the workers gave up on (not orders).
 	DeadLetters int64
 }
 
 // Stats is the admin's view of an activity.
 type Stats struct {
-	Stock        int64
-	Remaining    int64
-	Grabbed      int64
-	Orders       int64
-	Created      int64
-	Paid         int64
-	Cancelled    int64
-	Expired      int64 // of the cancelled, those whose payment window closed
-	Failed       int64
-	PendingQueue int64
-	DeadLetters  int64
+	Stock     int64
+	Remaining int64
+	Grabbed   int64
+	Orders    int64
+	Created   int64
+	Paid      int64
+	Cancelled int64
+	Expired   int64 // of the cancelled, those whose payment window closed
+	Failed    int64
+	// RefundPending and Refunded are orders paid after they were cancelled (see Counts).
+	RefundPending int64
+	Refunded      int64
+	PendingQueue  int64
+	DeadLetters   int64
 	// Line is the waiting line of a queue or lottery activity.
 	Line *LineStats
 }

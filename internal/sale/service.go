@@ -24,6 +24,7 @@ type Deps struct {
 	Blocks     BlockStore
 	Audit      AuditStore       // the admin actions' log; nil: none (Audit answers ErrBusy)
 	Outbox     EventStore       // the outbox of order events; nil: none (Deliveries answers ErrBusy)
+	Payments   PaymentStore     // payments through a provider; nil: none (StartPayment answers ErrBusy)
 	Now        func() time.Time // the clock; nil: time.Now
 
 	Line       Line        // the waiting lines of queue and lottery activities; nil: none can be created
@@ -51,7 +52,7 @@ type Deps struct {
 // DepsOf is the Deps of a service on one gate, one queue and one database, each adapter giving
 // every port it implements; the optional ports are left for the caller to set.
 func DepsOf(g Gate, q Queue, db Store) Deps {
-	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db, Audit: db, Outbox: db}
+	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db, Audit: db, Outbox: db, Payments: db}
 }
 
 // Service runs sales on its Deps. It is what the HTTP layer and the workers call. Besides its
@@ -66,6 +67,7 @@ type Service struct {
 	blocks     BlockStore
 	audit      AuditStore
 	outbox     EventStore
+	payments   PaymentStore
 	now        func() time.Time
 	line       Line
 	ranking    Ranking
@@ -99,7 +101,7 @@ const SoldOutTTL = time.Second
 // NewService returns a Service running on d.
 func NewService(d Deps) *Service {
 	s := &Service{inventory: d.Inventory, passes: d.Passes, backlog: d.Backlog, activities: d.Activities,
-		orders: d.Orders, blocks: d.Blocks, audit: d.Audit, outbox: d.Outbox, now: d.Now, line: d.Line, ranking: d.Ranking,
+		orders: d.Orders, blocks: d.Blocks, audit: d.Audit, outbox: d.Outbox, payments: d.Payments, now: d.Now, line: d.Line, ranking: d.Ranking,
 		leaders: d.Leaders, challenges: d.Challenges, restocks: d.Restocks, event: d.Events,
 		soldOutTTL: d.SoldOutTTL, reconcilePause: d.ReconcilePause, misses: newMisses(maxMisses)}
 	if s.now == nil {

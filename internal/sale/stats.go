@@ -59,7 +59,7 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 		return Stats{}, err
 	}
 	st.Orders, st.Created, st.Paid, st.Cancelled, st.Failed = c.Orders, c.Created, c.Paid, c.Cancelled, c.Failed
-	st.Expired = c.Expired
+	st.Expired, st.RefundPending, st.Refunded = c.Expired, c.RefundPending, c.Refunded
 	st.PendingQueue, st.DeadLetters = depth, c.DeadLetters
 	return st, nil
 }

@@ -594,6 +594,10 @@ func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, err
 			c.Cancelled, c.Expired = n, expired
 		case sale.StatusFailed:
 			c.Failed = n
+		case sale.StatusRefundPending:
+			c.RefundPending = n
+		case sale.StatusRefunded:
+			c.Refunded = n
 		}
 	}
 	if err := rows.Err(); err != nil {

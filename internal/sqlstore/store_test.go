@@ -61,6 +61,7 @@ var storeTests = []struct {
 	{"AuditLog", testAuditLog},
 	{"OrderEvents", testOrderEvents},
 	{"EventDeliveryOrder", testEventDeliveryOrder},
+	{"Payments", testPayments},
 }
 
 func TestStores(t *testing.T) {
@@ -1025,4 +1026,165 @@ func testEventDeliveryOrder(t *testing.T, dsn string) {
 		t.Fatalf("replay of a delivered event: %+v, %v", d, err)
 	}
 	check("a delivered event replayed", due("a", now), []string{created1})
+}
+
+// testPayments walks payments through a provider: started once per order however often the
+// buyer clicks, settled once however often the provider calls back, refused when the notice
+// does not fit, and given back when the money comes for an order that cannot keep it.
+func testPayments(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 5, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0), grab("a", "u4", 0))
+	kept, retried, late, unpaid := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token
+	in := t0.Add(2 * time.Minute)
+	start := func(token, id string) sale.Payment {
+		t.Helper()
+		p, err := s.StartPayment(ctx, token, id, in)
+		if err != nil {
+			t.Fatalf("StartPayment(%s): %v", token, err)
+		}
+		return p
+	}
+	settle := func(id, token string, amount int64, outcome sale.PaymentOutcome) (sale.Settlement, error) {
+		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome}, in)
+	}
+	want := func(st sale.Settlement, err error, changed bool, p sale.PaymentState, o sale.Status) {
+		t.Helper()
+		if err != nil || st.Changed != changed || st.Payment.State != p || st.Order.Status != o {
+			t.Fatalf("settled: changed %v, payment %s, order %s, %v; want %v, %s, %s", st.Changed, st.Payment.State, st.Order.Status,
+				err, changed, p, o)
+		}
+	}
+
+	// Kept: one payment however often the buyer clicks, and one settlement however often the
+	// provider calls back.
+	p := start(kept, "pay-kept")
+	if again := start(kept, "pay-kept-2"); again.ID != "pay-kept" || again.State != sale.PaymentStarted || again.AmountCents != 1999 {
+		t.Fatalf("a second click started %+v; want pay-kept again", again)
+	}
+	for _, bad := range []struct {
+		name   string
+		id     string
+		token  string
+		amount int64
+		want   error
+	}{
+		{"a wrong amount", p.ID, kept, 1998, sale.ErrAmountMismatch},
+		{"another order", p.ID, retried, 1999, sale.ErrInvalid},
+		{"an unknown payment", "pay-nope", kept, 1999, sale.ErrNotFound},
+	} {
+		if _, err := settle(bad.id, bad.token, bad.amount, sale.OutcomeSucceeded); !errors.Is(err, bad.want) {
+			t.Errorf("%s: %v, want %v", bad.name, err, bad.want)
+		}
+	}
+	if got, err := s.Payment(ctx, p.ID); err != nil || got.State != sale.PaymentStarted {
+		t.Fatalf("after the refused notices: %+v, %v; want it still started", got, err)
+	}
+	st, err := settle(p.ID, kept, 1999, sale.OutcomeSucceeded)
+	want(st, err, true, sale.PaymentSucceeded, sale.StatusPaid)
+	st, err = settle(p.ID, kept, 1999, sale.OutcomeSucceeded)
+	want(st, err, false, sale.PaymentSucceeded, sale.StatusPaid)
+	for _, o := range []sale.PaymentOutcome{sale.OutcomeFailed, sale.OutcomeRefunded} {
+		if _, err := settle(p.ID, kept, 1999, o); !errors.Is(err, sale.ErrInvalidState) {
+			t.Errorf("%s after the money came: %v, want ErrInvalidState", o, err)
+		}
+	}
+	if _, err := s.StartPayment(ctx, kept, "pay-kept-3", in); !errors.Is(err, sale.ErrInvalidState) {
+		t.Errorf("a payment of a paid order: %v, want ErrInvalidState", err)
+	}
+
+	// Retried: a failed payment closes, the buyer starts another, and the first one's money
+	// coming after all (the order paid by the second) goes back.
+	first := start(retried, "pay-retried-1")
+	st, err = settle(first.ID, retried, 1999, sale.OutcomeFailed)
+	want(st, err, true, sale.PaymentFailed, sale.StatusCreated)
+	st, err = settle(first.ID, retried, 1999, sale.OutcomeFailed)
+	want(st, err, false, sale.PaymentFailed, sale.StatusCreated)
+	second := start(retried, "pay-retried-2")
+	if second.ID != "pay-retried-2" {
+		t.Fatalf("after a failure the order's next payment is %s, want a new one", second.ID)
+	}
+	st, err = settle(second.ID, retried, 1999, sale.OutcomeSucceeded)
+	want(st, err, true, sale.PaymentSucceeded, sale.StatusPaid)
+	st, err = settle(first.ID, retried, 1999, sale.OutcomeSucceeded)
+	want(st, err, true, sale.PaymentRefundPending, sale.StatusPaid)
+
+	// Late: the sweeper cancels the order (its unit back on sale), then the money comes: never
+	// a resurrection, a refund.
+	lp := start(late, "pay-late")
+	if _, won, err := s.Cancel(ctx, late, sale.ReasonExpired, t0.Add(time.Hour)); err != nil || !won {
+		t.Fatalf("the sweeper's cancel: %v, %v", won, err)
+	}
+	st, err = settle(lp.ID, late, 1999, sale.OutcomeSucceeded)
+	want(st, err, true, sale.PaymentRefundPending, sale.StatusRefundPending)
+	st, err = settle(lp.ID, late, 1999, sale.OutcomeSucceeded)
+	want(st, err, false, sale.PaymentRefundPending, sale.StatusRefundPending)
+	c, err := s.Counts(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sale.Counts{Orders: 4, Created: 1, Paid: 2, RefundPending: 1}, c); diff != "" {
+		t.Errorf("counts with a refund pending (-want +got):\n%s", diff)
+	}
+	st, err = settle(lp.ID, late, 1999, sale.OutcomeRefunded)
+	want(st, err, true, sale.PaymentRefunded, sale.StatusRefunded)
+	st, err = settle(lp.ID, late, 1999, sale.OutcomeRefunded)
+	want(st, err, false, sale.PaymentRefunded, sale.StatusRefunded)
+	if _, err := s.StartPayment(ctx, late, "pay-late-2", in); !errors.Is(err, sale.ErrInvalidState) {
+		t.Errorf("a payment of a refunded order: %v, want ErrInvalidState", err)
+	}
+	// The late order's unit stayed on sale: four orders placed, two hold a unit, so three of
+	// the five units can be sold still.
+	var more []sale.Grab
+	for i := range 4 {
+		more = append(more, grab("a", fmt.Sprint("v", i), 0))
+	}
+	if got := statuses(place(t, s, more...)); !slices.Equal(got, []sale.Status{sale.StatusCreated, sale.StatusCreated,
+		sale.StatusFailed, sale.StatusFailed}) {
+		t.Errorf("units left after a refund: placements %v; want two more (u4 holds the third)", got)
+	}
+
+	if _, err := s.StartPayment(ctx, unpaid, "pay-unpaid", t0.Add(time.Hour)); !errors.Is(err, sale.ErrInvalidState) {
+		t.Errorf("a payment after the window: %v, want ErrInvalidState", err)
+	}
+	if _, err := s.StartPayment(ctx, "g-nope", "pay-nope", in); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("a payment of an unknown order: %v, want ErrNotFound", err)
+	}
+
+	// The events name their payments; a refund's is named after it.
+	type ev struct {
+		ID, Payment string
+		Status      sale.Status
+	}
+	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]ev{}
+	for i := len(ds) - 1; i >= 0; i-- {
+		d := ds[i]
+		if d.Type != sale.EventCreated && d.Type != sale.EventFailed {
+			got[d.Order.Token] = append(got[d.Order.Token], ev{d.ID, d.PaymentID, d.Order.Status})
+		}
+	}
+	wantEvents := map[string][]ev{
+		kept:    {{kept + ".paid", "pay-kept", sale.StatusPaid}},
+		retried: {{retried + ".paid", "pay-retried-2", sale.StatusPaid}, {"pay-retried-1.refund_requested", "pay-retried-1", sale.StatusPaid}},
+		late: {{late + ".expired", "", sale.StatusCancelled}, {"pay-late.refund_requested", "pay-late", sale.StatusRefundPending},
+			{"pay-late.refunded", "pay-late", sale.StatusRefunded}},
+	}
+	if diff := cmp.Diff(wantEvents, got); diff != "" {
+		t.Errorf("the payments' events (-want +got):\n%s", diff)
+	}
+
+	pending, err := s.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: 10})
+	if err != nil || len(pending) != 1 || pending[0].ID != "pay-retried-1" {
+		t.Errorf("refunds pending: %+v, %v; want pay-retried-1", pending, err)
+	}
+	of, err := s.Payments(ctx, sale.PaymentFilter{OrderToken: retried, Limit: 10})
+	if err != nil || len(of) != 2 {
+		t.Errorf("the payments of %s: %+v, %v; want two", retried, of, err)
+	}
 }

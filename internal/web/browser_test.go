@@ -23,6 +23,7 @@ import (
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+	"seckill/internal/signature"
 	"seckill/internal/web"
 )
 
@@ -513,4 +514,67 @@ func TestDashboardLive(t *testing.T) {
 	if got := b.Text("t-queue"); got != "0" {
 		t.Errorf("queue depth after draining = %q", got)
 	}
+}
+
+// TestPayingAtTheProvider: with a payment provider, the pay button sends the buyer to its
+// checkout page (told which payment), the provider's signed callback pays the order, and the
+// buyer, sent back, finds it paid.
+func TestPayingAtTheProvider(t *testing.T) {
+	secret := []byte("the provider's callback secret")
+	var back atomic.Pointer[string] // the activity page, once the site is up
+	api := ""                       // the site, once it is up
+	var callbacks atomic.Int32
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.URL.Path != "/checkout" || q.Get("payment_id") == "" || q.Get("order_token") == "" || q.Get("amount_cents") != "99900" {
+			http.Error(w, "not a checkout", http.StatusBadRequest)
+			return
+		}
+		body := fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":99900,"status":"succeeded"}`, q.Get("order_token"), q.Get("payment_id"))
+		req, _ := http.NewRequest("POST", api+"/api/payments/callback", strings.NewReader(body))
+		req.Header.Set(signature.Header, signature.Sign(secret, time.Now(), []byte(body)))
+		if resp, err := http.DefaultClient.Do(req); err != nil {
+			t.Errorf("callback: %v", err)
+		} else {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("callback answered %s", resp.Status)
+			}
+			callbacks.Add(1)
+		}
+		http.Redirect(w, r, *back.Load(), http.StatusSeeOther)
+	}))
+	t.Cleanup(provider.Close)
+	s := newSiteWith(t, func(c *httpapi.Config) {
+		c.Provider = &httpapi.Provider{Secret: secret, CheckoutURL: provider.URL + "/checkout"}
+	}, nil)
+	api = s.url
+	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900}, -time.Second)
+	page := s.url + "/activity/" + a.ID
+	back.Store(&page)
+
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(page))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 15*time.Second, "the button open")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "the order created")
+	b.Do(chromedp.Click(chromedp.ID("pay")))
+	// To the provider, which calls back and sends the buyer back to the page.
+	for deadline := time.Now().Add(20 * time.Second); callbacks.Load() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pay button never took the buyer to the provider")
+		}
+	}
+	b.Do(chromedp.WaitVisible(chromedp.ID("order")))
+	b.WaitFor(`document.getElementById("order-status").textContent === "Paid"`, 20*time.Second,
+		"the order paid by the provider's callback, back on the page")
+	if n := callbacks.Load(); n != 1 {
+		t.Errorf("the provider was visited %d times, want once", n)
+	}
+	st, err := s.env.Service.Stats(context.Background(), a.ID)
+	if err != nil || st.Paid != 1 {
+		t.Errorf("stats %+v, %v; want 1 paid", st, err)
+	}
+	b.Screenshot("product-paid-at-provider")
 }

@@ -300,7 +300,8 @@
     order = o;
     $("order").hidden = false;
     const names = { PENDING: "Queued", CREATED: isPacket() ? "Ready to claim" : "Created: waiting for payment",
-      PAID: isPacket() ? "Claimed" : "Paid", CANCELLED: "Cancelled", FAILED: "Failed" };
+      PAID: isPacket() ? "Claimed" : "Paid", CANCELLED: "Cancelled", FAILED: "Failed",
+      REFUND_PENDING: "Paid too late: refund on its way", REFUNDED: "Refunded" };
     $("order-status").textContent = names[o.status] || o.status;
     $("order-amount").textContent = money(o.amount_cents);
     $("order-due-label").textContent = isPacket() ? "Claim within" : "Pay within";
@@ -310,6 +311,8 @@
     if (o.status === "PAID") say(isPacket() ? "Claimed. Enjoy!" : "Paid. Thank you!", "ok");
     if (o.status === "CANCELLED") say("This order was cancelled" + (o.reason ? ": " + o.reason : "."), "bad");
     if (o.status === "FAILED") say("The order could not be created" + (o.reason ? ": " + o.reason : "."), "bad");
+    if (o.status === "REFUND_PENDING") say("Your payment came after the order was cancelled: it is being refunded.", "bad");
+    if (o.status === "REFUNDED") say("Your payment came after the order was cancelled: it was refunded.", "bad");
     renderDue();
     render();
   }
@@ -326,7 +329,11 @@
     $("pay").disabled = true;
     const r = await api("POST", "/api/orders/" + encodeURIComponent(order.order_token) + "/pay", { token: me.token });
     $("pay").disabled = false;
-    if (r.status === 200) showOrder(r.body);
+    if (r.status === 202 && r.body.payment && r.body.payment.pay_url) {
+      // A payment provider takes it from here; its callback pays the order.
+      say("Taking you to the payment page…", "ok");
+      location.assign(r.body.payment.pay_url);
+    } else if (r.status === 200) showOrder(r.body);
     else say("Payment failed: " + ((r.body && r.body.error && r.body.error.message) || r.status), "bad");
   }
 

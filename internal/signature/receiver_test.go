@@ -1,4 +1,4 @@
-package webhook
+package signature
 
 import (
 	"crypto/hmac"
@@ -59,7 +59,7 @@ func TestTheReadmesReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(readme), code) {
-		t.Errorf("README.md does not show the receiver's check as internal/webhook/receiver_test.go has it:\n%s", code)
+		t.Errorf("README.md does not show the receiver's check as internal/signature/receiver_test.go has it:\n%s", code)
 	}
 	now := time.Now()
 	body := []byte(`{"id":"g1.paid","type":"order.paid"}`)

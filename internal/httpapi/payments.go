@@ -1,0 +1,188 @@
+package httpapi
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"seckill/internal/sale"
+	"seckill/internal/signature"
+)
+
+// Provider is the payment provider the buyers pay at. With one, a buyer's pay call starts a
+// payment and sends the buyer to CheckoutURL; the order is paid only by the provider's callback,
+// signed with Secret (package signature).
+type Provider struct {
+	Secret []byte
+	// CheckoutURL is the provider's page a buyer pays at: the pay call answers it with the
+	// payment's payment_id, order_token and amount_cents added to its query.
+	CheckoutURL string
+	// Now is the clock a callback's signature is checked on (the provider's is the real time,
+	// whatever clock the sale runs on); nil: time.Now.
+	Now func() time.Time
+}
+
+// errNoProvider answers a callback to a node that takes no payments through a provider.
+var errNoProvider = fmt.Errorf("%w: this node takes no payment callbacks (SECKILL_PAYMENT_SECRET is not set)", sale.ErrNotFound)
+
+// PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
+// the payment is started.
+type PaymentResponse struct {
+	PaymentID   string            `json:"payment_id"`
+	OrderToken  string            `json:"order_token"`
+	AmountCents int64             `json:"amount_cents"`
+	State       sale.PaymentState `json:"state"`
+	PayURL      string            `json:"pay_url,omitempty"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+}
+
+func (s *Server) paymentOf(p sale.Payment) *PaymentResponse {
+	r := &PaymentResponse{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if p.State == sale.PaymentStarted && s.provider != nil {
+		r.PayURL = s.provider.checkout(p)
+	}
+	return r
+}
+
+// checkout is where the buyer pays p: the provider's page, told which payment it is.
+func (pr *Provider) checkout(p sale.Payment) string {
+	u, err := url.Parse(pr.CheckoutURL)
+	if err != nil { // checked when the node started
+		return pr.CheckoutURL
+	}
+	q := u.Query()
+	q.Set("payment_id", p.ID)
+	q.Set("order_token", p.OrderToken)
+	q.Set("amount_cents", strconv.FormatInt(p.AmountCents, 10))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// CallbackRequest is the provider's word on a payment, the body of POST /api/payments/callback.
+type CallbackRequest struct {
+	OrderToken  string              `json:"order_token"`
+	PaymentID   string              `json:"payment_id"`
+	AmountCents *int64              `json:"amount_cents"`
+	Status      sale.PaymentOutcome `json:"status"`
+}
+
+// SettlementResponse is what a callback (or an operator's refund) left: the payment, its order,
+// and whether this call changed them (false: a duplicate, which changed nothing).
+type SettlementResponse struct {
+	Payment *PaymentResponse `json:"payment"`
+	Order   OrderResponse    `json:"order"`
+	Changed bool             `json:"changed"`
+}
+
+// startPayment is the buyer's pay call with a provider: 202 and the order, still CREATED, with
+// its payment and where to pay it.
+func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user string) {
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.svc.StartPayment(r.Context(), user, r.PathValue("ref"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	o, err := s.svc.Order(r.Context(), user, p.OrderToken)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := orderResponse(o)
+	resp.Payment = s.paymentOf(p)
+	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// paymentCallback takes the provider's signed word on a payment. The signature is checked over
+// the raw body before it is parsed; a forged, altered or replayed body changes nothing.
+func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
+	if s.provider == nil {
+		s.writeError(w, r, errNoProvider)
+		return
+	}
+	body, err := io.ReadAll(r.Body) // bounded by ServeHTTP's MaxBytesReader
+	if err != nil {
+		s.writeError(w, r, decodeError(err))
+		return
+	}
+	if err := signature.Verify(s.provider.Secret, r.Header.Get(signature.Header), body, s.provider.Now(), signature.Tolerance); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req CallbackRequest
+	if err := decodeObject(body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.AmountCents == nil {
+		s.writeError(w, r, fmt.Errorf("%w: amount_cents is required", sale.ErrInvalid))
+		return
+	}
+	if req.Status == sale.OutcomeRefunded || req.Status == sale.OutcomeSucceeded || req.Status == sale.OutcomeFailed {
+		s.settle(w, r, sale.PaymentNotice{PaymentID: req.PaymentID, OrderToken: req.OrderToken, AmountCents: *req.AmountCents,
+			Outcome: req.Status})
+		return
+	}
+	s.writeError(w, r, fmt.Errorf("%w: status must be succeeded, failed or refunded", sale.ErrInvalid))
+}
+
+func (s *Server) settle(w http.ResponseWriter, r *http.Request, n sale.PaymentNotice) {
+	st, err := s.svc.Settle(r.Context(), n)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, SettlementResponse{Payment: s.paymentOf(st.Payment), Order: orderResponse(st.Order), Changed: st.Changed})
+}
+
+// PaymentsResponse is a list of payments, newest first.
+type PaymentsResponse struct {
+	Payments []*PaymentResponse `json:"payments"`
+}
+
+// payments lists payments: ?state=, ?order_token=, ?limit= (1 to 500, default 50).
+func (s *Server) payments(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: 50}
+	if v := q.Get("limit"); v != "" {
+		var err error
+		if f.Limit, err = strconv.Atoi(v); err != nil {
+			f.Limit = -1
+		}
+	}
+	ps, err := s.svc.Payments(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := PaymentsResponse{Payments: make([]*PaymentResponse, len(ps))}
+	for i, p := range ps {
+		resp.Payments[i] = s.paymentOf(p)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// refunded records an operator's word that a payment waiting for its refund was given back
+// (by hand, at the provider): what the provider's refunded callback would do.
+func (s *Server) refunded(w http.ResponseWriter, r *http.Request) {
+	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	noteTarget(r, id)
+	p, err := s.svc.Payment(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.settle(w, r, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, Outcome: sale.OutcomeRefunded})
+}

@@ -1,0 +1,180 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// PaymentState is where a payment through the provider stands.
+type PaymentState string
+
+// The states of a payment. Every payment the provider took money for ends kept (succeeded: its
+// order is paid by it) or given back (refund_pending, then refunded): never both, never neither.
+const (
+	PaymentStarted       PaymentState = "started"        // the buyer was sent to the provider; no word from it yet
+	PaymentSucceeded     PaymentState = "succeeded"      // the provider took the money and the order is paid by it
+	PaymentFailed        PaymentState = "failed"         // the provider took nothing; the buyer may start again
+	PaymentRefundPending PaymentState = "refund_pending" // the money came for an order that cannot keep it
+	PaymentRefunded      PaymentState = "refunded"       // the money went back
+)
+
+// Payment is one attempt to pay an order through the payment provider. Its ID is ours: the
+// provider is given it when the buyer is sent to pay, and names it in its callbacks.
+type Payment struct {
+	ID          string
+	OrderToken  string
+	ActivityID  string
+	UserID      string
+	AmountCents int64
+	State       PaymentState
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// PaymentOutcome is what the provider says of a payment.
+type PaymentOutcome string
+
+// The outcomes a provider reports.
+const (
+	OutcomeSucceeded PaymentOutcome = "succeeded" // the money was taken
+	OutcomeFailed    PaymentOutcome = "failed"    // nothing was taken
+	OutcomeRefunded  PaymentOutcome = "refunded"  // the money asked back (refund_pending) was given back
+)
+
+// PaymentNotice is the provider's word on a payment, from its signed callback (or, for a
+// refund, from an operator who made it by hand).
+type PaymentNotice struct {
+	PaymentID   string
+	OrderToken  string
+	AmountCents int64
+	Outcome     PaymentOutcome
+}
+
+// Settlement is what a notice left: the payment and its order as they stand, and whether this
+// notice changed them (false: a duplicate, which changes nothing).
+type Settlement struct {
+	Payment Payment
+	Order   Order
+	Changed bool
+}
+
+// PaymentFilter selects payments to list: in State and of OrderToken when set, at most Limit,
+// the newest first.
+type PaymentFilter struct {
+	State      PaymentState
+	OrderToken string
+	Limit      int
+}
+
+// PaymentStore keeps the payments. Settle is the one place a payment and its order change
+// together, in the database's transaction with the order's event.
+type PaymentStore interface {
+	// StartPayment starts payment id, at now, for the CREATED order of token whose payment window
+	// is open, or returns the payment already started for it and not settled (a second click).
+	// Errors: ErrNotFound, ErrInvalidState (not CREATED, or the window has closed).
+	StartPayment(ctx context.Context, token, id string, now time.Time) (Payment, error)
+
+	// Settle applies n at now:
+	//   - succeeded: a CREATED order becomes PAID by the payment (whether or not its window has
+	//     closed: the unit is still held); a CANCELLED order becomes REFUND_PENDING, its unit
+	//     left on sale; an order paid by another payment stays as it is. In the last two the
+	//     payment is refund_pending and an order.refund_requested event asks for the money back.
+	//   - failed: a started payment is failed; the order is left as it is.
+	//   - refunded: a refund_pending payment is refunded, and its order REFUNDED once none of
+	//     its payments waits for a refund.
+	// A notice that repeats what the payment came to changes nothing. Errors: ErrNotFound (no
+	// such payment), ErrInvalid (n names another order), ErrAmountMismatch, ErrInvalidState (n
+	// contradicts the payment: a failure after the money came, a refund of money kept).
+	Settle(ctx context.Context, n PaymentNotice, now time.Time) (Settlement, error)
+
+	// Payment returns payment id. Errors: ErrNotFound.
+	Payment(ctx context.Context, id string) (Payment, error)
+
+	// Payments lists payments, newest first.
+	Payments(ctx context.Context, f PaymentFilter) ([]Payment, error)
+}
+
+// ErrAmountMismatch says a payment notice names an amount other than the order's: the
+// provider took the wrong sum, or the notice was tampered with. Nothing changes.
+var ErrAmountMismatch = errors.New("the amount is not the order's")
+
+// MaxPaymentPage bounds the payments one read returns.
+const MaxPaymentPage = 500
+
+// StartPayment starts paying userID's order ref through the provider: the buyer pays at the
+// provider, and the order becomes PAID when its callback says so (Settle). Asking again before
+// the provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order
+// is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
+func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment, error) {
+	if s.payments == nil {
+		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+	}
+	o, err := s.placed(ctx, userID, ref)
+	if err != nil {
+		return Payment{}, err
+	}
+	return s.payments.StartPayment(ctx, o.Token, NewToken("pay_"), s.now())
+}
+
+// Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
+// Errors: ErrInvalid, ErrNotFound, ErrAmountMismatch, ErrInvalidState, ErrBusy.
+func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
+	switch {
+	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
+		return Settlement{}, fmt.Errorf("%w: payment_id and order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+	case n.AmountCents < 0:
+		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
+	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
+		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
+	case s.payments == nil:
+		return Settlement{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+	}
+	// Not on the request's context: a provider that hangs up has still told us.
+	st, err := s.payments.Settle(context.WithoutCancel(ctx), n, s.now())
+	if err != nil || !st.Changed {
+		return st, err
+	}
+	switch st.Payment.State {
+	case PaymentSucceeded:
+		s.event("paid", 1)
+	case PaymentFailed:
+		s.event("payment_failed", 1)
+	case PaymentRefundPending:
+		s.event("refund_requested", 1)
+	case PaymentRefunded:
+		s.event("refunded", 1)
+	}
+	return st, nil
+}
+
+// Payment returns payment id. Errors: ErrNotFound, ErrBusy.
+func (s *Service) Payment(ctx context.Context, id string) (Payment, error) {
+	switch {
+	case !ValidID(id):
+		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
+	case s.payments == nil:
+		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+	}
+	return s.payments.Payment(ctx, id)
+}
+
+// Payments lists payments, newest first (f.Limit 1 to MaxPaymentPage). Errors: ErrInvalid,
+// ErrBusy.
+func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, error) {
+	switch f.State {
+	case "", PaymentStarted, PaymentSucceeded, PaymentFailed, PaymentRefundPending, PaymentRefunded:
+	default:
+		return nil, fmt.Errorf("%w: state must be started, succeeded, failed, refund_pending or refunded", ErrInvalid)
+	}
+	switch {
+	case f.Limit < 1 || f.Limit > MaxPaymentPage:
+		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxPaymentPage)
+	case f.OrderToken != "" && !ValidID(f.OrderToken):
+		return nil, fmt.Errorf("%w: order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+	case s.payments == nil:
+		return nil, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+	}
+	return s.payments.Payments(ctx, f)
+}
