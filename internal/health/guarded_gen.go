@@ -47,6 +47,10 @@ func (x guardedGate) Repair(ctx context.Context, a sale.Activity, read func(ctx 
 	return slowCall(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.p.Repair(ctx, a, read) })
 }
 
+func (x guardedGate) Revise(ctx context.Context, a sale.Activity, add int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Revise(ctx, a, add) })
+}
+
 func (x guardedGate) SpendPass(ctx context.Context, a sale.Activity, userID string, token string, now time.Time) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SpendPass(ctx, a, userID, token, now) })
 }
@@ -184,6 +188,14 @@ func (x guardedStore) Replay(ctx context.Context, sink string, id string, now ti
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.EventDelivery, error) { return x.p.Replay(ctx, sink, id, now) })
 }
 
+func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, add int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.ReviseActivity(ctx, a, add) })
+}
+
+func (x guardedStore) Revised(ctx context.Context, id string, rev int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Revised(ctx, id, rev) })
+}
+
 func (x guardedStore) Settle(ctx context.Context, n sale.PaymentNotice, now time.Time) (sale.Settlement, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Settlement, error) { return x.p.Settle(ctx, n, now) })
 }
@@ -194,6 +206,10 @@ func (x guardedStore) StartPayment(ctx context.Context, token string, id string,
 
 func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.p.Unreleased(ctx, limit) })
+}
+
+func (x guardedStore) Unrevised(ctx context.Context, limit int) ([]sale.Revision, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Revision, error) { return x.p.Unrevised(ctx, limit) })
 }
 
 // GuardLine returns p with every call guarded by guard: joins, polls and the drainer's steps fail fast while the breaker is open.

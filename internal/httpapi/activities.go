@@ -49,6 +49,9 @@ type ActivityResponse struct {
 	// Admission is direct, queue or lottery; Line describes a queue or lottery's line.
 	Admission sale.Admission `json:"admission"`
 	Line      *LineResponse  `json:"line,omitempty"`
+	// Revision counts the activity's versions: 1 as created, one more for each change an
+	// operator made (stock added, the sale ended early).
+	Revision int64 `json:"revision"`
 }
 
 // LineResponse is the public view of a line. DrawCommitment (the seed's SHA-256) is public from
@@ -145,6 +148,6 @@ func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) Activi
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
-		RequireChallenge: a.RequireChallenge, Admission: a.Admission,
+		RequireChallenge: a.RequireChallenge, Admission: a.Admission, Revision: a.Revision,
 	}
 }

@@ -166,6 +166,8 @@ func (s *Server) routes() []route {
 		{"POST /api/admin/activities", s.admin(RoleOperator, s.createActivity)},
 		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
 		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
+		{"POST /api/admin/activities/{id}/stock", s.admin(RoleOperator, s.addStock)},
+		{"POST /api/admin/activities/{id}/end", s.admin(RoleOperator, s.endActivity)},
 		{"GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events)},
 		{"POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock)},
 		{"GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks)},

@@ -26,9 +26,11 @@ type Gate struct {
 }
 
 // activity is the gate's state for one sale. mu guards everything but soldOut, a hint read
-// without the lock so that the crowd after the last unit is turned away cheaply.
+// without the lock so that the crowd after the last unit is turned away cheaply, and a, the
+// revision of the activity the gate holds, which changes under mu (Revise) and is read without
+// it too.
 type activity struct {
-	a       sale.Activity
+	a       atomic.Pointer[sale.Activity]
 	soldOut atomic.Bool
 
 	mu        sync.Mutex
@@ -80,7 +82,6 @@ func (g *Gate) Load(ctx context.Context, a sale.Activity, st sale.GateState) err
 // newActivity is a's state in the gate, holding st.
 func newActivity(a sale.Activity, st sale.GateState) (*activity, error) {
 	act := &activity{
-		a:       a,
 		held:    map[string]int64{},
 		keyed:   map[string]*answer{},
 		holding: map[string]bool{},
@@ -95,6 +96,8 @@ func newActivity(a sale.Activity, st sale.GateState) (*activity, error) {
 		close(done)
 		act.keyed[keyOf(k.UserID, k.IdempotencyKey)] = &answer{grab: k, done: done}
 	}
+	a.Revision = max(a.Revision, 1) // as the database numbers them
+	act.a.Store(&a)
 	if a.Kind == sale.KindRedPacket {
 		act.shares = append([]sale.Share(nil), st.Shares...)
 		// Pop from the end in index order, so shares go out as they were split.
@@ -127,13 +130,35 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 	}
 	act.mu.Lock()
 	defer act.mu.Unlock()
-	if act.version != version {
+	if act.version != version || act.a.Load().Revision > max(a.Revision, 1) {
 		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
 	}
 	act.remaining, act.held, act.keyed, act.holding, act.shares = fresh.remaining, fresh.held, fresh.keyed, fresh.holding, fresh.shares
+	act.a.Store(fresh.a.Load())
 	act.version++
 	act.soldOut.Store(act.remaining == 0)
 	return true, nil
+}
+
+// Revise implements sale.Gate.
+func (g *Gate) Revise(_ context.Context, a sale.Activity, add int64) error {
+	act, err := g.activity(a.ID)
+	if err != nil {
+		return err
+	}
+	act.mu.Lock()
+	defer act.mu.Unlock()
+	switch cur := act.a.Load().Revision; {
+	case cur >= a.Revision:
+		return nil // given already
+	case cur != a.Revision-1:
+		return fmt.Errorf("revise activity %s to %d: the gate holds revision %d: %w", a.ID, a.Revision, cur, sale.ErrChanged)
+	}
+	act.remaining += add
+	act.version++
+	act.a.Store(&a)
+	act.soldOut.Store(act.remaining == 0)
+	return nil
 }
 
 // Warm implements sale.Gate.
@@ -173,7 +198,9 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 	if err != nil {
 		return sale.Grab{}, err
 	}
-	if err := act.a.Open(r.Now); err != nil {
+	if cur := act.a.Load(); cur.Revision != max(a.Revision, 1) {
+		return sale.Grab{}, fmt.Errorf("activity %s: the gate holds revision %d, not %d: %w", a.ID, cur.Revision, a.Revision, sale.ErrStale)
+	} else if err := cur.Open(r.Now); err != nil {
 		return sale.Grab{}, err
 	}
 	if r.IdempotencyKey == "" && r.Pass == "" && act.soldOut.Load() {
@@ -190,11 +217,16 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 			return first.grab, first.err
 		}
 	}
+	cur := act.a.Load()
+	if cur.Revision != max(a.Revision, 1) { // revised since the check above
+		act.mu.Unlock()
+		return sale.Grab{}, fmt.Errorf("activity %s: the gate holds revision %d, not %d: %w", a.ID, cur.Revision, a.Revision, sale.ErrStale)
+	}
 	if err := act.spend(r); err != nil {
 		act.mu.Unlock()
 		return sale.Grab{}, err
 	}
-	if act.held[r.UserID] >= act.a.PerUserLimit {
+	if act.held[r.UserID] >= cur.PerUserLimit {
 		act.mu.Unlock()
 		return sale.Grab{}, sale.ErrAlreadyBought
 	}
@@ -208,11 +240,11 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 		ActivityID:     r.ActivityID,
 		UserID:         r.UserID,
 		IdempotencyKey: r.IdempotencyKey,
-		AmountCents:    act.a.PriceCents,
+		AmountCents:    cur.PriceCents,
 		At:             r.Now,
 		Trace:          tracing.Parent(ctx), // the worker's spans continue the click's trace
 	}
-	if act.a.Kind == sale.KindRedPacket {
+	if cur.Kind == sale.KindRedPacket {
 		s := act.shares[len(act.shares)-1]
 		act.shares = act.shares[:len(act.shares)-1]
 		grab.Share, grab.AmountCents = s.Index, s.AmountCents
@@ -243,7 +275,7 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 // the caller holds act.mu.
 func (act *activity) spend(r sale.GrabRequest) error {
 	if r.Pass == "" {
-		if act.a.RequireChallenge {
+		if act.a.Load().RequireChallenge {
 			return sale.ErrChallengeRequired
 		}
 		return nil
@@ -301,7 +333,7 @@ func (act *activity) undo(grab sale.Grab, key string) {
 	if act.held[grab.UserID]--; act.held[grab.UserID] <= 0 {
 		delete(act.held, grab.UserID)
 	}
-	if act.a.Kind == sale.KindRedPacket {
+	if act.a.Load().Kind == sale.KindRedPacket {
 		act.shares = append(act.shares, sale.Share{Index: grab.Share, AmountCents: grab.AmountCents})
 	}
 	if key != "" {

@@ -142,8 +142,9 @@ func isDone(c *call) bool {
 // one script call and answers each of its grabs.
 func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	k := keysOf(shard)
-	keys := make([]string, 8, 8+len(batch))
-	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7] = k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away
+	keys := make([]string, 9, 9+len(batch))
+	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8] = k.stock, k.shares, k.held, k.answers, k.grabs,
+		k.stream, k.pending, k.away, k.revision
 	require, sharded := "0", "0"
 	if a.RequireChallenge {
 		require = "1"
@@ -151,8 +152,9 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	if shardsOf(a) > 1 {
 		sharded = "1"
 	}
-	args := make([]any, 0, 8+7*len(batch))
-	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded)
+	args := make([]any, 0, 9+7*len(batch))
+	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded,
+		max(a.Revision, 1))
 	for _, c := range batch {
 		idx := 0
 		if c.req.Pass != "" {
@@ -208,6 +210,8 @@ func grabOfReply(a sale.Activity, pass string, code int64, token, rec string) (s
 		return sale.Grab{}, sale.ErrAlreadyBought
 	case -5:
 		return sale.Grab{}, sale.ErrSoldOut
+	case -10:
+		return sale.Grab{}, fmt.Errorf("activity %s, revision %d: %w", a.ID, a.Revision, sale.ErrStale)
 	case -6:
 		if pass == "" {
 			return sale.Grab{}, sale.ErrChallengeRequired

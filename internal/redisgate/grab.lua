@@ -16,32 +16,35 @@
 --                  while it looks for a unit on the activity's other shards (take.lua)
 -- KEYS[8] away     hash: token -> "shard NL record", a grab of a user of this shard that took
 --                  its unit on another shard
--- KEYS[9...] pass  string: a path token's pass (its format: see keys.go)
+-- KEYS[9] revision string: the revision of the activity this shard holds (absent: 1)
+-- KEYS[10...] pass string: a path token's pass (its format: see keys.go)
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
---   8 "1" if the stock is sharded (these keys are one shard's, the home of these users);
+--   8 "1" if the stock is sharded (these keys are one shard's, the home of these users),
+--   9 the revision of the activity these arguments are of (the caller's copy);
 -- then 7 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
 --   of its pass key (0 for none), the pass ("" for none), the W3C traceparent of the grab's
 --   publishing span ("" for none, at most 128 bytes).
 -- Record and stream entry format: see keys.go. Returns, per grab in order, code, token,
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
--- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -9 bad arguments (the token
+-- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -10 the shard holds another
+-- revision than the caller's copy (nothing taken: read the activity again), -9 bad arguments (the token
 -- and the record are then ""); on a sharded stock also 2 reserved (this shard is out of units:
 -- the user's unit is held for the grab while it looks on the others) and 3 in progress (the
 -- idempotency key's first grab is still looking).
 
 local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
-local requirePass, sharded = ARGV[7], ARGV[8]
+local requirePass, sharded, revision = ARGV[7], ARGV[8], ARGV[9]
 local PER = 7
-local FIRST = 8 -- the per-grab arguments start after this one
-local PASSKEYS = 9 -- the first pass key
+local FIRST = 9 -- the per-grab arguments start after this one
+local PASSKEYS = 10 -- the first pass key
 
 -- Validate what the batch shares before anything; a grab's own arguments before its first write.
 local n = (#ARGV - FIRST) / PER
 if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or (sharded ~= '0' and sharded ~= '1') or n < 1 or n ~= math.floor(n) then
+    or (sharded ~= '0' and sharded ~= '1') or not tonumber(revision) or n < 1 or n ~= math.floor(n) then
   return {-9, '', ''}
 end
 
@@ -89,6 +92,7 @@ local left = redis.call('GET', KEYS[1])
 if left then
   left = tonumber(left)
 end
+local current = redis.call('GET', KEYS[9]) or '1'
 
 local out = {}
 local granted, newHeld, newGrabs, newAnswers, newPending = 0, {}, {}, {}, {}
@@ -121,6 +125,9 @@ local function grab(g)
   end
   if not left then
     return answer(-1)
+  end
+  if current ~= revision then
+    return answer(-10)
   end
   if g.now < startAt then
     return answer(-2)

@@ -36,6 +36,8 @@ import (
 //	{act:ID}:away          hash: token -> "shard NL record", a grab of a user of this shard that
 //	                       took its unit on another shard
 //	{act:ID}:shards        string, shard 0 only: how many shards the stock has
+//	{act:ID}:revision      string: the revision of the activity the shard holds
+//	                       (sale.Activity.Revision); absent, 1
 //	{act:ID}:dead          stream of the entries no worker could read, for a person to look at
 //	{act:ID}:pass:TOKEN    string: a path token's "user NL expiry (Unix ms)"; once spent, NL and
 //	                       the id of the grab or the spend that spent it. On the user's home shard;
@@ -52,13 +54,13 @@ import (
 func actPrefix(id string) string { return "{act:" + id + "}:" }
 
 // keys of an activity (or of one shard of its stock), all in the slot of its hash tag.
-type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards string }
+type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards, revision string }
 
 // keysOf returns the keys of an activity, or of a shard of its stock named by ShardID.
 func keysOf(id string) keys {
 	p := actPrefix(id)
 	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream", p + "pending", p + "away",
-		p + "shards"}
+		p + "shards", p + "revision"}
 }
 
 // shardsOf is the number of counters a's stock is split into.

@@ -133,6 +133,7 @@ func (g *Gate) prepare(ctx context.Context, a sale.Activity, st sale.GateState) 
 			parts[i].remaining++
 		}
 		parts[i].held = map[string]int64{}
+		parts[i].revision = max(a.Revision, 1)
 	}
 	parts[0].shares, parts[0].shards = st.Shares, n
 	for _, h := range st.Held {
@@ -178,6 +179,13 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 		if err != nil {
 			return err
 		}
+		switch held, err := tx.Get(ctx, k.revision).Int64(); {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return sale.Busy(err, "redis")
+		case held > a.Revision:
+			return sale.ErrChanged // the caller read the activity before a change: read it again
+		}
 		var total int64
 		for _, c := range before {
 			total += c
@@ -217,12 +225,18 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 				elsewhere, delta = -(before[0] + delta), -before[0]
 			}
 			p.IncrBy(ctx, k.stock, delta)
+			p.Set(ctx, k.revision, max(a.Revision, 1), 0)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 		repaired = true
+		for i := int64(1); i < n; i++ { // the other shards catch up to the revision repaired
+			if _, err := reviseScript.Run(ctx, g.rdb, keysOf(ShardID(a.ID, i)).revisionKeys(), max(a.Revision, 1), 0, 1).Int64(); err != nil {
+				return sale.Busy(err, "repair shard %d of %s", i, a.ID)
+			}
+		}
 		for i := int64(1); i < n && elsewhere > 0; i++ {
 			took, err := takeUpTo.Run(ctx, g.rdb, []string{keysOf(ShardID(a.ID, i)).stock}, elsewhere).Int64()
 			if err != nil {
@@ -231,7 +245,7 @@ func (g *Gate) Repair(ctx context.Context, a sale.Activity, read func(ctx contex
 			elsewhere -= took
 		}
 		return nil
-	}, k.stock, k.shares, k.held, k.answers, k.grabs, k.pending, k.away)
+	}, k.stock, k.shares, k.held, k.answers, k.grabs, k.pending, k.away, k.revision)
 	switch {
 	case errors.Is(err, redis.TxFailedErr), errors.Is(err, sale.ErrChanged):
 		return false, fmt.Errorf("repair activity %s: %w", a.ID, sale.ErrChanged)
@@ -254,6 +268,7 @@ return t
 // shardState is what one shard of an activity holds after a load.
 type shardState struct {
 	shards    int64 // on shard 0: how many there are (what the queue reads to find their streams)
+	revision  int64 // the revision of the activity it holds
 	remaining int64
 	shares    []sale.Share
 	held      map[string]int64
@@ -285,6 +300,7 @@ func (s shardState) write(ctx context.Context, p redis.Pipeliner, k keys) error 
 	if s.shards > 0 {
 		p.Set(ctx, k.shards, s.shards, 0)
 	}
+	p.Set(ctx, k.revision, s.revision, 0)
 	p.Set(ctx, k.stock, s.remaining, 0) // last: its presence means "loaded"
 	return nil
 }

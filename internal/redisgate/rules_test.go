@@ -109,3 +109,7 @@ func TestLeaseRules(t *testing.T) {
 	rdb := dial(t, redistest.Start(t, redistest.Options{}).URL())
 	saletest.LeaseTests(t, func(*testing.T) sale.Lease { return redisgate.NewLease(rdb) })
 }
+
+func (g sharded) Revise(ctx context.Context, a sale.Activity, add int64) error {
+	return g.Gate.Revise(ctx, shard(a), add)
+}

@@ -44,6 +44,7 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 			return Activity{}, fmt.Errorf("%w: admission %q needs a line, and this node has none", ErrInvalid, a.Admission)
 		}
 	}
+	a.Revision = 1
 	a.CreatedAt = s.now().UTC().Truncate(time.Millisecond)
 	a.StartAt = a.StartAt.UTC().Truncate(time.Millisecond)
 	a.EndAt = a.EndAt.UTC().Truncate(time.Millisecond)

@@ -32,6 +32,12 @@ var (
 	ErrUnplaceable = errors.New("the grab can never be placed as an order")
 )
 
+// ErrStale says the gate holds another revision of an activity than the caller's copy
+// (Activity.Revision): the activity changed (stock added, the sale ended) since the caller read
+// it, or the change has not reached the gate yet. The service answers it by reading the activity
+// again, and giving the gate the revisions it lacks.
+var ErrStale = fmt.Errorf("%w: the gate holds another revision of the activity", ErrBusy)
+
 // ErrUnloaded says the gate does not hold an activity that exists: a cache that lost its data
 // (Redis restarted without its AOF, a failover to an empty replica). It is a kind of ErrBusy; the
 // service answers it by rebuilding the activity in the gate from the database and the queue.

@@ -61,8 +61,8 @@ func (s *Service) take(ctx context.Context, a Activity, req GrabRequest) (Grab, 
 	return s.grab(ctx, a, req)
 }
 
-// grab asks the gate, rebuilding the activity in it if the cache lost it, and raises the local
-// sold-out flag when the gate says so.
+// grab asks the gate, rebuilding the activity in it if the cache lost it, reading it again if
+// the node's copy is out of date, and raises the local sold-out flag when the gate says so.
 func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, error) {
 	activityID := req.ActivityID
 	g, err := s.inventory.Grab(ctx, a, req)
@@ -78,6 +78,15 @@ func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, 
 			return Grab{}, werr
 		}
 		g, err = s.inventory.Grab(ctx, a, req)
+	}
+	if errors.Is(err, ErrStale) {
+		// The activity changed since this node read it (or the gate has not been given the
+		// change yet): ask again on the revision the database has, once.
+		fresh, ferr := s.refresh(ctx, a)
+		if ferr != nil {
+			return Grab{}, fmt.Errorf("%w: grab of %s: %v", ErrBusy, activityID, ferr)
+		}
+		g, err = s.inventory.Grab(ctx, fresh, req)
 	}
 	if errors.Is(err, ErrSoldOut) {
 		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))

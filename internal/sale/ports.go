@@ -22,7 +22,8 @@ type Gate interface {
 // (they never change once created), so a gate keeps none of its own.
 type Inventory interface {
 	// Load makes activity a sellable with the holdings of st, replacing whatever the gate knew of
-	// it. It is how a new activity is loaded; nothing may be selling it yet.
+	// it. It is how a new activity is loaded; nothing may be selling it yet. Every write of an
+	// activity's state (Load, Warm, Repair) records a.Revision as the revision the gate holds.
 	Load(ctx context.Context, a Activity, st GateState) error
 
 	// Warm loads a with st unless the gate holds a already (another node loaded it, or the cache
@@ -36,16 +37,26 @@ type Inventory interface {
 	// while read ran: read is given the units the gate had when Repair began, and says whether
 	// to repair. A stock on one slot is replaced whole; a sharded stock has its count corrected on
 	// its first shard (each shard's holdings are its own). Repair reports whether it repaired.
-	// Errors: ErrChanged (a grab or a release came meanwhile: try again at rest), ErrBusy.
+	// The gate may hold an older revision than a (a replica promoted that had not seen the last
+	// change): the repair brings it to a's. Errors: ErrChanged (a grab or a release came
+	// meanwhile, or the gate holds a later revision than a: try again at rest), ErrBusy.
 	Repair(ctx context.Context, a Activity, read func(ctx context.Context, remaining int64) (GateState, bool, error)) (bool, error)
 
 	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
 	// returns the first grab again and takes nothing. Otherwise a pass in r.Pass is spent first:
 	// it must be one issued to r.UserID for this activity and not expired at r.Now, and a grab
 	// without one is refused if the activity requires a challenge. Errors: ErrNotFound,
-	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrBusy.
-	// r.ActivityID is a.ID.
+	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrStale (the
+	// gate holds another revision than a.Revision; nothing was taken), ErrBusy. r.ActivityID is
+	// a.ID.
 	Grab(ctx context.Context, a Activity, r GrabRequest) (Grab, error)
+
+	// Revise makes the gate hold revision a.Revision of a, which adds add units to its stock (0
+	// for a change the gate keeps nothing of, such as the sale's end), provided it holds
+	// revision a.Revision-1; at a.Revision or later it does nothing, so a revision given twice
+	// counts once. Errors: ErrChanged (the gate holds an older revision: the ones between come
+	// first), ErrUnloaded or ErrNotFound (it does not hold a), ErrBusy.
+	Revise(ctx context.Context, a Activity, add int64) error
 
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
 	// returns and the buyer may grab again. It is idempotent per grab token. g.ActivityID is
@@ -154,6 +165,19 @@ type ActivityStore interface {
 
 	// Activities returns every activity that ends after since.
 	Activities(ctx context.Context, since time.Time) ([]Activity, error)
+
+	// ReviseActivity stores a as revision a.Revision of its activity, and records that the gate
+	// is owed the revision (it adds add units), in one transaction, provided the stored activity
+	// is revision a.Revision-1. Errors: ErrNotFound, ErrChanged (another change came first:
+	// read it again), ErrInvalid (the database refuses a: fewer units than it sold).
+	ReviseActivity(ctx context.Context, a Activity, add int64) error
+
+	// Unrevised lists up to limit revisions the gate is owed, the oldest first.
+	Unrevised(ctx context.Context, limit int) ([]Revision, error)
+
+	// Revised records that the gate holds revision rev of activity id. Recording it twice is
+	// harmless.
+	Revised(ctx context.Context, id string, rev int64) error
 
 	// Archive records that activity id's hot state was archived at at (Activity.ArchivedAt); a
 	// second call leaves the first time. Errors: ErrNotFound.

@@ -128,10 +128,19 @@ func (s *Service) Check(ctx context.Context, id string) (Reconciliation, error) 
 }
 
 func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconciliation, error) {
-	a, err := s.Activity(ctx, id)
+	if _, err := s.Activity(ctx, id); err != nil {
+		return Reconciliation{}, err
+	}
+	// On the activity as the database has it, its revisions given to the gate first: a copy
+	// out of date would count the stock it had.
+	if err := s.giveRevisions(ctx, id); err != nil {
+		return Reconciliation{}, fmt.Errorf("reconcile %s: %w", id, err)
+	}
+	a, err := s.activities.Activity(ctx, id)
 	if err != nil {
 		return Reconciliation{}, err
 	}
+	s.remember(a)
 	var rec Reconciliation
 	for round := 0; round < 2; round++ {
 		if round > 0 {

@@ -87,6 +87,11 @@ type Activity struct {
 	// the draw; its commitment is public from the creation.
 	Seed      Seed
 	CreatedAt time.Time
+	// Revision counts the activity's versions: 1 as created, one more for every change an
+	// operator makes (stock added, the sale ended early). The gate keeps the revision it holds
+	// and refuses a grab made on another (ErrStale), so that a node whose copy is out of date
+	// never sells on it: it reads the activity again first.
+	Revision int64
 	// ArchivedAt is when the activity's hot state (its gate, line and leaderboard) was dropped,
 	// its sale over, its pay windows closed and its queue drained; zero while it is live. An
 	// archived activity answers from the database (see Service.Archive).

@@ -134,8 +134,9 @@ func start(t testing.TB, clock *Clock, d sale.Deps, gate sale.Gate, queue sale.Q
 // Faults break an Env's gate on demand: what the service must survive when the gate fails
 // after the database has committed (Redis away between a cancel and its restock).
 type Faults struct {
-	releases atomic.Int64
-	repair   atomic.Pointer[func()]
+	releases  atomic.Int64
+	revisions atomic.Int64
+	repair    atomic.Pointer[func()]
 
 	mu          sync.Mutex
 	unplaceable map[string]bool // users whose grabs the database refuses for good
@@ -178,14 +179,18 @@ func (f *Faults) DuringRepair(fn func()) {
 // FailReleases makes the next n releases of the gate fail with ErrBusy, without calling it.
 func (f *Faults) FailReleases(n int64) { f.releases.Store(n) }
 
-// take reports whether a release is to fail, counting it.
-func (f *Faults) take() bool {
+// FailRevisions makes the next n revisions given to the gate fail with ErrBusy, without
+// calling it.
+func (f *Faults) FailRevisions(n int64) { f.revisions.Store(n) }
+
+// take reports whether a call counted by n is to fail, counting it.
+func take(n *atomic.Int64) bool {
 	for {
-		n := f.releases.Load()
-		if n <= 0 {
+		v := n.Load()
+		if v <= 0 {
 			return false
 		}
-		if f.releases.CompareAndSwap(n, n-1) {
+		if n.CompareAndSwap(v, v-1) {
 			return true
 		}
 	}
@@ -217,8 +222,15 @@ func (g faultyGate) Repair(ctx context.Context, a sale.Activity, read func(ctx c
 }
 
 func (g faultyGate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
-	if g.f.take() {
+	if take(&g.f.releases) {
 		return fmt.Errorf("%w: the test refuses this release", sale.ErrBusy)
 	}
 	return g.Gate.Release(ctx, a, gr)
+}
+
+func (g faultyGate) Revise(ctx context.Context, a sale.Activity, add int64) error {
+	if take(&g.f.revisions) {
+		return fmt.Errorf("%w: the test refuses this revision", sale.ErrBusy)
+	}
+	return g.Gate.Revise(ctx, a, add)
 }

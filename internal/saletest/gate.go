@@ -14,7 +14,7 @@ import (
 // GateItem is an item activity open from 12:00 to 13:00 on 2001-11-30.
 func GateItem(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,
-		StartAt: T0, EndAt: T0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect}
+		StartAt: T0, EndAt: T0.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect, Revision: 1}
 }
 
 // GateTests checks the rules every sale.Gate keeps, whatever it runs on. newGate returns a gate
@@ -40,6 +40,95 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("Crowd", func(t *testing.T) { gateCrowd(t, newGate(t)) })
 	t.Run("Passes", func(t *testing.T) { gatePasses(t, newGate(t)) })
 	t.Run("PassesSpentAlone", func(t *testing.T) { gateSpendPass(t, newGate(t)) })
+	t.Run("Revisions", func(t *testing.T) { gateRevisions(t, newGate(t)) })
+}
+
+// gateRevisions: a revision is given once and in order, its units go on sale with it, and from
+// then on a grab made on an older copy of the activity is refused as stale, taking nothing; a
+// repair brings a gate that is behind to the repairer's revision, never back from a later one.
+func gateRevisions(t *testing.T, g sale.Gate) {
+	ctx := context.Background()
+	a := GateItem("rv", 3, 5)
+	a.StockShards = 3 // a gate that splits stocks gives every shard the revision
+	load(t, g, a, sale.GateState{})
+	at := func(rev int64) sale.Activity {
+		b := a
+		b.Revision = rev
+		return b
+	}
+	grab := func(b sale.Activity, user string, now time.Time) error {
+		t.Helper()
+		_, err := g.Grab(ctx, b, sale.GrabRequest{ActivityID: b.ID, UserID: user, Now: now})
+		return err
+	}
+	if err := grab(a, "u1", T0); err != nil {
+		t.Fatal(err)
+	}
+	v2 := at(2)
+	v2.Stock += 3
+	for range 2 { // given twice: counted once
+		if err := g.Revise(ctx, v2, 3); err != nil {
+			t.Fatalf("Revise to 2: %v", err)
+		}
+	}
+	if got := remaining(t, g, a); got != 5 {
+		t.Fatalf("after 3 units added: %d remaining, want 5", got)
+	}
+	if err := grab(a, "u2", T0); !errors.Is(err, sale.ErrStale) {
+		t.Fatalf("a grab on revision 1: %v, want ErrStale", err)
+	}
+	if got := remaining(t, g, a); got != 5 {
+		t.Fatalf("a stale grab took a unit: %d remaining", got)
+	}
+	if err := grab(v2, "u2", T0); err != nil {
+		t.Fatalf("a grab on revision 2: %v", err)
+	}
+	v4 := at(4)
+	if err := g.Revise(ctx, v4, 0); !errors.Is(err, sale.ErrChanged) {
+		t.Fatalf("revision 4 before 3: %v, want ErrChanged", err)
+	}
+	ended := at(3)
+	ended.Stock, ended.EndAt = v2.Stock, T0.Add(time.Minute)
+	if err := g.Revise(ctx, ended, 0); err != nil {
+		t.Fatalf("Revise to 3 (ended): %v", err)
+	}
+	if err := grab(ended, "u3", T0.Add(2*time.Minute)); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("a grab after the end: %v, want ErrEnded", err)
+	}
+	if err := grab(v2, "u3", T0.Add(2*time.Minute)); !errors.Is(err, sale.ErrStale) {
+		t.Fatalf("a grab on the copy from before the end: %v, want ErrStale", err)
+	}
+	if got := remaining(t, g, a); got != 4 {
+		t.Fatalf("after the end: %d remaining, want 4", got)
+	}
+	if err := g.Revise(ctx, at(2), 0); err != nil {
+		t.Fatalf("an old revision given again: %v, want nothing done", err)
+	}
+	if err := g.Revise(ctx, GateItem("rv-nope", 1, 1), 0); !absent(err) {
+		t.Fatalf("Revise of an activity the gate does not hold: %v", err)
+	}
+
+	// A repair on a copy older than the gate's revision is refused; on a later one (a gate that
+	// missed a revision) it brings the gate to it.
+	held := []sale.Grab{{Token: "h1", ActivityID: a.ID, UserID: "u1", AmountCents: 100, At: T0},
+		{Token: "h2", ActivityID: a.ID, UserID: "u2", AmountCents: 100, At: T0}}
+	read := func(context.Context, int64) (sale.GateState, bool, error) {
+		return sale.GateState{Held: held}, true, nil
+	}
+	if ok, err := g.Repair(ctx, v2, read); ok || err != nil && !errors.Is(err, sale.ErrChanged) {
+		t.Fatalf("a repair on revision 2: %v, %v; want it refused", ok, err)
+	}
+	v5 := at(5)
+	v5.Stock, v5.EndAt = 6, T0.Add(time.Hour)
+	if ok, err := g.Repair(ctx, v5, read); !ok || err != nil {
+		t.Fatalf("a repair on revision 5: %v, %v", ok, err)
+	}
+	if got := remaining(t, g, v5); got != 4 {
+		t.Fatalf("after the repair: %d remaining, want 4 (6 less 2 held)", got)
+	}
+	if err := grab(v5, "u9", T0); err != nil {
+		t.Fatalf("a grab on the repaired revision: %v", err)
+	}
 }
 
 // gateSpendPass: a pass spent on its own (a line's join) is spent once, by its owner, on its

@@ -29,9 +29,9 @@ const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, sta
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
 	stock_shards, queue_cap, admit_rate, draw_seed`
 
-// activityRead is what a read of an activity selects: what was written at its creation, and when
-// it was archived.
-const activityRead = activityColumns + `, archived_at`
+// activityRead is what a read of an activity selects: what was written at its creation, when it
+// was archived, and its revision.
+const activityRead = activityColumns + `, archived_at, revision`
 
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
@@ -40,7 +40,7 @@ func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var seed string
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
 		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
-		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &archived)
+		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &archived, &a.Revision)
 	if archived != 0 {
 		a.ArchivedAt = fromMS(archived)
 	}
@@ -104,6 +104,64 @@ func (s *Store) Activity(ctx context.Context, id string) (sale.Activity, error) 
 		return sale.Activity{}, fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
 	}
 	return a, err
+}
+
+// ReviseActivity implements sale.Store. What an operator may change is written; what a sale
+// was built on (its kind, admission, shards, split and seed) is not. The stock may not fall
+// below the units sold: the database stays the final guard.
+func (s *Store) ReviseActivity(ctx context.Context, a sale.Activity, add int64) error {
+	return s.inTx(ctx, func(tx tx) error {
+		challenge := 0
+		if a.RequireChallenge {
+			challenge = 1
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE activities SET name = ?, stock = ?, price_cents = ?, per_user_limit = ?,
+			start_at = ?, end_at = ?, pay_window_ms = ?, require_challenge = ?, rate_user = ?, rate_ip = ?, rate_global = ?,
+			revision = ? WHERE id = ? AND revision = ? AND sold <= ?`,
+			a.Name, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt), a.PayWindow.Milliseconds(), challenge,
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, a.Revision, a.ID, a.Revision-1, a.Stock)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			var rev, sold int64
+			switch err := tx.QueryRowContext(ctx, `SELECT revision, sold FROM activities WHERE id = ?`, a.ID).Scan(&rev, &sold); {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("activity %s: %w", a.ID, sale.ErrNotFound)
+			case err != nil:
+				return err
+			case rev != a.Revision-1:
+				return fmt.Errorf("activity %s is at revision %d, not %d: %w", a.ID, rev, a.Revision-1, sale.ErrChanged)
+			default:
+				return fmt.Errorf("%w: activity %s has sold %d units, more than a stock of %d", sale.ErrInvalid, a.ID, sold, a.Stock)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO activity_revisions (activity_id, revision, add_units, at_ms, given_at)
+			VALUES (?, ?, ?, ?, 0)`, a.ID, a.Revision, add, ms(time.Now()))
+		return err
+	})
+}
+
+// Unrevised implements sale.Store.
+func (s *Store) Unrevised(ctx context.Context, limit int) ([]sale.Revision, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT activity_id, revision, add_units, at_ms FROM activity_revisions
+		WHERE given_at = 0 ORDER BY at_ms, activity_id, revision LIMIT ?`, limit)
+	return collect(rows, err, func(row interface{ Scan(...any) error }) (sale.Revision, error) {
+		var r sale.Revision
+		var at int64
+		err := row.Scan(&r.ActivityID, &r.Revision, &r.Add, &at)
+		r.At = fromMS(at)
+		return r, err
+	})
+}
+
+// Revised implements sale.Store.
+func (s *Store) Revised(ctx context.Context, id string, rev int64) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE activity_revisions SET given_at = ? WHERE activity_id = ? AND revision = ? AND given_at = 0`,
+		ms(time.Now()), id, rev)
+	return err
 }
 
 // Archive implements sale.Store.

@@ -62,6 +62,7 @@ var storeTests = []struct {
 	{"OrderEvents", testOrderEvents},
 	{"EventDeliveryOrder", testEventDeliveryOrder},
 	{"Payments", testPayments},
+	{"Revisions", testRevisions},
 }
 
 func TestStores(t *testing.T) {
@@ -89,7 +90,7 @@ var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC) // saletest.T0, which th
 func item(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: "Item " + id, Kind: sale.KindItem, Stock: stock, PriceCents: 1999,
 		PerUserLimit: limit, StartAt: t0, EndAt: t0.Add(time.Hour), PayWindow: 10 * time.Minute,
-		Admission: sale.AdmitDirect, StockShards: 1, CreatedAt: t0.Add(-time.Hour)}
+		Admission: sale.AdmitDirect, StockShards: 1, CreatedAt: t0.Add(-time.Hour), Revision: 1}
 }
 
 func create(t *testing.T, s *Store, a sale.Activity, shares ...int64) {
@@ -1186,5 +1187,62 @@ func testPayments(t *testing.T, dsn string) {
 	of, err := s.Payments(ctx, sale.PaymentFilter{OrderToken: retried, Limit: 10})
 	if err != nil || len(of) != 2 {
 		t.Errorf("the payments of %s: %+v, %v; want two", retried, of, err)
+	}
+}
+
+// testRevisions: a revision is stored only on the one before it, never below the units sold,
+// and owed to the gate until recorded given.
+func testRevisions(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	a := item("a", 2, 1)
+	create(t, s, a)
+	place(t, s, grab("a", "u1", 0), grab("a", "u2", 0))
+	got, err := s.Activity(ctx, "a")
+	if err != nil || got.Revision != 1 {
+		t.Fatalf("a new activity: revision %d, %v; want 1", got.Revision, err)
+	}
+	next := got
+	next.Revision, next.Stock = 2, 5
+	if err := s.ReviseActivity(ctx, next, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReviseActivity(ctx, next, 3); !errors.Is(err, sale.ErrChanged) {
+		t.Fatalf("revision 2 again: %v, want ErrChanged", err)
+	}
+	fewer := next
+	fewer.Revision, fewer.Stock = 3, 1
+	if err := s.ReviseActivity(ctx, fewer, 0); !errors.Is(err, sale.ErrInvalid) {
+		t.Fatalf("a stock below the 2 sold: %v, want ErrInvalid", err)
+	}
+	missing := next
+	missing.ID = "nope"
+	if err := s.ReviseActivity(ctx, missing, 0); !errors.Is(err, sale.ErrNotFound) {
+		t.Fatalf("an unknown activity: %v, want ErrNotFound", err)
+	}
+	ended := next
+	ended.Revision, ended.EndAt = 3, t0.Add(2*time.Minute)
+	if err := s.ReviseActivity(ctx, ended, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Activity(ctx, "a"); err != nil || got.Revision != 3 || got.Stock != 5 || !got.EndAt.Equal(ended.EndAt) {
+		t.Fatalf("after two revisions: %+v, %v", got, err)
+	}
+	// The database's guard follows the stock: three more units can be placed.
+	if got := statuses(place(t, s, grab("a", "u3", 0), grab("a", "u4", 0), grab("a", "u5", 0), grab("a", "u6", 0))); !slices.Equal(got,
+		[]sale.Status{sale.StatusCreated, sale.StatusCreated, sale.StatusCreated, sale.StatusFailed}) {
+		t.Errorf("placements on 5 units, 2 sold: %v", got)
+	}
+	owed, err := s.Unrevised(ctx, 10)
+	if err != nil || len(owed) != 2 || owed[0].Revision != 2 || owed[0].Add != 3 || owed[1].Revision != 3 || owed[1].Add != 0 {
+		t.Fatalf("owed: %+v, %v; want revisions 2 (3 units) and 3", owed, err)
+	}
+	for range 2 {
+		if err := s.Revised(ctx, "a", 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if owed, err := s.Unrevised(ctx, 10); err != nil || len(owed) != 1 || owed[0].Revision != 3 {
+		t.Fatalf("owed after revision 2 was given: %+v, %v", owed, err)
 	}
 }

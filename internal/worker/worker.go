@@ -255,6 +255,12 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		} else if n > 0 {
 			s.Log.Info("gave back owed restocks", "count", n)
 		}
+		// The revisions an operator made while the gate was away (stock added, a sale ended).
+		if n, err := s.Service.ReviseOwed(ctx, batch); err != nil && !errors.Is(err, context.Canceled) {
+			s.Log.Error("give the gate owed revisions", "err", err)
+		} else if n > 0 {
+			s.Log.Info("gave the gate owed revisions", "count", n)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,182 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// An operator changes a running activity (stock added, the sale ended early) by revising it:
+// the database stores the new revision and records that the gate is owed it, in one
+// transaction; then the gate is given it (Inventory.Revise). A gate that cannot take it at once
+// (Redis away) is given it later, by ReviseOwed, or by the first grab that finds it behind.
+// Every node's copy of the activity may be out of date meanwhile: the gate refuses a grab made
+// on another revision than its own (ErrStale), and the node reads the activity again first. So
+// a change holds on every node from the moment the gate has it.
+
+// Revision is a change of an activity the gate is owed: Add units added to its stock (0 for a
+// change the gate keeps nothing of).
+type Revision struct {
+	ActivityID string
+	Revision   int64
+	Add        int64
+	At         time.Time
+}
+
+// AddStock adds n units to activity id's stock, in the database and the gate together: they
+// go on sale at once on every node, whose sold-out flags are cleared. An item only (a red
+// packet's shares are split once, at its creation), and not once it has ended. Errors:
+// ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy.
+func (s *Service) AddStock(ctx context.Context, id string, n int64) (Activity, error) {
+	return s.revise(ctx, id, func(a Activity) (Activity, int64, error) {
+		switch {
+		case a.Kind != KindItem:
+			return a, 0, fmt.Errorf("%w: stock is added to items; a red packet's shares are split when it is created", ErrInvalid)
+		case n < 1 || n > MaxStock-a.Stock:
+			return a, 0, fmt.Errorf("%w: add must be between 1 and %d (the stock is at most %d)", ErrInvalid, MaxStock-a.Stock, MaxStock)
+		case !s.now().Before(a.EndAt):
+			return a, 0, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
+		}
+		a.Stock += n
+		return a, n, nil
+	})
+}
+
+// EndActivity ends activity id's sale now, on every node at once: grabs are refused with
+// ErrEnded from the moment the gate has the revision. Orders already placed keep their payment
+// windows. An activity that has not started never opens (its start moves to the end). Errors:
+// ErrNotFound, ErrInvalidState (ended already, or archived), ErrBusy.
+func (s *Service) EndActivity(ctx context.Context, id string) (Activity, error) {
+	return s.revise(ctx, id, func(a Activity) (Activity, int64, error) {
+		now := s.now().UTC().Truncate(time.Millisecond)
+		if !now.Before(a.EndAt) {
+			return a, 0, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
+		}
+		a.EndAt = now
+		if !a.StartAt.Before(a.EndAt) {
+			a.StartAt = a.EndAt.Add(-time.Millisecond)
+		}
+		return a, 0, nil
+	})
+}
+
+// revise changes activity id by change, which returns the activity changed and the units it
+// adds, on the activity as the database has it now; a change that loses the race with another
+// is made again on the winner's revision.
+func (s *Service) revise(ctx context.Context, id string, change func(Activity) (Activity, int64, error)) (Activity, error) {
+	for attempt := 0; ; attempt++ {
+		a, err := s.activities.Activity(ctx, id)
+		if err != nil {
+			return Activity{}, err
+		}
+		if a.Archived() {
+			return Activity{}, fmt.Errorf("%w: activity %s is archived", ErrInvalidState, id)
+		}
+		next, add, err := change(a)
+		if err != nil {
+			return Activity{}, err
+		}
+		next.Revision = a.Revision + 1
+		if err := next.Validate(); err != nil {
+			return Activity{}, err
+		}
+		switch err := s.activities.ReviseActivity(ctx, next, add); {
+		case errors.Is(err, ErrChanged) && attempt < 3:
+			continue
+		case err != nil:
+			return Activity{}, fmt.Errorf("revise activity %s: %w", id, err)
+		}
+		s.remember(next)
+		// Not on the request's context: an operator who hangs up has still changed it. A gate
+		// that fails here is given the revision later (ReviseOwed): the change is made.
+		if err := s.giveRevisions(context.WithoutCancel(ctx), id); err != nil {
+			s.event("revision_deferred", 1)
+		}
+		return next, nil
+	}
+}
+
+// giveRevisions gives the gate the revisions of activity id it is owed, in order, and tells
+// every node that its units may be back on sale.
+func (s *Service) giveRevisions(ctx context.Context, id string) error {
+	owed, err := s.activities.Unrevised(ctx, maxOwedRevisions)
+	if err != nil {
+		return err
+	}
+	var of []Revision
+	for _, r := range owed {
+		if r.ActivityID == id {
+			of = append(of, r)
+		}
+	}
+	_, err = s.give(ctx, of)
+	return err
+}
+
+// maxOwedRevisions bounds the revisions read at once: a handful, owed only while the gate was
+// away.
+const maxOwedRevisions = 100
+
+// give gives the gate each revision of owed (oldest first per activity) and records it given,
+// and reports how many it gave.
+func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
+	n := 0
+	for _, r := range owed {
+		a, err := s.activities.Activity(ctx, r.ActivityID)
+		if err != nil {
+			return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
+		}
+		if !a.Archived() { // an archived activity's gate is gone: nothing to give it
+			a.Revision = r.Revision
+			if err := s.inventory.Revise(ctx, a, r.Add); err != nil && !absent(err) {
+				return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
+			}
+		}
+		if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
+			return n, fmt.Errorf("revision %d of %s: record it given: %w", r.Revision, r.ActivityID, err)
+		}
+		n++
+		// Every node's sold-out flag goes: units may be back, and a flag would hide an end.
+		s.flagSoldOut(r.ActivityID, time.Time{})
+		if s.restocks != nil {
+			s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
+		}
+	}
+	return n, nil
+}
+
+// ReviseOwed gives the gate up to limit revisions it is owed (their activity changed while it
+// was away) and returns how many it gave. Every node's sweeper runs it; two giving the same
+// revision give it once.
+func (s *Service) ReviseOwed(ctx context.Context, limit int) (int, error) {
+	owed, err := s.activities.Unrevised(ctx, limit)
+	if err != nil {
+		return 0, fmt.Errorf("owed revisions: %w", err)
+	}
+	n, err := s.give(ctx, owed)
+	if n > 0 {
+		s.event("revision_owed", n)
+	}
+	if err != nil {
+		return n, fmt.Errorf("owed revisions: %w", err)
+	}
+	return n, nil
+}
+
+// refresh reads activity a again after the gate said it holds another revision: the node's
+// copy is out of date (it returns the new one), or the gate is behind (it is given the
+// revisions it lacks).
+func (s *Service) refresh(ctx context.Context, a Activity) (Activity, error) {
+	fresh, err := s.activities.Activity(ctx, a.ID)
+	if err != nil {
+		return a, err
+	}
+	s.remember(fresh)
+	if fresh.Revision == a.Revision {
+		if err := s.giveRevisions(ctx, a.ID); err != nil {
+			return fresh, err
+		}
+	}
+	return fresh, nil
+}

@@ -1,0 +1,129 @@
+package saletest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"seckill/internal/pgtest"
+	"seckill/internal/redistest"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+)
+
+// TestOperatorChangesReachEveryNode: two nodes on one Redis and one PostgreSQL. Stock added
+// through one node sells, exactly that much, through the other, whose sold-out flag and copy of
+// the activity are out of date; a sale ended through one is refused ENDED by the other on its
+// very next grab, its copy still saying the sale is on.
+func TestOperatorChangesReachEveryNode(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	clock := saletest.NewClock(saletest.T0)
+	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	a := createItem(t, one.Service, clock, "", 2, time.Minute)
+	grab := func(env saletest.Env, user string) error {
+		_, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
+		return err
+	}
+	for _, u := range []string{"u1", "u2"} {
+		if err := grab(two, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := grab(two, "u3"); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("a third grab: %v, want sold out", err)
+	}
+
+	b, err := one.Service.AddStock(ctx, a.ID, 3)
+	if err != nil || b.Stock != 5 || b.Revision != 2 {
+		t.Fatalf("AddStock = %+v, %v", b, err)
+	}
+	// Node two hears of it (its sold-out flag cleared by the announcement) within moments; its
+	// copy of the activity still says 2 units of revision 1.
+	won := 0
+	for deadline := time.Now().Add(10 * time.Second); won == 0; {
+		switch err := grab(two, "u3"); {
+		case err == nil:
+			won++
+		case !errors.Is(err, sale.ErrSoldOut):
+			t.Fatalf("a grab after the addition: %v", err)
+		case time.Now().After(deadline):
+			t.Fatal("node two never heard of the units added")
+		}
+	}
+	if err := grab(two, "u4"); err != nil {
+		t.Fatalf("the second unit added: %v", err)
+	}
+	if got, ok := two.Service.Known(a.ID); !ok || got.Revision != 2 || got.Stock != 5 {
+		t.Fatalf("node two's copy after its grabs: %+v; want revision 2 of 5 units", got)
+	}
+
+	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := two.Service.Known(a.ID); got.Revision != 2 || !clock.Now().Before(got.EndAt) {
+		t.Fatalf("node two's copy before its next grab: %+v; want the one from before the end", got)
+	}
+	if err := grab(two, "u5"); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("node two's first grab after the end: %v, want ErrEnded", err)
+	}
+	one.Drain(a.ID)
+	c, err := one.Service.Counts(ctx, a.ID)
+	if err != nil || c.Created != 4 {
+		t.Fatalf("counts %+v, %v; want the 4 units sold, no more", c, err)
+	}
+	if rec, err := one.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK || rec.Stock != 5 {
+		t.Fatalf("reconcile = %+v, %v; want it at rest on a stock of 5", rec, err)
+	}
+}
+
+// TestStockAddedWhileTheGateIsAway: the gate refuses the addition; the database has it, the
+// gate is given it by the sweeper's ReviseOwed (or by the first grab that finds it behind),
+// once however often it is given, and the reconcile agrees.
+func TestStockAddedWhileTheGateIsAway(t *testing.T) {
+	for name, newEnv := range map[string]saletest.NewEnv{
+		"embedded": saletest.Embedded,
+		"redis": func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := saletest.NewClock(saletest.T0)
+			env := newEnv(t, clock)
+			a := createItem(t, env.Service, clock, "", 1, time.Minute)
+			env.Faults.FailRevisions(2)
+			if _, err := env.Service.AddStock(ctx, a.ID, 2); err != nil {
+				t.Fatalf("AddStock with the gate away: %v; want it made", err)
+			}
+			if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 1 {
+				t.Fatalf("the gate before it is given the revision: %d, %v", rem, err)
+			}
+			// The first grab finds the gate behind and gives it the revision; the second try
+			// of that fails too (the fault's second count), so it answers busy.
+			if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u0"}); !errors.Is(err, sale.ErrBusy) {
+				t.Fatalf("a grab with the gate behind and still failing: %v, want busy", err)
+			}
+			for range 2 {
+				if _, err := env.Service.ReviseOwed(ctx, 10); err != nil {
+					t.Fatalf("ReviseOwed: %v", err)
+				}
+			}
+			if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 3 {
+				t.Fatalf("after the owed revision: %d remaining, %v; want 3", rem, err)
+			}
+			for i := range 4 {
+				_, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", i+1)})
+				if i < 3 && err != nil || i == 3 && !errors.Is(err, sale.ErrSoldOut) {
+					t.Fatalf("grab %d: %v", i, err)
+				}
+			}
+			env.Drain(a.ID)
+			if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK {
+				t.Fatalf("reconcile = %+v, %v", rec, err)
+			}
+		})
+	}
+}
