@@ -114,6 +114,10 @@ func (x guardedStore) DeadLetter(ctx context.Context, g sale.Grab, attempts int,
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.DeadLetter(ctx, g, attempts, reason, now) })
 }
 
+func (x guardedStore) DeadLetters(ctx context.Context, activityID string, limit int) ([]sale.DeadLetter, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.DeadLetter, error) { return x.p.DeadLetters(ctx, activityID, limit) })
+}
+
 func (x guardedStore) Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]sale.EventDelivery, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.EventDelivery, error) { return x.p.Deliverable(ctx, sink, now, limit) })
 }
@@ -124,6 +128,10 @@ func (x guardedStore) Delivered(ctx context.Context, sink string, id string, now
 
 func (x guardedStore) Deliveries(ctx context.Context, f sale.DeliveryFilter) ([]sale.EventDelivery, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.EventDelivery, error) { return x.p.Deliveries(ctx, f) })
+}
+
+func (x guardedStore) EachOrder(ctx context.Context, activityID string, fn func(sale.Order) error) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.EachOrder(ctx, activityID, fn) })
 }
 
 func (x guardedStore) Entries(ctx context.Context, before int64, limit int) ([]sale.AuditEntry, error) {
@@ -149,6 +157,10 @@ func (x guardedStore) Order(ctx context.Context, token string) (sale.Order, erro
 
 func (x guardedStore) OrderByID(ctx context.Context, id int64) (sale.Order, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Order, error) { return x.p.OrderByID(ctx, id) })
+}
+
+func (x guardedStore) Orders(ctx context.Context, f sale.OrderFilter) ([]sale.Order, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.p.Orders(ctx, f) })
 }
 
 func (x guardedStore) Pay(ctx context.Context, token string, now time.Time) (sale.Order, error) {
@@ -186,6 +198,10 @@ func (x guardedStore) RemoveBlock(ctx context.Context, kind sale.BlockKind, valu
 
 func (x guardedStore) Replay(ctx context.Context, sink string, id string, now time.Time) (sale.EventDelivery, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.EventDelivery, error) { return x.p.Replay(ctx, sink, id, now) })
+}
+
+func (x guardedStore) ReplayDeadLetter(ctx context.Context, token string) (sale.Placement, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Placement, error) { return x.p.ReplayDeadLetter(ctx, token) })
 }
 
 func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, add int64) error {

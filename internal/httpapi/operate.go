@@ -1,7 +1,12 @@
 package httpapi
 
 import (
+	"encoding/csv"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
 	"seckill/internal/sale"
 )
@@ -49,4 +54,196 @@ func (s *Server) revised(w http.ResponseWriter, r *http.Request, a sale.Activity
 		rem = &n
 	}
 	writeJSON(w, http.StatusOK, publicView(a, rem, rem != nil && *rem == 0, s.svc.Now()))
+}
+
+// ActivitiesResponse is the operator's list of activities, ended ones included.
+type ActivitiesResponse struct {
+	Activities []ActivityResponse `json:"activities"`
+}
+
+// allActivities lists activities for an operator: ?since= (RFC 3339: those that end after it;
+// left out, all), ?limit= (1 to 500, default 100), the latest start first. No gate is asked.
+func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var since time.Time
+	if v := q.Get("since"); v != "" {
+		var err error
+		if since, err = time.Parse(time.RFC3339, v); err != nil {
+			s.writeError(w, r, fmt.Errorf("%w: since must be an RFC 3339 time", sale.ErrInvalid))
+			return
+		}
+	}
+	acts, err := s.svc.AllActivities(r.Context(), since, intParam(q.Get("limit"), 100))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.svc.Now()
+	resp := ActivitiesResponse{Activities: make([]ActivityResponse, len(acts))}
+	for i, a := range acts {
+		resp.Activities[i] = publicView(a, nil, false, now)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// intParam is a query parameter's integer, def when it is left out, -1 when it is not one (which
+// the service refuses).
+func intParam(v string, def int) int {
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// AdminOrderResponse is an order as an operator sees it: whose it is too.
+type AdminOrderResponse struct {
+	OrderResponse
+	User string `json:"user"`
+}
+
+func adminOrder(o sale.Order) AdminOrderResponse {
+	return AdminOrderResponse{OrderResponse: orderResponse(o), User: o.UserID}
+}
+
+// OrdersResponse is a page of orders, newest first; Next is the before of the next page.
+type OrdersResponse struct {
+	Orders []AdminOrderResponse `json:"orders"`
+	Next   int64                `json:"next,omitempty"`
+}
+
+// orders lists a user's or an activity's orders: ?user=, ?activity=, ?limit= (1 to 500, default
+// 50), ?before= (the next of the page before).
+func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: intParam(q.Get("limit"), 50)}
+	if v := q.Get("before"); v != "" {
+		var err error
+		if f.Before, err = strconv.ParseInt(v, 10, 64); err != nil {
+			f.Before = -1
+		}
+	}
+	os, err := s.svc.Orders(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := OrdersResponse{Orders: make([]AdminOrderResponse, len(os))}
+	for i, o := range os {
+		resp.Orders[i] = adminOrder(o)
+	}
+	if len(os) == f.Limit {
+		resp.Next = os[len(os)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// csvHeader is the first line of an activity's orders as CSV.
+var csvHeader = []string{"order_id", "order_token", "user", "status", "amount_cents", "reason", "created_at", "expires_at", "closed_at"}
+
+// exportOrders streams an activity's orders as CSV, the oldest first. Once the first row is
+// sent a failure can only cut the file short: the last line then is not a whole row of the
+// header's columns, which a reader checks.
+func (s *Server) exportOrders(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if _, err := s.svc.Activity(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="orders-`+id+`.csv"`)
+	cw := csv.NewWriter(w)
+	cw.Write(csvHeader)
+	stamp := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	err := s.svc.ExportOrders(r.Context(), id, func(o sale.Order) error {
+		cw.Write([]string{strconv.FormatInt(o.ID, 10), o.Token, csvSafe(o.UserID), string(o.Status), strconv.FormatInt(o.AmountCents, 10),
+			csvSafe(o.Reason), stamp(o.CreatedAt), stamp(o.ExpiresAt), stamp(o.ClosedAt)})
+		return cw.Error()
+	})
+	cw.Flush()
+	if err != nil {
+		s.log.WarnContext(r.Context(), "order export cut short", "activity", id, "err", err, "request_id", requestID(w))
+	}
+}
+
+// csvSafe keeps a text a spreadsheet would run as a formula (=, +, -, @ first) a text.
+func csvSafe(v string) string {
+	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+		return "'" + v
+	}
+	return v
+}
+
+// DeadLetterResponse is a grab the workers gave up on.
+type DeadLetterResponse struct {
+	Token       string    `json:"token"`
+	ActivityID  string    `json:"activity_id"`
+	User        string    `json:"user"`
+	AmountCents int64     `json:"amount_cents"`
+	Attempts    int       `json:"attempts"`
+	Reason      string    `json:"reason"`
+	At          time.Time `json:"at"`
+	// GrabbedAt is when the gate granted it; left out for a dead letter kept without its grab,
+	// which cannot be replayed.
+	GrabbedAt *time.Time `json:"grabbed_at,omitempty"`
+}
+
+// DeadLettersResponse lists dead letters, newest first.
+type DeadLettersResponse struct {
+	DeadLetters []DeadLetterResponse `json:"dead_letters"`
+}
+
+// deadLetters lists dead letters: ?activity=, ?limit= (1 to 500, default 50).
+func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), intParam(q.Get("limit"), 50))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := DeadLettersResponse{DeadLetters: make([]DeadLetterResponse, len(ds))}
+	for i, d := range ds {
+		resp.DeadLetters[i] = DeadLetterResponse{Token: d.Grab.Token, ActivityID: d.Grab.ActivityID, User: d.Grab.UserID,
+			AmountCents: d.Grab.AmountCents, Attempts: d.Attempts, Reason: d.Reason, At: d.At}
+		if !d.Grab.At.IsZero() {
+			at := d.Grab.At
+			resp.DeadLetters[i].GrabbedAt = &at
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// ReplayDeadLetterRequest names the dead letter to place.
+type ReplayDeadLetterRequest struct {
+	Token string `json:"token"`
+}
+
+// ReplayedResponse is the order a replayed dead letter became.
+type ReplayedResponse struct {
+	Order AdminOrderResponse `json:"order"`
+	New   bool               `json:"new"` // false: the grab had an order already
+}
+
+// replayDeadLetter places a dead letter's grab, now that what refused it is fixed.
+func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
+	var req ReplayDeadLetterRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	noteTarget(r, req.Token)
+	p, err := s.svc.ReplayDeadLetter(r.Context(), req.Token)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ReplayedResponse{Order: adminOrder(p.Order), New: p.New})
 }

@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/csv"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"seckill/internal/httpapi"
+	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
 
@@ -78,5 +83,96 @@ func TestAddStockAndEndEarly(t *testing.T) {
 	audit := f.do("GET", "/api/admin/audit", adminToken, "")
 	if strings.Count(audit.raw, `"target":"`+id+`"`) < 2 {
 		t.Errorf("the audit log lacks the addition and the end of %s: %s", id, audit.raw)
+	}
+}
+
+// TestOperatorReads: the operator's list of activities (ended ones too), a user's orders, an
+// activity's orders as CSV, and the dead letters, listed and replayed.
+func TestOperatorReads(t *testing.T) {
+	ctx := context.Background()
+	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) {
+		c.Admins = []httpapi.Admin{{Name: "grafana", Role: httpapi.RoleViewer, Token: viewerToken}}
+	})
+	id := f.create(strings.Replace(validItem, `"stock":2`, `"stock":5`, 1))
+	old := f.create(strings.NewReplacer("11:00:00Z", "08:00:00Z", "13:00:00Z", "09:00:00Z").Replace(validItem))
+	list := f.do("GET", "/api/admin/activities", viewerToken, "")
+	if acts, _ := list.body["activities"].([]any); list.status != 200 || len(acts) != 2 ||
+		acts[0].(map[string]any)["id"] != id || acts[1].(map[string]any)["status"] != "ended" {
+		t.Fatalf("every activity: %d %s; want %s, then the ended %s", list.status, list.raw, id, old)
+	}
+	if r := f.do("GET", "/api/admin/activities?since=2001-11-30T10:00:00Z", viewerToken, ""); len(r.body["activities"].([]any)) != 1 {
+		t.Errorf("those ending after 10:00: %s", r.raw)
+	}
+	for _, q := range []string{"?since=yesterday", "?limit=0", "?limit=501", "?limit=x"} {
+		if r := f.do("GET", "/api/admin/activities"+q, viewerToken, ""); r.status != 400 {
+			t.Errorf("activities%s: %d %s, want 400", q, r.status, r.raw)
+		}
+	}
+
+	alice := f.grabOrder(id, "alice")
+	f.grabOrder(id, "=HYPERLINK(evil)") // a user id a spreadsheet would run
+	f.grabOrder(id, "bob")
+	r := f.do("GET", "/api/admin/orders?user=alice", viewerToken, "")
+	if os, _ := r.body["orders"].([]any); r.status != 200 || len(os) != 1 || os[0].(map[string]any)["order_token"] != alice ||
+		os[0].(map[string]any)["user"] != "alice" {
+		t.Fatalf("alice's orders: %d %s", r.status, r.raw)
+	}
+	page := f.do("GET", "/api/admin/orders?activity="+id+"&limit=2", viewerToken, "")
+	next := fmt.Sprint(page.body["next"])
+	if len(page.body["orders"].([]any)) != 2 || page.body["next"] == nil {
+		t.Fatalf("a page of 2: %s", page.raw)
+	}
+	if r := f.do("GET", "/api/admin/orders?activity="+id+"&before="+next, viewerToken, ""); len(r.body["orders"].([]any)) != 1 ||
+		r.body["orders"].([]any)[0].(map[string]any)["order_token"] != alice {
+		t.Errorf("the page before %s: %s; want alice's, the oldest", next, r.raw)
+	}
+	for _, q := range []string{"", "?activity=a%20b", "?user=alice&limit=0", "?user=alice&before=x"} {
+		if r := f.do("GET", "/api/admin/orders"+q, viewerToken, ""); r.status != 400 {
+			t.Errorf("orders%s: %d %s, want 400", q, r.status, r.raw)
+		}
+	}
+
+	req := httptest.NewRequest("GET", "/api/admin/activities/"+id+"/orders.csv", nil)
+	req.Header.Set("Authorization", "Bearer "+viewerToken)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	rows, err := csv.NewReader(rec.Body).ReadAll()
+	if err != nil || rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/csv") || len(rows) != 4 {
+		t.Fatalf("the CSV: %d %q, %v rows, %v", rec.Code, rec.Header().Get("Content-Type"), len(rows), err)
+	}
+	if strings.Join(rows[0], ",") != "order_id,order_token,user,status,amount_cents,reason,created_at,expires_at,closed_at" ||
+		rows[1][1] != alice || rows[1][2] != "alice" || rows[1][3] != "CREATED" || rows[1][4] != "99900" || rows[2][2] != "'=HYPERLINK(evil)" {
+		t.Errorf("the CSV rows: %q", rows)
+	}
+	if r := f.do("GET", "/api/admin/activities/nope/orders.csv", viewerToken, ""); r.status != 404 {
+		t.Errorf("the CSV of no activity: %d %s", r.status, r.raw)
+	}
+
+	// A grab the workers gave up on (the database was refusing it), replayed once fixed.
+	g := sale.Grab{Token: sale.NewGrabToken(f.clock.Now()), ActivityID: id, UserID: "carol", AmountCents: 99900, At: f.clock.Now()}
+	if err := f.store.DeadLetter(ctx, g, 5, "the database refused it", f.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	dl := f.do("GET", "/api/admin/dead-letters?activity="+id, viewerToken, "")
+	if ds, _ := dl.body["dead_letters"].([]any); dl.status != 200 || len(ds) != 1 || ds[0].(map[string]any)["token"] != g.Token ||
+		ds[0].(map[string]any)["grabbed_at"] == nil || ds[0].(map[string]any)["attempts"] != 5.0 {
+		t.Fatalf("dead letters: %d %s", dl.status, dl.raw)
+	}
+	body := `{"token":"` + g.Token + `"}`
+	if r := f.do("POST", "/api/admin/dead-letters/replay", viewerToken, body); r.status != 403 {
+		t.Errorf("a viewer replays: %d %s", r.status, r.raw)
+	}
+	r = f.do("POST", "/api/admin/dead-letters/replay", adminToken, body)
+	if o, _ := r.body["order"].(map[string]any); r.status != 200 || r.body["new"] != true || o["status"] != "CREATED" || o["user"] != "carol" {
+		t.Fatalf("the replay: %d %s; want carol's order created", r.status, r.raw)
+	}
+	if r := f.do("POST", "/api/admin/dead-letters/replay", adminToken, body); r.status != 404 {
+		t.Errorf("replayed twice: %d %s, want 404", r.status, r.raw)
+	}
+	if r := f.do("GET", "/api/orders/"+g.Token, f.user("carol"), ""); r.body["status"] != "CREATED" {
+		t.Errorf("carol's order: %s", r.raw)
+	}
+	if r := f.do("GET", "/api/admin/dead-letters?limit=0", viewerToken, ""); r.status != 400 {
+		t.Errorf("a bad limit: %d", r.status)
 	}
 }

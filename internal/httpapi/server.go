@@ -164,6 +164,11 @@ func (s *Server) routes() []route {
 		{"POST /api/login", s.login},
 
 		{"POST /api/admin/activities", s.admin(RoleOperator, s.createActivity)},
+		{"GET /api/admin/activities", s.admin(RoleViewer, s.allActivities)},
+		{"GET /api/admin/activities/{id}/orders.csv", s.admin(RoleViewer, s.exportOrders)},
+		{"GET /api/admin/orders", s.admin(RoleViewer, s.orders)},
+		{"GET /api/admin/dead-letters", s.admin(RoleViewer, s.deadLetters)},
+		{"POST /api/admin/dead-letters/replay", s.admin(RoleOperator, s.replayDeadLetter)},
 		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
 		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
 		{"POST /api/admin/activities/{id}/stock", s.admin(RoleOperator, s.addStock)},

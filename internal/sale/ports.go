@@ -220,6 +220,21 @@ type OrderStore interface {
 
 	// Counts reports an activity's orders by status, and its dead letters.
 	Counts(ctx context.Context, activityID string) (Counts, error)
+
+	// Orders lists the orders f selects, the newest first.
+	Orders(ctx context.Context, f OrderFilter) ([]Order, error)
+
+	// EachOrder calls fn with every order of activityID, the oldest first, reading them in
+	// pages; an error of fn stops it and is returned.
+	EachOrder(ctx context.Context, activityID string, fn func(Order) error) error
+
+	// DeadLetters lists up to limit dead letters of activityID ("": all), the newest first.
+	DeadLetters(ctx context.Context, activityID string, limit int) ([]DeadLetter, error)
+
+	// ReplayDeadLetter places the dead letter of token as PlaceOrders would place its grab, and
+	// deletes it, in one transaction. Errors: ErrNotFound, ErrInvalid (its grab was not kept),
+	// ErrUnplaceable, ErrBusy.
+	ReplayDeadLetter(ctx context.Context, token string) (Placement, error)
 }
 
 // Placer is the database as the workers see it: where grabs become orders, or dead letters.

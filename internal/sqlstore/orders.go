@@ -609,7 +609,8 @@ func (s *Store) Counts(ctx context.Context, activityID string) (sale.Counts, err
 
 // DeadLetter implements sale.Store.
 func (s *Store) DeadLetter(ctx context.Context, g sale.Grab, attempts int, reason string, now time.Time) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO dead_letters (token, activity_id, user_id, attempts, reason, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`, g.Token, g.ActivityID, g.UserID, attempts, reason, ms(now))
+	_, err := s.w.ExecContext(ctx, `INSERT INTO dead_letters (token, activity_id, user_id, attempts, reason, created_at,
+		idem_key, share_idx, amount_cents, grabbed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		g.Token, g.ActivityID, g.UserID, attempts, truncate(reason, 255), ms(now), g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At))
 	return err
 }

@@ -63,6 +63,7 @@ var storeTests = []struct {
 	{"EventDeliveryOrder", testEventDeliveryOrder},
 	{"Payments", testPayments},
 	{"Revisions", testRevisions},
+	{"OperatorReads", testOperatorReads},
 }
 
 func TestStores(t *testing.T) {
@@ -1244,5 +1245,64 @@ func testRevisions(t *testing.T, dsn string) {
 	}
 	if owed, err := s.Unrevised(ctx, 10); err != nil || len(owed) != 1 || owed[0].Revision != 3 {
 		t.Fatalf("owed after revision 2 was given: %+v, %v", owed, err)
+	}
+}
+
+// testOperatorReads: orders by user and by activity, the export in order, and dead letters
+// replayed once each, through the database's guard.
+func testOperatorReads(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 4, 2)) // three units sold below, a fourth left for a dead letter
+	create(t, s, item("b", 3, 1))
+	place(t, s, grab("a", "u1", 0), grab("a", "u1", 1), grab("b", "u1", 0), grab("a", "u2", 0))
+	of, err := s.Orders(ctx, sale.OrderFilter{UserID: "u1", Limit: 10})
+	if err != nil || len(of) != 3 || of[0].ActivityID != "b" {
+		t.Fatalf("u1's orders: %+v, %v; want 3, the newest first", of, err)
+	}
+	if of, err := s.Orders(ctx, sale.OrderFilter{UserID: "u1", ActivityID: "a", Before: of[1].ID + 1, Limit: 10}); err != nil || len(of) != 2 {
+		t.Fatalf("u1's orders of a from the second: %+v, %v", of, err)
+	}
+	var ids []int64
+	if err := s.EachOrder(ctx, "a", func(o sale.Order) error { ids = append(ids, o.ID); return nil }); err != nil || len(ids) != 3 ||
+		!slices.IsSorted(ids) {
+		t.Fatalf("the export of a: %v, %v", ids, err)
+	}
+
+	// Two dead letters of a: one finds the last unit, one none left; and one kept without its grab.
+	dead := []sale.Grab{grab("a", "u3", 0), grab("a", "u4", 0)}
+	for _, g := range dead {
+		if err := s.DeadLetter(ctx, g, 5, "refused", t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := grab("a", "u5", 0)
+	old.At = time.Time{}
+	if err := s.DeadLetter(ctx, old, 5, "from before", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.DeadLetters(ctx, "a", 10)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("dead letters: %+v, %v", ds, err)
+	}
+	for i, want := range []sale.Status{sale.StatusCreated, sale.StatusFailed} {
+		p, err := s.ReplayDeadLetter(ctx, dead[i].Token)
+		if err != nil || !p.New || p.Order.Status != want || p.Order.UserID != dead[i].UserID {
+			t.Fatalf("replay %d: %+v, %v; want %s", i, p, err, want)
+		}
+		if _, err := s.ReplayDeadLetter(ctx, dead[i].Token); !errors.Is(err, sale.ErrNotFound) {
+			t.Fatalf("replay %d again: %v, want ErrNotFound", i, err)
+		}
+	}
+	if _, err := s.ReplayDeadLetter(ctx, old.Token); !errors.Is(err, sale.ErrInvalid) {
+		t.Fatalf("a dead letter without its grab: %v, want ErrInvalid", err)
+	}
+	if c, err := s.Counts(ctx, "a"); err != nil || c.Created != 4 || c.Failed != 1 || c.DeadLetters != 1 {
+		t.Fatalf("counts after the replays: %+v, %v", c, err)
+	}
+	evs, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 2})
+	if err != nil || len(evs) != 2 || evs[0].Type != sale.EventFailed || evs[1].Type != sale.EventCreated {
+		t.Fatalf("the replays' events: %+v, %v", evs, err)
 	}
 }

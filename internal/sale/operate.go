@@ -1,0 +1,115 @@
+package sale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// What an operator reads of a sale, and the dead letters they replay: the admin API's use cases
+// beside the changes (revise.go).
+
+// DeadLetter is a grab the workers gave up on: acknowledged to its buyer, never an order. Its
+// unit stays held in the gate until a reconcile gives it back.
+type DeadLetter struct {
+	Grab     Grab
+	Attempts int
+	Reason   string
+	At       time.Time
+}
+
+// OrderFilter selects orders to list: of ActivityID and of UserID when set (one of them is),
+// with an id below Before when positive (paging back), at most Limit, the newest first.
+type OrderFilter struct {
+	ActivityID string
+	UserID     string
+	Before     int64
+	Limit      int
+}
+
+// MaxOrderPage bounds the orders (and dead letters, and activities) one read returns.
+const MaxOrderPage = 500
+
+// Orders lists orders for an operator: a user's (the support desk's first question), or an
+// activity's. Errors: ErrInvalid, ErrBusy.
+func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
+	switch {
+	case f.ActivityID == "" && f.UserID == "":
+		return nil, fmt.Errorf("%w: name the user or the activity", ErrInvalid)
+	case f.ActivityID != "" && !ValidID(f.ActivityID):
+		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+	case f.UserID != "" && !ValidUserID(f.UserID):
+		return nil, fmt.Errorf("%w: user must be 1 to %d printable ASCII characters", ErrInvalid, MaxIDLen)
+	case f.Limit < 1 || f.Limit > MaxOrderPage || f.Before < 0:
+		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive order id", ErrInvalid, MaxOrderPage)
+	}
+	return s.orders.Orders(ctx, f)
+}
+
+// ExportOrders calls fn with every order of activity id, the oldest first: the export an
+// operator hands to finance. Errors: ErrNotFound, ErrBusy, and fn's.
+func (s *Service) ExportOrders(ctx context.Context, id string, fn func(Order) error) error {
+	if _, err := s.Activity(ctx, id); err != nil {
+		return err
+	}
+	return s.orders.EachOrder(ctx, id, fn)
+}
+
+// AllActivities lists up to limit activities that end after since (the zero time: all, ended
+// ones included), the latest start first: the operator's list. Errors: ErrInvalid, ErrBusy.
+func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int) ([]Activity, error) {
+	if limit < 1 || limit > MaxOrderPage {
+		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxOrderPage)
+	}
+	acts, err := s.activities.Activities(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(acts, func(a, b Activity) int {
+		if c := b.StartAt.Compare(a.StartAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return acts[:min(limit, len(acts))], nil
+}
+
+// DeadLetters lists up to limit dead letters of activity id ("": every activity's), the newest
+// first. Errors: ErrInvalid, ErrBusy.
+func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]DeadLetter, error) {
+	switch {
+	case id != "" && !ValidID(id):
+		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+	case limit < 1 || limit > MaxOrderPage:
+		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxOrderPage)
+	}
+	return s.orders.DeadLetters(ctx, id, limit)
+}
+
+// ReplayDeadLetter places the dead-lettered grab of token as the worker would have (a fault
+// fixed since: the database was refusing it), and takes it off the dead letters, in one
+// transaction: its buyer gets the order they were told they had, or a FAILED one if the
+// database's guard has no unit for it any more. Errors: ErrNotFound, ErrInvalid (a dead letter
+// kept without its grab, from before grabs were kept, or one the database refuses still:
+// ErrUnplaceable too), ErrBusy.
+func (s *Service) ReplayDeadLetter(ctx context.Context, token string) (Placement, error) {
+	if token == "" || len(token) > MaxIDLen {
+		return Placement{}, fmt.Errorf("dead letter %q: %w", token, ErrNotFound)
+	}
+	p, err := s.orders.ReplayDeadLetter(ctx, token)
+	if errors.Is(err, ErrUnplaceable) {
+		return p, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	if err != nil {
+		return p, err
+	}
+	if p.New && p.Order.Status != StatusFailed {
+		s.event("created", 1)
+	}
+	// Best effort: a red packet's leaderboard that misses it is fixed by the next load.
+	s.OrdersPlaced(ctx, []Placement{p})
+	return p, nil
+}
