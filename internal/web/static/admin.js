@@ -1,5 +1,7 @@
 // The admin dashboard: the token (kept in this tab only), a live view of one activity over
-// Server-Sent Events, the reconcile button, and the form that creates activities.
+// Server-Sent Events with the operator's controls (reconcile, add stock, end, export), the
+// support desk (a user's orders, dead letters, parked events, refunds to make), and the form that
+// creates activities.
 "use strict";
 
 (() => {
@@ -29,6 +31,7 @@
     $("desk").hidden = false;
     $("logout").hidden = false;
     await loadList();
+    await loadSupport();
   }
 
   function forget() {
@@ -42,7 +45,7 @@
   // ---- the activity picker ----
 
   async function loadList(select) {
-    const r = await api("GET", "/api/activities");
+    const r = await api("GET", "/api/admin/activities", { token: token() }); // ended ones too
     if (r.status !== 200) return;
     const pick = $("pick");
     const keep = select || pick.value;
@@ -62,6 +65,7 @@
     if (stream) stream.abort();
     $("live").hidden = !id;
     $("reconcile-result").textContent = "";
+    $("operate-result").textContent = "";
     if (!id) return;
     $("live-title").textContent = "Live: " + id;
     stream = new AbortController();
@@ -118,6 +122,7 @@
     ["paid", "Paid", "stats", (s) => s.paid],
     ["expired", "Expired", "stats", (s) => s.expired],
     ["dead_letters", "Dead letters", "stats", (s) => s.dead_letters],
+    ["refund_pending", "Refunds to make", "stats", (s) => s.refund_pending],
   ];
 
   function show(ev) {
@@ -171,6 +176,112 @@
       { label: "p99", color: "#7a4b00", values: secs.map((p) => p.p99_us / 1000) },
       { label: "p50", color: "#17652f", values: secs.map((p) => p.p50_us / 1000) },
     ], (v) => v.toFixed(v < 10 ? 1 : 0));
+  }
+
+  // ---- the operator's controls ----
+
+  async function addStock(ev) {
+    ev.preventDefault();
+    const id = watching;
+    const n = Number($("s-add").value);
+    if (!id) return;
+    if (!Number.isInteger(n) || n < 1) {
+      $("operate-result").textContent = "A whole number of units, 1 or more.";
+      return;
+    }
+    const r = await api("POST", "/api/admin/activities/" + encodeURIComponent(id) + "/stock", { token: token(), body: { add: n } });
+    $("operate-result").textContent = r.status === 200 ?
+      "Added " + n + ": stock " + r.body.stock + ", " + (r.body.remaining === null ? "the gate will have them shortly" : r.body.remaining + " left") + "." :
+      "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
+    if (r.status === 200) $("s-add").value = "";
+  }
+
+  async function endSale() {
+    const id = watching;
+    if (!id || !window.confirm("End the sale of " + id + " now, on every node? Orders placed keep their payment windows.")) return;
+    const r = await api("POST", "/api/admin/activities/" + encodeURIComponent(id) + "/end", { token: token() });
+    $("operate-result").textContent = r.status === 200 ? "Ended: grabs are refused from now on." :
+      "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
+    if (r.status === 200) await loadList(id);
+  }
+
+  // exportOrders downloads the activity's orders as CSV (fetched with the token, which a plain
+  // link could not send).
+  async function exportOrders() {
+    const id = watching;
+    if (!id) return;
+    const resp = await fetch("/api/admin/activities/" + encodeURIComponent(id) + "/orders.csv", {
+      headers: { Authorization: "Bearer " + token() }, cache: "no-store" });
+    if (!resp.ok) {
+      $("operate-result").textContent = "Export refused: HTTP " + resp.status;
+      return;
+    }
+    const text = await resp.text();
+    const rows = text.split("\n").filter((l) => l !== "").length - 1;
+    const a = el("a", { href: URL.createObjectURL(new Blob([text], { type: "text/csv" })), download: "orders-" + id + ".csv" });
+    document.body.append(a);
+    a.click();
+    a.remove();
+    $("operate-result").textContent = "Exported " + rows + " orders.";
+  }
+
+  // ---- the support desk ----
+
+  const when = (t) => (t ? new Date(t).toLocaleString() : "–");
+
+  async function lookup(ev) {
+    ev.preventDefault();
+    const user = $("u-user").value.trim();
+    if (!user) return;
+    const r = await api("GET", "/api/admin/orders?user=" + encodeURIComponent(user), { token: token() });
+    if (r.status !== 200) {
+      $("lookup-result").textContent = "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
+      return;
+    }
+    const n = r.body.orders.length;
+    $("lookup-result").textContent = n + (n === 1 ? " order of " : " orders of ") + user + (r.body.next ? " (the newest 50)" : "") + ".";
+    $("user-orders").hidden = r.body.orders.length === 0;
+    $("user-orders").tBodies[0].replaceChildren(...r.body.orders.map((o) => el("tr", {},
+      el("td", { text: o.order_token }), el("td", { text: o.activity_id }), el("td", { text: o.status }),
+      el("td", { class: "num", text: money(o.amount_cents) }), el("td", { text: when(o.created_at) }))));
+  }
+
+  // act is a table row's button that calls the API and reloads the desk.
+  function act(label, method, path, body, done) {
+    const b = el("button", { type: "button", text: label });
+    b.addEventListener("click", async () => {
+      b.disabled = true;
+      const r = await api(method, path, { token: token(), body });
+      $("support-result").textContent = r.status === 200 ? done(r.body) :
+        "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
+      await loadSupport();
+    });
+    return b;
+  }
+
+  async function loadSupport() {
+    const [dead, parked, refunds] = await Promise.all([
+      api("GET", "/api/admin/dead-letters", { token: token() }),
+      api("GET", "/api/admin/deliveries?state=parked", { token: token() }),
+      api("GET", "/api/admin/payments?state=refund_pending", { token: token() }),
+    ]);
+    const empty = (cols, text) => el("tr", {}, Object.assign(el("td", { class: "muted", text }), { colSpan: cols }));
+    const ds = dead.status === 200 ? dead.body.dead_letters : [];
+    $("dead").tBodies[0].replaceChildren(...(ds.length ? ds.map((d) => el("tr", {},
+      el("td", { text: d.token }), el("td", { text: d.activity_id }), el("td", { text: d.user }), el("td", { text: d.reason }),
+      el("td", {}, d.grabbed_at ? act("Replay", "POST", "/api/admin/dead-letters/replay", { token: d.token },
+        (b) => "Replayed " + d.token + ": order " + b.order.status + ".") : "kept without its grab"))) : [empty(5, "None.")]));
+    const ps = parked.status === 200 ? parked.body.deliveries : [];
+    $("parked").tBodies[0].replaceChildren(...(ps.length ? ps.map((p) => el("tr", {},
+      el("td", { text: p.event_id }), el("td", { text: p.sink }), el("td", { class: "num", text: String(p.attempts) }),
+      el("td", { text: p.last_error || "" }),
+      el("td", {}, act("Replay", "POST", "/api/admin/deliveries/replay", { sink: p.sink, event_id: p.event_id },
+        () => "Event " + p.event_id + " is due again.")))) : [empty(5, parked.status === 200 ? "None." : "No outbox on this node.")]));
+    const rs = refunds.status === 200 ? refunds.body.payments : [];
+    $("refunds").tBodies[0].replaceChildren(...(rs.length ? rs.map((p) => el("tr", {},
+      el("td", { text: p.payment_id }), el("td", { text: p.order_token }), el("td", { class: "num", text: money(p.amount_cents) }),
+      el("td", {}, act("Mark refunded", "POST", "/api/admin/payments/" + encodeURIComponent(p.payment_id) + "/refunded", undefined,
+        (b) => "Payment " + p.payment_id + " refunded: order " + b.order.status + ".")))) : [empty(4, "None.")]));
   }
 
   async function reconcile() {
@@ -286,6 +397,11 @@
     $("pick").addEventListener("change", () => watch($("pick").value));
     $("refresh-list").addEventListener("click", () => loadList());
     $("reconcile").addEventListener("click", reconcile);
+    $("stock").addEventListener("submit", addStock);
+    $("end").addEventListener("click", endSale);
+    $("export").addEventListener("click", exportOrders);
+    $("lookup").addEventListener("submit", lookup);
+    $("refresh-support").addEventListener("click", loadSupport);
     $("create").addEventListener("submit", create);
     $("c-kind").addEventListener("change", kindChanged);
     const now = new Date();
