@@ -204,8 +204,8 @@ func (x guardedStore) ReplayDeadLetter(ctx context.Context, token string) (sale.
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Placement, error) { return x.p.ReplayDeadLetter(ctx, token) })
 }
 
-func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, add int64) error {
-	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.ReviseActivity(ctx, a, add) })
+func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, r sale.Revision) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.ReviseActivity(ctx, a, r) })
 }
 
 func (x guardedStore) Revised(ctx context.Context, id string, rev int64) error {

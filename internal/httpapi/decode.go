@@ -118,11 +118,37 @@ type CreateActivityRequest struct {
 	AdmitRate int64 `json:"admit_rate"`
 	// RateLimits override the node's grab rate limits for this activity, in requests per
 	// second; 0 switches one off, and one left out keeps the node's.
-	RateLimits *struct {
-		PerUser *int64 `json:"per_user"`
-		PerIP   *int64 `json:"per_ip"`
-		Global  *int64 `json:"global"`
-	} `json:"rate_limits"`
+	RateLimits *RateLimitsRequest `json:"rate_limits"`
+}
+
+// RateLimitsRequest is an activity's own grab rate limits in requests per second: 0 switches one
+// off, and one left out is left as it is (the node's, on a new activity).
+type RateLimitsRequest struct {
+	PerUser *int64 `json:"per_user"`
+	PerIP   *int64 `json:"per_ip"`
+	Global  *int64 `json:"global"`
+}
+
+// rates reads the limits given, in the domain's terms (0 is sale.RateOff), per user, per IP and
+// global; nil for one left out.
+func (rl *RateLimitsRequest) rates() ([3]*int64, error) {
+	var out [3]*int64
+	for i, r := range []struct {
+		name string
+		in   *int64
+	}{{"per_user", rl.PerUser}, {"per_ip", rl.PerIP}, {"global", rl.Global}} {
+		switch {
+		case r.in == nil:
+		case *r.in < 0 || *r.in > sale.MaxRate:
+			return out, fmt.Errorf("%w: rate_limits.%s must be between 0 (off) and %d requests per second", sale.ErrInvalid, r.name, sale.MaxRate)
+		case *r.in == 0:
+			off := int64(sale.RateOff)
+			out[i] = &off
+		default:
+			out[i] = r.in
+		}
+	}
+	return out, nil
 }
 
 // DefaultPayWindow applies when a create request names none.
@@ -175,20 +201,14 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		}
 		a.PayWindow = time.Duration(*c.PayWindowS) * time.Second
 	}
-	if rl := c.RateLimits; rl != nil {
-		for _, r := range []struct {
-			name string
-			in   *int64
-			out  *int64
-		}{{"per_user", rl.PerUser, &a.Rates.PerUser}, {"per_ip", rl.PerIP, &a.Rates.PerIP}, {"global", rl.Global, &a.Rates.Global}} {
-			switch {
-			case r.in == nil:
-			case *r.in < 0 || *r.in > sale.MaxRate:
-				return bad(fmt.Sprintf("rate_limits.%s must be between 0 (off) and %d requests per second", r.name, sale.MaxRate))
-			case *r.in == 0:
-				*r.out = sale.RateOff
-			default:
-				*r.out = *r.in
+	if c.RateLimits != nil {
+		rs, err := c.RateLimits.rates()
+		if err != nil {
+			return sale.Activity{}, err
+		}
+		for i, out := range []*int64{&a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global} {
+			if rs[i] != nil {
+				*out = *rs[i]
 			}
 		}
 	}
@@ -203,6 +223,44 @@ func (c CreateActivityRequest) Activity() (sale.Activity, error) {
 		return bad("end_at must be an RFC 3339 time")
 	}
 	return a, nil
+}
+
+// EditActivityRequest is the body of PATCH /api/admin/activities/{id}: the terms to change,
+// each one left out left as it is.
+type EditActivityRequest struct {
+	Name             *string            `json:"name"`
+	PriceCents       *int64             `json:"price_cents"`
+	Stock            *int64             `json:"stock"`
+	PerUserLimit     *int64             `json:"per_user_limit"`
+	StartAt          *time.Time         `json:"start_at"`
+	EndAt            *time.Time         `json:"end_at"`
+	PayWindowS       *int64             `json:"pay_window_s"`
+	RequireChallenge *bool              `json:"require_challenge"`
+	RateLimits       *RateLimitsRequest `json:"rate_limits"`
+}
+
+// Edit turns the request into the domain's edit; sale.Activity.Validate checks the result.
+func (e EditActivityRequest) Edit() (sale.ActivityEdit, error) {
+	out := sale.ActivityEdit{Name: e.Name, PriceCents: e.PriceCents, Stock: e.Stock, PerUserLimit: e.PerUserLimit,
+		StartAt: e.StartAt, EndAt: e.EndAt, RequireChallenge: e.RequireChallenge}
+	if e.PayWindowS != nil {
+		if *e.PayWindowS <= 0 || *e.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
+			return out, fmt.Errorf("%w: pay_window_s must be between 1 and %d", sale.ErrInvalid, int64(sale.MaxPayWindow/time.Second))
+		}
+		w := time.Duration(*e.PayWindowS) * time.Second
+		out.PayWindow = &w
+	}
+	if e.RateLimits != nil {
+		rs, err := e.RateLimits.rates()
+		if err != nil {
+			return out, err
+		}
+		out.PerUserRate, out.PerIPRate, out.GlobalRate = rs[0], rs[1], rs[2]
+	}
+	if out == (sale.ActivityEdit{}) {
+		return out, fmt.Errorf("%w: nothing to change", sale.ErrInvalid)
+	}
+	return out, nil
 }
 
 // LoginRequest is the body of POST /api/login.

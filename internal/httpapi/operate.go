@@ -247,3 +247,22 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, ReplayedResponse{Order: adminOrder(p.Order), New: p.New})
 }
+
+// editActivity changes an activity's terms: anything before its start, its name, end and rate
+// limits after.
+func (s *Server) editActivity(w http.ResponseWriter, r *http.Request) {
+	var req EditActivityRequest
+	if err := decode(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	noteTarget(r, id)
+	e, err := req.Edit()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	a, err := s.svc.EditActivity(r.Context(), id, e)
+	s.revised(w, r, a, err)
+}

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/internal/httpapi"
 	"seckill/internal/sale"
@@ -174,5 +175,77 @@ func TestOperatorReads(t *testing.T) {
 	}
 	if r := f.do("GET", "/api/admin/dead-letters?limit=0", viewerToken, ""); r.status != 400 {
 		t.Errorf("a bad limit: %d", r.status)
+	}
+}
+
+// TestEditActivity: before its start anything an activity is sold on may change, and the sale
+// then runs on the new terms; once started only its name, end and rate limits; bad edits
+// change nothing.
+func TestEditActivity(t *testing.T) {
+	f := newFixture(t, false)
+	later := strings.NewReplacer("11:00:00Z", "13:00:00Z", "13:00:00Z", "14:00:00Z").Replace(validItem) // 13:00 to 14:00; the clock is at 12:00
+	id := f.create(later)
+	path := "/api/admin/activities/" + id
+	for _, bad := range []struct{ name, body string }{
+		{"nothing", `{}`},
+		{"no stock", `{"stock":0}`},
+		{"a kind", `{"kind":"redpacket"}`},
+		{"a time that is not one", `{"start_at":"soon"}`},
+		{"an end before the start", `{"end_at":"2001-11-30T12:30:00Z"}`},
+		{"a pay window of none", `{"pay_window_s":0}`},
+		{"a rate below zero", `{"rate_limits":{"per_user":-1}}`},
+	} {
+		if r := f.do("PATCH", path, adminToken, bad.body); r.status != 400 || r.code() != "INVALID_ARGUMENT" {
+			t.Errorf("%s: %d %s, want 400", bad.name, r.status, r.raw)
+		}
+	}
+	if r := f.do("PATCH", "/api/admin/activities/nope", adminToken, `{"name":"x"}`); r.status != 404 {
+		t.Errorf("an unknown activity: %d %s", r.status, r.raw)
+	}
+	r := f.do("PATCH", path, adminToken, `{"name":"Phone Y","price_cents":50000,"stock":4,"per_user_limit":2,
+		"start_at":"2001-11-30T12:30:00Z","pay_window_s":60,"rate_limits":{"per_user":3}}`)
+	if r.status != 200 || r.body["name"] != "Phone Y" || r.body["price_cents"] != 50000.0 || r.body["stock"] != 4.0 ||
+		r.body["remaining"] != 4.0 || r.body["per_user_limit"] != 2.0 || r.body["revision"] != 2.0 || r.body["pay_window_s"] != 60.0 {
+		t.Fatalf("the edit before the start: %d %s", r.status, r.raw)
+	}
+	if a, _ := f.svc.Known(id); a.Rates.PerUser != 3 || !a.StartAt.Equal(saletest.T0.Add(30*time.Minute)) {
+		t.Errorf("the activity after the edit: %+v", a)
+	}
+
+	f.clock.Advance(45 * time.Minute) // 12:45: the sale is on
+	tok := f.grabOrder(id, "alice")
+	if o := f.do("GET", "/api/orders/"+tok, f.user("alice"), ""); o.body["amount_cents"] != 50000.0 {
+		t.Errorf("a grab at the new price: %s", o.raw)
+	}
+	f.grabOrder(id, "alice") // the new limit is 2
+	if r := f.do("POST", "/api/activities/"+id+"/grab", f.user("alice"), ""); r.status != 409 || r.code() != "ALREADY_BOUGHT" {
+		t.Errorf("alice's third grab: %d %s", r.status, r.raw)
+	}
+	for _, body := range []string{`{"price_cents":1}`, `{"stock":10}`, `{"per_user_limit":5}`, `{"start_at":"2001-11-30T13:00:00Z"}`,
+		`{"pay_window_s":30}`, `{"require_challenge":true}`} {
+		if r := f.do("PATCH", path, adminToken, body); r.status != 409 || r.code() != "INVALID_STATE" {
+			t.Errorf("%s after the start: %d %s, want 409", body, r.status, r.raw)
+		}
+	}
+	if r := f.do("PATCH", path, adminToken, `{"end_at":"2001-11-30T12:40:00Z"}`); r.status != 400 {
+		t.Errorf("an end already past: %d %s, want 400", r.status, r.raw)
+	}
+	r = f.do("PATCH", path, adminToken, `{"name":"Phone Y, last units","end_at":"2001-11-30T15:00:00Z","rate_limits":{"per_user":0}}`)
+	if r.status != 200 || r.body["name"] != "Phone Y, last units" || r.body["end_at"] != "2001-11-30T15:00:00Z" || r.body["revision"] != 3.0 {
+		t.Fatalf("the edit after the start: %d %s", r.status, r.raw)
+	}
+	if a, _ := f.svc.Known(id); a.Rates.PerUser != sale.RateOff {
+		t.Errorf("the per-user limit switched off: %+v", a.Rates)
+	}
+
+	// A stock cut before the start: the gate sells the new stock, no more.
+	small := f.create(later)
+	if r := f.do("PATCH", "/api/admin/activities/"+small, adminToken, `{"stock":1,"start_at":"2001-11-30T12:50:00Z"}`); r.status != 200 || r.body["remaining"] != 1.0 {
+		t.Fatalf("the stock cut: %d %s", r.status, r.raw)
+	}
+	f.clock.Advance(10 * time.Minute)
+	f.grabOrder(small, "bob")
+	if r := f.do("POST", "/api/activities/"+small+"/grab", f.user("carol"), ""); r.status != 410 {
+		t.Errorf("a grab past the cut stock: %d %s, want 410", r.status, r.raw)
 	}
 }

@@ -171,6 +171,7 @@ func (s *Server) routes() []route {
 		{"POST /api/admin/dead-letters/replay", s.admin(RoleOperator, s.replayDeadLetter)},
 		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
 		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
+		{"PATCH /api/admin/activities/{id}", s.admin(RoleOperator, s.editActivity)},
 		{"POST /api/admin/activities/{id}/stock", s.admin(RoleOperator, s.addStock)},
 		{"POST /api/admin/activities/{id}/end", s.admin(RoleOperator, s.endActivity)},
 		{"GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events)},

@@ -167,10 +167,11 @@ type ActivityStore interface {
 	Activities(ctx context.Context, since time.Time) ([]Activity, error)
 
 	// ReviseActivity stores a as revision a.Revision of its activity, and records that the gate
-	// is owed the revision (it adds add units), in one transaction, provided the stored activity
-	// is revision a.Revision-1. Errors: ErrNotFound, ErrChanged (another change came first:
-	// read it again), ErrInvalid (the database refuses a: fewer units than it sold).
-	ReviseActivity(ctx context.Context, a Activity, add int64) error
+	// is owed the revision (what r says it does to the gate: r.Add units, or r.Reload), in one
+	// transaction, provided the stored activity is revision a.Revision-1. Errors: ErrNotFound,
+	// ErrChanged (another change came first: read it again), ErrInvalid (the database refuses a:
+	// fewer units than it sold).
+	ReviseActivity(ctx context.Context, a Activity, r Revision) error
 
 	// Unrevised lists up to limit revisions the gate is owed, the oldest first.
 	Unrevised(ctx context.Context, limit int) ([]Revision, error)

@@ -16,11 +16,13 @@ import (
 // a change holds on every node from the moment the gate has it.
 
 // Revision is a change of an activity the gate is owed: Add units added to its stock (0 for a
-// change the gate keeps nothing of).
+// change the gate keeps nothing of), or, Reload, its state made again from the database's (the
+// stock edited before the start, which may shrink it).
 type Revision struct {
 	ActivityID string
 	Revision   int64
 	Add        int64
+	Reload     bool
 	At         time.Time
 }
 
@@ -29,17 +31,17 @@ type Revision struct {
 // packet's shares are split once, at its creation), and not once it has ended. Errors:
 // ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy.
 func (s *Service) AddStock(ctx context.Context, id string, n int64) (Activity, error) {
-	return s.revise(ctx, id, func(a Activity) (Activity, int64, error) {
+	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		switch {
 		case a.Kind != KindItem:
-			return a, 0, fmt.Errorf("%w: stock is added to items; a red packet's shares are split when it is created", ErrInvalid)
+			return a, Revision{}, fmt.Errorf("%w: stock is added to items; a red packet's shares are split when it is created", ErrInvalid)
 		case n < 1 || n > MaxStock-a.Stock:
-			return a, 0, fmt.Errorf("%w: add must be between 1 and %d (the stock is at most %d)", ErrInvalid, MaxStock-a.Stock, MaxStock)
+			return a, Revision{}, fmt.Errorf("%w: add must be between 1 and %d (the stock is at most %d)", ErrInvalid, MaxStock-a.Stock, MaxStock)
 		case !s.now().Before(a.EndAt):
-			return a, 0, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
+			return a, Revision{}, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
 		}
 		a.Stock += n
-		return a, n, nil
+		return a, Revision{Add: n}, nil
 	})
 }
 
@@ -48,23 +50,23 @@ func (s *Service) AddStock(ctx context.Context, id string, n int64) (Activity, e
 // windows. An activity that has not started never opens (its start moves to the end). Errors:
 // ErrNotFound, ErrInvalidState (ended already, or archived), ErrBusy.
 func (s *Service) EndActivity(ctx context.Context, id string) (Activity, error) {
-	return s.revise(ctx, id, func(a Activity) (Activity, int64, error) {
+	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		if !now.Before(a.EndAt) {
-			return a, 0, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
+			return a, Revision{}, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
 		}
 		a.EndAt = now
 		if !a.StartAt.Before(a.EndAt) {
 			a.StartAt = a.EndAt.Add(-time.Millisecond)
 		}
-		return a, 0, nil
+		return a, Revision{}, nil
 	})
 }
 
-// revise changes activity id by change, which returns the activity changed and the units it
-// adds, on the activity as the database has it now; a change that loses the race with another
-// is made again on the winner's revision.
-func (s *Service) revise(ctx context.Context, id string, change func(Activity) (Activity, int64, error)) (Activity, error) {
+// revise changes activity id by change, which returns the activity changed and what the change
+// does to the gate, on the activity as the database has it now; a change that loses the race
+// with another is made again on the winner's revision.
+func (s *Service) revise(ctx context.Context, id string, change func(Activity) (Activity, Revision, error)) (Activity, error) {
 	for attempt := 0; ; attempt++ {
 		a, err := s.activities.Activity(ctx, id)
 		if err != nil {
@@ -73,7 +75,7 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 		if a.Archived() {
 			return Activity{}, fmt.Errorf("%w: activity %s is archived", ErrInvalidState, id)
 		}
-		next, add, err := change(a)
+		next, rev, err := change(a)
 		if err != nil {
 			return Activity{}, err
 		}
@@ -81,7 +83,7 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 		if err := next.Validate(); err != nil {
 			return Activity{}, err
 		}
-		switch err := s.activities.ReviseActivity(ctx, next, add); {
+		switch err := s.activities.ReviseActivity(ctx, next, rev); {
 		case errors.Is(err, ErrChanged) && attempt < 3:
 			continue
 		case err != nil:
@@ -128,8 +130,7 @@ func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
 			return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
 		}
 		if !a.Archived() { // an archived activity's gate is gone: nothing to give it
-			a.Revision = r.Revision
-			if err := s.inventory.Revise(ctx, a, r.Add); err != nil && !absent(err) {
+			if err := s.giveOne(ctx, a, r); err != nil && !absent(err) {
 				return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
 			}
 		}
@@ -144,6 +145,21 @@ func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// giveOne gives the gate revision r of a (a as the database has it now, at r's revision or a
+// later one). A reload is a repair on a: the gate made to hold what the database and the queue
+// say (before the start, nothing), at a's revision, provided nothing moved in it meanwhile.
+func (s *Service) giveOne(ctx context.Context, a Activity, r Revision) error {
+	if !r.Reload {
+		a.Revision = r.Revision
+		return s.inventory.Revise(ctx, a, r.Add)
+	}
+	_, err := s.inventory.Repair(ctx, a, func(ctx context.Context, _ int64) (GateState, bool, error) {
+		st, _, err := s.gateState(ctx, a)
+		return st, err == nil, err
+	})
+	return err
 }
 
 // ReviseOwed gives the gate up to limit revisions it is owed (their activity changed while it
@@ -179,4 +195,78 @@ func (s *Service) refresh(ctx context.Context, a Activity) (Activity, error) {
 		}
 	}
 	return fresh, nil
+}
+
+// ActivityEdit is an operator's change of an activity's terms: each field set is changed.
+type ActivityEdit struct {
+	Name             *string
+	PriceCents       *int64
+	Stock            *int64
+	PerUserLimit     *int64
+	StartAt, EndAt   *time.Time
+	PayWindow        *time.Duration
+	RequireChallenge *bool
+	// The activity's own rate limits (see Rates; RateOff switches one off).
+	PerUserRate, PerIPRate, GlobalRate *int64
+}
+
+// EditActivity changes the terms of activity id. Before its start anything may change but what
+// the sale is built on (its kind, admission, stock shards, a red packet's split, a line's start,
+// when its early crowd is drawn); once it has started, only what cannot wrong a buyer who has
+// grabbed already: its name, its rate limits and its end (to a time still to come; ending it now
+// is EndActivity). The change reaches every node's gate as any revision does. Errors: ErrInvalid,
+// ErrNotFound, ErrInvalidState (started, or ended), ErrBusy.
+func (s *Service) EditActivity(ctx context.Context, id string, e ActivityEdit) (Activity, error) {
+	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
+		now := s.now()
+		started := !now.Before(a.StartAt)
+		switch {
+		case !now.Before(a.EndAt):
+			return a, Revision{}, fmt.Errorf("%w: activity %s has ended", ErrInvalidState, a.ID)
+		case started && (e.PriceCents != nil || e.Stock != nil || e.PerUserLimit != nil || e.StartAt != nil ||
+			e.PayWindow != nil || e.RequireChallenge != nil):
+			return a, Revision{}, fmt.Errorf("%w: activity %s has started: only its name, end_at and rate_limits can change (stock is added with the stock route)",
+				ErrInvalidState, a.ID)
+		case started && e.EndAt != nil && !e.EndAt.After(now):
+			return a, Revision{}, fmt.Errorf("%w: end_at must be still to come; to end the sale now, end it", ErrInvalid)
+		case e.Stock != nil && a.Kind != KindItem:
+			return a, Revision{}, fmt.Errorf("%w: a red packet's count is split when it is created", ErrInvalid)
+		case e.PriceCents != nil && a.Kind != KindItem:
+			return a, Revision{}, fmt.Errorf("%w: a red packet has no price", ErrInvalid)
+		case e.StartAt != nil && a.Lined():
+			return a, Revision{}, fmt.Errorf("%w: a line's start is when its early crowd is drawn: it cannot move", ErrInvalid)
+		}
+		var rev Revision
+		if e.Name != nil {
+			a.Name = *e.Name
+		}
+		if e.PriceCents != nil {
+			a.PriceCents = *e.PriceCents
+		}
+		if e.Stock != nil && *e.Stock != a.Stock {
+			a.Stock, rev.Reload = *e.Stock, true
+		}
+		if e.PerUserLimit != nil {
+			a.PerUserLimit = *e.PerUserLimit
+		}
+		if e.StartAt != nil {
+			a.StartAt = e.StartAt.UTC().Truncate(time.Millisecond)
+		}
+		if e.EndAt != nil {
+			a.EndAt = e.EndAt.UTC().Truncate(time.Millisecond)
+		}
+		if e.PayWindow != nil {
+			a.PayWindow = *e.PayWindow
+		}
+		if e.RequireChallenge != nil {
+			a.RequireChallenge = *e.RequireChallenge
+		}
+		for _, r := range []struct{ in, out *int64 }{{e.PerUserRate, &a.Rates.PerUser}, {e.PerIPRate, &a.Rates.PerIP},
+			{e.GlobalRate, &a.Rates.Global}} {
+			if r.in != nil {
+				*r.out = *r.in
+			}
+		}
+		return a, rev, nil
+	})
 }

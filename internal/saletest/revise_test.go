@@ -127,3 +127,53 @@ func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 		})
 	}
 }
+
+// TestEditBeforeTheStartReachesEveryNode: two nodes on one Redis and PostgreSQL, the stock on
+// three slots. An edit made through one node before the start (the stock cut from 6 to 4, a new
+// price and limit) is what the other sells on from the start, though its copy was read before
+// the edit.
+func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	clock := saletest.NewClock(saletest.T0)
+	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "sharded", Kind: sale.KindItem, Stock: 6, PriceCents: 100,
+		PerUserLimit: 1, StartAt: clock.Now().Add(time.Minute), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
+		Admission: sale.AdmitDirect, StockShards: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "early"}); !errors.Is(err, sale.ErrNotStarted) {
+		t.Fatalf("a grab before the start: %v", err) // node two has read the activity now
+	}
+	stock, price, limit := int64(4), int64(250), int64(2)
+	if _, err := one.Service.EditActivity(ctx, a.ID, sale.ActivityEdit{Stock: &stock, PriceCents: &price, PerUserLimit: &limit}); err != nil {
+		t.Fatal(err)
+	}
+	if rem, err := one.Service.Remaining(ctx, a.ID); err != nil || rem != 4 {
+		t.Fatalf("the gate after the cut: %d, %v; want 4 over the three shards", rem, err)
+	}
+	clock.Advance(time.Minute)
+	won := 0
+	for u := range 4 {
+		for range 2 {
+			g, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", u)})
+			switch {
+			case err == nil:
+				won++
+				if g.AmountCents != 250 {
+					t.Errorf("a grab at %d cents, want the new 250", g.AmountCents)
+				}
+			case !errors.Is(err, sale.ErrSoldOut) && !errors.Is(err, sale.ErrAlreadyBought):
+				t.Fatalf("grab: %v", err)
+			}
+		}
+	}
+	if won != 4 {
+		t.Fatalf("node two sold %d units; want the 4 of the cut stock", won)
+	}
+	one.Drain(a.ID)
+	if rec, err := one.Service.Reconcile(ctx, a.ID); err != nil || !rec.OK || rec.Stock != 4 {
+		t.Fatalf("reconcile = %+v, %v", rec, err)
+	}
+}

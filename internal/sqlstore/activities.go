@@ -109,7 +109,7 @@ func (s *Store) Activity(ctx context.Context, id string) (sale.Activity, error) 
 // ReviseActivity implements sale.Store. What an operator may change is written; what a sale
 // was built on (its kind, admission, shards, split and seed) is not. The stock may not fall
 // below the units sold: the database stays the final guard.
-func (s *Store) ReviseActivity(ctx context.Context, a sale.Activity, add int64) error {
+func (s *Store) ReviseActivity(ctx context.Context, a sale.Activity, r sale.Revision) error {
 	return s.inTx(ctx, func(tx tx) error {
 		challenge := 0
 		if a.RequireChallenge {
@@ -138,21 +138,25 @@ func (s *Store) ReviseActivity(ctx context.Context, a sale.Activity, add int64) 
 				return fmt.Errorf("%w: activity %s has sold %d units, more than a stock of %d", sale.ErrInvalid, a.ID, sold, a.Stock)
 			}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO activity_revisions (activity_id, revision, add_units, at_ms, given_at)
-			VALUES (?, ?, ?, ?, 0)`, a.ID, a.Revision, add, ms(time.Now()))
+		reload := 0
+		if r.Reload {
+			reload = 1
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO activity_revisions (activity_id, revision, add_units, reload, at_ms, given_at)
+			VALUES (?, ?, ?, ?, ?, 0)`, a.ID, a.Revision, r.Add, reload, ms(time.Now()))
 		return err
 	})
 }
 
 // Unrevised implements sale.Store.
 func (s *Store) Unrevised(ctx context.Context, limit int) ([]sale.Revision, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT activity_id, revision, add_units, at_ms FROM activity_revisions
+	rows, err := s.r.QueryContext(ctx, `SELECT activity_id, revision, add_units, reload, at_ms FROM activity_revisions
 		WHERE given_at = 0 ORDER BY at_ms, activity_id, revision LIMIT ?`, limit)
 	return collect(rows, err, func(row interface{ Scan(...any) error }) (sale.Revision, error) {
 		var r sale.Revision
-		var at int64
-		err := row.Scan(&r.ActivityID, &r.Revision, &r.Add, &at)
-		r.At = fromMS(at)
+		var at, reload int64
+		err := row.Scan(&r.ActivityID, &r.Revision, &r.Add, &reload, &at)
+		r.At, r.Reload = fromMS(at), reload != 0
 		return r, err
 	})
 }

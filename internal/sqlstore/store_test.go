@@ -1205,25 +1205,25 @@ func testRevisions(t *testing.T, dsn string) {
 	}
 	next := got
 	next.Revision, next.Stock = 2, 5
-	if err := s.ReviseActivity(ctx, next, 3); err != nil {
+	if err := s.ReviseActivity(ctx, next, sale.Revision{Add: 3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReviseActivity(ctx, next, 3); !errors.Is(err, sale.ErrChanged) {
+	if err := s.ReviseActivity(ctx, next, sale.Revision{Add: 3}); !errors.Is(err, sale.ErrChanged) {
 		t.Fatalf("revision 2 again: %v, want ErrChanged", err)
 	}
 	fewer := next
 	fewer.Revision, fewer.Stock = 3, 1
-	if err := s.ReviseActivity(ctx, fewer, 0); !errors.Is(err, sale.ErrInvalid) {
+	if err := s.ReviseActivity(ctx, fewer, sale.Revision{Reload: true}); !errors.Is(err, sale.ErrInvalid) {
 		t.Fatalf("a stock below the 2 sold: %v, want ErrInvalid", err)
 	}
 	missing := next
 	missing.ID = "nope"
-	if err := s.ReviseActivity(ctx, missing, 0); !errors.Is(err, sale.ErrNotFound) {
+	if err := s.ReviseActivity(ctx, missing, sale.Revision{}); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("an unknown activity: %v, want ErrNotFound", err)
 	}
 	ended := next
 	ended.Revision, ended.EndAt = 3, t0.Add(2*time.Minute)
-	if err := s.ReviseActivity(ctx, ended, 0); err != nil {
+	if err := s.ReviseActivity(ctx, ended, sale.Revision{Reload: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := s.Activity(ctx, "a"); err != nil || got.Revision != 3 || got.Stock != 5 || !got.EndAt.Equal(ended.EndAt) {
@@ -1235,7 +1235,7 @@ func testRevisions(t *testing.T, dsn string) {
 		t.Errorf("placements on 5 units, 2 sold: %v", got)
 	}
 	owed, err := s.Unrevised(ctx, 10)
-	if err != nil || len(owed) != 2 || owed[0].Revision != 2 || owed[0].Add != 3 || owed[1].Revision != 3 || owed[1].Add != 0 {
+	if err != nil || len(owed) != 2 || owed[0].Revision != 2 || owed[0].Add != 3 || owed[1].Revision != 3 || owed[1].Add != 0 || !owed[1].Reload || owed[0].Reload {
 		t.Fatalf("owed: %+v, %v; want revisions 2 (3 units) and 3", owed, err)
 	}
 	for range 2 {

@@ -6,6 +6,7 @@ CREATE TABLE activity_revisions (
     activity_id VARCHAR(64) NOT NULL,
     revision    BIGINT NOT NULL,
     add_units   BIGINT NOT NULL,
+    reload      BIGINT NOT NULL,
     at_ms       BIGINT NOT NULL,
     given_at    BIGINT NOT NULL,
     PRIMARY KEY (activity_id, revision)
