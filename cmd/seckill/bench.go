@@ -26,14 +26,15 @@ const netemDefault = "halfopen"
 // benchConfig is what `seckill bench` runs with.
 type benchConfig struct {
 	url, adminToken, secret string
-	db, redis               string        // the in-process server's or the spawned nodes', when there is no url
-	spawn                   int           // nodes of the binary to start; 0: serve in this process
-	workers                 int           // more nodes that run only the worker; then the spawn nodes serve only the API
-	binary                  string        // the binary to spawn
-	fault                   string        // "" or one of faultKinds
-	faultFor                time.Duration // how long an outage (db) or a bad network (netem) lasts
-	netem, netemLink        string        // the bad network, and the link it is on (redis or db)
-	minReplicas             int           // SECKILL_REDIS_MIN_REPLICAS of the servers bench starts
+	db, redis               string              // the in-process server's or the spawned nodes', when there is no url
+	spawn                   int                 // nodes of the binary to start; 0: serve in this process
+	workers                 int                 // more nodes that run only the worker; then the spawn nodes serve only the API
+	binary                  string              // the binary to spawn
+	fault                   string              // "" or one of faultKinds
+	faultFor                time.Duration       // how long an outage (db) or a bad network (netem) lasts
+	netem, netemLink        string              // the bad network, and the link it is on (redis or db)
+	minReplicas             int                 // SECKILL_REDIS_MIN_REPLICAS of the servers bench starts
+	payments                *bench.ProviderSpec // the simulated payment provider and webhook receiver (--payments)
 	sale                    bench.Sale
 	jsonOut                 bool
 	history                 string
@@ -46,6 +47,8 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	var c benchConfig
 	var arrival, at, kill string
 	var dbOutage time.Duration
+	var payments bool
+	pay := bench.ProviderSpec{}
 	s := &c.sale
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -81,6 +84,10 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Int64Var(&s.Line.AdmitRate, "admit-rate", 0, "queue: tickets the line admits a second (default the server's, 1000)")
 	fs.Int64Var(&s.Line.QueueCap, "queue-cap", 0, "queue or lottery: tickets waiting at most (default the server's, 10 × stock)")
 	fs.DurationVar(&s.Line.PreQueue, "pre-queue", 0, "queue or lottery: the activity starts this long after it is created; the clicks before form the early crowd (default 3s)")
+	fs.BoolVar(&payments, "payments", false, "the winners who pay (see --unpaid) pay at a simulated payment provider on loopback, which calls the server back after a random delay, and a webhook receiver checks every order event: the checker adds that every payment is kept or refunded and every order's events arrived, in order")
+	fs.Float64Var(&pay.Late, "late", 0.1, "--payments: share of the payments called back after the payment window (their orders are refunded, the units resold)")
+	fs.Float64Var(&pay.Dup, "dup-callbacks", 0.2, "--payments: share of the payments called back twice")
+	fs.Float64Var(&pay.Forged, "forged", 0.1, "--payments: share of the payments preceded by a forged callback, which the server must refuse")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
 	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")
 	fs.StringVar(&c.plot, "plot", "", "draw the answers per second and their p99 latency over time to this SVG `file`")
@@ -130,6 +137,22 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	s.UserPrefix = fmt.Sprintf("bench-%d-", s.Seed)
 	s.Secret = c.secret
+	if payments {
+		if c.url != "" {
+			return c, errors.New("--payments is for the servers bench starts: it sets their payment and webhook secrets")
+		}
+		if s.Unpaid == 0 || s.Fault != nil || s.Line.Lined() {
+			return c, errors.New("--payments needs --unpaid (and --pay-window), and no fault or line: the winners pay at the provider")
+		}
+		if err := s.Validate(); err != nil {
+			return c, err
+		}
+		pay.PaymentSecret, pay.HookSecret, pay.Window, pay.Seed = randomSecret(), randomSecret(), s.PayWindow, s.Seed
+		if err := pay.Validate(); err != nil {
+			return c, err
+		}
+		c.payments = &pay
+	}
 	return c, s.Validate()
 }
 
@@ -240,6 +263,14 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	defer cancel()
 
 	setup := c.setup(c.redis, c.db) // before startServers replaces spawn:... with addresses
+	if c.payments != nil {
+		p, err := bench.StartProvider(*c.payments)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		c.sale.Provider = p
+	}
 	srvs, err := startServers(&c)
 	defer srvs.stop()
 	if err != nil {
@@ -275,6 +306,9 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	defer client.Close()
+	if p := c.sale.Provider; p != nil {
+		p.CallBack(bases[0])
+	}
 	if f := c.sale.Fault; f != nil {
 		f.Inject = injector(c, fleet, fleetIndex, client, srvs)
 	}
@@ -307,8 +341,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		err = res.WriteText(stdout)
 	}
 	if err == nil && !res.OK {
-		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents, leaderboard off %d",
-			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff, res.BoardOff)
+		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents, leaderboard off %d, unsettled payments %d, forged callbacks accepted %d, events off %d",
+			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff, res.BoardOff, res.Unsettled, res.ForgedAccepted, res.EventsOff)
 	}
 	return err
 }
@@ -328,6 +362,10 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
 		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
 		"SECKILL_DEMO": "0", "SECKILL_REDIS_MIN_REPLICAS": strconv.Itoa(c.minReplicas)}
+	for _, kv := range c.providerEnv() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	cfg, err := parseServe(nil, func(k string) string {
 		if strings.HasPrefix(k, "OTEL_") { // traces, as the process's environment asks
 			return os.Getenv(k)
@@ -382,7 +420,19 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 		"SECKILL_ADMIN_TOKEN=" + c.adminToken, "SECKILL_LOG_LEVEL=error", "SECKILL_DEMO=0",
 		"SECKILL_CLAIM_IDLE=3s", // a killed worker's grabs are taken over within the drain
 		"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(c.minReplicas)}
+	env = append(env, c.providerEnv()...)
 	return bench.StartFleet(ctx, exe, env, roles, stderr)
+}
+
+// providerEnv is the environment that points the servers bench starts at its simulated payment
+// provider and webhook receiver; none without --payments.
+func (c benchConfig) providerEnv() []string {
+	p := c.sale.Provider
+	if p == nil {
+		return nil
+	}
+	return []string{"SECKILL_PAYMENT_SECRET=" + c.payments.PaymentSecret, "SECKILL_PAYMENT_URL=" + p.CheckoutURL(),
+		"SECKILL_WEBHOOK_SECRET=" + c.payments.HookSecret, "SECKILL_WEBHOOK_URL=" + p.HookURL()}
 }
 
 // roles are the roles of the nodes bench starts: c.spawn serving the API, and the worker too

@@ -55,9 +55,10 @@ type benchResult struct {
 	Outcomes map[string]struct {
 		Count int64 `json:"count"`
 	} `json:"outcomes"`
-	Line  *bench.LineReport `json:"line"`
-	CPU   []bench.RoleCPU   `json:"cpu"`
-	Setup *bench.Setup      `json:"setup"`
+	Line     *bench.LineReport     `json:"line"`
+	CPU      []bench.RoleCPU       `json:"cpu"`
+	Setup    *bench.Setup          `json:"setup"`
+	Payments *bench.PaymentsReport `json:"payments"`
 }
 
 // checkCPU checks that the result says each role's processes used CPU in the run.
@@ -234,6 +235,28 @@ func TestBenchUnpaidOrdersAreResold(t *testing.T) {
 	}
 }
 
+// TestBenchWithAPaymentProvider: the winners pay at a simulated provider that calls back after
+// a random delay (a quarter after the window, some twice, some after a forged copy), and a
+// receiver checks every webhook. Every payment ends kept or refunded, the late ones' units are
+// sold again, no forged callback is taken, and every order's events arrive, in order.
+func TestBenchWithAPaymentProvider(t *testing.T) {
+	res, _ := runBench(t, noEnv, "--users", "1500", "--dup", "0", "--stock", "150", "--concurrency", "32",
+		"--unpaid", "0.2", "--pay-window", "6s", "--payments", "--late", "0.25", "--dup-callbacks", "0.3", "--forged", "0.2")
+	p := res.Payments
+	if !res.OK || p == nil {
+		t.Fatalf("result %+v", res)
+	}
+	if p.Payments < 80 || p.Late == 0 || p.Duplicated == 0 || p.Forged == 0 || p.Kept+p.Refunded != p.Payments || p.Refunded == 0 {
+		t.Fatalf("payments %+v; want about 120 taken, some late (refunded), some twice, some forged, each kept or refunded", p)
+	}
+	if p.Unsigned != 0 || p.Errors != 0 || p.Events < int(res.Wins) {
+		t.Fatalf("webhooks %+v; want every post signed and at least an event per order", p)
+	}
+	if res.Wins != 150+res.Restocked {
+		t.Fatalf("%d wins with %d restocked (the unpaid and the refunded); want every unit given back sold again", res.Wins, res.Restocked)
+	}
+}
+
 // TestBenchRefusesBadInput: nonsense gives a clear message and a non-zero exit before any load.
 func TestBenchRefusesBadInput(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t)))
@@ -289,6 +312,10 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"a rate without a line", []string{"--admit-rate", "10"}, "are for --admission queue or lottery"},
 		{"a short pre-queue", []string{"--admission", "queue", "--pre-queue", "10ms"}, "--pre-queue 10ms"},
 		{"a line with unpaid orders", []string{"--admission", "queue", "--unpaid", "0.1", "--pay-window", "2s"}, "for direct admission"},
+		{"payments nobody makes", []string{"--payments"}, "--payments needs --unpaid"},
+		{"payments with no window", []string{"--payments", "--unpaid", "0.1"}, "needs a --pay-window"},
+		{"payments to a server bench did not start", append([]string{"--payments", "--unpaid", "0.1", "--pay-window", "2s"}, auth...), "servers bench starts"},
+		{"late above one", []string{"--payments", "--unpaid", "0.1", "--pay-window", "2s", "--late", "2"}, "--late 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,6 +39,10 @@ type Sale struct {
 	Line LineSpec
 	// Meter, when set, reads the CPU time of the servers: the result says what each role used.
 	Meter Meter
+	// Provider, when set, is the payment provider the server sends its buyers to, and the
+	// receiver of its webhooks: the winners who pay (see Unpaid) pay there, and the checker
+	// adds that every payment is kept or refunded and every order's events arrived in order.
+	Provider *Provider
 }
 
 // MaxUnpaidWindow bounds the payment window of a run with unpaid orders: bench waits it out.
@@ -133,6 +137,9 @@ func (s Sale) Validate() error {
 	if err := s.Line.Validate(); err != nil {
 		return err
 	}
+	if s.Provider != nil && (s.Unpaid == 0 || s.Fault != nil || s.Line.Lined()) {
+		return errors.New("--payments needs --unpaid (and --pay-window), and no fault or line: the winners pay at the provider")
+	}
 	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
 		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")
 	}
@@ -206,10 +213,10 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	if report != nil {
 		report.measure(history)
 	}
-	var paid, unpaid map[string]bool
+	var paid, unpaid, late map[string]bool
 	if s.Unpaid > 0 {
 		var again []Record
-		if paid, unpaid, again, err = s.restock(ctx, c, id, history, bearer); err != nil {
+		if paid, unpaid, late, again, err = s.restock(ctx, c, id, history, bearer); err != nil {
 			return Result{}, history, err
 		}
 		history = append(history, again...)
@@ -221,10 +228,30 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	if err != nil {
 		return Result{}, history, err
 	}
-	facts.Paid, facts.Unpaid = paid, unpaid
+	facts.Paid, facts.Unpaid, facts.Late = paid, unpaid, late
+	var payments *PaymentsReport
+	if s.Provider != nil {
+		index, owner := map[string]int{}, map[string]string{}
+		for i := range s.Users {
+			index[s.User(i)] = i
+		}
+		for _, r := range history {
+			if r.Outcome == Won && r.Token != "" {
+				owner[r.Token] = r.User
+			}
+		}
+		reread := func(ctx context.Context, tok string) (Order, error) {
+			return c.Order(ctx, tok, bearer(index[owner[tok]]))
+		}
+		r, err := s.settle(ctx, &facts, reread)
+		if err != nil {
+			return Result{}, history, err
+		}
+		payments = &r
+	}
 	v := Check(history, facts)
 	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report,
-		DrainS: drained.Seconds(), CPU: cpuOf(cpuStart, cpuCrowd, cpuDrained)}, history, nil
+		DrainS: drained.Seconds(), CPU: cpuOf(cpuStart, cpuCrowd, cpuDrained), Payments: payments}, history, nil
 }
 
 // meter reads s.Meter, if there is one.
@@ -258,7 +285,10 @@ func (s Sale) spec(name string, start time.Time) ActivitySpec {
 // seed (and any whose window closed before bench got to them). Once the server has cancelled the
 // unpaid orders and put their units back, the users who won nothing click once more, so that
 // those units are sold again. It returns the orders paid and left unpaid, and the new clicks.
-func (s Sale) restock(ctx context.Context, c *Client, id string, history []Record, bearer func(int) string) (paid, unpaid map[string]bool, again []Record, err error) {
+//
+// With a provider the winners who pay are sent to its checkout page; those it calls back after
+// the window are returned as late (their orders are cancelled, then refunded).
+func (s Sale) restock(ctx context.Context, c *Client, id string, history []Record, bearer func(int) string) (paid, unpaid, late map[string]bool, again []Record, err error) {
 	index := make(map[string]int, s.Users)
 	for i := range s.Users {
 		index[s.User(i)] = i
@@ -287,7 +317,15 @@ func (s Sale) restock(ctx context.Context, c *Client, id string, history []Recor
 	for range min(s.Concurrency, 32) {
 		wg.Go(func() {
 			for b := range work {
-				_, err := c.Pay(ctx, b.token, bearer(index[b.user]))
+				var err error
+				if s.Provider == nil {
+					_, err = c.Pay(ctx, b.token, bearer(index[b.user]))
+				} else {
+					var payURL string
+					if payURL, err = c.StartPayment(ctx, b.token, bearer(index[b.user])); err == nil {
+						err = s.Provider.Pay(ctx, payURL)
+					}
+				}
 				var ae *apiError
 				mu.Lock()
 				switch {
@@ -307,22 +345,29 @@ func (s Sale) restock(ctx context.Context, c *Client, id string, history []Recor
 	close(work)
 	wg.Wait()
 	if firstErr != nil {
-		return nil, nil, nil, firstErr
+		return nil, nil, nil, nil, firstErr
+	}
+	late = map[string]bool{}
+	if s.Provider != nil {
+		for tok := range s.Provider.Late() {
+			delete(paid, tok)
+			late[tok] = true
+		}
 	}
 
 	deadline := time.Now().Add(s.PayWindow + s.DrainTimeout)
 	for {
 		st, err := c.Stats(ctx, id)
-		if err == nil && st.Cancelled >= int64(len(unpaid)) {
+		if err == nil && st.Cancelled+st.RefundPending+st.Refunded >= int64(len(unpaid)+len(late)) {
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, nil, fmt.Errorf("%d orders were left unpaid; the server cancelled %d within their window and %s (last error %v)",
-				len(unpaid), st.Cancelled, s.DrainTimeout, err)
+			return nil, nil, nil, nil, fmt.Errorf("%d orders were left unpaid; the server cancelled %d within their window and %s (last error %v)",
+				len(unpaid)+len(late), st.Cancelled+st.RefundPending+st.Refunded, s.DrainTimeout, err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
+			return nil, nil, nil, nil, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -335,7 +380,47 @@ func (s Sale) restock(ctx context.Context, c *Client, id string, history []Recor
 	}
 	burst := s.Crowd
 	burst.Ramp = 0
-	return paid, unpaid, Run(ctx, c, id, burst, s.Shuffled(losers, 1), bearer, nil), nil
+	return paid, unpaid, late, Run(ctx, c, id, burst, s.Shuffled(losers, 1), bearer, nil), nil
+}
+
+// settle waits for the provider's last callbacks and for the receiver to hear every order's
+// events (the relay delivers them after the changes, within the drain timeout), then reads what
+// became of the payments into f.
+func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Context, token string) (Order, error)) (PaymentsReport, error) {
+	if err := s.Provider.Wait(ctx); err != nil {
+		return PaymentsReport{}, err
+	}
+	// The late callbacks changed their orders after facts read them: read them again.
+	for tok := range f.Late {
+		o, err := reread(ctx, tok)
+		if err != nil {
+			return PaymentsReport{}, err
+		}
+		f.Orders[tok] = o
+	}
+	deadline := time.Now().Add(s.DrainTimeout)
+	for {
+		events := s.Provider.Events()
+		complete := true
+		for tok, o := range f.Orders {
+			if len(events[tok]) < len(eventsOf(o.Status)) {
+				complete = false
+				break
+			}
+		}
+		if complete || time.Now().After(deadline) {
+			f.Events = events
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return PaymentsReport{}, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	r, facts := s.Provider.report(f.Orders)
+	f.Payments, f.Unsigned = facts, r.Unsigned
+	return r, nil
 }
 
 // inject makes the fault and times it.

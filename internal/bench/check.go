@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -16,9 +17,17 @@ type Facts struct {
 	// GET /api/orders/{token} asked as the grab's user.
 	Orders map[string]Order
 	Stats  Stats
-	// Paid are the orders bench paid (the server answered PAID); Unpaid those it left to expire.
-	// Both are empty unless the run had --unpaid.
-	Paid, Unpaid map[string]bool
+	// Paid are the orders bench paid (the server answered PAID, or the provider called back in
+	// time); Unpaid those it left to expire; Late those whose provider called back after the
+	// window (kept if the sweeper had not closed it yet, else refunded). Empty unless the run had
+	// --unpaid.
+	Paid, Unpaid, Late map[string]bool
+	// Payments are the simulated provider's payments, and Events what its webhook receiver got
+	// of each order (event types without "order.", in the order they came); nil without one.
+	Payments []paymentFact
+	Events   map[string][]string
+	// Unsigned counts the webhook posts whose signature failed.
+	Unsigned int
 	// Board is a red packet's leaderboard as the server lists it (the amounts of its top
 	// entries, in order); nil when none was read.
 	Board []int64
@@ -33,16 +42,19 @@ type Order struct {
 
 // Stats are the server's counters (GET /api/admin/activities/{id}/stats).
 type Stats struct {
-	Stock        int64 `json:"stock"`
-	Remaining    int64 `json:"remaining"`
-	Grabbed      int64 `json:"grabbed"`
-	Orders       int64 `json:"orders"`
-	Created      int64 `json:"created"`
-	Paid         int64 `json:"paid"`
-	Cancelled    int64 `json:"cancelled"`
-	Failed       int64 `json:"failed"`
-	PendingQueue int64 `json:"pending_queue"`
-	DeadLetters  int64 `json:"dead_letters"`
+	Stock     int64 `json:"stock"`
+	Remaining int64 `json:"remaining"`
+	Grabbed   int64 `json:"grabbed"`
+	Orders    int64 `json:"orders"`
+	Created   int64 `json:"created"`
+	Paid      int64 `json:"paid"`
+	Cancelled int64 `json:"cancelled"`
+	Failed    int64 `json:"failed"`
+	// RefundPending and Refunded are orders paid after they were cancelled.
+	RefundPending int64 `json:"refund_pending"`
+	Refunded      int64 `json:"refunded"`
+	PendingQueue  int64 `json:"pending_queue"`
+	DeadLetters   int64 `json:"dead_letters"`
 	// Shed names what a degraded server left out (then the counts above are not zeros but unknown).
 	Shed []string `json:"shed,omitempty"`
 	// Line is a queue or lottery's line.
@@ -79,6 +91,13 @@ type Verdict struct {
 	// BoardOff counts the places where a red packet's leaderboard disagrees with the orders:
 	// its top must list the largest held shares, largest first.
 	BoardOff int64 `json:"board_off"`
+	// With a payment provider: Unsettled counts payments neither kept (their order PAID) nor
+	// refunded (REFUND_PENDING or REFUNDED), and callbacks the server failed; ForgedAccepted
+	// forged callbacks not refused; EventsOff the orders whose events did not all arrive, in
+	// the order they happened, and the webhook posts whose signature failed.
+	Unsettled      int64 `json:"unsettled_payments"`
+	ForgedAccepted int64 `json:"forged_accepted"`
+	EventsOff      int64 `json:"events_off"`
 
 	Problems []string `json:"problems,omitempty"`
 }
@@ -86,7 +105,7 @@ type Verdict struct {
 // OK reports whether the sale kept every invariant.
 func (v Verdict) OK() bool {
 	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
-		v.SharesOff == 0 && v.BoardOff == 0
+		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.EventsOff == 0
 }
 
 // maxProblems caps the examples kept per kind of violation.
@@ -153,8 +172,8 @@ func Check(history []Record, f Facts) Verdict {
 			problem("lost", "acknowledged grab %s of %s has no order", tok, owner[tok])
 			v.Lost++
 			continue
-		case o.Status == "CANCELLED":
-			v.Restocked++
+		case o.Status == "CANCELLED", o.Status == "REFUND_PENDING", o.Status == "REFUNDED":
+			v.Restocked++ // the unit went back on sale (a late payment's order too: its money goes back)
 		case o.Status == "CREATED" || o.Status == "PAID":
 			held++
 		default: // PENDING after the drain, FAILED
@@ -169,13 +188,22 @@ func Check(history []Record, f Facts) Verdict {
 		case f.Unpaid[tok] && o.Status != "CANCELLED":
 			problem("unreleased", "order %s of %s, never paid, is %s after its payment window", tok, owner[tok], o.Status)
 			v.Unreleased++
+		case f.Late[tok] && o.Status != "PAID" && o.Status != "REFUND_PENDING" && o.Status != "REFUNDED":
+			problem("unsettled", "order %s of %s, paid late, is %s: neither kept nor refunded", tok, owner[tok], o.Status)
+			v.Unsettled++
+		}
+		if f.Events != nil {
+			if want, got := eventsOf(o.Status), f.Events[tok]; !slices.Equal(want, got) {
+				problem("events", "order %s of %s ended %s; its events arrived %v, want %v", tok, owner[tok], o.Status, got, want)
+				v.EventsOff++
+			}
 		}
 		if f.Kind == "redpacket" {
 			if o.AmountCents != amount[tok] {
 				problem("shares", "grab %s answered %d cents, its order holds %d", tok, amount[tok], o.AmountCents)
 				v.SharesOff += abs(o.AmountCents - amount[tok])
 			}
-			if o.Status != "CANCELLED" {
+			if o.Status == "CREATED" || o.Status == "PAID" {
 				sum += amount[tok]
 				heldAmounts = append(heldAmounts, o.AmountCents)
 			}
@@ -184,7 +212,26 @@ func Check(history []Record, f Facts) Verdict {
 
 	// The server may hold more than the history shows only through unanswered requests.
 	dbHeld := f.Stats.Created + f.Stats.Paid
-	if extra := f.Stats.Created + f.Stats.Paid + f.Stats.Cancelled - v.Wins - v.Unanswered; extra > 0 {
+	for _, pm := range f.Payments {
+		switch {
+		case pm.status != "PAID" && pm.status != "REFUND_PENDING" && pm.status != "REFUNDED":
+			problem("unsettled", "payment %s of order %s: the order is %s, neither kept nor refunded", pm.id, pm.token, pm.status)
+			v.Unsettled++
+		case slices.ContainsFunc(pm.statuses, func(s int) bool { return s != 200 }):
+			problem("unsettled", "payment %s: the server answered its callbacks %v", pm.id, pm.statuses)
+			v.Unsettled++
+		}
+		if pm.forgedOK {
+			problem("forged", "a forged callback of payment %s was not refused", pm.id)
+			v.ForgedAccepted++
+		}
+	}
+	if f.Unsigned > 0 {
+		problem("events", "%d webhook posts failed their signature", f.Unsigned)
+		v.EventsOff += int64(f.Unsigned)
+	}
+	closed := f.Stats.Cancelled + f.Stats.RefundPending + f.Stats.Refunded
+	if extra := f.Stats.Created + f.Stats.Paid + closed - v.Wins - v.Unanswered; extra > 0 {
 		problem("duplicates", "%d orders in the database that no acknowledged or unanswered grab accounts for", extra)
 		v.Duplicates += extra
 	}
@@ -225,6 +272,24 @@ func Check(history []Record, f Facts) Verdict {
 		}
 	}
 	return v
+}
+
+// eventsOf is what a receiver hears of an order that ended in status, in order: its creation,
+// then its payment or its expiry, and for a payment that came after the expiry, the refund asked.
+func eventsOf(status string) []string {
+	switch status {
+	case "CREATED":
+		return []string{"created"}
+	case "PAID":
+		return []string{"created", "paid"}
+	case "CANCELLED":
+		return []string{"created", "expired"}
+	case "REFUND_PENDING":
+		return []string{"created", "expired", "refund_requested"}
+	case "REFUNDED":
+		return []string{"created", "expired", "refund_requested", "refunded"}
+	}
+	return []string{"failed"}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -117,6 +117,54 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Unpaid = map[string]bool{"t6": true}
 			return h
 		}, func(v Verdict) int64 { return v.Unreleased }, "never paid, is CREATED"},
+		{"a late payment neither kept nor refunded", "item", func(h []Record, f *Facts) []Record {
+			f.Late = map[string]bool{"t7": true}
+			f.Orders["t7"] = Order{Found: true, Status: "CANCELLED"}
+			f.Stats.Created--
+			f.Stats.Cancelled++
+			return h
+		}, func(v Verdict) int64 { return v.Unsettled }, "paid late, is CANCELLED"},
+		{"a payment whose order is neither paid nor refunded", "item", func(h []Record, f *Facts) []Record {
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "CREATED", statuses: []int{200}}}
+			return h
+		}, func(v Verdict) int64 { return v.Unsettled }, "neither kept nor refunded"},
+		{"a callback the server failed", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t1"] = Order{Found: true, Status: "PAID"}
+			f.Stats.Created--
+			f.Stats.Paid++
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", statuses: []int{200, 503}}}
+			return h
+		}, func(v Verdict) int64 { return v.Unsettled }, "answered its callbacks [200 503]"},
+		{"a forged callback taken", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t1"] = Order{Found: true, Status: "PAID"}
+			f.Stats.Created--
+			f.Stats.Paid++
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", statuses: []int{200}, forgedOK: true}}
+			return h
+		}, func(v Verdict) int64 { return v.ForgedAccepted }, "forged callback of payment pay1"},
+		{"an order's events out of order", "item", func(h []Record, f *Facts) []Record {
+			f.Events = map[string][]string{}
+			for tok := range f.Orders {
+				f.Events[tok] = []string{"created"}
+			}
+			f.Orders["t2"] = Order{Found: true, Status: "PAID"}
+			f.Stats.Created--
+			f.Stats.Paid++
+			f.Events["t2"] = []string{"paid", "created"}
+			return h
+		}, func(v Verdict) int64 { return v.EventsOff }, "arrived [paid created]"},
+		{"an order's event missing", "item", func(h []Record, f *Facts) []Record {
+			f.Events = map[string][]string{}
+			for tok := range f.Orders {
+				f.Events[tok] = []string{"created"}
+			}
+			delete(f.Events, "t3")
+			return h
+		}, func(v Verdict) int64 { return v.EventsOff }, "t3 of u3 ended CREATED; its events arrived []"},
+		{"a webhook post unsigned", "item", func(h []Record, f *Facts) []Record {
+			f.Unsigned = 2
+			return h
+		}, func(v Verdict) int64 { return v.EventsOff }, "2 webhook posts failed their signature"},
 		{"shares over the total", "redpacket", func(h []Record, f *Facts) []Record {
 			f.TotalCents -= 5
 			return h

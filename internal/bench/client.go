@@ -281,6 +281,19 @@ func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) 
 	return out.Status, nil
 }
 
+// StartPayment is the pay call of a server with a payment provider: 202, and where to pay.
+func (c *Client) StartPayment(ctx context.Context, token, bearer string) (payURL string, err error) {
+	var out struct {
+		Payment struct {
+			PayURL string `json:"pay_url"`
+		} `json:"payment"`
+	}
+	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/pay", bearer, nil, http.StatusAccepted, &out); err != nil {
+		return "", fmt.Errorf("pay %s: %w", token, err)
+	}
+	return out.Payment.PayURL, nil
+}
+
 // Grab sends one grab request to node i (or, if it is down, the next one up) and records how it
 // went. Times are Unix microseconds.
 func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {

@@ -123,6 +123,8 @@ type Result struct {
 	// CPU is what the processes of each role used (Sale.Meter), Setup what they were.
 	CPU   []RoleCPU `json:"cpu,omitempty"`
 	Setup *Setup    `json:"setup,omitempty"`
+	// Payments is what the simulated payment provider and webhook receiver saw (--payments).
+	Payments *PaymentsReport `json:"payments,omitempty"`
 }
 
 // Setup is what a run's servers were, so that a figure is compared with its like (seckill plan
@@ -207,6 +209,14 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s; %s; %d answers BUSY (%.2f %% of the crowd)\n",
 			faultText[f.Kind], f.AtS, f.RecoveryS, outage, f.Busy, 100*f.BusyShare)
+	}
+	if p := r.Payments; p != nil {
+		fmt.Fprintf(w, "payments %d at the provider (%d called back late, %d twice, %d after a forged callback): %d kept, %d refunded\n",
+			p.Payments, p.Late, p.Duplicated, p.Forged, p.Kept, p.Refunded)
+		fmt.Fprintf(w, "webhooks: %d events in %d posts, every order's in order unless counted below; %d callbacks unanswered\n",
+			p.Events, p.Posts, p.Errors)
+		fmt.Fprintf(w, "unsettled payments %d  forged callbacks accepted %d  orders with events off %d\n",
+			r.Unsettled, r.ForgedAccepted, r.EventsOff)
 	}
 	for _, c := range r.CPU {
 		fmt.Fprintf(w, "cpu %s: %.2f s in the crowd, %.2f s in the drain (%d process(es), the busiest %.2f s)\n",
