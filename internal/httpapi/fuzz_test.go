@@ -207,3 +207,33 @@ func FuzzLeaderboardQuery(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEditActivity sends arbitrary bodies to the edit route of an activity that has not started
+// (an edit may start it, or end it): the answer is always a JSON 200, 400, 409 or 413, and only
+// a 200 makes a new revision.
+func FuzzEditActivity(f *testing.F) {
+	for _, s := range []string{`{"name":"x"}`, `{}`, `null`, `{"stock":0}`, `{"stock":3,"price_cents":5}`, `{"start_at":"later"}`,
+		`{"end_at":"2001-11-30T12:00:00Z"}`, `{"rate_limits":{"global":-1}}`, `{"pay_window_s":1e9}`, `{"kind":"redpacket"}`, "\xff"} {
+		f.Add(s)
+	}
+	fx := newFixture(f, false)
+	id := fx.create(strings.NewReplacer("11:00:00Z", "13:00:00Z", "13:00:00Z", "14:00:00Z").Replace(validItem))
+	f.Fuzz(func(t *testing.T, body string) {
+		fx.t = t
+		before, _ := fx.svc.Known(id)
+		r := fx.do("PATCH", "/api/admin/activities/"+id, adminToken, body)
+		after, _ := fx.svc.Known(id)
+		switch r.status {
+		case http.StatusOK:
+			if after.Revision != before.Revision+1 {
+				t.Fatalf("200 but revision %d became %d", before.Revision, after.Revision)
+			}
+		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
+			if r.code() == "" || after.Revision != before.Revision {
+				t.Fatalf("refused body %q: %s, revision %d -> %d", body, r.raw, before.Revision, after.Revision)
+			}
+		default:
+			t.Fatalf("body %q: status %d %s", body, r.status, r.raw)
+		}
+	})
+}
