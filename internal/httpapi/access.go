@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"seckill/internal/auth"
@@ -154,19 +153,8 @@ type AuditEntryResponse struct {
 // auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxAuditPage,
 // default 50).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
-	limit, before := 50, int64(0)
 	q := r.URL.Query()
-	var err error
-	if v := q.Get("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil {
-			limit = -1
-		}
-	}
-	if v := q.Get("before"); v != "" {
-		if before, err = strconv.ParseInt(v, 10, 64); err != nil {
-			before = -1
-		}
-	}
+	limit, before := queryInt(q.Get("limit"), 50), queryInt64(q.Get("before"))
 	es, err := s.svc.AuditLog(r.Context(), before, limit)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"seckill/internal/sale"
@@ -261,6 +262,32 @@ func (e EditActivityRequest) Edit() (sale.ActivityEdit, error) {
 		return out, fmt.Errorf("%w: nothing to change", sale.ErrInvalid)
 	}
 	return out, nil
+}
+
+// queryInt is a query parameter's integer: def when it is left out, -1 when it is not one (a
+// limit the service refuses, with its message).
+func queryInt(v string, def int) int {
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// queryInt64 is a paging parameter (before=ID): 0 when it is left out, -1 when it is not a
+// number (which the service refuses).
+func queryInt64(v string) int64 {
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // LoginRequest is the body of POST /api/login.

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"seckill/internal/sale"
@@ -62,18 +61,8 @@ func deliveryOf(d sale.EventDelivery) DeliveryResponse {
 // ?limit= (1 to 500, default 50), ?before= (the next of the page before).
 func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.DeliveryFilter{Sink: q.Get("sink"), State: sale.DeliveryState(q.Get("state")), Limit: 50}
-	var err error
-	if v := q.Get("limit"); v != "" {
-		if f.Limit, err = strconv.Atoi(v); err != nil {
-			f.Limit = -1
-		}
-	}
-	if v := q.Get("before"); v != "" {
-		if f.Before, err = strconv.ParseInt(v, 10, 64); err != nil {
-			f.Before = -1
-		}
-	}
+	f := sale.DeliveryFilter{Sink: q.Get("sink"), State: sale.DeliveryState(q.Get("state")), Limit: queryInt(q.Get("limit"), 50),
+		Before: queryInt64(q.Get("before"))}
 	ds, err := s.svc.Deliveries(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)

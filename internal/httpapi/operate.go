@@ -73,7 +73,7 @@ func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	acts, err := s.svc.AllActivities(r.Context(), since, intParam(q.Get("limit"), 100))
+	acts, err := s.svc.AllActivities(r.Context(), since, queryInt(q.Get("limit"), 100))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -84,19 +84,6 @@ func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
 		resp.Activities[i] = publicView(a, nil, false, now)
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// intParam is a query parameter's integer, def when it is left out, -1 when it is not one (which
-// the service refuses).
-func intParam(v string, def int) int {
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return -1
-	}
-	return n
 }
 
 // AdminOrderResponse is an order as an operator sees it: whose it is too.
@@ -119,13 +106,8 @@ type OrdersResponse struct {
 // 50), ?before= (the next of the page before).
 func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: intParam(q.Get("limit"), 50)}
-	if v := q.Get("before"); v != "" {
-		var err error
-		if f.Before, err = strconv.ParseInt(v, 10, 64); err != nil {
-			f.Before = -1
-		}
-	}
+	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: queryInt(q.Get("limit"), 50),
+		Before: queryInt64(q.Get("before"))}
 	os, err := s.svc.Orders(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -204,7 +186,7 @@ type DeadLettersResponse struct {
 // deadLetters lists dead letters: ?activity=, ?limit= (1 to 500, default 50).
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), intParam(q.Get("limit"), 50))
+	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), queryInt(q.Get("limit"), 50))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

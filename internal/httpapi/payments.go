@@ -151,13 +151,7 @@ type PaymentsResponse struct {
 // payments lists payments: ?state=, ?order_token=, ?limit= (1 to 500, default 50).
 func (s *Server) payments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: 50}
-	if v := q.Get("limit"); v != "" {
-		var err error
-		if f.Limit, err = strconv.Atoi(v); err != nil {
-			f.Limit = -1
-		}
-	}
+	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: queryInt(q.Get("limit"), 50)}
 	ps, err := s.svc.Payments(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -40,16 +40,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 	env := newEnv(t, clock)
 	const stock = 40
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
-	users := map[string]string{} // order token -> buyer
-	for u := range stock {
-		user := fmt.Sprint("u", u)
-		g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
-		if err != nil {
-			t.Fatal(err)
-		}
-		users[g.Token] = user
-	}
-	env.Drain(a.ID)
+	users := sellOut(t, env, a) // order token -> buyer
 	clock.Advance(30 * time.Second)
 	payments := map[string]sale.Payment{} // order token -> its payment
 	for tok, user := range users {

@@ -106,16 +106,7 @@ func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	env := nodes[0]
 	const stock = 40
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
-	tokens := map[string]string{}
-	for u := range stock {
-		user := fmt.Sprint("u", u)
-		g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[g.Token] = user
-	}
-	env.Drain(a.ID)
+	tokens := sellOut(t, env, a)
 	clock.Advance(time.Minute - time.Millisecond) // the payers race the window's last millisecond
 	var wg sync.WaitGroup
 	var paid sync.Map
@@ -526,6 +517,23 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 
 // createItem creates an item activity on svc (id "" lets the service name it), one unit per user,
 // on sale from the clock's now for an hour.
+// sellOut sells a's whole stock, a unit to each of users u0, u1, ..., and waits for the orders:
+// it returns each order's token and its buyer.
+func sellOut(t *testing.T, env saletest.Env, a sale.Activity) map[string]string {
+	t.Helper()
+	tokens := map[string]string{}
+	for u := range a.Stock {
+		user := fmt.Sprint("u", u)
+		g, err := env.Service.Grab(context.Background(), sale.GrabRequest{ActivityID: a.ID, UserID: user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[g.Token] = user
+	}
+	env.Drain(a.ID)
+	return tokens
+}
+
 func createItem(t *testing.T, svc *sale.Service, clock *saletest.Clock, id string, stock int64, payWindow time.Duration) sale.Activity {
 	t.Helper()
 	a, err := svc.CreateActivity(context.Background(), sale.Activity{ID: id, Name: "test item", Kind: sale.KindItem,
