@@ -62,7 +62,7 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 		orders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_orders_total",
-			Help: "Order events: created (placed by the worker), failed (refused by the database), paid, payment_failed (the provider took nothing), refund_requested (a payment came after its order was cancelled), refunded, cancelled (by the buyer), expired (payment window closed), dead_lettered.",
+			Help: "Order events: created (placed by the worker), failed (refused by the database), paid, payment_failed (the provider took nothing), refund_requested (a payment came after its order was cancelled), refunded, cancelled (by the buyer), expired (payment window closed), dead_lettered; restock_deferred and restock_owed (a cancel whose unit the gate took later), revision_deferred and revision_owed (an operator's change the gate took later).",
 		}, []string{"event"}),
 		relayed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_events_relayed_total",
