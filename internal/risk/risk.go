@@ -3,7 +3,9 @@
 // refused). The rules here are the classic signals of scalping bots (OWASP OAT-005): many
 // accounts behind one address, clicks at a machine's regular cadence, and challenges solved
 // faster than a person reads them. They keep their state in this process, bounded in memory;
-// each node judges the traffic it sees.
+// each node judges the traffic it sees. model.go is the trained scorer that is to take over from
+// them (issue 22): a logistic regression in a versioned JSON file, fitted and evaluated here; it
+// is not wired into the node yet.
 package risk
 
 import (
