@@ -57,11 +57,14 @@ func TestFitRecoversAKnownModel(t *testing.T) {
 func TestFitRefusesWhatCannotBeFitted(t *testing.T) {
 	xs := [][]float64{{1}, {2}}
 	for name, f := range map[string]func() error{
-		"one class":      func() error { _, err := Fit([]string{"a"}, xs, []bool{true, true}, FitOptions{}); return err },
-		"short labels":   func() error { _, err := Fit([]string{"a"}, xs, []bool{true}, FitOptions{}); return err },
-		"a short row":    func() error { _, err := Fit([]string{"a", "b"}, xs, []bool{true, false}, FitOptions{}); return err },
-		"no features":    func() error { _, err := Fit(nil, [][]float64{{}, {}}, []bool{true, false}, FitOptions{}); return err },
-		"bad thresholds": func() error { _, err := Fit([]string{"a"}, xs, []bool{true, false}, FitOptions{Version: "v", ChallengeAt: 0.95, BlockAt: 0.9}); return err },
+		"one class":    func() error { _, err := Fit([]string{"a"}, xs, []bool{true, true}, FitOptions{}); return err },
+		"short labels": func() error { _, err := Fit([]string{"a"}, xs, []bool{true}, FitOptions{}); return err },
+		"a short row":  func() error { _, err := Fit([]string{"a", "b"}, xs, []bool{true, false}, FitOptions{}); return err },
+		"no features":  func() error { _, err := Fit(nil, [][]float64{{}, {}}, []bool{true, false}, FitOptions{}); return err },
+		"bad thresholds": func() error {
+			_, err := Fit([]string{"a"}, xs, []bool{true, false}, FitOptions{Version: "v", ChallengeAt: 0.95, BlockAt: 0.9})
+			return err
+		},
 	} {
 		if f() == nil {
 			t.Errorf("%s: fitted", name)
