@@ -21,7 +21,7 @@ func main() {
 	}
 }
 
-const usage = `usage: seckill [serve|bench|draw|probe|check|plan] [flags]
+const usage = `usage: seckill [serve|bench|draw|probe|check|plan|risk] [flags]
 
 Commands:
   serve   run the API, stock gate, order worker and sweeper (the default)
@@ -30,6 +30,7 @@ Commands:
   probe   ask the node on this machine (SECKILL_ADDR) whether it serves: the image's health check
   check   read serve's configuration, refuse a SECKILL_* variable it does not know, print it
   plan    size a deployment for a sale from the costs bench measured (docs/CAPACITY.md)
+  risk    train the risk model from labelled requests (risk train), or measure it (risk eval)
 
 Run 'seckill COMMAND -h' for a command's flags; serve's each have an environment
 variable.
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return checkCmd(args, getenv, os.Environ(), stdout, stderr)
 	case "plan":
 		return planCmd(args, stdout, stderr)
+	case "risk":
+		return riskCmd(args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil
