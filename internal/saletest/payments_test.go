@@ -76,15 +76,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 	}
 	wg.Wait()
 	clock.Advance(time.Minute)
-	for {
-		n, err := env.Service.SweepExpired(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	sweepAll(t, env)
 
 	kept, refunds := 0, 0
 	for tok, user := range users {

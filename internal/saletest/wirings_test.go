@@ -129,15 +129,7 @@ func concurrentSweepers(t *testing.T, newEnvs ...saletest.NewEnv) {
 	}
 	wg.Wait()
 	clock.Advance(time.Minute)
-	for {
-		n, err := env.Service.SweepExpired(ctx, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-	}
+	sweepAll(t, env)
 	nPaid := 0
 	for tok, user := range tokens {
 		o, err := env.Service.Order(ctx, user, tok)
@@ -517,6 +509,20 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 
 // createItem creates an item activity on svc (id "" lets the service name it), one unit per user,
 // on sale from the clock's now for an hour.
+// sweepAll runs the sweeper until it finds no expired order left.
+func sweepAll(t *testing.T, env saletest.Env) {
+	t.Helper()
+	for {
+		n, err := env.Service.SweepExpired(context.Background(), 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+	}
+}
+
 // sellOut sells a's whole stock, a unit to each of users u0, u1, ..., and waits for the orders:
 // it returns each order's token and its buyer.
 func sellOut(t *testing.T, env saletest.Env, a sale.Activity) map[string]string {
