@@ -411,11 +411,16 @@ func TestBenchRedisFaults(t *testing.T) {
 		{"netem", []string{"--redis", "spawn", "--netem", "reset", "--fault-for", "2s"}},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			// Over a ramp: a burst would be answered before the fault is over.
+			// Over a ramp: a burst would be answered before the fault is over. The crowd's
+			// clicks answered BUSY are not tried again, so the clicks after the fault must
+			// still outnumber the stock left: 2,000 units are sold by the fault (25 % of 8,000
+			// clicks at 800 a second), and the 1,000 left need 1.25 s of the crowd once the
+			// gate is back. A failover may so take up to 6 s, where it takes 2.4 s on an idle
+			// machine and took 5 s once in CI, with the whole suite running beside it.
 			args := append(tc.args, "--fault", tc.fault, "--db", mysqltest.DSN(t), "--at", "25%", "--users", "8000", "--dup", "0",
-				"--stock", "4000", "--concurrency", "32", "--arrival", "ramp:10s")
+				"--stock", "3000", "--concurrency", "32", "--arrival", "ramp:10s")
 			res, history := runBench(t, noEnv, args...)
-			if !res.OK || res.Wins > 4000 || res.Demand < 4000 || res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
+			if !res.OK || res.Wins > 3000 || res.Demand < 3000 || res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
 				t.Fatalf("after the fault: %+v; the errors: %v", res, errorsOf(history))
 			}
 			f := res.Fault

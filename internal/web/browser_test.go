@@ -647,11 +647,14 @@ func TestDashboardOperatorControls(t *testing.T) {
 
 	b.Do(chromedp.Click(chromedp.CSS("#dead tbody button")))
 	b.WaitFor(`document.getElementById("support-result").textContent.startsWith("Replayed ")`, 10*time.Second, "the dead letter replayed")
+	// The result shows once the desk is reloaded: the replayed letter has left its table.
+	b.WaitFor(`document.querySelectorAll("#dead tbody button").length === 0`, 5*time.Second, "the dead letter gone from the desk")
 	if o, err := svc.Order(ctx, "carol", dead.Token); err != nil || o.Status != sale.StatusCreated {
 		t.Errorf("carol's replayed grab: %+v, %v", o, err)
 	}
 	b.Do(chromedp.Click(chromedp.CSS("#parked tbody button")))
 	b.WaitFor(`document.getElementById("support-result").textContent.includes("is due again")`, 10*time.Second, "the event replayed")
+	b.WaitFor(`document.querySelectorAll("#parked tbody button").length === 0`, 5*time.Second, "the event gone from the parked list")
 	b.Do(chromedp.Click(chromedp.CSS("#refunds tbody button")))
 	b.WaitFor(`document.getElementById("support-result").textContent.endsWith("order REFUNDED.")`, 10*time.Second, "the refund marked")
 	b.WaitFor(`document.querySelectorAll("#dead tbody button, #parked tbody button, #refunds tbody button").length === 0`,

@@ -246,15 +246,17 @@
       el("td", { class: "num", text: money(o.amount_cents) }), el("td", { text: when(o.created_at) }))));
   }
 
-  // act is a table row's button that calls the API and reloads the desk.
+  // act is a table row's button that calls the API and reloads the desk. The result is shown
+  // once the desk is reloaded, so what it says and the tables agree.
   function act(label, method, path, body, done) {
     const b = el("button", { type: "button", text: label });
     b.addEventListener("click", async () => {
       b.disabled = true;
       const r = await api(method, path, { token: token(), body });
-      $("support-result").textContent = r.status === 200 ? done(r.body) :
+      const said = r.status === 200 ? done(r.body) :
         "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
       await loadSupport();
+      $("support-result").textContent = said;
     });
     return b;
   }
