@@ -35,11 +35,22 @@ func checkCmd(args []string, getenv func(string) string, environ []string, stdou
 	for i, p := range c.trustedProxies {
 		proxies[i] = p.String()
 	}
+	quiet := c
+	quiet.riskRecord = "" // check writes nothing
+	risky, err := riskEngine(quiet)
+	if err != nil {
+		return err
+	}
+	nets := 0
+	if n := risky.Networks(); n != nil {
+		nets = n.Len()
+	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
 		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
-		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds()})
+		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds(),
+		RiskModel: risky.Status().Version, RiskShadow: c.riskShadow, RiskNetworks: nets, RiskRecord: c.riskRecord})
 }
 
 // checked is what seckill check prints.
@@ -61,4 +72,10 @@ type checked struct {
 	// may refuse before it counts as down.
 	ShutdownGraceS float64 `json:"shutdown_grace_s"`
 	FailoverGraceS float64 `json:"failover_grace_s"`
+	// RiskModel is the version of the trained risk model ("": the rules alone); RiskNetworks
+	// the networks its datacenter list holds; RiskRecord where grabs' features are recorded.
+	RiskModel    string `json:"risk_model"`
+	RiskShadow   bool   `json:"risk_shadow"`
+	RiskNetworks int    `json:"risk_networks"`
+	RiskRecord   string `json:"risk_record"`
 }

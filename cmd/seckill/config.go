@@ -54,6 +54,11 @@ type config struct {
 	riskCadence    bool
 	riskMinSolve   time.Duration
 	trustedProxies []netip.Prefix
+	// The trained risk model: its file, the thresholds that override the file's (0: the
+	// file's), shadow mode, the datacenter and proxy networks, and the file grabs are recorded in.
+	riskModel, riskNetworks, riskRecord string
+	riskChallengeAt, riskBlockAt        float64
+	riskShadow                          bool
 	// The receivers of the order events (SECKILL_WEBHOOK_URL), each a sink of the outbox, and
 	// the secret their posts are signed with.
 	webhooks      []string
@@ -185,6 +190,12 @@ func settings(c *config) []setting {
 		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
 		{"risk-min-solve", "SECKILL_RISK_MIN_SOLVE", "1s", "a challenge answered faster than this is refused; 0: off",
 			orOff(&c.riskMinSolve, 0, "a duration such as 1s, or 0 for off")},
+		{"risk-model", "SECKILL_RISK_MODEL", "", "a trained risk model `file` (seckill risk train) that scores every grab and takes over from the rules above; read again when it changes; empty: the rules alone", text(&c.riskModel)},
+		{"risk-challenge-at", "SECKILL_RISK_CHALLENGE_AT", "", "the model's score from which a grab needs a challenge; empty: the model file's (0.6 by default)", threshold(&c.riskChallengeAt)},
+		{"risk-block-at", "SECKILL_RISK_BLOCK_AT", "", "the model's score from which a grab is refused; empty: the model file's (0.9 by default)", threshold(&c.riskBlockAt)},
+		{"risk-shadow", "SECKILL_RISK_SHADOW", "off", "on: the model scores and counts every grab (logs, metrics) and the rules decide", switchOf(&c.riskShadow)},
+		{"risk-networks", "SECKILL_RISK_NETWORKS", "", "a `file` of datacenter and proxy networks (CIDRs, one a line; see deploy/risk/networks.example.txt), a feature of the model; read again when it changes", text(&c.riskNetworks)},
+		{"risk-record", "SECKILL_RISK_RECORD", "", "a `file` every grab's risk features are appended to (JSON lines), to label (seckill risk label) and train a model on", text(&c.riskRecord)},
 		{"rank-exact-max", "SECKILL_RANK_EXACT_MAX", "1000000", "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound",
 			func(c *config, v string) error {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -245,6 +256,22 @@ func count(dst *int, most int, want string) func(*config, string) error {
 			return fmt.Errorf("want %s", want)
 		}
 		*dst = n
+		return nil
+	}
+}
+
+// threshold reads a score between 0 (excluded) and 1, or nothing.
+func threshold(dst *float64) func(*config, string) error {
+	return func(_ *config, v string) error {
+		if v == "" {
+			*dst = 0
+			return nil
+		}
+		p, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(p > 0 && p <= 1) {
+			return errors.New("want a score above 0 and at most 1 such as 0.6, or nothing for the model file's")
+		}
+		*dst = p
 		return nil
 	}
 }
@@ -331,6 +358,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	}
 	if c.replication.Replicas > 0 && c.redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
+	}
+	if c.riskModel == "" && (c.riskChallengeAt > 0 || c.riskBlockAt > 0 || c.riskShadow) {
+		return c, errors.New("SECKILL_RISK_CHALLENGE_AT, SECKILL_RISK_BLOCK_AT and SECKILL_RISK_SHADOW are the model's: they need SECKILL_RISK_MODEL")
 	}
 	return c, nil
 }
@@ -467,8 +497,41 @@ func onOff(val string) (bool, error) {
 	return false, errors.New("want on or off")
 }
 
-// riskRules builds the risk engine of c: the rules switched on.
-func riskRules(c config) *risk.Engine {
+// riskEngine builds the risk engine of c: the rules switched on and, when configured, the
+// trained model, the networks and the recorder. Errors: a file that does not load. The caller
+// closes the recorder (the engine's Options say which).
+func riskEngine(c config) (*risk.Engine, error) {
+	o := risk.Options{Rules: riskRules(c), ModelPath: c.riskModel, ChallengeAt: c.riskChallengeAt, BlockAt: c.riskBlockAt,
+		Shadow: c.riskShadow}
+	var nets *risk.Networks
+	if c.riskNetworks != "" {
+		var err error
+		if nets, err = risk.LoadNetworks(c.riskNetworks); err != nil {
+			return nil, fmt.Errorf("SECKILL_RISK_NETWORKS: %w", err)
+		}
+	}
+	if c.riskModel != "" || c.riskRecord != "" || nets != nil { // the rules alone keep none
+		o.Features = risk.NewFeatures(risk.DefaultWindow, nets)
+	}
+	if c.riskRecord != "" {
+		rec, err := risk.OpenRecorder(c.riskRecord)
+		if err != nil {
+			return nil, fmt.Errorf("SECKILL_RISK_RECORD: %w", err)
+		}
+		o.Recorder = rec
+	}
+	e, err := risk.Open(o)
+	if err != nil {
+		if o.Recorder != nil {
+			o.Recorder.Close()
+		}
+		return nil, fmt.Errorf("SECKILL_RISK_MODEL: %w", err)
+	}
+	return e, nil
+}
+
+// riskRules are the rules of c switched on.
+func riskRules(c config) []risk.Rule {
 	var rules []risk.Rule
 	if c.riskAccounts > 0 {
 		rules = append(rules, &risk.AccountsPerIP{ChallengeAbove: c.riskAccounts, BlockAt: 5 * c.riskAccounts, Window: time.Minute})
@@ -479,7 +542,7 @@ func riskRules(c config) *risk.Engine {
 	if c.riskMinSolve > 0 {
 		rules = append(rules, risk.SolveTime{Fastest: c.riskMinSolve})
 	}
-	return risk.New(rules...)
+	return rules
 }
 
 // payments is the payment provider the configuration names; nil: none, the pay call pays.

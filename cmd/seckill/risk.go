@@ -1,29 +1,86 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"seckill/internal/risk"
 )
 
-// riskCmd runs `seckill risk train|eval`: fitting the risk model from labelled requests, and
-// measuring one on requests it was not fitted on.
+// riskCmd runs `seckill risk label|train|eval`: labelling a node's recording, fitting the risk
+// model from labelled requests, and measuring one on requests it was not fitted on.
 func riskCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("risk: want train or eval (seckill risk train -h)")
+		return errors.New("risk: want label, train or eval (seckill risk train -h)")
 	}
 	switch args[0] {
+	case "label":
+		return riskLabel(args[1:], stdout, stderr)
 	case "train":
 		return riskTrain(args[1:], stdout, stderr)
 	case "eval":
 		return riskEval(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("risk %q: want train or eval", args[0])
+	return fmt.Errorf("risk %q: want label, train or eval", args[0])
+}
+
+// riskLabel labels a recording (SECKILL_RISK_RECORD): the grabs of the accounts --bots lists are
+// a bot's, the others a person's.
+func riskLabel(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("risk label", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	in := fs.String("in", "", "a node's recording (`file`, SECKILL_RISK_RECORD)")
+	botsFile := fs.String("bots", "", "the bots' accounts (`file`, one user a line, # comments): their grabs are labelled bot, the others human")
+	out := fs.String("out", "", "where to write the labelled requests (`file`, JSON lines, for risk train or eval)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *in == "" || *botsFile == "" || *out == "" || fs.NArg() > 0 {
+		return errors.New("risk label: want --in FILE --bots FILE --out FILE")
+	}
+	list, err := os.ReadFile(*botsFile)
+	if err != nil {
+		return fmt.Errorf("risk label: %w", err)
+	}
+	bots := map[string]bool{}
+	for line := range strings.Lines(string(list)) {
+		if u, _, _ := strings.Cut(line, "#"); strings.TrimSpace(u) != "" {
+			bots[strings.TrimSpace(u)] = true
+		}
+	}
+	f, err := os.Open(*in)
+	if err != nil {
+		return fmt.Errorf("risk label: %w", err)
+	}
+	defer f.Close()
+	recs, err := risk.ReadRecords(f)
+	if err != nil {
+		return fmt.Errorf("risk label: %s: %w", *in, err)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	nBots := 0
+	for i := range recs {
+		bot := bots[recs[i].User]
+		if bot {
+			nBots++
+		}
+		recs[i].Bot = &bot
+		if err := enc.Encode(recs[i]); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(*out, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("risk label: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "labelled %d requests: %d of a bot (%d accounts listed), %d of a person\n", len(recs), nBots, len(bots), len(recs)-nBots)
+	return err
 }
 
 func riskTrain(args []string, stdout, stderr io.Writer) error {
@@ -44,6 +101,11 @@ func riskTrain(args []string, stdout, stderr io.Writer) error {
 	names, rows, bots, err := readLabelled(*in, nil)
 	if err != nil {
 		return err
+	}
+	for _, n := range names {
+		if _, ok := risk.FeatureIndex(n); !ok {
+			return fmt.Errorf("risk train: %s: feature %q is not one a node computes (see the README's list)", *in, n)
+		}
 	}
 	m, err := risk.Fit(names, rows, bots, risk.FitOptions{Version: *version, L2: *l2, ChallengeAt: *challenge, BlockAt: *block})
 	if err != nil {

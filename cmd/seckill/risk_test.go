@@ -24,11 +24,11 @@ func writeLabelled(t *testing.T, path string, seed uint64, n int, shift float64)
 	var b bytes.Buffer
 	for range n {
 		bot := r.Float64() < 0.3
-		cadence, entropy := 0.6+0.2*r.NormFloat64(), 2.5+0.5*r.NormFloat64()
+		cadence, entropy := 0.4+0.2*r.NormFloat64(), 2.5+0.5*r.NormFloat64()
 		if bot {
-			cadence, entropy = 0.1+shift+0.1*r.NormFloat64(), 0.8+shift+0.6*r.NormFloat64()
+			cadence, entropy = 0.9-shift+0.1*r.NormFloat64(), 0.8+shift+0.6*r.NormFloat64()
 		}
-		fmt.Fprintf(&b, `{"features":{"cadence_cv":%g,"pointer_entropy":%g},"bot":%t}`+"\n", cadence, entropy, bot)
+		fmt.Fprintf(&b, `{"features":{"cadence":%g,"direction_entropy":%g},"bot":%t}`+"\n", cadence, entropy, bot)
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
@@ -72,6 +72,114 @@ func TestRiskTrainAndEval(t *testing.T) {
 		{"risk", "train", "--in", filepath.Join(dir, "nope"), "--out", model, "--version", "v"}} {
 		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// TestRiskLabel: a node's recording becomes a labelled file from the list of the bots'
+// accounts, which risk train reads; an unlabelled recording is not one it trains on, and a
+// feature the node does not compute is refused.
+func TestRiskLabel(t *testing.T) {
+	dir := t.TempDir()
+	rec, bots, labelled := filepath.Join(dir, "rec.jsonl"), filepath.Join(dir, "bots.txt"), filepath.Join(dir, "labelled.jsonl")
+	var b bytes.Buffer
+	for i := range 60 {
+		user, moves := fmt.Sprint("person", i), 40+i
+		if i%3 == 0 {
+			user, moves = fmt.Sprint("script", i), 0
+		}
+		fmt.Fprintf(&b, `{"at":"2001-11-30T11:00:00Z","activity":"a1","user":%q,"features":{"pointer_moves":%d,"ip_users":%d},"decision":"allow"}`+"\n",
+			user, moves, 1+i%4)
+	}
+	if err := os.WriteFile(rec, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var list strings.Builder
+	list.WriteString("# the scripted accounts\n")
+	for i := 0; i < 60; i += 3 {
+		fmt.Fprintf(&list, "script%d\n", i)
+	}
+	if err := os.WriteFile(bots, []byte(list.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "m.json")
+	if err := run(context.Background(), []string{"risk", "train", "--in", rec, "--out", model, "--version", "v"}, noEnv, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "no label") {
+		t.Fatalf("training on an unlabelled recording: %v", err)
+	}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"risk", "label", "--in", rec, "--bots", bots, "--out", labelled}, noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "labelled 60 requests: 20 of a bot (20 accounts listed), 40 of a person") {
+		t.Errorf("label said %q", out.String())
+	}
+	f, err := os.Open(labelled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, rows, isBot, err := risk.ReadLabelled(f, []string{"pointer_moves"})
+	if err != nil || len(rows) != 60 || !isBot[0] || isBot[1] || rows[0][0] != 0 {
+		t.Fatalf("the labelled file: %v %v %v", rows, isBot, err)
+	}
+	if err := run(context.Background(), []string{"risk", "train", "--in", labelled, "--out", model, "--version", "v"}, noEnv, io.Discard, io.Discard); err != nil {
+		t.Fatalf("training on the labelled file: %v", err)
+	}
+	alien := filepath.Join(dir, "alien.jsonl")
+	if err := os.WriteFile(alien, []byte(`{"features":{"mouse_colour":1},"bot":true}`+"\n"+`{"features":{"mouse_colour":0},"bot":false}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(context.Background(), []string{"risk", "train", "--in", alien, "--out", model, "--version", "v"}, noEnv, io.Discard, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), `"mouse_colour" is not one a node computes`) {
+		t.Fatalf("training on an unknown feature: %v", err)
+	}
+}
+
+// TestRiskSettings: serve's check loads the model and the networks it is given, names the
+// model's version, and refuses a broken model file, a model's setting without a model, and a
+// threshold out of range.
+func TestRiskSettings(t *testing.T) {
+	dir := t.TempDir()
+	model, nets := filepath.Join(dir, "m.json"), filepath.Join(dir, "nets.txt")
+	writeLabelled(t, filepath.Join(dir, "l.jsonl"), 1, 500, 0)
+	if err := run(context.Background(), []string{"risk", "train", "--in", filepath.Join(dir, "l.jsonl"), "--out", model, "--version", "m9"}, noEnv, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(nets, []byte("198.51.100.0/24\n203.0.113.0/24 # a proxy\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(env map[string]string) (map[string]any, error) {
+		var out bytes.Buffer
+		var environ []string
+		for k, v := range env {
+			environ = append(environ, k+"="+v)
+		}
+		if err := checkCmd(nil, func(k string) string { return env[k] }, environ, &out, io.Discard); err != nil {
+			return nil, err
+		}
+		var got map[string]any
+		return got, json.Unmarshal(out.Bytes(), &got)
+	}
+	got, err := check(map[string]string{"SECKILL_RISK_MODEL": model, "SECKILL_RISK_NETWORKS": nets, "SECKILL_RISK_SHADOW": "on"})
+	if err != nil || got["risk_model"] != "m9" || got["risk_networks"] != 2.0 || got["risk_shadow"] != true {
+		t.Fatalf("check with a model: %v, %v", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(`{"format":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, env := range map[string]map[string]string{
+		"a broken model":          {"SECKILL_RISK_MODEL": filepath.Join(dir, "broken.json")},
+		"a missing model":         {"SECKILL_RISK_MODEL": filepath.Join(dir, "nope.json")},
+		"a threshold, no model":   {"SECKILL_RISK_CHALLENGE_AT": "0.5"},
+		"shadow, no model":        {"SECKILL_RISK_SHADOW": "on"},
+		"a threshold of 2":        {"SECKILL_RISK_MODEL": model, "SECKILL_RISK_BLOCK_AT": "2"},
+		"challenge above block":   {"SECKILL_RISK_MODEL": model, "SECKILL_RISK_CHALLENGE_AT": "0.95"},
+		"a broken networks file":  {"SECKILL_RISK_NETWORKS": model},
+		"a missing networks file": {"SECKILL_RISK_NETWORKS": filepath.Join(dir, "nope.txt")},
+	} {
+		if _, err := check(env); err == nil {
+			t.Errorf("%s: passed the check", name)
 		}
 	}
 }

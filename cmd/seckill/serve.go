@@ -22,6 +22,7 @@ import (
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
 	"seckill/internal/web"
@@ -72,6 +73,12 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+
+	rules, err := riskEngine(c)
+	if err != nil {
+		return err
+	}
+	defer rules.Close() // after the loops: the recording's last lines
 
 	store, err := sqlstore.Open(ctx, c.db)
 	if err != nil {
@@ -136,8 +143,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		log.Info("profiles", "addr", pl.Addr().String())
 	}
 
-	rules := riskRules(c)
 	rules.Observe = stats.Risk
+	stats.WatchRiskModel(rules.Status)
 	pages, err := web.Handler()
 	if err != nil {
 		return fmt.Errorf("pages: %w", err)
@@ -186,6 +193,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	startLoops(bg, &wg, c, b, db, svc, stats, log, sinks)
+	wg.Add(1)
+	go func() { defer wg.Done(); watchRisk(bg, rules, log) }()
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -232,6 +241,41 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		err = nil
 	}
 	return err
+}
+
+// riskEvery is how often a node looks for a new risk model or networks file, and writes out
+// the risk recording.
+const riskEvery = 2 * time.Second
+
+// watchRisk reloads the risk model and networks files when they change, and flushes the
+// recording, until ctx ends. A file that no longer loads is logged; the model before it runs on.
+func watchRisk(ctx context.Context, e *risk.Engine, log *slog.Logger) {
+	t := time.NewTicker(riskEvery)
+	defer t.Stop()
+	failed, stopped := "", false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := e.Reload()
+		switch {
+		case err != nil && err.Error() != failed:
+			failed = err.Error()
+			log.Error("risk files: kept what was loaded before", "err", err, "model", e.Status().Version)
+		case err == nil:
+			failed = ""
+		}
+		if changed {
+			st := e.Status()
+			log.Info("risk model loaded", "version", st.Version, "features", st.Features, "shadow", st.Shadow)
+		}
+		if err := e.Flush(); err != nil && !stopped {
+			stopped = true
+			log.Error("risk recording stopped", "err", err)
+		}
+	}
 }
 
 // pprofMux serves Go's profiles: never on the API's listener, only on the SECKILL_PPROF one.

@@ -29,9 +29,9 @@ func decode(r *http.Request, v any) error {
 	return decodeObject(body, v)
 }
 
-// MaxEmptyBody bounds the body of a route that defines no fields (a grab, a payment, a
-// cancellation, a challenge): ample for a JSON object of the few fields such a route may define
-// one day, and a refusal without reading for anything bigger.
+// MaxEmptyBody bounds the body of a route that defines few fields or none (a grab and its page
+// signals, a payment, a cancellation, a challenge): ample for a JSON object of them, and a
+// refusal without reading for anything bigger.
 const MaxEmptyBody = 1 << 10
 
 // decodeEmpty checks the body of a route that takes none: no body at all, or a JSON object of

@@ -131,20 +131,30 @@ func override(node ratelimit.Rule, own int64) ratelimit.Rule {
 	return ratelimit.Rule{PerSecond: r, Burst: r}
 }
 
-// vet asks the risk rules about a grab that passed the edge: a blocked one is refused, and one
-// the rules want challenged must carry a pass (which the gate then checks). A degraded node
-// skips the rules: the blacklist and the token are its whole defence, as the design documents
-// have it.
-func (s *Server) vet(r *http.Request, id, user, pass string) (outcome string, err error) {
+// vet asks the risk engine about a grab that passed the edge, with what its page measured: a
+// blocked one is refused, and one the engine wants challenged must carry a pass (which the gate
+// then checks). A decision of the trained model is logged with the features that moved it
+// most, so that an operator can see why (the client is not told). A degraded node skips the engine, its rules and its
+// model: the blacklist and the token are its whole defence, as the design documents have it.
+func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (outcome string, err error) {
 	if s.risk == nil || s.health.Level() == health.Degraded {
 		return "", nil
 	}
-	v := s.risk.Grab(risk.Signal{IP: s.clientIP(r), User: user, Activity: id, At: s.svc.Now()})
+	ip := s.clientIP(r)
+	v := s.risk.Grab(risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Page: page})
+	if v.Scored && v.ModelDecision != risk.Allow {
+		s.log.InfoContext(r.Context(), "risk model", "decision", v.ModelDecision.String(), "shadow", v.Shadow,
+			"score", v.Score, "model", v.Version, "top", v.TopFeatures(), "user", user, "ip", ip.String(), "activity", id)
+	}
+	by := "the risk rule " + v.Rule
+	if v.Rule == "model" { // why stays in the log: a client told which features weigh learns to fake them
+		by = "the risk model"
+	}
 	switch {
 	case v.Decision == risk.Block:
-		return "risk_block", fmt.Errorf("%w: refused by the risk rule %s", sale.ErrBlocked, v.Rule)
+		return "risk_block", fmt.Errorf("%w: refused by %s", sale.ErrBlocked, by)
 	case v.Decision == risk.Challenge && pass == "":
-		return "risk_challenge", fmt.Errorf("%w: the risk rule %s asks for a challenge", sale.ErrChallengeRequired, v.Rule)
+		return "risk_challenge", fmt.Errorf("%w: %s asks for a challenge", sale.ErrChallengeRequired, by)
 	}
 	return "", nil
 }

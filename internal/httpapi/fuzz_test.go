@@ -11,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"seckill/internal/httpapi"
+	"seckill/internal/risk"
 )
 
 // FuzzCreateActivity sends arbitrary bodies to the create endpoint: the answer is always a JSON
@@ -63,6 +67,10 @@ func FuzzGrabRequest(f *testing.F) {
 	f.Add(id, "k4", "alice", "[]")
 	f.Add(id, "k5", "alice", "{} {}")
 	f.Add(id, "k6", "alice", `{"`+strings.Repeat("a", 2000)+`":1}`)
+	f.Add(id, "k7", "alice", `{"signals":{"moves":12,"path_px":300.5,"direction_entropy":1.9,"speed_cv":0.7,"touch":false,"load_to_click_ms":4100,"fingerprint":"0123456789abcdef"}}`)
+	f.Add(id, "k8", "alice", `{"signals":{"moves":-1,"path_px":0,"direction_entropy":0,"speed_cv":0,"touch":true,"load_to_click_ms":0}}`)
+	f.Add(id, "k9", "alice", `{"signals":{"moves":0,"path_px":1e400,"direction_entropy":0,"speed_cv":0,"touch":false,"load_to_click_ms":0}}`)
+	f.Add(id, "k10", "alice", `{"signals":null}`)
 	f.Fuzz(func(t *testing.T, act, key, bearer, body string) {
 		req := httptest.NewRequest("POST", "/api/activities/x/grab", strings.NewReader(body))
 		req.URL.Path = "/api/activities/" + act + "/grab"
@@ -84,9 +92,19 @@ func FuzzGrabRequest(f *testing.F) {
 			t.Fatalf("status %d without an error code: %s", rec.Code, rec.Body)
 		}
 		if rec.Code == 202 && body != "" && strings.TrimSpace(body) != "{}" {
-			var fields map[string]json.RawMessage
-			if err := json.Unmarshal([]byte(body), &fields); err != nil || fields == nil || len(fields) > 0 {
-				t.Fatalf("a grab with the body %q was taken", body)
+			// Taken with a body: it must be the grab's object, its signals ones a page measures.
+			dec := json.NewDecoder(strings.NewReader(body))
+			dec.DisallowUnknownFields()
+			var b httpapi.GrabBody
+			if err := dec.Decode(&b); err != nil {
+				t.Fatalf("a grab with the body %q was taken: %v", body, err)
+			}
+			if s := b.Signals; s != nil {
+				p := risk.Page{Moves: s.Moves, PathPx: s.PathPx, DirectionEntropy: s.DirectionEntropy, SpeedCV: s.SpeedCV,
+					LoadToClick: time.Duration(s.LoadToClickMs) * time.Millisecond, Fingerprint: s.Fingerprint}
+				if err := p.Check(); err != nil || s.LoadToClickMs < 0 {
+					t.Fatalf("a grab with the signals %q was taken: %v", body, err)
+				}
 			}
 		}
 	})

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/risk"
+	"seckill/internal/sale"
 )
 
 // GrabResponse is the 202 answer to a grab.
@@ -13,10 +16,43 @@ type GrabResponse struct {
 	AmountCents int64  `json:"amount_cents"` // the share won (red packet) or the price (item)
 }
 
-// GrabBody is what a grab may carry: nothing, or a JSON object of these fields (none yet). A
-// field the grab does not define is refused, so that one a client believes in (a quantity) is
-// never silently ignored.
-type GrabBody struct{}
+// GrabBody is what a grab may carry: nothing, or a JSON object of these fields. A field the
+// grab does not define is refused, so that one a client believes in (a quantity) is never
+// silently ignored.
+type GrabBody struct {
+	// Signals are what the product page measured before the click, for the risk model.
+	Signals *Signals `json:"signals,omitempty"`
+}
+
+// Signals is the product page's summary of the pointer or touch movement between its load and
+// the click, and its device fingerprint (see the README: what goes in; a hint, not an identity).
+type Signals struct {
+	Moves            int     `json:"moves"`
+	PathPx           float64 `json:"path_px"`
+	DirectionEntropy float64 `json:"direction_entropy"`
+	SpeedCV          float64 `json:"speed_cv"`
+	Touch            bool    `json:"touch"`
+	LoadToClickMs    int64   `json:"load_to_click_ms"`
+	Fingerprint      string  `json:"fingerprint,omitempty"`
+}
+
+// page is the signals as the risk engine takes them. Errors: sale.ErrInvalid, naming the one a
+// page cannot have measured.
+func (b GrabBody) page() (*risk.Page, error) {
+	g := b.Signals
+	if g == nil {
+		return nil, nil
+	}
+	if g.LoadToClickMs < 0 || g.LoadToClickMs > risk.MaxLoadToClick.Milliseconds() {
+		return nil, fmt.Errorf("%w: signals: load_to_click_ms %d: want 0 to %d", sale.ErrInvalid, g.LoadToClickMs, risk.MaxLoadToClick.Milliseconds())
+	}
+	p := &risk.Page{Moves: g.Moves, PathPx: g.PathPx, DirectionEntropy: g.DirectionEntropy, SpeedCV: g.SpeedCV, Touch: g.Touch,
+		LoadToClick: time.Duration(g.LoadToClickMs) * time.Millisecond, Fingerprint: g.Fingerprint}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("%w: signals: %v", sale.ErrInvalid, err)
+	}
+	return p, nil
+}
 
 // grab is the hot path. Once an activity is sold out, the crowd is turned away by the local
 // sold-out flag before its token is even checked: 410 is public knowledge, and the check costs
@@ -41,11 +77,16 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	pass := r.PathValue("pass")
 	user, name, err := s.edge(w, r, id, key != "")
+	var body GrabBody
 	if err == nil {
-		err = decodeEmpty(w, r, &GrabBody{})
+		err = decodeEmpty(w, r, &body)
+	}
+	var page *risk.Page
+	if err == nil {
+		page, err = body.page()
 	}
 	if err == nil {
-		name, err = s.vet(r, id, user, pass)
+		name, err = s.vet(r, id, user, pass, page)
 	}
 	var e sale.Entry
 	if err == nil {

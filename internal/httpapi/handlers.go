@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"seckill/internal/health"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -15,15 +16,19 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // ReadyResponse is /readyz's answer: ready or not (every dependency answers a ping), and the
 // node's health level with each dependency's report.
 type ReadyResponse struct {
-	Status       string          `json:"status"` // ready, or unavailable
-	Level        health.Level    `json:"level"`
-	Dependencies []health.Report `json:"dependencies"`
-	Error        *errorDetail    `json:"error,omitempty"`
+	Status       string            `json:"status"` // ready, or unavailable
+	Level        health.Level      `json:"level"`
+	Dependencies []health.Report   `json:"dependencies"`
+	RiskModel    *risk.ModelStatus `json:"risk_model,omitempty"`
+	Error        *errorDetail      `json:"error,omitempty"`
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	h := s.health.Status()
 	resp := ReadyResponse{Status: "ready", Level: h.Level, Dependencies: h.Dependencies}
+	if st := s.risk.Status(); st.Path != "" { // a model that fails to load does not make the node unready
+		resp.RiskModel = &st
+	}
 	if err := s.ready(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
 		resp.Status, resp.Error = "unavailable", &errorDetail{Code: CodeBusy, Message: err.Error()}

@@ -29,6 +29,9 @@ type Metrics struct {
 	batch    prometheus.Histogram
 	chals    *prometheus.CounterVec
 	risks    *prometheus.CounterVec
+	scores   *prometheus.HistogramVec
+	modelDec *prometheus.CounterVec
+	because  *prometheus.CounterVec
 	waits    *prometheus.HistogramVec
 
 	reconciles   *prometheus.CounterVec
@@ -79,8 +82,21 @@ func New() *Metrics {
 		}, []string{"outcome"}),
 		risks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_risk_decisions_total",
-			Help: "Requests the risk rules challenged or blocked, by rule (accounts_per_ip, cadence, solve_time) and decision.",
+			Help: "Requests the risk engine challenged or blocked, by what decided (the rules accounts_per_ip, cadence, solve_time; model, the trained model) and decision.",
 		}, []string{"rule", "decision"}),
+		scores: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seckill_risk_model_score",
+			Help:    "The trained risk model's scores of grabs (the chance of a bot), by mode: enforce (the model decides) or shadow (it is only counted).",
+			Buckets: []float64{.05, .1, .2, .3, .4, .5, .6, .7, .8, .9, .95, .99},
+		}, []string{"mode"}),
+		modelDec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_risk_model_decisions_total",
+			Help: "The trained risk model's decisions on grabs (allow, challenge, block), by mode: enforce, or shadow (what it would have decided; the rules acted).",
+		}, []string{"mode", "decision"}),
+		because: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_risk_model_top_feature_total",
+			Help: "Grabs the trained risk model would challenge or block, by the feature that moved the score most (see the README's feature list) and decision.",
+		}, []string{"feature", "decision"}),
 		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_line_wait_seconds",
 			Help:    "Time a ticket waited in a queue or lottery line, from its join (or the start, for the early crowd) to its admission, by outcome (WON, SOLD_OUT, NOT_DRAWN, ALREADY_BOUGHT, ENDED).",
@@ -100,7 +116,7 @@ func New() *Metrics {
 		}),
 		drifting: map[string]bool{},
 	}
-	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.relayed, m.batch, m.chals, m.risks, m.waits, m.reconciles, m.drift, m.reconciledAt,
+	m.reg.MustRegister(m.grabs, m.grabTime, m.orders, m.relayed, m.batch, m.chals, m.risks, m.scores, m.modelDec, m.because, m.waits, m.reconciles, m.drift, m.reconciledAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -248,7 +264,61 @@ func (m *Metrics) Admitted(activityID string, outcome sale.Outcome, waited time.
 func (m *Metrics) Challenge(outcome string) { m.chals.WithLabelValues(outcome).Inc() }
 
 // Risk counts a risk rule's challenge or block.
-func (m *Metrics) Risk(v risk.Verdict) { m.risks.WithLabelValues(v.Rule, v.Decision.String()).Inc() }
+func (m *Metrics) Risk(v risk.Verdict) {
+	if v.Decision != risk.Allow {
+		m.risks.WithLabelValues(v.Rule, v.Decision.String()).Inc()
+	}
+	if !v.Scored {
+		return
+	}
+	mode := "enforce"
+	if v.Shadow {
+		mode = "shadow"
+	}
+	m.scores.WithLabelValues(mode).Observe(v.Score)
+	m.modelDec.WithLabelValues(mode, v.ModelDecision.String()).Inc()
+	if v.ModelDecision != risk.Allow && v.TopN > 0 {
+		m.because.WithLabelValues(v.Top[0].Feature, v.ModelDecision.String()).Inc()
+	}
+}
+
+// WatchRiskModel exports which risk model runs, read from status at every scrape:
+// seckill_risk_model_info{version} is 1 for the model in use, and seckill_risk_model_stale is 1
+// while the file on disk failed to load (the model before it still runs).
+func (m *Metrics) WatchRiskModel(status func() risk.ModelStatus) *Metrics {
+	m.reg.MustRegister(modelCollector{status})
+	return m
+}
+
+var (
+	modelInfoDesc = prometheus.NewDesc("seckill_risk_model_info",
+		"The trained risk model in use (1), by its version and mode (enforce or shadow).", []string{"version", "mode"}, nil)
+	modelStaleDesc = prometheus.NewDesc("seckill_risk_model_stale",
+		"1 while the risk model file on disk failed to load: the model in use is the one before it (see /readyz for why).", nil, nil)
+)
+
+type modelCollector struct{ status func() risk.ModelStatus }
+
+func (c modelCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- modelInfoDesc
+	ch <- modelStaleDesc
+}
+
+func (c modelCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.status()
+	if st.Version != "" {
+		mode := "enforce"
+		if st.Shadow {
+			mode = "shadow"
+		}
+		ch <- prometheus.MustNewConstMetric(modelInfoDesc, prometheus.GaugeValue, 1, st.Version, mode)
+	}
+	stale := 0.0
+	if st.Error != "" {
+		stale = 1
+	}
+	ch <- prometheus.MustNewConstMetric(modelStaleDesc, prometheus.GaugeValue, stale)
+}
 
 // Order counts an order event ("paid", "payment_failed", "refund_requested", "refunded", "cancelled", "expired", "dead_lettered").
 func (m *Metrics) Order(event string, n int) {

@@ -84,7 +84,8 @@ func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
 		}).
 		WatchActivities(func(context.Context) []sale.Gauge {
 			return []sale.Gauge{{ActivityID: "a"}, {ActivityID: "q", Line: &sale.LineStats{}}}
-		})
+		}).
+		WatchRiskModel(func() risk.ModelStatus { return risk.ModelStatus{} })
 	m.Admitted("q", sale.OutcomeWon, time.Second)
 	m.Grab("won", time.Millisecond)
 	m.Challenge("issued")
@@ -221,9 +222,66 @@ func TestMetricsPassPromtool(t *testing.T) {
 	m.Placed([]sale.Placement{{New: true, Order: sale.Order{Status: sale.StatusCreated}}})
 	m.Reconciled("q", sale.Reconciliation{Outcome: sale.ReconcileOK}, nil)
 	m.ReconcileRound([]string{"q"}, time.Unix(1_000_000_000, 0))
+	m.WatchRiskModel(func() risk.ModelStatus { return risk.ModelStatus{Path: "m.json", Version: "v1"} })
+	m.Risk(risk.Verdict{Decision: risk.Challenge, Rule: "model", Scored: true, Score: 0.7, ModelDecision: risk.Challenge,
+		Top: [3]risk.Contribution{{Feature: "fp_users", LogOdds: 1}}, TopN: 1})
 	cmd := exec.Command(promtool, "check", "metrics")
 	cmd.Stdin = strings.NewReader(scrape(t, m))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
+}
+
+// TestRiskModelMetrics: the model's scores and decisions are counted by mode, a challenge or
+// block by the feature that moved it most; which model runs, and whether the file on disk
+// failed to load, is read from its status at every scrape.
+func TestRiskModelMetrics(t *testing.T) {
+	st := risk.ModelStatus{Path: "m.json", Version: "v7"}
+	m := metrics.New().WatchRiskModel(func() risk.ModelStatus { return st })
+	challenged := risk.Verdict{Decision: risk.Challenge, Rule: "model", Scored: true, Score: 0.7, ModelDecision: risk.Challenge,
+		Version: "v7", Top: [3]risk.Contribution{{Feature: "fp_users", LogOdds: 2}}, TopN: 1}
+	m.Risk(challenged)
+	m.Risk(risk.Verdict{Rule: "model", Scored: true, Score: 0.1, Version: "v7"})
+	shadow := challenged
+	shadow.Decision, shadow.Rule, shadow.Shadow, shadow.ModelDecision = risk.Allow, "", true, risk.Block
+	m.Risk(shadow)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{
+		`seckill_risk_decisions_total{decision="challenge",rule="model"} 1`,
+		`seckill_risk_model_decisions_total{decision="challenge",mode="enforce"} 1`,
+		`seckill_risk_model_decisions_total{decision="allow",mode="enforce"} 1`,
+		`seckill_risk_model_decisions_total{decision="block",mode="shadow"} 1`,
+		`seckill_risk_model_top_feature_total{decision="challenge",feature="fp_users"} 1`,
+		`seckill_risk_model_top_feature_total{decision="block",feature="fp_users"} 1`,
+		`seckill_risk_model_score_count{mode="enforce"} 2`,
+		`seckill_risk_model_score_count{mode="shadow"} 1`,
+		`seckill_risk_model_info{mode="enforce",version="v7"} 1`,
+		"seckill_risk_model_stale 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("no %s in\n%s", want, grepRisk(body))
+		}
+	}
+	if strings.Contains(body, `seckill_risk_decisions_total{decision="allow"`) {
+		t.Error("allows counted as risk decisions")
+	}
+	st.Error = "m.json: risk model: unexpected EOF"
+	if body := scrape(); !strings.Contains(body, "seckill_risk_model_stale 1") || !strings.Contains(body, `version="v7"`) {
+		t.Errorf("a file that failed to load:\n%s", grepRisk(body))
+	}
+}
+
+func grepRisk(body string) string {
+	var out []string
+	for _, l := range strings.Split(body, "\n") {
+		if strings.HasPrefix(l, "seckill_risk") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -3,9 +3,12 @@
 // refused). The rules here are the classic signals of scalping bots (OWASP OAT-005): many
 // accounts behind one address, clicks at a machine's regular cadence, and challenges solved
 // faster than a person reads them. They keep their state in this process, bounded in memory;
-// each node judges the traffic it sees. model.go is the trained scorer that is to take over from
-// them (issue 22): a logistic regression in a versioned JSON file, fitted and evaluated here; it
-// is not wired into the node yet.
+// each node judges the traffic it sees.
+//
+// A trained model (model.go: a logistic regression in a versioned JSON file) takes over from the
+// rules when one is configured: it scores the features of features.go, which the product page's
+// signals and this node's windows give, and the Engine (engine.go) acts on its score, or only
+// counts it in shadow mode.
 package risk
 
 import (
@@ -44,6 +47,10 @@ type Signal struct {
 	At       time.Time
 	// Solve is how long the user took to answer a challenge; zero for a grab.
 	Solve time.Duration
+	// Page is what the product page measured of the click (nil: the grab carried nothing).
+	Page *Page
+	// Claims are what the identity provider's token says of the account.
+	Claims Claims
 }
 
 // Rule judges requests. Grab sees every grab; Answer every right answer to a challenge. A rule
@@ -52,48 +59,6 @@ type Rule interface {
 	Name() string
 	Grab(s Signal) Decision
 	Answer(s Signal) Decision
-}
-
-// Verdict is the engine's decision and the rule that made it ("" when every rule allowed).
-type Verdict struct {
-	Decision Decision
-	Rule     string
-}
-
-// Engine runs the rules; the most severe decision wins.
-type Engine struct {
-	rules []Rule
-	// Observe, when set, is told of every decision other than allow.
-	Observe func(v Verdict)
-}
-
-// New returns an engine with rules.
-func New(rules ...Rule) *Engine { return &Engine{rules: rules} }
-
-// Grab judges a grab. A nil engine allows everything.
-func (e *Engine) Grab(s Signal) Verdict {
-	return e.judge(s, Rule.Grab)
-}
-
-// Answer judges a right answer to a challenge.
-func (e *Engine) Answer(s Signal) Verdict {
-	return e.judge(s, Rule.Answer)
-}
-
-func (e *Engine) judge(s Signal, ask func(Rule, Signal) Decision) Verdict {
-	var v Verdict
-	if e == nil {
-		return v
-	}
-	for _, r := range e.rules {
-		if d := ask(r, s); d > v.Decision {
-			v = Verdict{Decision: d, Rule: r.Name()}
-		}
-	}
-	if v.Decision != Allow && e.Observe != nil {
-		e.Observe(v)
-	}
-	return v
 }
 
 // shards spreads a rule's state over locks, so the crowd rarely waits for itself.

@@ -92,10 +92,10 @@ func TestEngineTakesTheWorstAndCountsIt(t *testing.T) {
 	e.Observe = func(v Verdict) { seen = append(seen, v) }
 	ip := netip.MustParseAddr("203.0.113.1")
 	e.Grab(Signal{IP: ip, User: "a", At: t0})
-	if v := e.Grab(Signal{IP: ip, User: "b", At: t0}); v != (Verdict{Challenge, "accounts_per_ip"}) {
+	if v := e.Grab(Signal{IP: ip, User: "b", At: t0}); v != (Verdict{Decision: Challenge, Rule: "accounts_per_ip"}) {
 		t.Fatalf("second account: %+v", v)
 	}
-	if v := e.Answer(Signal{IP: ip, User: "b", Solve: time.Millisecond}); v != (Verdict{Block, "solve_time"}) {
+	if v := e.Answer(Signal{IP: ip, User: "b", Solve: time.Millisecond}); v != (Verdict{Decision: Block, Rule: "solve_time"}) {
 		t.Fatalf("instant answer: %+v", v)
 	}
 	if len(seen) != 2 {

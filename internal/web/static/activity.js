@@ -20,6 +20,7 @@
   let key = "";           // the Idempotency-Key of the grab being tried, kept across BUSY retries
   let pass = null;        // the hidden grab path a solved challenge gave, until it is used
   let challengeId = "";
+  let clickedAt = 0;      // performance.now() of the click a grab is for: its signals' moment
   let order = null;       // the order being followed
   let polling = false;
   let ticket = null;      // the line's ticket being followed (queue or lottery admission)
@@ -134,6 +135,7 @@
   // grab is the button's click.
   async function grab() {
     restUntil = Date.now() + DEBOUNCE_MS;
+    clickedAt = performance.now();
     if (act.require_challenge && !pass) {
       await startChallenge();
       render();
@@ -150,7 +152,10 @@
     if (!key) key = randomKey();
     const path = pass ? pass.grab_path : "/api/activities/" + encodeURIComponent(id) + "/grab";
     say("Grabbing…");
-    const r = await api("POST", path, { token: me.token, headers: { "Idempotency-Key": key } });
+    // The signals go with the grab for the risk model (signals.js): what the pointer did
+    // before the click, and the device's fingerprint.
+    const r = await api("POST", path, { token: me.token, headers: { "Idempotency-Key": key },
+      body: { signals: seckillSignals.collect(clickedAt) } });
     busy = false;
     await answer(r);
     render();

@@ -1,0 +1,161 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/httpapi"
+	"seckill/internal/risk"
+	"seckill/internal/saletest"
+)
+
+// signalsOf is a grab body with a person's signals from the device fingerprint fp.
+func signalsOf(fp string, moves int) string {
+	b, _ := json.Marshal(httpapi.GrabBody{Signals: &httpapi.Signals{Moves: moves, PathPx: 2300, DirectionEntropy: 2.4,
+		SpeedCV: 0.8, LoadToClickMs: 7000, Fingerprint: fp}})
+	return string(b)
+}
+
+const printA = "00112233445566778899aabbccddeeff"
+
+// writeModel writes a model that challenges a grab without the page's signals and blocks the
+// fifth account on one device fingerprint.
+func writeModel(t *testing.T, path, version string) {
+	t.Helper()
+	// Log-odds 1.5 without signals (0.82: a challenge); with them -10.87 + 8·log(1 + the
+	// device's accounts): 0.56 for the third account, 0.88 for the fourth, 0.97 for the fifth.
+	m := risk.Model{Format: risk.ModelFormat, Version: version, ChallengeAt: 0.6, BlockAt: 0.9, Bias: 1.5, Features: []risk.Feature{
+		{Name: "page_signals", Mean: 0, Scale: 1, Weight: -12.37},
+		{Name: "fp_users", Mean: 0, Scale: 1, Weight: 8},
+	}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// modelFixture serves the API with a risk engine running the model at path (shadow: counted
+// only) beside the rule of 20 accounts per address, and health.
+func modelFixture(t *testing.T, path string, shadow bool, monitor *health.Monitor) (*fixture, *risk.Engine) {
+	t.Helper()
+	e, err := risk.Open(risk.Options{Rules: []risk.Rule{&risk.AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}},
+		Features: risk.NewFeatures(time.Minute, nil), ModelPath: path, Shadow: shadow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Risk, c.Health = e, monitor }), e
+}
+
+// TestGrabsJudgedByTheModel: the page's signals reach the model, which decides: a grab without
+// them is challenged (and goes through a solved challenge), the fifth account on one device is
+// blocked, and the client is not told which features weighed. Signals a page cannot measure are
+// refused like any bad body, and change nothing. /readyz names the model, and a model file that
+// stops loading leaves the model before it judging, and says so.
+func TestGrabsJudgedByTheModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	writeModel(t, path, "m1")
+	f, e := modelFixture(t, path, false, nil)
+	id := f.create(bigItem)
+	grab := "/api/activities/" + id + "/grab"
+	if r := f.do("POST", grab, f.user("ann"), signalsOf(printA, 140)); r.status != http.StatusAccepted {
+		t.Fatalf("a person's grab with signals: %d %s", r.status, r.raw)
+	}
+	bob := f.user("bob")
+	r := f.do("POST", grab, bob, "")
+	if r.status != http.StatusForbidden || r.code() != "CHALLENGE_REQUIRED" || !strings.Contains(r.raw, "the risk model asks") ||
+		strings.Contains(r.raw, "page_signals") {
+		t.Fatalf("a grab without signals: %d %s, want 403 CHALLENGE_REQUIRED saying nothing of the features", r.status, r.raw)
+	}
+	pass := f.solveSlowly(id, bob)
+	if r := f.do("POST", pass.body["grab_path"].(string), bob, ""); r.status != http.StatusAccepted {
+		t.Fatalf("bob through a solved challenge: %d %s", r.status, r.raw)
+	}
+	// More accounts on ann's device: the second and third pass, the fourth is challenged, the fifth blocked.
+	for i, want := range []string{"", "", "CHALLENGE_REQUIRED", "BLOCKED"} {
+		r := f.do("POST", grab, f.user("c"+string(rune('1'+i))), signalsOf(printA, 150+i))
+		if got := r.code(); got != want || (want == "") != (r.status == http.StatusAccepted) {
+			t.Errorf("account %d on one device: %d %s, want %q", i+2, r.status, r.raw, want)
+		}
+	}
+	f.drain(id)
+	before := f.holdings(id)
+	for name, body := range map[string]string{
+		"negative moves":        strings.Replace(signalsOf(printA, 1), `"moves":1`, `"moves":-1`, 1),
+		"entropy of 9 bits":     strings.Replace(signalsOf(printA, 1), `"direction_entropy":2.4`, `"direction_entropy":9`, 1),
+		"an uppercase print":    signalsOf(strings.ToUpper(printA), 5),
+		"an unknown signal":     `{"signals":{"moves":1,"path_px":1,"direction_entropy":0,"speed_cv":0,"touch":false,"load_to_click_ms":1,"mouse_colour":"red"}}`,
+		"signals not an object": `{"signals":[1,2]}`,
+		"a day and more":        strings.Replace(signalsOf(printA, 1), `"load_to_click_ms":7000`, `"load_to_click_ms":86400001`, 1),
+	} {
+		if r := f.do("POST", grab, f.user("dora"), body); r.status != http.StatusBadRequest || r.code() != "INVALID_ARGUMENT" {
+			t.Errorf("%s: %d %s, want 400 INVALID_ARGUMENT", name, r.status, r.raw)
+		}
+	}
+	if after := f.holdings(id); after != before {
+		t.Fatalf("refused signals wrote: %s -> %s", before, after)
+	}
+	ready := func() map[string]any {
+		r := f.do("GET", "/readyz", "", "")
+		m, _ := r.body["risk_model"].(map[string]any)
+		return m
+	}
+	if m := ready(); m["version"] != "m1" || m["features"] != 2.0 || m["error"] != nil {
+		t.Fatalf("readyz risk_model %v", m)
+	}
+	if err := os.WriteFile(path, []byte(`{"format":"seckill.risk.model/v1"`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(time.Minute) // a new time, whatever the file system's resolution
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Reload(); err == nil {
+		t.Fatal("a broken model file reloaded")
+	}
+	if m := ready(); m["version"] != "m1" || m["error"] == nil {
+		t.Fatalf("readyz after a broken file: %v, want m1 still with the error", m)
+	}
+	if r := f.do("POST", grab, f.user("eve"), ""); r.code() != "CHALLENGE_REQUIRED" {
+		t.Fatalf("after a broken file, a grab without signals: %d %s, want m1 still challenging", r.status, r.raw)
+	}
+}
+
+// TestTheModelStandsAside: in shadow mode the rules decide; on a degraded node the engine is
+// skipped, model and rules.
+func TestTheModelStandsAside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	writeModel(t, path, "m1")
+	t.Run("shadow", func(t *testing.T) {
+		f, _ := modelFixture(t, path, true, nil)
+		id := f.create(bigItem)
+		if r := f.do("POST", "/api/activities/"+id+"/grab", f.user("bob"), ""); r.status != http.StatusAccepted {
+			t.Fatalf("a grab without signals in shadow mode: %d %s, want the rules' allow", r.status, r.raw)
+		}
+	})
+	t.Run("degraded", func(t *testing.T) {
+		g := health.NewGuard(health.Database, health.Thresholds{}, time.Now)
+		for range 10 {
+			g.Do(context.Background(), func(context.Context) error { return errors.New("down") })
+		}
+		monitor := health.NewMonitor(g)
+		if monitor.Level() != health.Degraded {
+			t.Fatalf("the monitor is %v, want degraded", monitor.Level())
+		}
+		f, _ := modelFixture(t, path, false, monitor)
+		id := f.create(bigItem)
+		if r := f.do("POST", "/api/activities/"+id+"/grab", f.user("bob"), ""); r.status != http.StatusAccepted {
+			t.Fatalf("a grab without signals on a degraded node: %d %s, want the engine skipped", r.status, r.raw)
+		}
+	})
+}
