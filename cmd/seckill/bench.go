@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,7 @@ type benchConfig struct {
 	netem, netemLink        string              // the bad network, and the link it is on (redis or db)
 	minReplicas             int                 // SECKILL_REDIS_MIN_REPLICAS of the servers bench starts
 	payments                *bench.ProviderSpec // the simulated payment provider and webhook receiver (--payments)
+	serverEnv               map[string]string   // more settings of the in-process server (seckill risk gen's)
 	sale                    bench.Sale
 	jsonOut                 bool
 	history                 string
@@ -366,6 +368,7 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
+	maps.Copy(env, c.serverEnv)
 	cfg, err := parseServe(nil, func(k string) string {
 		if strings.HasPrefix(k, "OTEL_") { // traces, as the process's environment asks
 			return os.Getenv(k)

@@ -30,7 +30,8 @@ Commands:
   probe   ask the node on this machine (SECKILL_ADDR) whether it serves: the image's health check
   check   read serve's configuration, refuse a SECKILL_* variable it does not know, print it
   plan    size a deployment for a sale from the costs bench measured (docs/CAPACITY.md)
-  risk    train the risk model from labelled requests (risk train), or measure it (risk eval)
+  risk    generate labelled requests from the bench's bots and people (risk gen), label a node's
+          recording (risk label), train the risk model (risk train), or measure it (risk eval)
 
 Run 'seckill COMMAND -h' for a command's flags; serve's each have an environment
 variable.
@@ -60,7 +61,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "plan":
 		return planCmd(args, stdout, stderr)
 	case "risk":
-		return riskCmd(args, stdout, stderr)
+		return riskCmd(ctx, args, stdout, stderr)
 	case "help":
 		fmt.Fprint(stdout, usage)
 		return nil

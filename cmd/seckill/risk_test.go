@@ -16,9 +16,9 @@ import (
 	"seckill/internal/risk"
 )
 
-// writeLabelled writes n requests drawn from a known pattern (bots click at a steady cadence
+// writeDrawn writes n requests drawn from a known pattern (bots click at a steady cadence
 // and move the pointer little) to a JSON-lines file; seed and shift make another draw.
-func writeLabelled(t *testing.T, path string, seed uint64, n int, shift float64) {
+func writeDrawn(t *testing.T, path string, seed uint64, n int, shift float64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 3))
 	var b bytes.Buffer
@@ -40,8 +40,8 @@ func writeLabelled(t *testing.T, path string, seed uint64, n int, shift float64)
 func TestRiskTrainAndEval(t *testing.T) {
 	dir := t.TempDir()
 	train, held, model := filepath.Join(dir, "train.jsonl"), filepath.Join(dir, "held.jsonl"), filepath.Join(dir, "model.json")
-	writeLabelled(t, train, 1, 4000, 0)
-	writeLabelled(t, held, 2, 2000, 0.1)
+	writeDrawn(t, train, 1, 4000, 0)
+	writeDrawn(t, held, 2, 2000, 0.1)
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"risk", "train", "--in", train, "--out", model, "--version", "t1"}, noEnv, &out, io.Discard); err != nil {
 		t.Fatalf("train: %v\n%s", err, out.String())
@@ -142,7 +142,7 @@ func TestRiskLabel(t *testing.T) {
 func TestRiskSettings(t *testing.T) {
 	dir := t.TempDir()
 	model, nets := filepath.Join(dir, "m.json"), filepath.Join(dir, "nets.txt")
-	writeLabelled(t, filepath.Join(dir, "l.jsonl"), 1, 500, 0)
+	writeDrawn(t, filepath.Join(dir, "l.jsonl"), 1, 500, 0)
 	if err := run(context.Background(), []string{"risk", "train", "--in", filepath.Join(dir, "l.jsonl"), "--out", model, "--version", "m9"}, noEnv, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -180,6 +180,59 @@ func TestRiskSettings(t *testing.T) {
 	} {
 		if _, err := check(env); err == nil {
 			t.Errorf("%s: passed the check", name)
+		}
+	}
+}
+
+// TestRiskGen: risk gen records the crowd's grabs on a server of its own and writes them
+// labelled; here bots alone (the people's pages are internal/bench's TestRiskModelFromTheCrowd).
+func TestRiskGen(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "set.jsonl")
+	var b bytes.Buffer
+	if err := run(context.Background(), []string{"risk", "gen", "--out", out, "--humans", "0", "--bots", "40", "--seed", "3", "--span", "1s", "--json"},
+		noEnv, &b, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Accounts map[string]int `json:"accounts"`
+		Grabs    map[string]int `json:"grabs"`
+		Requests int            `json:"requests"`
+		BotReqs  int            `json:"bot_requests"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, b.String())
+	}
+	sent, accounts := 0, 0
+	for p, n := range rep.Grabs {
+		sent += n
+		accounts += rep.Accounts[p]
+	}
+	if accounts != 40 || rep.Requests == 0 || rep.Requests > sent || rep.BotReqs != rep.Requests {
+		t.Fatalf("report %+v", rep)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, rows, isBot, err := risk.ReadLabelled(f, []string{"page_signals", "datacenter"})
+	if err != nil || len(rows) != rep.Requests {
+		t.Fatalf("the labelled set: %d rows, %v", len(rows), err)
+	}
+	dc := 0
+	for i, row := range rows {
+		if !isBot[i] {
+			t.Fatalf("row %d of a bots-only crowd labelled a person's", i)
+		}
+		dc += int(row[1])
+	}
+	if dc == 0 {
+		t.Error("no grab came from the datacenter list")
+	}
+	for _, bad := range [][]string{{"risk", "gen"}, {"risk", "gen", "--out", out, "--humans", "0", "--bots", "0"},
+		{"risk", "gen", "--out", out, "--tabs", "0"}} {
+		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
 		}
 	}
 }

@@ -46,6 +46,7 @@ type TrainingNote struct {
 	Positives  int     `json:"positives"` // labelled bots
 	Iterations int     `json:"iterations"`
 	L2         float64 `json:"l2"`
+	Balanced   bool    `json:"balanced,omitempty"`
 	LogLoss    float64 `json:"log_loss"` // on the training set, at the end
 }
 
@@ -187,6 +188,9 @@ type FitOptions struct {
 	L2          float64 // the ridge penalty on the weights; 0: 1e-3
 	ChallengeAt float64 // 0: DefaultChallengeAt
 	BlockAt     float64 // 0: DefaultBlockAt
+	// Balanced weighs the two classes alike, whatever their counts: a crowd of many bots
+	// then does not teach the model that everyone is likely one.
+	Balanced bool
 }
 
 // Fit trains a model on samples (rows of features named names) labelled bot (true) or human,
@@ -250,6 +254,10 @@ func Fit(names []string, samples [][]float64, bots []bool, o FitOptions) (*Model
 			z[i][j+1] = (row[j] - m.Features[j].Mean) / m.Features[j].Scale
 		}
 	}
+	weight := [2]float64{1, 1} // of a human, of a bot
+	if o.Balanced {
+		weight = [2]float64{float64(n) / float64(2*(n-pos)), float64(n) / float64(2*pos)}
+	}
 	w := make([]float64, d+1)
 	grad := make([]float64, d+1)
 	hess := make([][]float64, d+1)
@@ -264,13 +272,13 @@ func Fit(names []string, samples [][]float64, bots []bool, o FitOptions) (*Model
 		}
 		for i, x := range z {
 			p := sigmoid(dot(w, x))
-			y := 0.0
+			y, c := 0.0, weight[0]
 			if bots[i] {
-				y = 1
+				y, c = 1, weight[1]
 			}
-			r := p * (1 - p)
+			r := c * p * (1 - p)
 			for a := range x {
-				grad[a] += (p - y) * x[a]
+				grad[a] += c * (p - y) * x[a]
 				for b := range x {
 					hess[a][b] += r * x[a] * x[b]
 				}
@@ -307,7 +315,7 @@ func Fit(names []string, samples [][]float64, bots []bool, o FitOptions) (*Model
 			loss -= math.Log(1 - p)
 		}
 	}
-	m.Trained = TrainingNote{Samples: n, Positives: pos, Iterations: iter, L2: o.L2, LogLoss: loss / float64(n)}
+	m.Trained = TrainingNote{Samples: n, Positives: pos, Iterations: iter, L2: o.L2, Balanced: o.Balanced, LogLoss: loss / float64(n)}
 	if err := m.validate(); err != nil {
 		return nil, fmt.Errorf("fit: %w", err)
 	}

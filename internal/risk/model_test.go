@@ -54,6 +54,45 @@ func TestFitRecoversAKnownModel(t *testing.T) {
 	}
 }
 
+// TestFitBalanced: on a draw of about four bots to one human, the balanced fit weighs the
+// classes alike: the weights stay those of the draw and the bias drops by the log of the bots'
+// odds in it, so fewer humans are challenged.
+func TestFitBalanced(t *testing.T) {
+	want := []float64{2, -1}
+	xs, ys := sample(3, 20_000, math.Log(9), want)
+	plain, err := Fit([]string{"a", "b"}, xs, ys, FitOptions{Version: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	even, err := Fit([]string{"a", "b"}, xs, ys, FitOptions{Version: "b", Balanced: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !even.Trained.Balanced || plain.Trained.Balanced {
+		t.Fatalf("trained notes %+v, %+v", plain.Trained, even.Trained)
+	}
+	for j := range want {
+		if a, b := plain.Features[j].Weight, even.Features[j].Weight; math.Abs(a-b) > 0.15*math.Abs(a) {
+			t.Errorf("feature %d: weight %.3f balanced, %.3f plain: want about the same", j, b, a)
+		}
+	}
+	pos := 0
+	for _, y := range ys {
+		if y {
+			pos++
+		}
+	}
+	// Weighing bots by n/2pos and humans by n/2neg moves the bias by ln(neg/pos).
+	if d, want := plain.Bias-even.Bias, math.Log(float64(pos)/float64(len(ys)-pos)); math.Abs(d-want) > 0.1 {
+		t.Errorf("the balanced bias is %.3f below the plain one, want about ln(bots/humans) = %.3f", d, want)
+	}
+	ep, _ := Evaluate(plain, xs, ys)
+	eb, _ := Evaluate(even, xs, ys)
+	if eb.HumansChallenged >= ep.HumansChallenged {
+		t.Errorf("humans challenged: %.3f balanced, %.3f plain", eb.HumansChallenged, ep.HumansChallenged)
+	}
+}
+
 func TestFitRefusesWhatCannotBeFitted(t *testing.T) {
 	xs := [][]float64{{1}, {2}}
 	for name, f := range map[string]func() error{
