@@ -118,6 +118,8 @@ func settings(c *config) []setting {
 			c.provider.UserClaim = v
 			return nil
 		}},
+		{"jwt-created-claim", "SECKILL_JWT_CREATED_CLAIM", "", "the claim of the identity provider's tokens that says when the account was created (a NumericDate or RFC 3339), a feature of the risk model; empty: not read", claimName(&c.provider.CreatedClaim)},
+		{"jwt-trust-claim", "SECKILL_JWT_TRUST_CLAIM", "", "the claim of the identity provider's tokens that holds its trust level for the account (a number), a feature of the risk model; empty: not read", claimName(&c.provider.TrustClaim)},
 		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
 		{"admin-tokens", "SECKILL_ADMIN_TOKENS", "", "more admin tokens, comma-separated `name:role:token` (role viewer: reads only; operator: everything), each named in the audit log",
 			func(c *config, v string) (err error) { c.admins, err = parseAdmins(v); return err }},
@@ -260,6 +262,17 @@ func count(dst *int, most int, want string) func(*config, string) error {
 	}
 }
 
+// claimName reads the name of a token's claim, or nothing.
+func claimName(dst *string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		if len(v) > 64 {
+			return errors.New("want a claim name of at most 64 characters, or nothing")
+		}
+		*dst = v
+		return nil
+	}
+}
+
 // threshold reads a score between 0 (excluded) and 1, or nothing.
 func threshold(dst *float64) func(*config, string) error {
 	return func(_ *config, v string) error {
@@ -328,8 +341,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if vals[indexOf(table, "demo")] == demoAuto {
 		c.demo = c.jwtSecret == "" && c.provider.JWKSURL == ""
 	}
-	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub") {
-		return c, errors.New("SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE and SECKILL_JWT_USER_CLAIM are the identity provider's: they need SECKILL_JWKS_URL")
+	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub" ||
+		c.provider.CreatedClaim != "" || c.provider.TrustClaim != "") {
+		return c, errors.New("SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE, SECKILL_JWT_USER_CLAIM, SECKILL_JWT_CREATED_CLAIM and SECKILL_JWT_TRUST_CLAIM are the identity provider's: they need SECKILL_JWKS_URL")
 	}
 	if c.role != roleAll && c.redis == "" {
 		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)

@@ -91,39 +91,55 @@ func (t *Tokens) Mint(user string, now time.Time, ttl time.Duration) (string, er
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(t.secret)
 }
 
+// Identity is what a valid token says of its holder: the user and, when the identity provider's
+// token carries the claims Provider names, the account's creation and its trust level (risk
+// features; a hint the provider gives, which nothing else depends on).
+type Identity struct {
+	User     string
+	Created  time.Time // zero: not said
+	Trust    float64
+	HasTrust bool
+}
+
 // Verify returns the user id of a valid, unexpired token. Errors: sale.ErrUnauthorized.
 //
 // A token verified lately is answered from memory until its expiry: a client repeating its token
 // (a user polling an order, a bot hammering the grab) costs a map lookup, not an HMAC and a JSON
 // decode. Only tokens that passed every check are remembered, so nothing else changes.
 func (t *Tokens) Verify(token string) (string, error) {
+	id, err := t.Identify(token)
+	return id.User, err
+}
+
+// Identify is Verify with what else the token says of its holder.
+func (t *Tokens) Identify(token string) (Identity, error) {
 	now := t.now()
-	if user, ok := t.recent.get(token, now); ok {
-		return user, nil
+	if id, ok := t.recent.get(token, now); ok {
+		return id, nil
 	}
-	user, exp, err := t.verify(token)
+	id, exp, err := t.verify(token)
 	if err != nil {
-		return "", err
+		return Identity{}, err
 	}
-	t.recent.put(token, user, exp)
-	return user, nil
+	t.recent.put(token, id, exp)
+	return id, nil
 }
 
 // verify checks token with the verifier its header names: the node's secret for HS256 (and
 // whatever cannot be read), the identity provider's keys for the rest.
-func (t *Tokens) verify(token string) (string, time.Time, error) {
+func (t *Tokens) verify(token string) (Identity, time.Time, error) {
 	if t.idp != nil && headerAlg(token) != jwt.SigningMethodHS256.Alg() {
 		return t.idp.verify(token)
 	}
 	var claims jwt.RegisteredClaims
 	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
+		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
 	}
 	if !ValidUser(claims.Subject) {
-		return "", time.Time{}, fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
 	}
-	return claims.Subject, claims.ExpiresAt.Time, nil
+	return Identity{User: claims.Subject}, claims.ExpiresAt.Time, nil
 }
 
 // recent remembers verified tokens until their expiry, in shards of at most shardCap entries; a
@@ -137,8 +153,8 @@ type recent struct {
 }
 
 type remembered struct {
-	user string
-	exp  time.Time
+	id  Identity
+	exp time.Time
 }
 
 const shardCap = 8192
@@ -154,24 +170,24 @@ func (r *recent) shard(token string) int {
 	return int(maphash.String(r.seed, token) % uint64(len(r.shards)))
 }
 
-func (r *recent) get(token string, now time.Time) (string, bool) {
+func (r *recent) get(token string, now time.Time) (Identity, bool) {
 	sh := &r.shards[r.shard(token)]
 	sh.mu.Lock()
 	e, ok := sh.m[token]
 	sh.mu.Unlock()
 	if !ok || !now.Before(e.exp) {
-		return "", false // the parser decides, with its leeway, and says why
+		return Identity{}, false // the parser decides, with its leeway, and says why
 	}
-	return e.user, true
+	return e.id, true
 }
 
-func (r *recent) put(token, user string, exp time.Time) {
+func (r *recent) put(token string, id Identity, exp time.Time) {
 	sh := &r.shards[r.shard(token)]
 	sh.mu.Lock()
 	if len(sh.m) >= shardCap {
 		clear(sh.m)
 	}
-	sh.m[token] = remembered{user: user, exp: exp}
+	sh.m[token] = remembered{id: id, exp: exp}
 	sh.mu.Unlock()
 }
 

@@ -146,7 +146,7 @@ func TestVerifiedTokensAreRemembered(t *testing.T) {
 	if u, err := tk.Verify(tok); err != nil || u != "alice" {
 		t.Fatalf("Verify = %q, %v", u, err)
 	}
-	if u, ok := tk.recent.get(tok, now); !ok || u != "alice" {
+	if id, ok := tk.recent.get(tok, now); !ok || id.User != "alice" {
 		t.Fatal("a verified token is not remembered")
 	}
 	now = now.Add(time.Minute + 2*time.Second) // expired, within the leeway
@@ -176,7 +176,7 @@ func TestRememberedTokensAreBounded(t *testing.T) {
 	r.init()
 	exp := time.Now().Add(time.Hour)
 	for i := range 3 * shardCap * len(r.shards) {
-		r.put(strings.Repeat("t", 8)+time.Duration(i).String(), "u", exp)
+		r.put(strings.Repeat("t", 8)+time.Duration(i).String(), Identity{User: "u"}, exp)
 	}
 	for i := range r.shards {
 		if n := len(r.shards[i].m); n > shardCap {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -27,11 +28,15 @@ import (
 // RS256, ES256 and EdDSA tokens signed by a key of the JWK Set published at JWKSURL.
 type Provider struct {
 	JWKSURL   string
-	Issuer    string       // the tokens' "iss", checked when set
-	Audience  string       // one of the tokens' "aud", checked when set
-	UserClaim string       // the claim that names the user; empty: "sub"
-	Client    *http.Client // nil: the default client
-	Log       *slog.Logger // told of failed refreshes; nil: slog.Default()
+	Issuer    string // the tokens' "iss", checked when set
+	Audience  string // one of the tokens' "aud", checked when set
+	UserClaim string // the claim that names the user; empty: "sub"
+	// CreatedClaim and TrustClaim name the claims that say when the account was created (a
+	// NumericDate, or an RFC 3339 string) and how far the provider trusts it (a number): risk
+	// features, when set and carried. A claim of another type is ignored.
+	CreatedClaim, TrustClaim string
+	Client                   *http.Client // nil: the default client
+	Log                      *slog.Logger // told of failed refreshes; nil: slog.Default()
 }
 
 // The provider's key set is fetched when the node starts (a node that cannot read it does not
@@ -63,6 +68,8 @@ type idp struct {
 	unknown *rate.Limiter // the refetches for a key the set does not hold
 	parser  *jwt.Parser
 	claim   string
+	created string // "": not read
+	trust   string
 }
 
 func openProvider(ctx context.Context, p Provider, now func() time.Time) (*idp, error) {
@@ -122,6 +129,8 @@ func openProvider(ctx context.Context, p Provider, now func() time.Time) (*idp, 
 		unknown: rate.NewLimiter(rate.Every(unknownKIDEvery), 1),
 		parser:  jwt.NewParser(opts...),
 		claim:   claim,
+		created: p.CreatedClaim,
+		trust:   p.TrustClaim,
 	}, nil
 }
 
@@ -145,21 +154,37 @@ func (p *idp) key(t *jwt.Token) (any, error) {
 	return k, nil
 }
 
-// verify returns the user a provider's token names and its expiry.
-func (p *idp) verify(token string) (string, time.Time, error) {
+// verify returns who a provider's token names and its expiry.
+func (p *idp) verify(token string) (Identity, time.Time, error) {
 	claims := jwt.MapClaims{}
 	if _, err := p.parser.ParseWithClaims(token, claims, p.key); err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
+		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
 	}
 	user, _ := claims[p.claim].(string)
 	if !ValidUser(user) {
-		return "", time.Time{}, fmt.Errorf("%w: the token's %q claim is not a valid user id", sale.ErrUnauthorized, p.claim)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: the token's %q claim is not a valid user id", sale.ErrUnauthorized, p.claim)
 	}
 	exp, err := claims.GetExpirationTime()
 	if err != nil || exp == nil {
-		return "", time.Time{}, fmt.Errorf("%w: the token has no expiry", sale.ErrUnauthorized)
+		return Identity{}, time.Time{}, fmt.Errorf("%w: the token has no expiry", sale.ErrUnauthorized)
 	}
-	return user, exp.Time, nil
+	id := Identity{User: user}
+	if p.created != "" {
+		switch v := claims[p.created].(type) {
+		case float64: // JSON numbers: seconds since the epoch
+			if v > 0 && v < 1e11 {
+				id.Created = time.Unix(int64(v), 0)
+			}
+		case string:
+			id.Created, _ = time.Parse(time.RFC3339, v)
+		}
+	}
+	if p.trust != "" {
+		if v, ok := claims[p.trust].(float64); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			id.Trust, id.HasTrust = v, true
+		}
+	}
+	return id, exp.Time, nil
 }
 
 // headerAlg is the algorithm a token's header names, without verifying anything: which of the

@@ -221,6 +221,36 @@ func TestProviderUserClaim(t *testing.T) {
 	}
 }
 
+// TestProviderAccountClaims: the claims Provider names say when the account was created (a
+// NumericDate or an RFC 3339 string) and its trust level; they are remembered with the token, a
+// claim of another type is ignored, and the node's own tokens carry none.
+func TestProviderAccountClaims(t *testing.T) {
+	now := time.Now()
+	k := newKey(t, "es-1", jwt.SigningMethodES256)
+	tk := openWith(t, newIdP(t, k), Provider{CreatedClaim: "created_at", TrustClaim: "trust_level"}, func() time.Time { return now })
+	created := now.Add(-400 * 24 * time.Hour).Truncate(time.Second)
+	c := claimsFor("ann", now)
+	c["created_at"], c["trust_level"] = created.Unix(), 0.8
+	tok := signBy(t, k, c)
+	for range 2 { // verified, then remembered
+		if id, err := tk.Identify(tok); err != nil || id.User != "ann" || !id.Created.Equal(created) || !id.HasTrust || id.Trust != 0.8 {
+			t.Fatalf("ann's identity: %+v, %v", id, err)
+		}
+	}
+	c = claimsFor("bob", now)
+	c["created_at"], c["trust_level"] = created.Format(time.RFC3339), "high"
+	if id, err := tk.Identify(signBy(t, k, c)); err != nil || !id.Created.Equal(created) || id.HasTrust {
+		t.Fatalf("bob's identity (a date string, a word for a trust): %+v, %v", id, err)
+	}
+	own, err := tk.Mint("carol", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := tk.Identify(own); err != nil || id != (Identity{User: "carol"}) {
+		t.Fatalf("the node's own token: %+v, %v", id, err)
+	}
+}
+
 // TestProviderKeyRotation: the provider rotates its key mid-sale; the first token signed by the
 // new key makes the node fetch the set again and is accepted, and a flood of made-up key ids
 // costs no more fetches than the limiter allows.

@@ -140,8 +140,8 @@ func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (o
 	if s.risk == nil || s.health.Level() == health.Degraded {
 		return "", nil
 	}
-	ip := s.clientIP(r)
-	v := s.risk.Grab(risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Page: page})
+	ip, now := s.clientIP(r), s.svc.Now()
+	v := s.risk.Grab(risk.Signal{IP: ip, User: user, Activity: id, At: now, Page: page, Claims: s.claims(r, now)})
 	if v.Scored && v.ModelDecision != risk.Allow {
 		s.log.InfoContext(r.Context(), "risk model", "decision", v.ModelDecision.String(), "shadow", v.Shadow,
 			"score", v.Score, "model", v.Version, "top", v.TopFeatures(), "user", user, "ip", ip.String(), "activity", id)
@@ -157,6 +157,24 @@ func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (o
 		return "risk_challenge", fmt.Errorf("%w: %s asks for a challenge", sale.ErrChallengeRequired, by)
 	}
 	return "", nil
+}
+
+// claims are what the identity provider's token of r says of the account, for the risk model.
+// The token was verified by the edge: this is a lookup in the tokens' memory.
+func (s *Server) claims(r *http.Request, now time.Time) risk.Claims {
+	tok, ok := bearer(r)
+	if !ok {
+		return risk.Claims{}
+	}
+	id, err := s.tokens.Identify(tok)
+	if err != nil || id.Created.IsZero() && !id.HasTrust {
+		return risk.Claims{}
+	}
+	c := risk.Claims{Known: true, Trust: id.Trust}
+	if !id.Created.IsZero() {
+		c.AccountAge = max(0, now.Sub(id.Created))
+	}
+	return c
 }
 
 // edge runs the layers in front of the gate for a request about activity id, cheapest first:
