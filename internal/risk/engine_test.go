@@ -244,8 +244,8 @@ func TestShadowMode(t *testing.T) {
 	}
 }
 
-// TestRecorder: every grab's features and verdict are written, and read back as a recording that
-// is not yet labelled.
+// TestRecorder: every grab's features and verdict are written (a solve the engine was told of
+// among them), and read back as a recording that is not yet labelled.
 func TestRecorder(t *testing.T) {
 	dir := t.TempDir()
 	rec, err := OpenRecorder(filepath.Join(dir, "rec.jsonl"))
@@ -257,7 +257,8 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Grab(Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "ann", Activity: "a1", At: t0, Page: human("")})
-	e.Grab(Signal{User: "bob", Activity: "a1", At: t0})
+	e.Answer(Signal{User: "bob", Activity: "a1", At: t0, Solve: 4 * time.Second}) // the solve is bob's next grab's feature
+	e.Grab(Signal{User: "bob", Activity: "a1", At: t0.Add(time.Second)})
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +274,9 @@ func TestRecorder(t *testing.T) {
 	if l := ls[0]; l.User != "ann" || l.Activity != "a1" || l.IP != "203.0.113.1" || l.Decision != "allow" || l.Bot != nil ||
 		len(l.Features) != NumFeatures || l.Features["page_signals"] != 1 || !l.At.Equal(t0) || l.Score != nil {
 		t.Errorf("ann's record: %+v", l)
+	}
+	if l := ls[1]; l.User != "bob" || l.Features["solved"] != 1 || l.Features["solve_time"] != math.Log1p(4) || l.Features["page_signals"] != 0 {
+		t.Errorf("bob's record after his solve: %+v", l)
 	}
 	if _, err := f.Seek(0, 0); err != nil {
 		t.Fatal(err)
