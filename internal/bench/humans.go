@@ -239,6 +239,7 @@ func (b *Browser) visit(ctx context.Context, base, activity, user, token string,
 		return s !== "" && s !== "Grabbing…" ? s : ""; })()`, chromedp.WithPollingTimeout(15*time.Second)))
 }
 
+// hashOf is the 64-bit FNV-1a hash of s: a seed of its own for each account.
 func hashOf(s string) uint64 {
 	var h uint64 = 1469598103934665603
 	for _, b := range []byte(s) {

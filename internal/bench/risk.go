@@ -202,11 +202,7 @@ func (c RiskCrowd) Run(ctx context.Context, span time.Duration) (RiskReport, err
 // r2 is a deterministic draw in [-1, 1) for a user's i-th click, so that clients running at
 // once need not share a source.
 func r2(user string, i int) float64 {
-	var h uint64 = 1469598103934665603
-	for _, b := range []byte(user) {
-		h = (h ^ uint64(b)) * 1099511628211
-	}
-	return rand.New(rand.NewPCG(h, uint64(i))).Float64()*2 - 1
+	return rand.New(rand.NewPCG(hashOf(user), uint64(i))).Float64()*2 - 1
 }
 
 // bots draws the bots' accounts.

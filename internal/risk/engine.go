@@ -81,16 +81,8 @@ func (s *Scorer) Score(v *Vector) float64 {
 	return s.Model.Score(s.inputs(v, &x))
 }
 
-// Decide is the decision a score comes to.
-func (s *Scorer) Decide(p float64) Decision {
-	switch {
-	case p >= s.BlockAt:
-		return Block
-	case p >= s.ChallengeAt:
-		return Challenge
-	}
-	return Allow
-}
+// Decide is the decision a score comes to at the scorer's thresholds.
+func (s *Scorer) Decide(p float64) Decision { return decide(p, s.ChallengeAt, s.BlockAt) }
 
 // judge scores v into a verdict of the model. It allocates nothing.
 func (s *Scorer) judge(v *Vector) Verdict {

@@ -134,11 +134,14 @@ func sigmoid(z float64) float64 {
 }
 
 // Decide is the decision a score comes to at the model's thresholds.
-func (m *Model) Decide(p float64) Decision {
+func (m *Model) Decide(p float64) Decision { return decide(p, m.ChallengeAt, m.BlockAt) }
+
+// decide is the decision score p comes to at the thresholds.
+func decide(p, challengeAt, blockAt float64) Decision {
 	switch {
-	case p >= m.BlockAt:
+	case p >= blockAt:
 		return Block
-	case p >= m.ChallengeAt:
+	case p >= challengeAt:
 		return Challenge
 	}
 	return Allow
