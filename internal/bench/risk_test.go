@@ -126,12 +126,12 @@ func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows
 // parameters, accounts and timing); then, on a node running it, a person on the page buys and
 // a headless script clicking the same page's button is challenged (or blocked).
 func TestRiskModelFromTheCrowd(t *testing.T) {
-	names, rows, isBot, repA := crowdSet(t, 101, 10, 120)
+	names, rows, isBot, repA := crowdSet(t, 101, 8, 100)
 	m, err := risk.Fit(names, rows, isBot, risk.FitOptions{Version: "crowd-101", Balanced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, held, heldBot, repB := crowdSet(t, 202, 10, 120)
+	_, held, heldBot, repB := crowdSet(t, 202, 8, 100)
 	if repA.Params == repB.Params {
 		t.Fatal("the two crowds drew the same parameters")
 	}
