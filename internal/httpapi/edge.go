@@ -141,7 +141,11 @@ func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (o
 		return "", nil
 	}
 	ip, now := s.clientIP(r), s.svc.Now()
-	v := s.risk.Grab(risk.Signal{IP: ip, User: user, Activity: id, At: now, Page: page, Claims: s.claims(r, now)})
+	sig := risk.Signal{IP: ip, User: user, Activity: id, At: now, Page: page}
+	if s.risk.Features() { // the rules alone read no claims
+		sig.Claims = s.claims(r, now)
+	}
+	v := s.risk.Grab(sig)
 	if v.Scored && v.ModelDecision != risk.Allow {
 		s.log.InfoContext(r.Context(), "risk model", "decision", v.ModelDecision.String(), "shadow", v.Shadow,
 			"score", v.Score, "model", v.Version, "top", v.TopFeatures(), "user", user, "ip", ip.String(), "activity", id)

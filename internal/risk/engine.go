@@ -246,6 +246,12 @@ func (e *Engine) Close() error {
 // Networks is the list of datacenter and proxy networks the features look addresses up in.
 func (e *Engine) Networks() *Networks { return e.networks() }
 
+// Features reports whether the engine computes the features of a grab (a model or a
+// recorder uses them): without, what only they read need not be gathered.
+func (e *Engine) Features() bool {
+	return e != nil && (e.scorer.Load() != nil || e.o.Recorder != nil)
+}
+
 // Grab judges a grab. A nil engine allows everything.
 func (e *Engine) Grab(s Signal) Verdict {
 	if e == nil {

@@ -9,6 +9,7 @@
 #   ROUNDS=5 PROFILES="flash allwin limited" scripts/wrk/run.sh ...   # rounds per profile (3), which profiles
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 #   MODE=redis REPLICA=1 MIN_REPLICAS=1 scripts/wrk/run.sh ...   # with a replica, and WAIT for it
+#   PPROF=/tmp/prof scripts/wrk/run.sh ...   # also a 5 s CPU profile of seckill in each of its runs: /tmp/prof-NAME.prof
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
 # 5 s in the middle of the run (so the duration should be 8 s or more), and in Redis mode the time
@@ -45,6 +46,7 @@ if [ "${MODE:-embedded}" = redis ]; then
     for _ in $(seq 100); do redis-cli -p 18379 info replication | grep -q 'state=online' && break; sleep 0.1; done
   fi
 fi
+SECKILL_PPROF=${PPROF:+127.0.0.1:18090} \
 SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
 seckill_pid=$!
@@ -68,6 +70,9 @@ measure() { # name url activity name=pid... (the processes whose CPU to report)
   TOKENS="${TOKENS:-$tmp/tokens.txt}" ACTIVITY=$act wrk -t2 -c"$conns" -d"$dur" --latency -s scripts/wrk/grab.lua "$url" -- 2 > "$tmp/$name.txt" &
   local procs=("wrk=$!" "$@") pids=() before after i
   for i in "${procs[@]}"; do pids+=("${i#*=}"); done
+  if [ -n "${PPROF:-}" ] && [[ $name == seckill-* ]]; then # the profile's 5 s are the CPU sample's
+    (sleep 2; curl -sf -o "$PPROF-$name.prof" "127.0.0.1:18090/debug/pprof/profile?seconds=5") &
+  fi
   sleep 2; before=($(ticks "${pids[@]}")); sleep 5; after=($(ticks "${pids[@]}"))
   wait "${pids[0]}"
   echo "== $name"; grep -E 'Requests/sec|Latency|p99.9|status' "$tmp/$name.txt"
