@@ -193,8 +193,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	startLoops(bg, &wg, c, b, db, svc, stats, log, sinks)
-	wg.Add(1)
-	go func() { defer wg.Done(); watchRisk(bg, rules, log) }()
+	if c.riskModel != "" || c.riskNetworks != "" || c.riskRecord != "" { // the rules alone read no file
+		wg.Add(1)
+		go func() { defer wg.Done(); watchRisk(bg, rules, log) }()
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

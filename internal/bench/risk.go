@@ -60,18 +60,17 @@ type RiskParams struct {
 // DrawRiskParams draws a crowd's parameters from seed.
 func DrawRiskParams(seed uint64) RiskParams {
 	r := rand.New(rand.NewPCG(seed, 0x715c))
-	between := func(lo, hi float64) float64 { return lo + (hi-lo)*r.Float64() }
 	p := RiskParams{Seed: seed,
-		CadenceMs: between(120, 450), CadenceJitter: between(0, 0.03), ScriptedClicks: 4 + r.IntN(7),
-		FarmSize: 8 + r.IntN(33), DatacenterShare: between(0.2, 0.7),
-		KeyboardShare: between(0.01, 0.04), NATShare: between(0.05, 0.2)}
+		CadenceMs: between(r, 120, 450), CadenceJitter: between(r, 0, 0.03), ScriptedClicks: 4 + r.IntN(7),
+		FarmSize: 8 + r.IntN(33), DatacenterShare: between(r, 0.2, 0.7),
+		KeyboardShare: between(r, 0.01, 0.04), NATShare: between(r, 0.05, 0.2)}
 	lo := 40 + r.IntN(400)
 	p.HeadlessClickMs = [2]int{lo, lo + 100 + r.IntN(900)}
 	think := 300 + r.IntN(1200)
 	p.ThinkMs = [2]int{think, think + 800 + r.IntN(2500)}
 	var sum float64
 	for i := range p.Mix {
-		p.Mix[i] = between(0.5, 1.5)
+		p.Mix[i] = between(r, 0.5, 1.5)
 		sum += p.Mix[i]
 	}
 	for i := range p.Mix {
