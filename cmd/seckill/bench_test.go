@@ -121,14 +121,14 @@ func errorsOf(history []bench.Record) map[string]int {
 }
 
 // checkFlash checks a flash sale's result: demand above the stock, every unit sold once.
-func checkFlash(t *testing.T, res benchResult, users, dup, stock int64) {
+func checkFlash(t *testing.T, res benchResult, history []bench.Record, users, dup, stock int64) {
 	t.Helper()
 	if !res.OK || res.Wins != stock || res.Stock != stock || res.Requests != users*(1+dup) ||
 		res.Oversell+res.Undersell+res.Duplicates+res.Lost != 0 {
 		t.Fatalf("result %+v; want %d requests and exactly %d wins, no violation", res, users*(1+dup), stock)
 	}
 	if res.Outcomes["won"].Count != stock || res.Outcomes["error"].Count != 0 {
-		t.Fatalf("outcomes %+v", res.Outcomes)
+		t.Fatalf("outcomes %+v; the errors: %v", res.Outcomes, errorsOf(history))
 	}
 	if res.RPS <= 0 || res.P50 <= 0 || res.P99 < res.P50 || res.P999 < res.P99 {
 		t.Fatalf("throughput and latency figures make no sense: %+v", res)
@@ -139,7 +139,7 @@ func checkFlash(t *testing.T, res benchResult, users, dup, stock int64) {
 // with a second click each on a stock of 500.
 func TestBenchEmbedded(t *testing.T) {
 	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64")
-	checkFlash(t, res, 20000, 1, 500)
+	checkFlash(t, res, history, 20000, 1, 500)
 	if res.Mode != "embedded" {
 		t.Fatalf("mode %q", res.Mode)
 	}
@@ -159,9 +159,9 @@ func TestBenchEmbedded(t *testing.T) {
 
 // TestBenchRedisMariaDB: the same on an in-process server in distributed mode.
 func TestBenchRedisMariaDB(t *testing.T) {
-	res, _ := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64",
+	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64",
 		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
-	checkFlash(t, res, 20000, 1, 500)
+	checkFlash(t, res, history, 20000, 1, 500)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
 	}
@@ -172,9 +172,9 @@ func TestBenchRedisMariaDB(t *testing.T) {
 // finds every unit sold once, nobody twice, the last units found on whatever shard held them.
 func TestBenchShardedStockOnACluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	res, _ := runBench(t, noEnv, "--users", "6000", "--stock", "300", "--concurrency", "64", "--stock-shards", "3",
+	res, history := runBench(t, noEnv, "--users", "6000", "--stock", "300", "--concurrency", "64", "--stock-shards", "3",
 		"--redis", cluster.Seeds(), "--db", mysqltest.DSN(t))
-	checkFlash(t, res, 6000, 1, 300)
+	checkFlash(t, res, history, 6000, 1, 300)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
 	}
@@ -204,7 +204,7 @@ func TestBenchRedPacketRamp(t *testing.T) {
 	res, history := runBench(t, noEnv, "--url", base, "--jwt-secret", testSecret, "--admin-token", testAdmin,
 		"--kind", "redpacket", "--stock", "300", "--total-cents", "100000", "--users", "2000", "--dup", "0",
 		"--arrival", "ramp:2s", "--concurrency", "16")
-	checkFlash(t, res, 2000, 0, 300)
+	checkFlash(t, res, history, 2000, 0, 300)
 	var sum int64
 	for _, r := range history {
 		sum += r.Amount

@@ -76,7 +76,7 @@ func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows
 	}
 	base, _ := riskSite(t, risk.Options{Recorder: rec})
 	crowd := bench.RiskCrowd{Base: base, AdminToken: riskAdmin, Secret: riskSecret, Params: bench.DrawRiskParams(seed),
-		Humans: humans, Bots: bots, Chromium: browsertest.Chromium, Tabs: 4, Datacenter: datacenters}
+		Humans: humans, Bots: bots, Chromium: browsertest.Chromium, Tabs: 2, Datacenter: datacenters}
 	rep, err = crowd.Run(context.Background(), 6*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -126,12 +126,12 @@ func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows
 // parameters, accounts and timing); then, on a node running it, a person on the page buys and
 // a headless script clicking the same page's button is challenged (or blocked).
 func TestRiskModelFromTheCrowd(t *testing.T) {
-	names, rows, isBot, repA := crowdSet(t, 101, 8, 100)
+	names, rows, isBot, repA := crowdSet(t, 101, 6, 80)
 	m, err := risk.Fit(names, rows, isBot, risk.FitOptions{Version: "crowd-101", Balanced: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, held, heldBot, repB := crowdSet(t, 202, 8, 100)
+	_, held, heldBot, repB := crowdSet(t, 202, 6, 80)
 	if repA.Params == repB.Params {
 		t.Fatal("the two crowds drew the same parameters")
 	}
