@@ -39,6 +39,9 @@ type backend struct {
 	line sale.Line
 	// lease lets one node at a time run the scheduled jobs (reconcile, archive).
 	lease sale.Lease
+	// onPlaced, when set, registers what is told of the orders the gate's commits place
+	// themselves, as the worker's Placed is of the orders it places (embedded: memory.Placing).
+	onPlaced func(func([]sale.Placement))
 }
 
 // openBackend opens the embedded backend or, when SECKILL_REDIS is set, the distributed one.
@@ -46,7 +49,7 @@ type backend struct {
 // breaker like the service's.
 func openBackend(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
 	if c.redis == "" {
-		return openEmbedded(ctx, c, store)
+		return openEmbedded(ctx, c, store, log)
 	}
 	return openDistributed(ctx, c, store, log)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 const maxChallenges = 1 << 20
 
 // openEmbedded builds the embedded backend: the gate, the line and their journals in the process,
-// the queue a table beside the database (SQLite's in a file of its own).
-func openEmbedded(ctx context.Context, c config, store sale.Store) (backend, error) {
+// the queue a table beside the database (SQLite's in a file of its own) for the grabs the gate's
+// commits could not place as orders themselves.
+func openEmbedded(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
 	journal, err := sqlstore.OpenJournal(ctx, c.db)
 	if err != nil {
 		return backend{}, err
@@ -34,13 +36,16 @@ func openEmbedded(ctx context.Context, c config, store sale.Store) (backend, err
 		return backend{}, err
 	}
 	queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
-	gate := memory.NewGate(journal, 512, queue.Wake)
+	// Each batch of grabs is placed as orders in the transaction that makes it durable; only
+	// what the database cannot take then goes through the journal and the worker.
+	placing := memory.NewPlacing(store, journal, queue.Wake, log)
+	gate := memory.NewGate(placing, 512, nil)
 	guard := health.NewGuard("journal", c.gateLimits, time.Now)
 	var once sync.Once
 	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
 		challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
 		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.GuardLine(line, guard),
-		lease: memory.NewLease(time.Now),
+		lease: memory.NewLease(time.Now), onPlaced: placing.OnPlaced,
 		close: func() {
 			once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
 		}}, nil

@@ -47,17 +47,20 @@ func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db
 	if b.settle != nil {
 		wg.Go(func() { settleReservations(ctx, b.settle, log) })
 	}
+	placed := func(ps []sale.Placement) {
+		stats.Placed(ps)
+		if err := svc.OrdersPlaced(ctx, ps); err != nil {
+			log.Warn("leaderboard", "err", err) // the database fallback still answers
+		}
+	}
+	if b.onPlaced != nil {
+		b.onPlaced(placed) // the orders the gate's commits place themselves (embedded)
+	}
 	if c.role == roleAPI {
 		return
 	}
 	wg.Go(func() {
-		(&worker.Worker{Queue: b.queue, Store: db, Log: log, Batch: 256, Linger: b.linger,
-			Placed: func(ps []sale.Placement) {
-				stats.Placed(ps)
-				if err := svc.OrdersPlaced(ctx, ps); err != nil {
-					log.Warn("leaderboard", "err", err) // the database fallback still answers
-				}
-			},
+		(&worker.Worker{Queue: b.queue, Store: db, Log: log, Batch: 256, Linger: b.linger, Placed: placed,
 			Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(ctx)
 	})
 	wg.Go(func() {

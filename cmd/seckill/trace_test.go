@@ -108,8 +108,8 @@ func (l *lockedBuffer) String() string {
 // TestTraceFollowsAGrab: with an OTLP endpoint set, one trace follows a grab from the click to
 // its order. On Redis, across the stream: the request's span, the gate call, the stream entry's
 // publishing, the worker's placement and the database write, each the child of the one before.
-// Embedded, through the journal: the request's span, the placement and the write. The request's
-// log line carries the trace's id.
+// Embedded, where the gate's commit places the order: the request's span and the write. The
+// request's log line carries the trace's id.
 func TestTraceFollowsAGrab(t *testing.T) {
 	t.Run("Redis", func(t *testing.T) {
 		srv := redistest.Start(t, redistest.Options{})
@@ -117,7 +117,7 @@ func TestTraceFollowsAGrab(t *testing.T) {
 			"POST /api/activities/{id}/grab", "gate grab", "publish grab", "process grab", "write order")
 	})
 	t.Run("Embedded", func(t *testing.T) {
-		traceOneGrab(t, nil, "POST /api/activities/{id}/grab", "process grab", "write order")
+		traceOneGrab(t, nil, "POST /api/activities/{id}/grab", "write order")
 	})
 }
 

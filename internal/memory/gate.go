@@ -1,7 +1,8 @@
 // Package memory is the embedded stock gate and queue: the single-binary default. The gate
 // decides every grab in process, atomically per activity, and answers only once the grab is
-// group-committed to a sale.Journal (the SQLite store); the queue hands the journal's grabs to the
-// worker. After a restart the gate is rebuilt from the journal and the orders.
+// group-committed: placed as an order in the database's transaction (Placing) or, when the
+// database cannot take it, written to a sale.Journal (the SQLite store), whose grabs the queue
+// hands to the worker. After a restart the gate is rebuilt from the journal and the orders.
 package memory
 
 import (
@@ -58,10 +59,11 @@ type answer struct {
 	done chan struct{}
 }
 
-// NewGate returns a gate that makes grabs durable in j, in batches of at most maxBatch, and calls
-// committed after each batch (the queue's wake-up). Close it to flush.
-func NewGate(j sale.Journal, maxBatch int, committed func()) *Gate {
-	return &Gate{acts: map[string]*activity{}, commit: newCommitter(j.AppendGrabs, maxBatch, committed)}
+// NewGate returns a gate that makes grabs durable with w (a sale.Journal, or a Placing that
+// places them as orders), in batches of at most maxBatch, and calls committed after each batch
+// (the queue's wake-up, for a journal). Close it to flush.
+func NewGate(w Writer, maxBatch int, committed func()) *Gate {
+	return &Gate{acts: map[string]*activity{}, commit: newCommitter(w.AppendGrabs, maxBatch, committed)}
 }
 
 // Close stops taking grabs, waits for the grabs already taken to be committed, and stops.

@@ -41,7 +41,7 @@ func Distributed(t testing.TB, clock *Clock, redisSpec, dsn string) Env {
 	d := sale.DepsOf(gate, queue, store)
 	d.Ranking, d.Line, d.Challenges = redisgate.NewRanking(rdb, ExactMax), redisgate.NewLine(rdb), answers
 	d.Restocks, d.SoldOutTTL = redisgate.NewRestocks(rdb), RestockFlagTTL
-	env := start(t, clock, d, gate, queue, store, rdb.Close, store.Close)
+	env := start(t, clock, newFaults(), nil, d, gate, queue, store, rdb.Close, store.Close)
 	env.Answers = answers
 	env.Hot = func(id string) []string { return redisKeysOf(t, rdb, id) }
 	listen, stop := context.WithCancel(context.Background())

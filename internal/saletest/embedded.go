@@ -50,12 +50,16 @@ func EmbeddedOn(t testing.TB, clock *Clock, dsn string) Env {
 		t.Fatal(err)
 	}
 	queue := memory.NewQueue(journal, 50*time.Millisecond, 0)
-	gate := memory.NewGate(journal, 64, queue.Wake)
+	// As the binary wires it: the gate's commits place the orders, through the faulty store, and
+	// journal for the worker what it refuses.
+	faults := newFaults()
+	placing := memory.NewPlacing(faultyStore{store, faults}, journal, queue.Wake, quiet)
+	gate := memory.NewGate(placing, 64, nil)
 	ranking := memory.NewRanking(ExactMax)
 	answers := NewAnswers(memory.NewChallenges(1 << 16))
 	d := sale.DepsOf(gate, queue, store)
 	d.Ranking, d.Line, d.Challenges = ranking, line, answers
-	env := start(t, clock, d, gate, queue, store, line.Close, lines.Close, gate.Close, journal.Close, store.Close)
+	env := start(t, clock, faults, placing.OnPlaced, d, gate, queue, store, line.Close, lines.Close, gate.Close, journal.Close, store.Close)
 	env.Answers = answers
 	env.Hot = func(id string) []string {
 		ctx := context.Background()
@@ -102,11 +106,12 @@ func drainer(t testing.TB, queue sale.Queue) func(string) {
 	}
 }
 
-// start runs a service on d (the Deps of gate, queue and store) at clock, its gate breakable by
-// the Env's Faults, with a worker in the background; when t ends it stops the worker and calls
-// closers in order.
-func start(t testing.TB, clock *Clock, d sale.Deps, gate sale.Gate, queue sale.Queue, store sale.Store, closers ...func() error) Env {
-	faults := &Faults{unplaceable: map[string]bool{}}
+// start runs a service on d (the Deps of gate, queue and store) at clock, its gate and store
+// breakable by faults, with a worker in the background; onPlaced, when not nil, registers the
+// service's OrdersPlaced for the orders the gate's commits place themselves. When t ends it stops
+// the worker and calls closers in order.
+func start(t testing.TB, clock *Clock, faults *Faults, onPlaced func(func([]sale.Placement)), d sale.Deps, gate sale.Gate,
+	queue sale.Queue, store sale.Store, closers ...func() error) Env {
 	faulty := faultyGate{gate, faults}
 	d.Inventory, d.Passes, d.Now = faulty, faulty, clock.Now
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
@@ -116,6 +121,9 @@ func start(t testing.TB, clock *Clock, d sale.Deps, gate sale.Gate, queue sale.Q
 	}
 	svc := sale.NewService(d)
 	run, stop := context.WithCancel(context.Background())
+	if onPlaced != nil {
+		onPlaced(func(ps []sale.Placement) { svc.OrdersPlaced(run, ps) })
+	}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		(&worker.Worker{Queue: queue, Store: faultyStore{store, faults}, Log: quiet, Batch: 16,
@@ -149,6 +157,8 @@ func (f *Faults) Unplaceable(user string) {
 	f.unplaceable[user] = true
 	f.mu.Unlock()
 }
+
+func newFaults() *Faults { return &Faults{unplaceable: map[string]bool{}} }
 
 type faultyStore struct {
 	sale.Store
