@@ -29,6 +29,7 @@ type dialect struct {
 	migrations string
 	numbered   bool   // $1, $2 placeholders (PostgreSQL)
 	returning  bool   // new ids come from INSERT ... RETURNING, not LastInsertId (PostgreSQL)
+	returnsAll bool   // a multi-row INSERT ... RETURNING gives back every row's id (SQLite, PostgreSQL)
 	ignoreDup  string // what ON CONFLICT DO NOTHING becomes
 	isolation  sql.IsolationLevel
 	unique     func(error) bool
@@ -40,7 +41,7 @@ type dialect struct {
 
 var (
 	sqliteDialect = &dialect{name: "sqlite", goose: goose.DialectSQLite3, migrations: "migrations/sqlite",
-		ignoreDup: " ON CONFLICT DO NOTHING",
+		returnsAll: true, ignoreDup: " ON CONFLICT DO NOTHING",
 		unique:    func(err error) bool { return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed") },
 		retryable: func(error) bool { return false },
 		invalid: func(err error) bool {
@@ -71,7 +72,7 @@ var (
 		}}
 
 	postgresDialect = &dialect{name: "postgres", goose: goose.DialectPostgres, migrations: "migrations/postgres",
-		numbered: true, returning: true, ignoreDup: " ON CONFLICT DO NOTHING",
+		numbered: true, returning: true, returnsAll: true, ignoreDup: " ON CONFLICT DO NOTHING",
 		unique: func(err error) bool {
 			var pe *pgconn.PgError
 			return errors.As(err, &pe) && pe.Code == "23505"

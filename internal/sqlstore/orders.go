@@ -209,58 +209,37 @@ func (p *placer) placeMany(ctx context.Context, gs []sale.Grab, out []sale.Place
 	return nil
 }
 
-// placeLot is placeMany for the grabs idx of one item activity.
+// placeLot is placeMany for the grabs idx of one item activity. The lot is inserted as it
+// comes: grabs straight from a gate are new, and a lot with a redelivery in it (an order has its
+// token) is met by the unique key, looked up, and inserted again without the redeliveries, which
+// go the one-by-one way that reads them back.
 func (p *placer) placeLot(ctx context.Context, gs []sale.Grab, idx []int, gd guard, out []sale.Placement, done []bool) error {
-	tokens := make([]any, 0, len(idx))
-	for _, i := range idx {
-		tokens = append(tokens, gs[i].Token)
-	}
-	// Redeliveries (an order has the token) go the one-by-one way, which reads them back.
-	placed, err := p.ids(ctx, tokens)
+	fresh := idx
+	ids, err := p.insertLot(ctx, gs, fresh, gd)
 	if err != nil {
 		return err
 	}
-	var fresh []int
-	for _, i := range idx {
-		if _, ok := placed[gs[i].Token]; !ok {
-			fresh = append(fresh, i)
+	if ids == nil {
+		tokens := make([]any, 0, len(idx))
+		for _, i := range idx {
+			tokens = append(tokens, gs[i].Token)
 		}
-	}
-	if len(fresh) < minMany {
-		return nil
-	}
-	var q strings.Builder
-	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
-	args := make([]any, 0, 9*len(fresh))
-	ins := make([]any, 0, len(fresh))
-	for n, i := range fresh {
-		if n > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(`(?, ?, ?, ?, 1, ?, ?, 'CREATED', '', ?, ?)`)
-		g := gs[i]
-		args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At), ms(g.At.Add(gd.window)))
-		ins = append(ins, g.Token)
-	}
-	// All the rows or none: a row that meets another (a buyer's second unit, a grab a racing
-	// worker placed first) undoes the statement, and the lot goes the one-by-one way. Knowing
-	// that every row went in is what lets the lot claim its units at once.
-	if _, err := p.tx.ExecContext(ctx, `SAVEPOINT lot`); err != nil {
-		return err
-	}
-	if _, err := p.tx.Tx.ExecContext(ctx, p.tx.d.rewrite(q.String()), args...); err != nil {
-		if !p.tx.d.unique(err) {
+		placed, err := p.ids(ctx, tokens)
+		if err != nil {
 			return err
 		}
-		_, err := p.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT lot`)
-		return err
-	}
-	if _, err := p.tx.ExecContext(ctx, `RELEASE SAVEPOINT lot`); err != nil {
-		return err
-	}
-	ids, err := p.ids(ctx, ins)
-	if err != nil {
-		return err
+		fresh = nil
+		for _, i := range idx {
+			if _, ok := placed[gs[i].Token]; !ok {
+				fresh = append(fresh, i)
+			}
+		}
+		if len(fresh) < minMany {
+			return nil
+		}
+		if ids, err = p.insertLot(ctx, gs, fresh, gd); err != nil || ids == nil {
+			return err // nil, nil: it meets another row still (a buyer's second unit)
+		}
 	}
 	n, err := p.exec(ctx, `UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock`, len(fresh), gs[fresh[0]].ActivityID, len(fresh))
 	if err != nil {
@@ -289,6 +268,76 @@ func (p *placer) placeLot(ctx context.Context, gs []sale.Grab, idx []int, gd gua
 		}}
 		done[i] = true
 	}
+	return nil
+}
+
+// insertLot inserts the orders of the grabs lot, all the rows or none, and returns their ids by
+// token; nil (and no error) when a row meets another (a buyer's second unit, a grab a racing
+// worker placed first, a redelivery), which undoes the statement. Knowing that every row went in
+// is what lets the lot claim its units at once.
+func (p *placer) insertLot(ctx context.Context, gs []sale.Grab, lot []int, gd guard) (map[string]int64, error) {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
+	args := make([]any, 0, 8*len(lot))
+	tokens := make([]any, 0, len(lot))
+	for n, i := range lot {
+		if n > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(`(?, ?, ?, ?, 1, ?, ?, 'CREATED', '', ?, ?)`)
+		g := gs[i]
+		args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At), ms(g.At.Add(gd.window)))
+		tokens = append(tokens, g.Token)
+	}
+	if p.tx.d.returnsAll {
+		q.WriteString(` RETURNING token, id`)
+	}
+	if _, err := p.tx.ExecContext(ctx, `SAVEPOINT lot`); err != nil {
+		return nil, err
+	}
+	var ids map[string]int64
+	err := p.insertRows(ctx, p.tx.d.rewrite(q.String()), args, len(lot), &ids)
+	if err != nil {
+		if !p.tx.d.unique(err) {
+			return nil, err
+		}
+		_, err := p.tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT lot`)
+		return nil, err
+	}
+	if _, err := p.tx.ExecContext(ctx, `RELEASE SAVEPOINT lot`); err != nil {
+		return nil, err
+	}
+	if ids == nil { // no RETURNING here (MySQL): read them back
+		return p.ids(ctx, tokens)
+	}
+	return ids, nil
+}
+
+// insertRows runs the multi-row insert query; with RETURNING token, id it fills *ids with what
+// comes back. Built per call: not cached.
+func (p *placer) insertRows(ctx context.Context, query string, args []any, n int, ids *map[string]int64) error {
+	if !p.tx.d.returnsAll {
+		_, err := p.tx.Tx.ExecContext(ctx, query, args...)
+		return err
+	}
+	rows, err := p.tx.Tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	m := make(map[string]int64, n)
+	for rows.Next() {
+		var tok string
+		var id int64
+		if err := rows.Scan(&tok, &id); err != nil {
+			return err
+		}
+		m[tok] = id
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	*ids = m
 	return nil
 }
 
