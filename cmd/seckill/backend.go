@@ -42,6 +42,9 @@ type backend struct {
 	// onPlaced, when set, registers what is told of the orders the gate's commits place
 	// themselves, as the worker's Placed is of the orders it places (embedded: memory.Placing).
 	onPlaced func(func([]sale.Placement))
+	// userAtGate says the gate checks a grab's per-user rate in its own call (the Redis gate:
+	// one Redis call and one fsync wait a grab, not two; see httpapi.Limits.UserAtGate).
+	userAtGate bool
 }
 
 // openBackend opens the embedded backend or, when SECKILL_REDIS is set, the distributed one.

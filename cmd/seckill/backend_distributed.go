@@ -43,7 +43,7 @@ func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.
 			}
 			return gate.Settle(ctx, acts, settleAfter, time.Now())
 		},
-		linger:   50 * time.Millisecond,
+		linger: 50 * time.Millisecond, userAtGate: true,
 		windows:  health.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
 		restocks: redisgate.NewRestocks(rdb), challenges: health.GuardChallenges(redisgate.NewChallenges(rdb), guard),

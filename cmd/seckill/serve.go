@@ -164,7 +164,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
 			PerActivity: ratelimit.Rule{PerSecond: c.rateGlobal, Burst: c.rateGlobal},
 			PerNode:     ratelimit.Rule{PerSecond: c.rateNode, Burst: c.rateNode},
-			Windows:     b.windows, Buckets: b.buckets,
+			Windows:     b.windows, Buckets: b.buckets, UserAtGate: b.userAtGate,
 		},
 		TrustedProxies: c.trustedProxies,
 	})

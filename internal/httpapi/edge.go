@@ -186,45 +186,59 @@ func (s *Server) claims(r *http.Request, now time.Time) risk.Claims {
 // client IP's rate limit and block, the user's token and block, the activity's limit on this
 // node (in memory), the user's and the activity's rate limits (on Redis in the distributed
 // mode). It returns the user, or the error to answer with and, when the error alone does
-// not say which layer refused, the outcome to count.
-func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry bool) (user, outcome string, err error) {
+// not say which layer refused, the outcome to count. For a grab (grab true) of an activity
+// admitted directly, a gate that checks the user's rate itself (Limits.UserAtGate) is left
+// that check: the rule comes back as rate, for the grab to carry.
+func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, grab bool) (user string, rate sale.UserRate, outcome string, err error) {
 	if !retry && s.svc.SoldOut(id) {
-		return "", "sold_out_edge", sale.ErrSoldOut
+		return "", rate, "sold_out_edge", sale.ErrSoldOut
 	}
 	// An activity may set its own limits; it is known here once this node has read it.
 	perIP, perUser, perAct := s.limits.PerIP, s.limits.PerUser, s.limits.PerActivity
 	userKey := "user:"
-	if a, ok := s.svc.Known(id); ok && a.Rates != (sale.Rates{}) {
+	a, known := s.svc.Known(id)
+	if !known && grab && s.limits.UserAtGate {
+		// Whether the gate checks the user's rate depends on the activity: read it now (the grab
+		// would, next), so that no node spends another bucket than the others for it.
+		if act, err := s.svc.Activity(r.Context(), id); err == nil {
+			a, known = act, true
+		}
+	}
+	if known && a.Rates != (sale.Rates{}) {
 		perIP = override(perIP, a.Rates.PerIP)
 		perUser = override(perUser, a.Rates.PerUser)
 		perAct = override(perAct, a.Rates.Global)
 		userKey = "user:" + id + ":" // its own budget, apart from the node's
 	}
+	if grab && s.limits.UserAtGate && known && !a.Lined() && !perUser.Off() {
+		rate = sale.UserRate{PerSecond: int64(perUser.PerSecond), Burst: int64(max(perUser.Burst, 1))}
+		perUser = ratelimit.Rule{} // the gate's call checks it
+	}
 	ip := s.clientIP(r)
 	if !perIP.Off() {
 		if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), perIP); err != nil {
-			return "", limitOutcome(err, "ip"), err
+			return "", rate, limitOutcome(err, "ip"), err
 		}
 	}
 	if s.svc.IPBlocked(ip) {
-		return "", "blocked_ip", sale.ErrBlocked
+		return "", rate, "blocked_ip", sale.ErrBlocked
 	}
 	if user, err = s.authenticate(r); err != nil {
-		return "", "", err
+		return "", rate, "", err
 	}
 	if s.svc.UserBlocked(user) {
-		return "", "blocked_user", sale.ErrBlocked
+		return "", rate, "blocked_user", sale.ErrBlocked
 	}
 	if err := s.limit(w, r, s.limits.Local, "node:"+id, s.limits.PerNode); err != nil {
-		return "", limitOutcome(err, "node"), err
+		return "", rate, limitOutcome(err, "node"), err
 	}
 	if err := s.limit(w, r, s.limits.Buckets, userKey+user, perUser); err != nil {
-		return "", limitOutcome(err, "user"), err
+		return "", rate, limitOutcome(err, "user"), err
 	}
 	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, perAct); err != nil {
-		return "", limitOutcome(err, "activity"), err
+		return "", rate, limitOutcome(err, "activity"), err
 	}
-	return user, "", nil
+	return user, rate, "", nil
 }
 
 // authenticate returns the user of the request's bearer token. Errors: sale.ErrUnauthorized.

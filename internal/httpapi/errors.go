@@ -69,6 +69,9 @@ var classes = []struct {
 	{signature.ErrStale, http.StatusUnauthorized, CodeSignatureExpired},
 	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
+	// The client hung up while a dependency was being asked: it reads no answer, and the
+	// dependency did nothing wrong (the guards do not count it), so not a 500 in the logs.
+	{context.Canceled, http.StatusServiceUnavailable, CodeBusy},
 }
 
 // Classify returns the HTTP status and the stable code for err.

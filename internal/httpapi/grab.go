@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -76,7 +77,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pass := r.PathValue("pass")
-	user, name, err := s.edge(w, r, id, key != "")
+	user, rate, name, err := s.edge(w, r, id, key != "", true)
 	var body GrabBody
 	if err == nil {
 		err = decodeEmpty(w, r, &body)
@@ -90,7 +91,11 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	var e sale.Entry
 	if err == nil {
-		e, err = s.svc.Enter(r.Context(), sale.GrabRequest{ActivityID: id, UserID: user, IdempotencyKey: key, Pass: pass})
+		e, err = s.svc.Enter(r.Context(), sale.GrabRequest{ActivityID: id, UserID: user, IdempotencyKey: key, Pass: pass, UserRate: rate})
+	}
+	if th := (sale.Throttled{}); errors.As(err, &th) { // the user's rate, checked by the gate
+		w.Header()["Retry-After"] = retryAfterHeader(th.RetryAfter)
+		name = "rate_limited_user"
 	}
 	switch {
 	case err == nil && e.Lined:

@@ -168,6 +168,7 @@ func TestClassify(t *testing.T) {
 		{sale.ErrBusy, 503, "BUSY"},
 		{fmt.Errorf("grab a1: %w", sale.ErrSoldOut), 410, "SOLD_OUT"},
 		{context.DeadlineExceeded, 503, "BUSY"},
+		{fmt.Errorf("gate: %w", context.Canceled), 503, "BUSY"}, // the client hung up mid-call: not a fault of ours
 		{errors.New("disk on fire"), 500, "INTERNAL"},
 	}
 	for _, tc := range tests {

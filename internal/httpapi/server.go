@@ -75,10 +75,16 @@ type Config struct {
 // an activity's crowd on this node alone, in buckets of this process (Local) in either mode:
 // the front of the global limit that costs Redis nothing, so that a peak far above what the
 // item's master takes is turned away before it queues for Redis (seckill plan sizes it).
+//
+// UserAtGate says the gate checks the per-user rate in a grab's own call (the Redis gate: see
+// sale.GrabRequest.UserRate): the grab of an activity admitted directly then costs one Redis
+// call and one fsync wait, not two, and its user's bucket is per activity, on the activity's
+// slot. Challenges, and the activities with a line, keep the edge's bucket.
 type Limits struct {
 	PerIP, PerUser, PerActivity, PerNode ratelimit.Rule
 	Windows, Buckets                     ratelimit.Limiter
 	Local                                ratelimit.Limiter // nil: buckets of this process on the wall clock
+	UserAtGate                           bool
 }
 
 // Server serves the API.

@@ -152,7 +152,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	if shardsOf(a) > 1 {
 		sharded = "1"
 	}
-	args := make([]any, 0, 9+7*len(batch))
+	args := make([]any, 0, 9+10*len(batch))
 	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded,
 		max(a.Revision, 1))
 	for _, c := range batch {
@@ -161,7 +161,13 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 			keys = append(keys, passKey(shard, c.req.Pass))
 			idx = len(keys)
 		}
-		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass, c.parent)
+		rate, perSecond, burst := 0, int64(0), int64(0)
+		if u := c.req.UserRate; !u.Off() {
+			keys = append(keys, rateKey(shard, c.req.UserID))
+			rate, perSecond, burst = len(keys), u.PerSecond, max(u.Burst, 1)
+		}
+		args = append(args, c.token, c.req.UserID, c.req.IdempotencyKey, c.req.Now.UnixMilli(), idx, c.req.Pass, c.parent,
+			rate, perSecond, burst)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	res, err := g.repl.runScript(ctx, g.rdb, g.grabs, grabScript, keys, args...).Slice()
@@ -210,6 +216,12 @@ func grabOfReply(a sale.Activity, pass string, code int64, token, rec string) (s
 		return sale.Grab{}, sale.ErrAlreadyBought
 	case -5:
 		return sale.Grab{}, sale.ErrSoldOut
+	case -7:
+		ms, err := strconv.ParseInt(token, 10, 64)
+		if err != nil || ms < 0 {
+			return sale.Grab{}, fmt.Errorf("grab on redis: script answered a wait of %q", token)
+		}
+		return sale.Grab{}, sale.Throttled{RetryAfter: time.Duration(ms) * time.Millisecond}
 	case -10:
 		return sale.Grab{}, fmt.Errorf("activity %s, revision %d: %w", a.ID, a.Revision, sale.ErrStale)
 	case -6:

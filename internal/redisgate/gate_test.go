@@ -65,7 +65,7 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 		if pass != "" {
 			keys, idx = append(keys, passKey(act, pass)), 10
 		}
-		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", 1, args[0], args[1], args[2], args[3], idx, pass, "")...).Slice()
+		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", 1, args[0], args[1], args[2], args[3], idx, pass, "", 0, 0, 0)...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 		{"t7", "u5", "k", -5, "", ""}, // sold out, keyed: nothing remembered
 	}
 	for _, gr := range grabs {
-		args = append(args, gr.token, gr.user, gr.key, now, 0, "", gr.parent)
+		args = append(args, gr.token, gr.user, gr.key, now, 0, "", gr.parent, 0, 0, 0)
 	}
 	keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.revision}
 	for run := range 2 { // the second run is go-redis retrying the whole call
@@ -578,5 +578,76 @@ func TestSpentPassUnderRetry(t *testing.T) {
 	}
 	if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Pass: "p1", Now: t0}); !errors.Is(err, sale.ErrChallengeRequired) {
 		t.Fatalf("a grab with the spent pass: %v, want ErrChallengeRequired", err)
+	}
+}
+
+// TestUserRateInTheGrab: the user's request bucket is checked and spent by the grab's own
+// script. A burst of five grabs at 2 a second with a burst of 2, coalesced into calls, wins two;
+// the three others are Throttled with a wait of at most a second, and take nothing. Another
+// user's bucket is their own; a keyed retry gets its first answer without spending; after the
+// wait one more request passes; and the bucket's key expires by itself.
+func TestUserRateInTheGrab(t *testing.T) {
+	ctx := context.Background()
+	a := item("rate", 100, 100)
+	g, rdb := loadedGate(t, a)
+	rate := sale.UserRate{PerSecond: 2, Burst: 2}
+	grab := func(user, key string) (sale.Grab, error) {
+		return g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: key, Now: t0.Add(time.Second), UserRate: rate})
+	}
+	type result struct {
+		g   sale.Grab
+		err error
+	}
+	results := make(chan result, 5)
+	for i := range 5 {
+		go func() {
+			gr, err := grab("u1", fmt.Sprint("k", i))
+			results <- result{gr, err}
+		}()
+	}
+	var won, throttled int
+	var firstKeyed sale.Grab
+	for range 5 {
+		r := <-results
+		var th sale.Throttled
+		switch {
+		case r.err == nil:
+			won++
+			firstKeyed = r.g
+		case errors.As(r.err, &th) && errors.Is(r.err, sale.ErrRateLimited):
+			throttled++
+			if th.RetryAfter <= 0 || th.RetryAfter > time.Second {
+				t.Errorf("wait %s, want within (0, 1s]", th.RetryAfter)
+			}
+		default:
+			t.Fatalf("a grab of the burst: %v", r.err)
+		}
+	}
+	if won != 2 || throttled != 3 {
+		t.Fatalf("won %d, throttled %d of 5 at a burst of 2; want 2 and 3", won, throttled)
+	}
+	if n, err := g.Remaining(ctx, a); err != nil || n != 98 {
+		t.Fatalf("remaining %d (%v), want 98: a throttled grab takes nothing", n, err)
+	}
+	if _, err := grab("u2", ""); err != nil {
+		t.Fatalf("another user's first grab: %v", err)
+	}
+	// The first answer of a key again: answered before the bucket, so it spends nothing.
+	again, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", IdempotencyKey: firstKeyed.IdempotencyKey,
+		Now: t0.Add(time.Second), UserRate: rate})
+	if err != nil || again.Token != firstKeyed.Token {
+		t.Fatalf("a keyed retry: %v %v, want the first grab %s", again.Token, err, firstKeyed.Token)
+	}
+	ttl, err := rdb.PTTL(ctx, rateKey(a.ID, "u1")).Result()
+	if err != nil || ttl <= 0 || ttl > time.Second+10*time.Millisecond {
+		t.Fatalf("the bucket's TTL %s (%v), want within a second", ttl, err)
+	}
+	var th sale.Throttled
+	if _, err := grab("u1", "k-later"); !errors.As(err, &th) {
+		t.Fatalf("right after the burst: %v, want Throttled", err)
+	}
+	time.Sleep(th.RetryAfter)
+	if _, err := grab("u1", "k-later"); err != nil {
+		t.Fatalf("after the wait of %s: %v", th.RetryAfter, err)
 	}
 }

@@ -17,17 +17,21 @@
 -- KEYS[8] away     hash: token -> "shard NL record", a grab of a user of this shard that took
 --                  its unit on another shard
 -- KEYS[9] revision string: the revision of the activity this shard holds (absent: 1)
--- KEYS[10...] pass string: a path token's pass (its format: see keys.go)
+-- KEYS[10...] pass string: a path token's pass (its format: see keys.go), and rate string: a
+--                  user's request bucket on this activity, the time (Unix µs) its next request
+--                  would find it empty (GCRA's theoretical arrival time); it expires by itself
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
 --   8 "1" if the stock is sharded (these keys are one shard's, the home of these users),
 --   9 the revision of the activity these arguments are of (the caller's copy);
--- then 7 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
+-- then 10 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
 --   of its pass key (0 for none), the pass ("" for none), the W3C traceparent of the grab's
---   publishing span ("" for none, at most 128 bytes).
+--   publishing span ("" for none, at most 128 bytes), the index in KEYS of the user's rate key
+--   (0: no rate to check), its requests a second and its burst.
 -- Record and stream entry format: see keys.go. Returns, per grab in order, code, token,
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
--- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -10 the shard holds another
+-- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -7 over the user's rate
+-- (the token is then the wait in ms until a request would pass), -10 the shard holds another
 -- revision than the caller's copy (nothing taken: read the activity again), -9 bad arguments (the token
 -- and the record are then ""); on a sharded stock also 2 reserved (this shard is out of units:
 -- the user's unit is held for the grab while it looks on the others) and 3 in progress (the
@@ -36,7 +40,7 @@
 local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local requirePass, sharded, revision = ARGV[7], ARGV[8], ARGV[9]
-local PER = 7
+local PER = 10
 local FIRST = 9 -- the per-grab arguments start after this one
 local PASSKEYS = 10 -- the first pass key
 
@@ -55,9 +59,12 @@ local grabs, tokens, users, answerKeys = {}, {}, {}, {}
 for i = 0, n - 1 do
   local b = FIRST + i * PER
   local g = {token = ARGV[b + 1], user = ARGV[b + 2], key = ARGV[b + 3], now = tonumber(ARGV[b + 4]),
-             passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6], tp = ARGV[b + 7]}
+             passIndex = tonumber(ARGV[b + 5]), pass = ARGV[b + 6], tp = ARGV[b + 7],
+             rateIndex = tonumber(ARGV[b + 8]), rate = tonumber(ARGV[b + 9]), burst = tonumber(ARGV[b + 10])}
   g.bad = g.token == '' or g.user == '' or not g.now or not g.passIndex or g.passIndex < 0 or #g.tp > 128
       or g.passIndex > #KEYS or (g.pass ~= '' and g.passIndex < PASSKEYS)
+      or not g.rateIndex or g.rateIndex > #KEYS or (g.rateIndex > 0 and (g.rateIndex < PASSKEYS
+      or not g.rate or g.rate < 1 or not g.burst or g.burst < 1))
   if not g.bad then
     g.answerKey = g.user .. '\0' .. g.key
     tokens[#tokens + 1] = g.token
@@ -94,6 +101,33 @@ if left then
 end
 local current = redis.call('GET', KEYS[9]) or '1'
 
+-- The users' request buckets (GCRA, in µs on Redis's clock), read once each and written back
+-- at the end: a later grab of the batch by the same user sees what the earlier ones spent.
+local clock
+local tats, spent = {}, {}
+local function overRate(g)
+  if g.rateIndex == 0 then
+    return nil
+  end
+  if not clock then
+    local t = redis.call('TIME')
+    clock = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  local key = KEYS[g.rateIndex]
+  if not tats[key] then
+    tats[key] = tonumber(redis.call('GET', key) or '0') or 0
+  end
+  local interval = math.floor(1000000 / g.rate)
+  local tat = math.max(tats[key], clock)
+  local passAt = tat + interval - g.burst * interval
+  if passAt > clock then
+    return math.ceil((passAt - clock) / 1000)
+  end
+  tats[key] = tat + interval
+  spent[key] = true
+  return nil
+end
+
 local out = {}
 local granted, newHeld, newGrabs, newAnswers, newPending = 0, {}, {}, {}, {}
 local function answer(code, token, record)
@@ -128,6 +162,10 @@ local function grab(g)
   end
   if current ~= revision then
     return answer(-10)
+  end
+  local wait = overRate(g)
+  if wait then
+    return answer(-7, tostring(wait))
   end
   if g.now < startAt then
     return answer(-2)
@@ -205,6 +243,9 @@ end
 
 for _, g in ipairs(grabs) do
   grab(g)
+end
+for key in pairs(spent) do
+  redis.call('SET', key, string.format('%.0f', tats[key]), 'PX', math.max(1, math.ceil((tats[key] - clock) / 1000)))
 end
 if granted > 0 then
   redis.call('DECRBY', KEYS[1], granted)

@@ -42,6 +42,9 @@ import (
 //	{act:ID}:pass:TOKEN    string: a path token's "user NL expiry (Unix ms)"; once spent, NL and
 //	                       the id of the grab or the spend that spent it. On the user's home shard;
 //	                       it expires by itself
+//	{act:ID}:rate:USER     string: the user's request bucket on the activity (sale.UserRate,
+//	                       GCRA): the time (Unix µs, Redis's clock) at which its next request
+//	                       would find it empty. On the user's home shard; it expires by itself
 //	{act:ID}:leaders       sorted set, {act:ID}:leaders:hist hash and {act:ID}:leaders:meta hash:
 //	                       a red packet's leaderboard (see Ranking), on the activity's own slot
 //
@@ -100,6 +103,9 @@ func DeadKey(activityID string) string { return actPrefix(activityID) + "dead" }
 
 // passKey is the key of a pass, in the activity's slot: the grab script reads it with the stock.
 func passKey(activityID, pass string) string { return actPrefix(activityID) + "pass:" + pass }
+
+// rateKey is the key of user's request bucket on activityID (a shard id: the user's home).
+func rateKey(activityID, user string) string { return actPrefix(activityID) + "rate:" + user }
 
 // rankKeys are the keys of an activity's leaderboard (see Ranking), in the activity's slot.
 type rankKeys struct{ zset, hist, meta string }

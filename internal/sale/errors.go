@@ -3,6 +3,7 @@ package sale
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The errors a sale can end in. Adapters translate their own failures (Lua return codes, unique
@@ -31,6 +32,16 @@ var (
 	// exist, a value does not fit), not for being away: placing it again can never succeed.
 	ErrUnplaceable = errors.New("the grab can never be placed as an order")
 )
+
+// Throttled is ErrRateLimited with the wait its limiter named: when a request would pass again.
+type Throttled struct{ RetryAfter time.Duration }
+
+func (t Throttled) Error() string {
+	return fmt.Sprintf("%v: retry after %s", ErrRateLimited, t.RetryAfter)
+}
+
+// Unwrap makes a Throttled an ErrRateLimited.
+func (t Throttled) Unwrap() error { return ErrRateLimited }
 
 // ErrStale says the gate holds another revision of an activity than the caller's copy
 // (Activity.Revision): the activity changed (stock added, the sale ended) since the caller read

@@ -45,7 +45,8 @@ type Inventory interface {
 	// Grab takes one unit for r.UserID. A request repeating an idempotency key already granted
 	// returns the first grab again and takes nothing. Otherwise a pass in r.Pass is spent first:
 	// it must be one issued to r.UserID for this activity and not expired at r.Now, and a grab
-	// without one is refused if the activity requires a challenge. Errors: ErrNotFound,
+	// without one is refused if the activity requires a challenge; a gate that checks
+	// r.UserRate refuses a grab over it first, with Throttled. Errors: ErrNotFound,
 	// ErrNotStarted, ErrEnded, ErrChallengeRequired, ErrAlreadyBought, ErrSoldOut, ErrStale (the
 	// gate holds another revision than a.Revision; nothing was taken), ErrBusy. r.ActivityID is
 	// a.ID.

@@ -227,7 +227,18 @@ type GrabRequest struct {
 	IdempotencyKey string
 	Pass           string // the one-time path token of a solved challenge; "" for none
 	Now            time.Time
+	// UserRate, when set, is the user's request rate on this activity, checked and spent by the
+	// gate in the grab's own call instead of in a bucket at the edge: a grab over it is refused
+	// with Throttled and takes nothing. The Redis gate checks it (one call, so one fsync wait, an
+	// all-win grab); the edge sets it only for that gate. Zero: the edge has checked.
+	UserRate UserRate
 }
+
+// UserRate is a token bucket: PerSecond tokens a second, at most Burst at once.
+type UserRate struct{ PerSecond, Burst int64 }
+
+// Off reports whether the rate limits nothing.
+func (r UserRate) Off() bool { return r.PerSecond <= 0 }
 
 // MaxPassLen bounds a pass (path token) from a client.
 const MaxPassLen = 40
