@@ -88,14 +88,15 @@ func NewBrowser(ctx context.Context, chromium string) (*Browser, error) {
 // Close stops the browser.
 func (b *Browser) Close() { b.stop() }
 
-// runPeople runs the people c.Tabs at a time, and returns how many pages failed to click.
-func runPeople(ctx context.Context, c RiskCrowd, activity string, tokens *auth.Tokens, people []person, count func(string, int)) (int, error) {
+// runPeople runs the people c.Tabs at a time, and returns how many pages failed to click and the
+// first of their errors; err when not one page clicked (the browser, not the people).
+func runPeople(ctx context.Context, c RiskCrowd, activity string, tokens *auth.Tokens, people []person, count func(string, int)) (failed int, first, err error) {
 	if len(people) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	b, err := NewBrowser(ctx, c.Chromium)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer b.Close()
 	tabs := c.Tabs
@@ -103,7 +104,6 @@ func runPeople(ctx context.Context, c RiskCrowd, activity string, tokens *auth.T
 		tabs = 4
 	}
 	next := make(chan person)
-	var failed int
 	var firstErr error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -137,9 +137,9 @@ func runPeople(ctx context.Context, c RiskCrowd, activity string, tokens *auth.T
 	close(next)
 	wg.Wait()
 	if failed == len(people) {
-		return failed, firstErr // not one page clicked: the browser, not the people
+		return failed, firstErr, firstErr
 	}
-	return failed, nil
+	return failed, firstErr, nil
 }
 
 // Person opens the product page of activity as a person would (a look and a pace drawn from

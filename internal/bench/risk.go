@@ -103,6 +103,8 @@ type RiskReport struct {
 	Answers map[string]map[int]int `json:"answers"`
 	// PagesFailed are the people whose page never clicked (an error of the page or the browser).
 	PagesFailed int `json:"pages_failed"`
+	// PageError is the first of those pages' errors ("" when none failed).
+	PageError string `json:"page_error,omitempty"`
 	// Bots are the bots' accounts, for labelling the node's recording.
 	Bots []string `json:"-"`
 }
@@ -191,8 +193,11 @@ func (c RiskCrowd) Run(ctx context.Context, span time.Duration) (RiskReport, err
 	for _, h := range people {
 		rep.Accounts[h.profile]++
 	}
-	failed, err := runPeople(ctx, c, id, tokens, people, count)
+	failed, first, err := runPeople(ctx, c, id, tokens, people, count)
 	rep.PagesFailed = failed
+	if first != nil {
+		rep.PageError = first.Error()
+	}
 	wg.Wait()
 	sort.Strings(rep.Bots)
 	return rep, err

@@ -111,7 +111,8 @@ func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows
 	}
 	// Every person's page clicked and its grab was judged; every bot's account sent its grabs.
 	if people != humans-rep.PagesFailed || rep.PagesFailed > humans/10 {
-		t.Fatalf("seed %d: %d grabs of people recorded, %d pages failed, of %d people", seed, people, rep.PagesFailed, humans)
+		t.Fatalf("seed %d: %d grabs of people recorded, %d pages failed (the first: %s), of %d people",
+			seed, people, rep.PagesFailed, rep.PageError, humans)
 	}
 	if got := len(recs) - people; got == 0 || got > rep.Grabs[bench.ProfileScripted]+rep.Grabs[bench.ProfileFarm]+
 		rep.Grabs[bench.ProfileHeadless]+rep.Grabs[bench.ProfileReplay] {
