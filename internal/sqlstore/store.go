@@ -72,7 +72,13 @@ func openSQLite(ctx context.Context, path, dir string) (w, r *sql.DB, err error)
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(ctx, w, goose.DialectSQLite3, dir); err != nil {
+	err = migrate(ctx, w, goose.DialectSQLite3, dir)
+	if err == nil {
+		// A migration that rebuilds a table turns the foreign keys off while it runs, on this,
+		// the one writer connection: they are on again whatever became of it.
+		_, err = w.ExecContext(ctx, `PRAGMA foreign_keys = ON`)
+	}
+	if err != nil {
 		w.Close()
 		return nil, nil, err
 	}

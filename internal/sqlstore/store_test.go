@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/pressly/goose/v3"
 
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
@@ -1309,4 +1312,109 @@ func testOperatorReads(t *testing.T, dsn string) {
 	if err != nil || len(evs) != 2 || evs[0].Type != sale.EventFailed || evs[1].Type != sale.EventCreated {
 		t.Fatalf("the replays' events: %+v, %v", evs, err)
 	}
+}
+
+// TestOrdersRebuiltByUser: migration 15 rebuilds SQLite's orders table with its per-user key
+// led by the user. On a database at version 14 with orders and a payment, every order comes
+// through as it was, ids go on from where they were, the key still refuses a second unit
+// beyond the limit, the foreign keys are on again, and a user's orders are read through the
+// new key.
+func TestOrdersRebuiltByUser(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seckill.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 14); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO activities (id, name, kind, stock, price_cents, per_user_limit, start_at, end_at, pay_window_ms,
+			total_cents, require_challenge, admission, created_at, sold) VALUES ('a', 'a', 'item', 10, 100, 1, 0, 1, 60000, 0, 0, 'direct', 0, 2)`,
+		`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at)
+			VALUES ('g1', 'a', 'u1', '', 1, 0, 100, 'CREATED', '', 5, 60005), ('g2', 'a', 'u2', 'k', 1, 0, 100, 'PAID', '', 6, 60006),
+			('g3', 'a', 'u3', '', NULL, 0, 100, 'CANCELLED', 'expired', 7, 60007)`,
+		`INSERT INTO payments (payment_id, order_token, activity_id, user_id, amount_cents, state, created_at, updated_at)
+			VALUES ('p1', 'g2', 'a', 'u2', 100, 'SETTLED', 6, 6)`,
+	} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := dumpOrders(t, old)
+	old.Close()
+
+	s, err := Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatalf("migrating a version 14 database: %v", err)
+	}
+	defer s.Close()
+	if after := dumpOrders(t, s.w.DB); !slices.Equal(before, after) {
+		t.Fatalf("the orders changed in the rebuild:\n%q\nwant\n%q", after, before)
+	}
+	var fk int
+	if err := s.w.QueryRowContext(ctx, `PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Fatalf("foreign keys after the migration: %d, %v; want on", fk, err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+		status, reason, created_at, expires_at) VALUES ('g4', 'a', 'u1', '', 1, 0, 100, 'CREATED', '', 8, 60008)`); err == nil ||
+		!s.w.d.unique(err) {
+		t.Fatalf("a second unit of u1 in slot 1: %v, want the unique key's refusal", err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, activity_id, user_id, amount_cents, state,
+		created_at, updated_at) VALUES ('p2', 'nope', 'a', 'u9', 100, 'STARTED', 9, 9)`); err == nil {
+		t.Fatal("a payment of no order went in: the foreign keys do not hold")
+	}
+	placed := place(t, s, grab("a", "u4", 0))
+	if placed[0].Order.ID != 4 {
+		t.Fatalf("the first order after the rebuild has id %d, want 4 (ids go on)", placed[0].Order.ID)
+	}
+	mine, err := s.Orders(ctx, sale.OrderFilter{UserID: "u2", Limit: 10})
+	if err != nil || len(mine) != 1 || mine[0].Token != "g2" || mine[0].Status != sale.StatusPaid {
+		t.Fatalf("u2's orders: %+v, %v", mine, err)
+	}
+	var plan string
+	if err := s.r.QueryRowContext(ctx, `EXPLAIN QUERY PLAN SELECT id FROM orders WHERE user_id = 'u2' ORDER BY id DESC LIMIT 10`).
+		Scan(new(int), new(int), new(int), &plan); err != nil || !strings.Contains(plan, "INDEX sqlite_autoindex_orders_2 (user_id=?)") {
+		t.Fatalf("a user's orders are read by %q (%v), want the per-user key", plan, err)
+	}
+}
+
+// dumpOrders returns every order row of db, by id, as text.
+func dumpOrders(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query(`SELECT id, token, activity_id, user_id, idem_key, IFNULL(slot, -1), share_idx, amount_cents, status,
+		reason, created_at, expires_at, closed_at FROM orders ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		v := make([]any, 13)
+		for i := range v {
+			v[i] = new(any)
+		}
+		if err := rows.Scan(v...); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, x := range v {
+			fmt.Fprintf(&b, "%v|", *(x.(*any)))
+		}
+		out = append(out, b.String())
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
