@@ -10,6 +10,7 @@
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 #   MODE=redis REPLICA=1 MIN_REPLICAS=1 scripts/wrk/run.sh ...   # with a replica, and WAIT for it
 #   PPROF=/tmp/prof scripts/wrk/run.sh ...   # also a 5 s CPU profile of seckill in each of its runs: /tmp/prof-NAME.prof
+#   SECKILL_ROLE=api MODE=redis scripts/wrk/run.sh ...   # an API node; after the rounds a worker places its all-win grabs, timed
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
 # 5 s in the middle of the run (so the duration should be 8 s or more), and in Redis mode the time
@@ -111,6 +112,27 @@ done
 for a in $flash $allwin; do
   curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$a/stats"; echo
 done
+if [ -n "$redis" ] && [ "${SECKILL_ROLE:-all}" = api ] && [ -n "$allwin" ]; then
+  # An API node leaves its grabs in the streams: a worker started now places them, and how fast
+  # it does says whether the orders keep up with the acknowledgements (the rate wrk measured).
+  queued=$(curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats" |
+    sed 's/.*"pending_queue":\([0-9]*\).*/\1/')
+  SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
+    SECKILL_JWT_SECRET=$secret SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/worker.out" 2>&1 &
+  worker_pid=$!
+  began=$(date +%s.%N) left=$queued
+  for _ in $(seq 3000); do # at most 5 minutes
+    kill -0 "$worker_pid" 2>/dev/null || { echo "the worker stopped:"; cat "$tmp/worker.out"; break; }
+    left=$(curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats" |
+      sed 's/.*"pending_queue":\([0-9]*\).*/\1/')
+    [ "$left" = 0 ] && break
+    sleep 0.1
+  done
+  ended=$(date +%s.%N)
+  awk -v n="$queued" -v l="$left" -v t="$(echo "$ended - $began" | bc)" -v cpu="$(ticks "$worker_pid")" -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "worker: placed %d of %d queued grabs in %.1f s from its start: %.0f orders/s, %.1f s of CPU\n", n - l, n, t, (n - l) / t, cpu / hz}'
+  kill "$worker_pid"
+fi
 if [ -n "$redis" ]; then
   echo "redis-server time per command (microseconds), every profile:"
   redis-cli -p 18379 info commandstats | awk -F'[:,=]' '/^cmdstat_/ {printf "   %-12s calls %8d  usec/call %7s\n", substr($1, 9), $3, $7}'
