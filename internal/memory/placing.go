@@ -31,9 +31,16 @@ var _ Writer = (*Placing)(nil)
 //
 // A batch the database cannot take (it is away, or refuses one of the batch's grabs as
 // unplaceable) goes to the journal instead, where the worker places it as before: retried while
-// the database is away, and the grab it can never place dead-lettered alone. Either way the
-// batch is durable before the gate answers.
+// the database is away, and the grab it can never place dead-lettered alone. So does a batch the
+// database has not placed within PlaceWithin: the one SQLite writer may be busy with another
+// transaction (a sweep, an archive), and the journal, a file of its own, does not wait behind
+// it. A placement cut short is rolled back, or was committed after all: the worker's placing of
+// the journaled batch then finds the orders by their tokens. Either way the batch is durable
+// before the gate answers.
 type Placing struct {
+	// PlaceWithin bounds a batch's placement before it goes to the journal instead.
+	PlaceWithin time.Duration
+
 	store   sale.Placer
 	journal Writer
 	queued  func()
@@ -47,8 +54,12 @@ func NewPlacing(store sale.Placer, journal Writer, queued func(), log *slog.Logg
 	if queued == nil {
 		queued = func() {}
 	}
-	return &Placing{store: store, journal: journal, queued: queued, log: log}
+	return &Placing{PlaceWithin: placeWithin, store: store, journal: journal, queued: queued, log: log}
 }
+
+// placeWithin is Placing's default bound: a batch of 256 orders takes 4–5 ms on SQLite here, and
+// up to 25 ms beside a crowd on the same two cores (docs/BENCHMARKS.md §10).
+const placeWithin = 250 * time.Millisecond
 
 // OnPlaced sets what is told of every batch placed here, as the worker's Placed is of the
 // batches it places (metrics, the red packets' leaderboards).
@@ -57,7 +68,13 @@ func (p *Placing) OnPlaced(fn func([]sale.Placement)) { p.placed.Store(&fn) }
 // AppendGrabs places gs, or journals them when the database cannot.
 func (p *Placing) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 	start := time.Now()
-	ps, err := p.store.PlaceOrders(ctx, gs)
+	// Given up, not timed out: a cancel is the caller's, which the database's breaker does not
+	// count against it (a busy writer is not a failing database).
+	pctx, cancel := context.WithCancel(ctx)
+	stop := time.AfterFunc(p.PlaceWithin, cancel)
+	ps, err := p.store.PlaceOrders(pctx, gs)
+	stop.Stop()
+	cancel()
 	traceWrite(gs, start, err)
 	if err != nil {
 		p.log.Warn("place orders at commit: journaled for the worker instead", "grabs", len(gs), "err", err)

@@ -12,15 +12,22 @@ import (
 	"seckill/internal/sale"
 )
 
-// fakePlacer places every grab as a CREATED order, or fails every batch while fail is set.
+// fakePlacer places every grab as a CREATED order, or fails every batch while fail is set, or
+// waits for its context to end while hang is set (a database writer busy elsewhere).
 type fakePlacer struct {
 	mu     sync.Mutex
 	orders map[string]sale.Order
 	fail   error
+	hang   bool
 }
 
-func (p *fakePlacer) PlaceOrders(_ context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+func (p *fakePlacer) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	p.mu.Lock()
+	if p.hang {
+		p.mu.Unlock()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	defer p.mu.Unlock()
 	if p.fail != nil {
 		return nil, p.fail
@@ -88,5 +95,33 @@ func TestPlacingPlacesAtCommit(t *testing.T) {
 	}
 	if n, _ := g.Remaining(context.Background(), named("a")); n != 1 {
 		t.Fatalf("remaining %d after the refused grab, want its unit back (1)", n)
+	}
+}
+
+// TestPlacingDoesNotWaitBehindTheDatabase: a placement the database does not finish within
+// PlaceWithin (its writer busy with another transaction) is journaled instead, and the grab
+// answered then, not when the database is free again.
+func TestPlacingDoesNotWaitBehindTheDatabase(t *testing.T) {
+	store, journal := &fakePlacer{orders: map[string]sale.Order{}, hang: true}, &fakeJournal{}
+	p := NewPlacing(store, journal, nil, slog.New(slog.DiscardHandler))
+	p.PlaceWithin = 50 * time.Millisecond
+	g := NewGate(p, 64, nil)
+	t.Cleanup(func() { g.Close() })
+	load(t, g, item("a", 3, 1), sale.GateState{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := g.Grab(context.Background(), named("a"), sale.GrabRequest{ActivityID: "a", UserID: "u1", Now: t0})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("a grab while the database hangs: %v, want it journaled", err)
+		}
+	case <-time.After(10 * time.Second): // a liveness bound, far above PlaceWithin
+		t.Fatal("the grab waited behind the hung database")
+	}
+	if j := journal.appended(); len(j) != 1 || store.placed() != 0 {
+		t.Fatalf("journaled %d, placed %d: want the grab in the journal", len(j), store.placed())
 	}
 }
