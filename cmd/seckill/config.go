@@ -148,7 +148,7 @@ func settings(c *config) []setting {
 		{"claim-idle", "SECKILL_CLAIM_IDLE", "30s", "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only",
 			positive("30s", &c.claimIdle)},
 		{"sweep-every", "SECKILL_SWEEP_EVERY", "1s", "how often expired payment windows are closed", positive("1s", &c.sweepEvery)},
-		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off)", rate(&c.rateUser)},
+		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off; on Redis each activity keeps its own, checked by the grab's script)", rate(&c.rateUser)},
 		{"rate-ip", "SECKILL_RATE_IP", "0", "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN)",
 			rate(&c.rateIP)},
 		{"rate-global", "SECKILL_RATE_GLOBAL", "0", "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity)",
