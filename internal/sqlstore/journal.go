@@ -26,7 +26,7 @@ func OpenJournal(ctx context.Context, dsn string) (*Journal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Journal{w: db{w, d}, r: db{r, d}}, nil
+	return &Journal{w: db{DB: w, d: d}, r: db{DB: r, d: d}}, nil
 }
 
 // Close closes the journal.

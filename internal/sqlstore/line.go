@@ -24,7 +24,7 @@ func OpenLineJournal(ctx context.Context, dsn string) (*LineJournal, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &LineJournal{w: db{w, d}, r: db{r, d}}, nil
+	return &LineJournal{w: db{DB: w, d: d}, r: db{DB: r, d: d}}, nil
 }
 
 // Close closes the journal.

@@ -38,6 +38,11 @@ type guard struct {
 // prepared once per batch.
 func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
 	out := make([]sale.Placement, 0, len(gs))
+	if s.w.stmts != nil {
+		// Not fatal: the transaction prepares what is missing, or meets the same failure and
+		// reports it.
+		_ = s.prepare(ctx, gs)
+	}
 	err := s.inTx(ctx, func(tx tx) error {
 		out = out[:len(gs)]
 		p := &placer{tx: tx, guards: map[string]guard{}}
@@ -77,14 +82,20 @@ type placer struct {
 	tx     tx
 	guards map[string]guard
 	stmts  map[string]*sql.Stmt
+	owned  []*sql.Stmt // prepared for this transaction alone: closed with it
 }
 
-// stmt returns query prepared in the batch's transaction.
+// stmt returns query prepared for the batch's transaction.
 func (p *placer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	return p.prepared(ctx, p.tx.d.q(query))
+}
+
+// prepared is stmt for a query written for the dialect already.
+func (p *placer) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := p.stmts[query]; ok {
 		return st, nil
 	}
-	st, err := p.tx.PrepareContext(ctx, query)
+	st, owned, err := p.tx.prepared(ctx, query)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +103,9 @@ func (p *placer) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 		p.stmts = map[string]*sql.Stmt{}
 	}
 	p.stmts[query] = st
+	if owned {
+		p.owned = append(p.owned, st)
+	}
 	return st, nil
 }
 
@@ -152,7 +166,7 @@ func (p *placer) order(ctx context.Context, token string) (sale.Order, error) {
 }
 
 func (p *placer) close() {
-	for _, st := range p.stmts {
+	for _, st := range p.owned {
 		st.Close()
 	}
 }
@@ -163,8 +177,11 @@ func (p *placer) guard(ctx context.Context, activityID string) (guard, bool, err
 	}
 	var gd guard
 	var window int64
-	err := p.tx.QueryRowContext(ctx, `SELECT kind, per_user_limit, pay_window_ms FROM activities WHERE id = ?`,
-		activityID).Scan(&gd.kind, &gd.limit, &window)
+	st, err := p.stmt(ctx, readGuard)
+	if err != nil {
+		return gd, false, err
+	}
+	err = st.QueryRowContext(ctx, activityID).Scan(&gd.kind, &gd.limit, &window)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gd, false, nil
 	}
@@ -241,14 +258,14 @@ func (p *placer) placeLot(ctx context.Context, gs []sale.Grab, idx []int, gd gua
 			return err // nil, nil: it meets another row still (a buyer's second unit)
 		}
 	}
-	n, err := p.exec(ctx, `UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock`, len(fresh), gs[fresh[0]].ActivityID, len(fresh))
+	n, err := p.exec(ctx, claimUnits, len(fresh), gs[fresh[0]].ActivityID, len(fresh))
 	if err != nil {
 		return err
 	}
 	for _, i := range fresh {
 		g := gs[i]
 		if n == 0 { // the stock cannot cover the whole lot: claim unit by unit, refusing the rest
-			m, err := p.exec(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+			m, err := p.exec(ctx, claimUnit, g.ActivityID)
 			if err != nil {
 				return err
 			}
@@ -276,27 +293,18 @@ func (p *placer) placeLot(ctx context.Context, gs []sale.Grab, idx []int, gd gua
 // worker placed first, a redelivery), which undoes the statement. Knowing that every row went in
 // is what lets the lot claim its units at once.
 func (p *placer) insertLot(ctx context.Context, gs []sale.Grab, lot []int, gd guard) (map[string]int64, error) {
-	var q strings.Builder
-	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
 	args := make([]any, 0, 8*len(lot))
 	tokens := make([]any, 0, len(lot))
-	for n, i := range lot {
-		if n > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString(`(?, ?, ?, ?, 1, ?, ?, 'CREATED', '', ?, ?)`)
+	for _, i := range lot {
 		g := gs[i]
 		args = append(args, g.Token, g.ActivityID, g.UserID, g.IdempotencyKey, g.Share, g.AmountCents, ms(g.At), ms(g.At.Add(gd.window)))
 		tokens = append(tokens, g.Token)
-	}
-	if p.tx.d.returnsAll {
-		q.WriteString(` RETURNING token, id`)
 	}
 	if _, err := p.tx.ExecContext(ctx, `SAVEPOINT lot`); err != nil {
 		return nil, err
 	}
 	var ids map[string]int64
-	err := p.insertRows(ctx, p.tx.d.rewrite(q.String()), args, len(lot), &ids)
+	err := p.insertRows(ctx, insertLotQuery(p.tx.d, len(lot)), args, len(lot), &ids)
 	if err != nil {
 		if !p.tx.d.unique(err) {
 			return nil, err
@@ -313,14 +321,18 @@ func (p *placer) insertLot(ctx context.Context, gs []sale.Grab, lot []int, gd gu
 	return ids, nil
 }
 
-// insertRows runs the multi-row insert query; with RETURNING token, id it fills *ids with what
-// comes back. Built per call: not cached.
+// insertRows runs the multi-row insert query (written for the dialect); with RETURNING token, id
+// it fills *ids with what comes back.
 func (p *placer) insertRows(ctx context.Context, query string, args []any, n int, ids *map[string]int64) error {
-	if !p.tx.d.returnsAll {
-		_, err := p.tx.Tx.ExecContext(ctx, query, args...)
+	st, err := p.prepared(ctx, query)
+	if err != nil {
 		return err
 	}
-	rows, err := p.tx.Tx.QueryContext(ctx, query, args...)
+	if !p.tx.d.returnsAll {
+		_, err := st.ExecContext(ctx, args...)
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return err
 	}
@@ -368,6 +380,56 @@ func (p *placer) ids(ctx context.Context, tokens []any) (map[string]int64, error
 	return m, rows.Err()
 }
 
+// insertLotQuery is the multi-row INSERT of n orders of one item activity, written for d; on
+// dialects that return every row inserted it returns their tokens and ids.
+func insertLotQuery(d *dialect, n int) string {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
+	for i := range n {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(`(?, ?, ?, ?, 1, ?, ?, 'CREATED', '', ?, ?)`)
+	}
+	if d.returnsAll {
+		q.WriteString(` RETURNING token, id`)
+	}
+	return d.rewrite(q.String())
+}
+
+// The statements that place an order, besides the INSERTs.
+const (
+	readGuard  = `SELECT kind, per_user_limit, pay_window_ms FROM activities WHERE id = ?`
+	claimUnits = `UPDATE activities SET sold = sold + ? WHERE id = ? AND sold + ? <= stock`
+	claimUnit  = `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`
+	claimShare = `UPDATE shares SET holder = ? WHERE activity_id = ? AND idx = ? AND holder IS NULL`
+)
+
+// prepare has the writer prepare, ahead of the transaction, the statements that placing gs
+// runs when each grab is a new order: the few single ones, and the multi-row INSERT of each lot
+// placeMany will try. The others (a redelivery's lookup, a refusal) are prepared in the
+// transaction when it needs them.
+func (s *Store) prepare(ctx context.Context, gs []sale.Grab) error {
+	d := s.w.d
+	one := insertOrder
+	if d.returning {
+		one += " RETURNING id"
+	}
+	qs := []string{d.q(readGuard), d.q(one), d.q(claimUnit), d.q(claimShare), d.q(claimUnits)}
+	if s.lots {
+		n := map[string]int{}
+		for _, g := range gs {
+			n[g.ActivityID]++
+		}
+		for _, k := range n {
+			if k >= minMany {
+				qs = append(qs, insertLotQuery(d, k))
+			}
+		}
+	}
+	return s.w.stmts.prepare(ctx, qs...)
+}
+
 const insertOrder = `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
 	status, reason, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'CREATED', '', ?, ?) ON CONFLICT DO NOTHING`
 
@@ -404,7 +466,7 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 	if !placed {
 		return p.fail(ctx, g, "the per-user limit is reached in the database")
 	}
-	n, err := p.exec(ctx, `UPDATE activities SET sold = sold + 1 WHERE id = ? AND sold < stock`, g.ActivityID)
+	n, err := p.exec(ctx, claimUnit, g.ActivityID)
 	if err != nil {
 		return sale.Placement{}, err
 	}
@@ -412,7 +474,7 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 		return p.refuse(ctx, g, "no unit left in the database")
 	}
 	if gd.kind == sale.KindRedPacket {
-		n, err := p.exec(ctx, `UPDATE shares SET holder = ? WHERE activity_id = ? AND idx = ? AND holder IS NULL`,
+		n, err := p.exec(ctx, claimShare,
 			g.Token, g.ActivityID, g.Share)
 		if err != nil {
 			return sale.Placement{}, err

@@ -45,7 +45,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{w: db{w, d}, r: db{r, d}, lots: true}, nil
+	return &Store{w: db{DB: w, d: d, stmts: newStatements(w)}, r: db{DB: r, d: d}, lots: true}, nil
 }
 
 func sqlitePath(dsn string) (string, error) {
@@ -65,7 +65,7 @@ func openSQLite(ctx context.Context, path, dir string) (w, r *sql.DB, err error)
 	// synchronous(FULL): in WAL mode each commit is fsynced, so a 202 survives power loss, not
 	// only a crash. Group commit keeps that affordable. _txlock=immediate takes the write lock at
 	// BEGIN, so a transaction never fails half-way on a busy upgrade.
-	const pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)"
+	const pragmas = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=foreign_keys(ON)&_pragma=temp_store(MEMORY)"
 	if w, err = sql.Open("sqlite", "file:"+path+pragmas+"&_txlock=immediate"); err != nil {
 		return nil, nil, fmt.Errorf("open database: %w", err)
 	}
@@ -108,6 +108,7 @@ func migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, dir string)
 
 // Close closes the database.
 func (s *Store) Close() error {
+	s.w.stmts.close()
 	if s.r.DB == s.w.DB {
 		return s.w.Close()
 	}

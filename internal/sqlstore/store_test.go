@@ -54,6 +54,7 @@ var storeTests = []struct {
 	{"CancelOwesTheRestock", testCancelOwesTheRestock},
 	{"ConcurrentPlacementOfOneGrab", testConcurrentPlacementOfOneGrab},
 	{"BatchPlacement", testBatchPlacement},
+	{"PlacementKeepsItsStatements", testPlacementKeepsItsStatements},
 	{"RedPacketShares", testRedPacketShares},
 	{"Journal", testJournal},
 	{"GateStateOfALongQueue", testGateStateOfALongQueue},
@@ -1417,4 +1418,78 @@ func dumpOrders(t *testing.T, db *sql.DB) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// testPlacementKeepsItsStatements: the statements a batch of new orders runs are prepared once
+// on the writer, before the first such batch, and the next batches of the same shape prepare
+// nothing; the orders they place are the same as ever.
+func testPlacementKeepsItsStatements(t *testing.T, dsn string) {
+	s := openStore(t, dsn)
+	create(t, s, item("a", 100, 1))
+	held := func() int {
+		s.w.stmts.mu.Lock()
+		defer s.w.stmts.mu.Unlock()
+		return len(s.w.stmts.m)
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("a new store holds %d statements", n)
+	}
+	batch := func(from int) []sale.Grab {
+		gs := make([]sale.Grab, 8)
+		for i := range gs {
+			gs[i] = grab("a", fmt.Sprint("u", from+i), 0)
+		}
+		return gs
+	}
+	place(t, s, batch(0)...)
+	first := held()
+	if _, ok := s.w.stmts.m[insertLotQuery(s.w.d, 8)]; !ok || first == 0 {
+		t.Fatalf("after a lot of 8: %d statements, the lot's INSERT among them: %v", first, ok)
+	}
+	ps := place(t, s, batch(8)...)
+	if n := held(); n != first {
+		t.Fatalf("a second lot of 8 prepared %d statements more", n-first)
+	}
+	for i, pl := range ps {
+		if !pl.New || pl.Order.Status != sale.StatusCreated || pl.Order.UserID != fmt.Sprint("u", 8+i) || pl.Order.ID == 0 {
+			t.Fatalf("placement %d of the second lot: %+v", i, pl)
+		}
+	}
+	var sold int64
+	if err := s.r.QueryRowContext(context.Background(), `SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil || sold != 16 {
+		t.Fatalf("sold %d of two lots of 8: %v", sold, err)
+	}
+}
+
+// A writer holds at most its bound of statements; a lot whose INSERT finds no room is prepared in
+// its transaction and placed as well.
+func TestStatementsAreBounded(t *testing.T) {
+	s := openStore(t, "sqlite:"+filepath.Join(t.TempDir(), "seckill.db"))
+	ctx := context.Background()
+	const bound = 8
+	s.w.stmts.max = bound
+	var qs []string
+	for n := 1; n <= bound+4; n++ {
+		qs = append(qs, insertLotQuery(s.w.d, n))
+	}
+	if err := s.w.stmts.prepare(ctx, qs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.w.stmts.m); n != bound {
+		t.Fatalf("%d statements held, want the bound %d", n, bound)
+	}
+	create(t, s, item("a", 1000, 1))
+	gs := make([]sale.Grab, 2*bound)
+	for i := range gs {
+		gs[i] = grab("a", fmt.Sprint("u", i), 0)
+	}
+	ps := place(t, s, gs...)
+	for i, pl := range ps {
+		if !pl.New || pl.Order.Status != sale.StatusCreated || pl.Order.ID == 0 {
+			t.Fatalf("placement %d: %+v", i, pl)
+		}
+	}
+	if n := len(s.w.stmts.m); n != bound {
+		t.Fatalf("%d statements held after a lot beyond them", n)
+	}
 }
