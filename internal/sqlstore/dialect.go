@@ -217,13 +217,13 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 type db struct {
 	*sql.DB
 	d *dialect
-	// stmts, on a writer, keeps the order placement's statements prepared across its
+	// stmts, on SQLite's writer, keeps the order placement's statements prepared across its
 	// transactions; nil elsewhere.
 	stmts *statements
 }
 
-// statements are a writer's statements prepared once for the life of the pool instead of once
-// per transaction: placing a batch of orders runs the same few statements every time, and on
+// statements are a SQLite writer's statements prepared once for the life of the pool instead of
+// once per transaction: placing a batch of orders runs the same few statements every time, and on
 // SQLite, where the statements run in the process, preparing them again cost a quarter of the
 // placement's CPU (docs/BENCHMARKS.md §11). They are prepared ahead of the transaction that
 // uses them (prepare), since on SQLite the transaction holds the writer's one connection that
@@ -240,8 +240,16 @@ type statements struct {
 // count up to the largest batch, 512) and the dozen single statements.
 const maxStatements = 600
 
-func newStatements(db *sql.DB) *statements {
-	return &statements{db: db, max: maxStatements, m: map[string]*sql.Stmt{}}
+// statements returns the cache of statements for the writer w: SQLite's alone. A server's pool of
+// 64 connections would hold each statement once a connection, on the server: MySQL allows
+// 16,382 prepared statements for all its clients together (max_prepared_stmt_count), and pgx
+// already keeps its own cache of statements on each PostgreSQL connection. There each
+// transaction prepares what it runs, a round trip the network's other round trips dwarf.
+func (d *dialect) statements(w *sql.DB) *statements {
+	if d != sqliteDialect {
+		return nil
+	}
+	return &statements{db: w, max: maxStatements, m: map[string]*sql.Stmt{}}
 }
 
 // prepare prepares on the pool those of queries (written for the dialect already) it does not
@@ -275,6 +283,9 @@ func (c *statements) in(ctx context.Context, t *sql.Tx, query string) (st *sql.S
 
 // close closes the statements prepared.
 func (c *statements) close() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for q, st := range c.m {

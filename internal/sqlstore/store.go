@@ -45,7 +45,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{w: db{DB: w, d: d, stmts: newStatements(w)}, r: db{DB: r, d: d}, lots: true}, nil
+	return &Store{w: db{DB: w, d: d, stmts: d.statements(w)}, r: db{DB: r, d: d}, lots: true}, nil
 }
 
 func sqlitePath(dsn string) (string, error) {

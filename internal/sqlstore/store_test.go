@@ -1420,12 +1420,23 @@ func dumpOrders(t *testing.T, db *sql.DB) []string {
 	return out
 }
 
-// testPlacementKeepsItsStatements: the statements a batch of new orders runs are prepared once
-// on the writer, before the first such batch, and the next batches of the same shape prepare
-// nothing; the orders they place are the same as ever.
+// testPlacementKeepsItsStatements: on SQLite the statements a batch of new orders runs are
+// prepared once on the writer, before the first such batch, and the next batches of the same
+// shape prepare nothing; the servers' writers keep none (each transaction prepares its own).
+// The orders placed are the same as ever.
 func testPlacementKeepsItsStatements(t *testing.T, dsn string) {
 	s := openStore(t, dsn)
 	create(t, s, item("a", 100, 1))
+	if s.w.d != sqliteDialect {
+		if s.w.stmts != nil {
+			t.Fatal("a server's writer keeps statements")
+		}
+		ps := place(t, s, make8("a", 0)...)
+		if len(ps) != 8 || !ps[7].New || ps[7].Order.Status != sale.StatusCreated {
+			t.Fatalf("a lot of 8: %+v", ps)
+		}
+		return
+	}
 	held := func() int {
 		s.w.stmts.mu.Lock()
 		defer s.w.stmts.mu.Unlock()
@@ -1434,19 +1445,12 @@ func testPlacementKeepsItsStatements(t *testing.T, dsn string) {
 	if n := held(); n != 0 {
 		t.Fatalf("a new store holds %d statements", n)
 	}
-	batch := func(from int) []sale.Grab {
-		gs := make([]sale.Grab, 8)
-		for i := range gs {
-			gs[i] = grab("a", fmt.Sprint("u", from+i), 0)
-		}
-		return gs
-	}
-	place(t, s, batch(0)...)
+	place(t, s, make8("a", 0)...)
 	first := held()
 	if _, ok := s.w.stmts.m[insertLotQuery(s.w.d, 8)]; !ok || first == 0 {
 		t.Fatalf("after a lot of 8: %d statements, the lot's INSERT among them: %v", first, ok)
 	}
-	ps := place(t, s, batch(8)...)
+	ps := place(t, s, make8("a", 8)...)
 	if n := held(); n != first {
 		t.Fatalf("a second lot of 8 prepared %d statements more", n-first)
 	}
@@ -1459,6 +1463,15 @@ func testPlacementKeepsItsStatements(t *testing.T, dsn string) {
 	if err := s.r.QueryRowContext(context.Background(), `SELECT sold FROM activities WHERE id = 'a'`).Scan(&sold); err != nil || sold != 16 {
 		t.Fatalf("sold %d of two lots of 8: %v", sold, err)
 	}
+}
+
+// make8 makes the grabs of 8 new buyers of act, users from, from+1, ...
+func make8(act string, from int) []sale.Grab {
+	gs := make([]sale.Grab, 8)
+	for i := range gs {
+		gs[i] = grab(act, fmt.Sprint("u", from+i), 0)
+	}
+	return gs
 }
 
 // A writer holds at most its bound of statements; a lot whose INSERT finds no room is prepared in
