@@ -253,19 +253,29 @@ func (d *dialect) statements(w *sql.DB) *statements {
 }
 
 // prepare prepares on the pool those of queries (written for the dialect already) it does not
-// hold yet, while there is room. It must not be called in a transaction of the pool.
+// hold yet, while there is room. It must not be called in a transaction of the pool, and it
+// does not hold the lock while it prepares: preparing waits for the connection, which a
+// transaction asking for a statement (in) may hold.
 func (c *statements) prepare(ctx context.Context, queries ...string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, q := range queries {
-		if _, ok := c.m[q]; ok || len(c.m) >= c.max {
+		c.mu.Lock()
+		_, held := c.m[q]
+		full := len(c.m) >= c.max
+		c.mu.Unlock()
+		if held || full {
 			continue
 		}
 		st, err := c.db.PrepareContext(ctx, q)
 		if err != nil {
 			return err
 		}
-		c.m[q] = st
+		c.mu.Lock()
+		if _, held := c.m[q]; held || len(c.m) >= c.max { // another caller was first
+			st.Close()
+		} else {
+			c.m[q] = st
+		}
+		c.mu.Unlock()
 	}
 	return nil
 }

@@ -1506,3 +1506,57 @@ func TestStatementsAreBounded(t *testing.T) {
 		t.Fatalf("%d statements held after a lot beyond them", n)
 	}
 }
+
+// A transaction holding SQLite's one writer connection gets its statements while another caller
+// prepares new ones, which waits for that connection: preparing must not hold what the
+// transaction needs.
+func TestStatementsWhilePreparing(t *testing.T) {
+	ctx := context.Background()
+	// Opened and closed here, not with openStore: stuck, closing it would be stuck too.
+	s, err := Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "seckill.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.w.stmts.prepare(ctx, readGuard); err != nil {
+		t.Fatal(err)
+	}
+	inTx, prepared := make(chan struct{}), make(chan error, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.inTx(ctx, func(tx tx) error {
+			close(inTx)
+			time.Sleep(50 * time.Millisecond) // the other caller is now waiting for this connection
+			st, owned, err := tx.prepared(ctx, readGuard)
+			if err != nil || owned {
+				return fmt.Errorf("the kept statement in a transaction: owned %v, %v", owned, err)
+			}
+			var kind string
+			var limit, window int64
+			if err := st.QueryRowContext(ctx, "none").Scan(&kind, &limit, &window); !errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("the kept statement run: %v", err)
+			}
+			return nil
+		})
+	}()
+	<-inTx
+	go func() { prepared <- s.w.stmts.prepare(ctx, insertLotQuery(s.w.d, 5)) }()
+	deadline := time.After(10 * time.Second)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case err := <-prepared:
+			if err != nil {
+				t.Fatalf("prepare beside a transaction: %v", err)
+			}
+		case <-deadline:
+			t.Fatal("a transaction and a prepare beside it are stuck on each other")
+		}
+	}
+	defer s.Close()
+	if _, ok := s.w.stmts.m[insertLotQuery(s.w.d, 5)]; !ok {
+		t.Fatal("the statement prepared beside the transaction is not kept")
+	}
+}
