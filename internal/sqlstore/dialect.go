@@ -37,6 +37,7 @@ type dialect struct {
 	invalid    func(error) bool // the statement was refused for its data: a foreign key, a check, a value that does not fit
 
 	cache sync.Map // query -> rewritten query
+	lots  sync.Map // row count -> the multi-row INSERT of that many orders (insertLotQuery)
 }
 
 var (

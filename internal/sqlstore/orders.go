@@ -381,8 +381,21 @@ func (p *placer) ids(ctx context.Context, tokens []any) (map[string]int64, error
 }
 
 // insertLotQuery is the multi-row INSERT of n orders of one item activity, written for d; on
-// dialects that return every row inserted it returns their tokens and ids.
+// dialects that return every row inserted it returns their tokens and ids. Each batch asks for
+// it twice (to prepare it, then to run it): it is built once per row count, up to
+// maxStatements rows.
 func insertLotQuery(d *dialect, n int) string {
+	if q, ok := d.lots.Load(n); ok {
+		return q.(string)
+	}
+	q := buildLotQuery(d, n)
+	if n <= maxStatements {
+		d.lots.Store(n, q)
+	}
+	return q
+}
+
+func buildLotQuery(d *dialect, n int) string {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at) VALUES `)
 	for i := range n {
