@@ -29,6 +29,7 @@ const MaxUserLen = sale.MaxUserIDLen
 type Tokens struct {
 	secret []byte
 	parser *jwt.Parser
+	own    *own // the node's own tokens, verified without the parser's general decoding
 	idp    *idp // nil: the node's own tokens only
 	now    func() time.Time
 	recent recent
@@ -65,12 +66,14 @@ func Open(ctx context.Context, c Config) (*Tokens, error) {
 		}
 		t.idp = p
 	}
-	t.parser = jwt.NewParser(
+	opts := []jwt.ParserOption{
 		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 		jwt.WithExpirationRequired(),
 		jwt.WithLeeway(leeway),
 		jwt.WithTimeFunc(func() time.Time { return t.now() }),
-	)
+	}
+	t.parser = jwt.NewParser(opts...)
+	t.own = newOwn(t.secret, opts...)
 	t.recent.init()
 	return t, nil
 }
@@ -128,11 +131,13 @@ func (t *Tokens) Identify(token string) (Identity, error) {
 // verify checks token with the verifier its header names: the node's secret for HS256 (and
 // whatever cannot be read), the identity provider's keys for the rest.
 func (t *Tokens) verify(token string) (Identity, time.Time, error) {
-	if t.idp != nil && headerAlg(token) != jwt.SigningMethodHS256.Alg() {
-		return t.idp.verify(token)
+	claims, mine, err := t.own.verify(token)
+	if !mine {
+		if t.idp != nil && headerAlg(token) != jwt.SigningMethodHS256.Alg() {
+			return t.idp.verify(token)
+		}
+		claims, err = t.parse(token)
 	}
-	var claims jwt.RegisteredClaims
-	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
 	if err != nil {
 		return Identity{}, time.Time{}, fmt.Errorf("%w: %v", sale.ErrUnauthorized, reason(err))
 	}
@@ -140,6 +145,13 @@ func (t *Tokens) verify(token string) (Identity, time.Time, error) {
 		return Identity{}, time.Time{}, fmt.Errorf("%w: the token's subject is not a valid user id", sale.ErrUnauthorized)
 	}
 	return Identity{User: claims.Subject}, claims.ExpiresAt.Time, nil
+}
+
+// parse verifies an HS256 token with the library's parser.
+func (t *Tokens) parse(token string) (jwt.RegisteredClaims, error) {
+	var claims jwt.RegisteredClaims
+	_, err := t.parser.ParseWithClaims(token, &claims, func(*jwt.Token) (any, error) { return t.secret, nil })
+	return claims, err
 }
 
 // recent remembers verified tokens until their expiry, in shards of at most shardCap entries; a

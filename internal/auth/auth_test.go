@@ -3,6 +3,7 @@ package auth
 import (
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"seckill/internal/saletest"
 	"strings"
 	"testing"
@@ -183,4 +184,37 @@ func TestRememberedTokensAreBounded(t *testing.T) {
 			t.Fatalf("shard %d holds %d tokens, more than %d", i, n, shardCap)
 		}
 	}
+}
+
+// BenchmarkIdentify verifies tokens the node minted, each new to it (an all-win crowd, one user
+// a request: the memory of recent tokens never answers), and one token again and again:
+//
+//	go test -run '^$' -bench Identify -benchmem ./internal/auth
+func BenchmarkIdentify(b *testing.B) {
+	tk := newTokens(b)
+	now := time.Now()
+	toks := make([]string, 1<<16)
+	for i := range toks {
+		toks[i] = fmt.Sprint("user-", i)
+		var err error
+		if toks[i], err = tk.Mint(toks[i], now, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("new", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, _, err := tk.verify(toks[i%len(toks)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	b.Run("repeated", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := tk.Identify(toks[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
