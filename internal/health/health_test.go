@@ -245,3 +245,28 @@ func TestTopologyEventsOpenTheBreakerOnlyPastTheGrace(t *testing.T) {
 		t.Fatal("an open breaker called the dependency")
 	}
 }
+
+// BenchmarkCall is what the guard adds to each call of a dependency that answers at once: with
+// the deadline (the call on a goroutine of its own, so that the caller is answered when it
+// passes) and without (Slow):
+//
+//	go test -run '^$' -bench Call -benchmem ./internal/health
+func BenchmarkCall(b *testing.B) {
+	g := NewGuard("bench", GateThresholds, time.Now)
+	f := func(context.Context) (int, error) { return 1, nil }
+	ctx := context.Background()
+	b.Run("deadline", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Call(ctx, g, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("none", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := guarded(ctx, g, 0, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
