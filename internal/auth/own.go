@@ -67,7 +67,7 @@ func (o *own) verify(token string) (claims jwt.RegisteredClaims, mine bool, err 
 		return claims, true, jwt.ErrTokenMalformed
 	}
 	sc := o.scratch.Get().(*scratch)
-	defer o.scratch.Put(sc)
+	defer o.put(sc)
 	sc.text = append(sc.text[:0], token[:len(head)+1+len(payload)]...)
 	enc := base64.RawURLEncoding // the parser's default
 	if sc.raw, err = enc.AppendDecode(sc.raw[:0], sc.text[len(head)+1:]); err != nil {
@@ -93,6 +93,17 @@ func (o *own) verify(token string) (claims jwt.RegisteredClaims, mine bool, err 
 	}
 	return claims, true, nil
 }
+
+// put returns sc to the pool unless a long token grew its buffers: one such token must not
+// keep its size alive in every processor's pool.
+func (o *own) put(sc *scratch) {
+	if cap(sc.text)+cap(sc.raw)+cap(sc.sent)+cap(sc.sig) <= maxScratch {
+		o.scratch.Put(sc)
+	}
+}
+
+// maxScratch bounds the buffers a pooled scratch keeps: a minted token is about 150 bytes.
+const maxScratch = 8 << 10
 
 // parseMinted reads the payload Mint writes, {"sub":"…","exp":N,"iat":N}, into c, and reports
 // whether raw was exactly that: a subject of printable ASCII without escapes, and times of
