@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 type Client struct {
 	admin string
 	http  *http.Client
+	crowd *wire // the crowd's clicks
 
 	mu    sync.RWMutex
 	bases []string
@@ -32,7 +34,7 @@ func NewClient(bases []string, adminToken string, conns int) (*Client, error) {
 	if len(bases) == 0 {
 		return nil, errors.New("no server to send the crowd to")
 	}
-	c := &Client{admin: adminToken}
+	c := &Client{admin: adminToken, crowd: newWire(requestTimeout)}
 	for _, b := range bases {
 		u, err := url.Parse(b)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -46,12 +48,33 @@ func NewClient(bases []string, adminToken string, conns int) (*Client, error) {
 		MaxConnsPerHost:     conns,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	c.http = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	c.http = &http.Client{Transport: tr, Timeout: requestTimeout}
 	return c, nil
 }
 
+// requestTimeout bounds every request, its answer read in full.
+const requestTimeout = 30 * time.Second
+
 // Close closes the idle connections.
-func (c *Client) Close() { c.http.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.http.CloseIdleConnections()
+	c.crowd.close()
+}
+
+// Open opens n connections for the crowd ahead of its clicks, spread over the nodes (less those
+// it keeps open already), as a load balancer in front of the nodes keeps its connections to them:
+// so that a run times the server answering its clicks, not a storm of TCP handshakes in its first
+// milliseconds. It is best effort: a node that cannot be reached is dialed again by the clicks
+// sent to it, which report their own errors. A connection opened and not used within a second
+// is closed rather than used, as the server may have closed it.
+func (c *Client) Open(ctx context.Context, n int) {
+	c.mu.RLock()
+	bases := slices.Clone(c.bases)
+	c.mu.RUnlock()
+	for i, b := range bases {
+		c.crowd.open(ctx, b, n/len(bases)+min(1, max(0, n%len(bases)-i)))
+	}
+}
 
 // SetBase points node i at a new address (a node restarted on another port).
 func (c *Client) SetBase(i int, base string) {
@@ -299,25 +322,27 @@ func (c *Client) StartPayment(ctx context.Context, token, bearer string) (payURL
 func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {
 	r := Record{User: user}
 	r.Start = time.Now().UnixMicro()
-	resp, node, err := c.send(i, func(base string) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/activities/"+url.PathEscape(activity)+"/grab", nil)
-		if err == nil {
-			req.Header.Set("Authorization", "Bearer "+bearer)
+	path := "/api/activities/" + url.PathEscape(activity) + "/grab"
+	var status int
+	var data []byte
+	var err error
+	n := len(c.bases) // SetBase replaces a node, never adds one
+	for k := range n {
+		r.Node = (i + k) % n
+		if status, data, err = c.crowd.post(ctx, c.base(r.Node), path, bearer); err == nil || !refused(err) {
+			break
 		}
-		return req, err
-	})
-	r.Node = node
+		r.Node = i % n
+	}
+	r.End = time.Now().UnixMicro()
 	if err != nil {
-		r.End, r.Outcome, r.Err, r.NotSent = time.Now().UnixMicro(), Error, err.Error(), refused(err)
+		r.Outcome, r.Err, r.NotSent = Error, err.Error(), refused(err)
+		if status != 0 {
+			r.Status = status
+		}
 		return r
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	r.End, r.Status, r.Outcome = time.Now().UnixMicro(), resp.StatusCode, outcomeOf(resp.StatusCode)
-	if err != nil {
-		r.Outcome, r.Err = Error, err.Error()
-		return r
-	}
+	r.Status, r.Outcome = status, outcomeOf(status)
 	var body struct {
 		OrderToken  string `json:"order_token"`
 		QueueToken  string `json:"queue_token"`

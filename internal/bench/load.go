@@ -71,6 +71,7 @@ func (c Crowd) Shuffled(clicks []int32, salt uint64) []int32 {
 func Run(ctx context.Context, c *Client, activity string, crowd Crowd, clicks []int32, bearer func(int) string, done func()) []Record {
 	records := make([]Record, len(clicks))
 	var next atomic.Int64
+	c.Open(ctx, min(crowd.Concurrency, len(clicks)))
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range crowd.Concurrency {
