@@ -100,12 +100,12 @@ round() {
 # The runs of a profile alternate with the trivial server's, and the ratio reported is the
 # median of the rounds': on two shared cores one run can be 10 % off another.
 profiles=${PROFILES:-flash allwin limited}
-flash= allwin=
+flash= allwin= allwins=
 for r in $(seq "${ROUNDS:-3}"); do
   for p in $profiles; do
     case $p in
       flash) [ -n "$flash" ] || flash=$(create 2000); round flash "$flash" "$r" ;;
-      allwin) allwin=$(create 50000000); round allwin "$allwin" "$r" ;; # fresh: the tokens start over
+      allwin) allwin=$(create 50000000); allwins="$allwins $allwin"; round allwin "$allwin" "$r" ;; # fresh: the tokens start over
       limited) [ -n "$allwin" ] || allwin=$(create 50000000); TOKENS="$tmp/one-token.txt" round limited "$allwin" "$r" ;;
     esac
   done
@@ -116,16 +116,24 @@ done
 if [ -n "$redis" ] && [ "${SECKILL_ROLE:-all}" = api ] && [ -n "$allwin" ]; then
   # An API node leaves its grabs in the streams: a worker started now places them, and how fast
   # it does says whether the orders keep up with the acknowledgements (the rate wrk measured).
-  queued=$(curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats" |
-    sed 's/.*"pending_queue":\([0-9]*\).*/\1/')
+  # It places every round's grabs, so all of them are counted, and waited for.
+  pending() { # the grabs still queued, over every all-win activity of the rounds
+    local n=0 a q
+    for a in $allwins; do
+      q=$(curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$a/stats" |
+        sed 's/.*"pending_queue":\([0-9]*\).*/\1/')
+      n=$((n + q))
+    done
+    echo "$n"
+  }
+  queued=$(pending)
   SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
     SECKILL_JWT_SECRET=$secret SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/worker.out" 2>&1 &
   worker_pid=$!
   began=$(date +%s.%N) left=$queued
   for _ in $(seq 3000); do # at most 5 minutes
     kill -0 "$worker_pid" 2>/dev/null || { echo "the worker stopped:"; cat "$tmp/worker.out"; break; }
-    left=$(curl -sf -H "Authorization: Bearer $admin" "127.0.0.1:18080/api/admin/activities/$allwin/stats" |
-      sed 's/.*"pending_queue":\([0-9]*\).*/\1/')
+    left=$(pending)
     [ "$left" = 0 ] && break
     sleep 0.1
   done
