@@ -205,12 +205,16 @@ func (b *Browser) visit(ctx context.Context, base, activity, user, token string,
 	); err != nil {
 		return "", err
 	}
-	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`!document.getElementById("grab").disabled`,
-		chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+	// A query, not a Poll of the page's script: a query looks the button up again in whatever
+	// document the page shows by then, where a Poll evaluated in a context the page left fails
+	// ("Cannot find context with specified id").
+	wctx, cancel := context.WithTimeout(tctx, 30*time.Second)
+	err := chromedp.Do(wctx, chromedp.WaitEnabled(chromedp.ID("grab")))
+	cancel()
+	if err != nil {
 		return "", fmt.Errorf("the button never opened: %w", err)
 	}
 	r := rand.New(rand.NewPCG(uint64(len(user)), hashOf(user)))
-	var err error
 	switch h.profile {
 	case profileScript:
 		err = chromedp.Do(tctx, chromedp.Evaluate[chromedp.Void](`document.getElementById("grab").click()`))
