@@ -10,7 +10,7 @@ import (
 )
 
 // GuardGate returns p with every call guarded by guard.
-func GuardGate(p sale.Gate, guard *Guard) sale.Gate { return guardedGate{p, guard} }
+func GuardGate(p sale.Gate, guard *Guard) sale.Gate { return guardedGate{p, guard.callee(p)} }
 
 type guardedGate struct {
 	p     sale.Gate
@@ -61,7 +61,7 @@ func (x guardedGate) Warm(ctx context.Context, a sale.Activity, st sale.GateStat
 }
 
 // GuardStore returns p with every call but Ping guarded by guard.
-func GuardStore(p sale.Store, guard *Guard) sale.Store { return guardedStore{p, guard} }
+func GuardStore(p sale.Store, guard *Guard) sale.Store { return guardedStore{p, guard.callee(p)} }
 
 type guardedStore struct {
 	p     sale.Store
@@ -229,7 +229,7 @@ func (x guardedStore) Unrevised(ctx context.Context, limit int) ([]sale.Revision
 }
 
 // GuardLine returns p with every call guarded by guard: joins, polls and the drainer's steps fail fast while the breaker is open.
-func GuardLine(p sale.Line, guard *Guard) sale.Line { return guardedLine{p, guard} }
+func GuardLine(p sale.Line, guard *Guard) sale.Line { return guardedLine{p, guard.callee(p)} }
 
 type guardedLine struct {
 	p     sale.Line
@@ -296,7 +296,9 @@ func (x guardedLine) Ticket(ctx context.Context, token string) (sale.Ticket, sal
 }
 
 // GuardRanking returns p with every call guarded by guard (the leaderboards kept on Redis).
-func GuardRanking(p sale.Ranking, guard *Guard) sale.Ranking { return guardedRanking{p, guard} }
+func GuardRanking(p sale.Ranking, guard *Guard) sale.Ranking {
+	return guardedRanking{p, guard.callee(p)}
+}
 
 type guardedRanking struct {
 	p     sale.Ranking
@@ -351,7 +353,7 @@ func (x guardedRanking) Usage(ctx context.Context, activityID string) (string, i
 
 // GuardLeaders returns p with every call guarded by guard (the database's leaderboard queries).
 func GuardLeaders(p sale.LeaderStore, guard *Guard) sale.LeaderStore {
-	return guardedLeaderStore{p, guard}
+	return guardedLeaderStore{p, guard.callee(p)}
 }
 
 type guardedLeaderStore struct {
@@ -373,7 +375,7 @@ func (x guardedLeaderStore) TopGrabs(ctx context.Context, activityID string, n i
 
 // GuardChallenges returns p with every call guarded by guard.
 func GuardChallenges(p sale.Challenges, guard *Guard) sale.Challenges {
-	return guardedChallenges{p, guard}
+	return guardedChallenges{p, guard.callee(p)}
 }
 
 type guardedChallenges struct {

@@ -122,6 +122,32 @@ const window = 10
 
 // Guard protects the calls to one dependency.
 type Guard struct {
+	*guardState
+	// prompt runs deadline-bound calls in the caller's goroutine, bounded by their context
+	// alone: for a callee that is Prompt (see callee).
+	prompt bool
+}
+
+// Prompt is implemented by an adapter every call of which returns once its context ends (its
+// deadline passes, or its caller gives up), with an error. A guard runs such a callee's calls
+// in the caller's goroutine and bounds them with the context's deadline alone; any other
+// callee's calls run on a goroutine of their own, which the guard abandons at the deadline so
+// that the caller is answered even when the callee does not look at its context. That
+// goroutine, its channel and its stack cost an embedded grab more than the rest of its guard
+// (docs/BENCHMARKS.md §13).
+type Prompt interface{ Prompt() }
+
+// callee is g for calls to p: the same breaker and record, run in the caller's goroutine if p
+// is Prompt.
+func (g *Guard) callee(p any) *Guard {
+	if _, ok := p.(Prompt); ok {
+		return &Guard{guardState: g.guardState, prompt: true}
+	}
+	return g
+}
+
+// guardState is a guard's breaker and record, shared by its views (callee).
+type guardState struct {
 	name string
 	th   Thresholds
 	now  func() time.Time
@@ -145,7 +171,7 @@ type bucket struct {
 // NewGuard returns a guard named name (it names the dependency in /readyz and /metrics).
 func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
 	th = th.withDefaults()
-	g := &Guard{name: name, th: th, now: now}
+	g := &Guard{guardState: &guardState{name: name, th: th, now: now}}
 	g.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  3,
@@ -216,9 +242,17 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	start := g.now()
 	var v T
 	var moving bool
-	if within <= 0 {
+	switch {
+	case within <= 0:
 		v, moving, err = retry(ctx, g, f)
-	} else {
+	case g.prompt:
+		callCtx, cancel := context.WithTimeout(ctx, within)
+		v, moving, err = retry(callCtx, g, f)
+		if Failed(err) && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+			v, err = zero, callCtx.Err() // as a call abandoned at its deadline answers
+		}
+		cancel()
+	default:
 		callCtx, cancel := context.WithTimeout(ctx, within)
 		defer cancel()
 		type result struct {

@@ -262,6 +262,14 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
+	b.Run("prompt", func(b *testing.B) {
+		p := &Guard{guardState: g.guardState, prompt: true}
+		for b.Loop() {
+			if _, err := Call(ctx, p, f); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("none", func(b *testing.B) {
 		for b.Loop() {
 			if _, err := guarded(ctx, g, 0, f); err != nil {
@@ -269,4 +277,57 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// promptGate is a Gate (its methods the nil interface's: only Grab is called) that is Prompt.
+type promptGate struct {
+	sale.Gate
+	grab func(ctx context.Context) (sale.Grab, error)
+}
+
+func (p promptGate) Prompt() {}
+func (p promptGate) Grab(ctx context.Context, _ sale.Activity, _ sale.GrabRequest) (sale.Grab, error) {
+	return p.grab(ctx)
+}
+
+// TestPromptCalleeKeepsItsCaller: a Prompt callee's call runs in its caller's goroutine, bounded
+// by its context's deadline: the caller is answered when the callee returns, not abandoned at
+// the deadline, and a callee that ends at its deadline is a failure like a call abandoned there.
+func TestPromptCalleeKeepsItsCaller(t *testing.T) {
+	const within = 20 * time.Millisecond
+	g, _ := newTestGuard(Thresholds{CallWithin: within})
+	release := make(chan struct{})
+	stubborn := GuardGate(promptGate{grab: func(ctx context.Context) (sale.Grab, error) {
+		if d, ok := ctx.Deadline(); !ok || time.Until(d) > within {
+			return sale.Grab{}, fmt.Errorf("the callee's deadline: %v, %v; want within %s", d, ok, within)
+		}
+		<-release // ignores its context: a Prompt callee is trusted not to
+		return sale.Grab{Token: "t"}, nil
+	}}, g)
+	got := make(chan error, 1)
+	go func() {
+		_, err := stubborn.Grab(context.Background(), sale.Activity{}, sale.GrabRequest{})
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("the guard answered %v while its Prompt callee was still running: it abandoned the call", err)
+	case <-time.After(10 * within):
+	}
+	close(release)
+	if err := <-got; err != nil {
+		t.Fatalf("the callee's answer after its deadline: %v, want it as it is", err)
+	}
+
+	prompt := GuardGate(promptGate{grab: func(ctx context.Context) (sale.Grab, error) {
+		<-ctx.Done()
+		return sale.Grab{}, fmt.Errorf("%w: %v", sale.ErrBusy, ctx.Err())
+	}}, g)
+	_, err := prompt.Grab(context.Background(), sale.Activity{}, sale.GrabRequest{})
+	if !errors.Is(err, sale.ErrBusy) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a Prompt callee ending at its deadline: %v, want busy with the deadline", err)
+	}
+	if r := g.Report(); r.Calls != 2 || r.ErrorRate != 0.5 {
+		t.Fatalf("report %+v after a success and a call ended at its deadline: want 2 calls, half failed", r)
+	}
 }

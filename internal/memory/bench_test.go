@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"seckill/internal/health"
 	"seckill/internal/sale"
 )
 
@@ -50,6 +52,32 @@ func BenchmarkGateGrabParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkGuardedGateGrabParallel is BenchmarkGateGrabParallel through the guard the embedded
+// backend puts in front of the gate, with its one-second deadline: "prompt" as it runs (the gate
+// is health.Prompt, so each grab runs in its caller's goroutine), "abandonable" with the gate
+// hidden behind a type that is not, so that each grab runs on a goroutine of its own.
+func BenchmarkGuardedGateGrabParallel(b *testing.B) {
+	for _, mode := range []string{"prompt", "abandonable"} {
+		b.Run(mode, func(b *testing.B) {
+			var gate sale.Gate = benchGate(b, sale.MaxStock)
+			if mode == "abandonable" {
+				gate = struct{ sale.Gate }{gate}
+			}
+			g := health.GuardGate(gate, health.NewGuard("journal", health.GateThresholds, time.Now))
+			ctx := context.Background()
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := g.Grab(ctx, named("a"), sale.GrabRequest{ActivityID: "a", UserID: strconv.FormatInt(n.Add(1), 10), Now: t0}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkGateSoldOutParallel: the crowd after the last unit, turned away by the sold-out flag.

@@ -24,8 +24,8 @@ type committer[T any] struct {
 }
 
 type entry[T any] struct {
-	v   T
-	err chan error
+	v      T
+	settle func(error)
 }
 
 func newCommitter[T any](write func(context.Context, []T) error, maxBatch int, committed func()) *committer[T] {
@@ -41,19 +41,20 @@ func newCommitter[T any](write func(context.Context, []T) error, maxBatch int, c
 	return c
 }
 
-// append queues v for the next batch and waits until that batch is committed or refused. It does
-// not give up when the caller's context ends: the state in memory has moved already (a unit
-// taken, a place given), so the outcome must be known before anyone is answered.
-func (c *committer[T]) append(v T) error {
-	e := &entry[T]{v: v, err: make(chan error, 1)}
+// append queues v for the next batch, and settle learns that batch's outcome (nil: committed)
+// once it is known, on the committer's goroutine: settle must be quick and must not wait for the
+// committer. After close, settle learns errClosed at once, on the caller's goroutine. The state
+// in memory has moved already when v is appended (a unit taken, a place given), so it is settle
+// that puts it right or makes it final, whether or not anyone still waits for the answer.
+func (c *committer[T]) append(v T, settle func(error)) {
 	c.mu.RLock()
 	if c.closed {
 		c.mu.RUnlock()
-		return errClosed
+		settle(errClosed)
+		return
 	}
-	c.in <- e
+	c.in <- &entry[T]{v: v, settle: settle}
 	c.mu.RUnlock()
-	return <-e.err
 }
 
 // close refuses new grabs, flushes those queued and waits for the writer to stop.
@@ -92,7 +93,7 @@ func (c *committer[T]) run() {
 		}
 		err := c.write(context.Background(), vs)
 		for _, e := range batch {
-			e.err <- err
+			e.settle(err)
 		}
 		if err == nil {
 			c.committed()

@@ -215,8 +215,7 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 		key = keyOf(r.UserID, r.IdempotencyKey)
 		if first := act.keyed[key]; first != nil {
 			act.mu.Unlock()
-			<-first.done
-			return first.grab, first.err
+			return first.wait(ctx)
 		}
 	}
 	cur := act.a.Load()
@@ -261,17 +260,36 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 	}
 	act.mu.Unlock()
 
-	// The unit is taken; now make it durable. Until that answer comes, retries of the same key
-	// wait on ans.done. If the journal refuses, the unit goes back as if never taken.
-	if err := g.commit.append(grab); err != nil {
-		act.mu.Lock()
-		act.undo(grab, key)
-		act.mu.Unlock()
-		ans.grab, ans.err = sale.Grab{}, fmt.Errorf("%w: journal: %v", sale.ErrBusy, err)
-	}
-	close(ans.done)
-	return ans.grab, ans.err
+	// The unit is taken; now make it durable. The batch's outcome settles the answer, whether or
+	// not its caller still waits: if the journal refuses, the unit goes back as if never taken.
+	// Until then retries of the same key wait on ans.done.
+	g.commit.append(grab, func(err error) {
+		if err != nil {
+			act.mu.Lock()
+			act.undo(ans.grab, key)
+			act.mu.Unlock()
+			ans.grab, ans.err = sale.Grab{}, fmt.Errorf("%w: journal: %v", sale.ErrBusy, err)
+		}
+		close(ans.done)
+	})
+	return ans.wait(ctx)
 }
+
+// wait returns the answer once it is settled, or, if ctx ends first, an error: the grab then goes
+// on to its outcome without its caller, and a retry with its idempotency key learns it.
+func (ans *answer) wait(ctx context.Context) (sale.Grab, error) {
+	select {
+	case <-ans.done:
+		return ans.grab, ans.err
+	case <-ctx.Done():
+		// %v, not %w: health.Failed must not take this busy grab for a caller that gave up.
+		return sale.Grab{}, fmt.Errorf("%w: journal: the grab's commit outlasted its caller: %v", sale.ErrBusy, ctx.Err())
+	}
+}
+
+// Prompt marks the gate health.Prompt: every call returns once its context ends, a grab whose
+// commit is slower than its caller's deadline included.
+func (g *Gate) Prompt() {}
 
 // spend spends the pass of r, or refuses a grab without one from an activity that requires it;
 // the caller holds act.mu.

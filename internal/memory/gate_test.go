@@ -18,9 +18,16 @@ type fakeJournal struct {
 	grabs   []sale.Grab
 	batches int
 	fail    error
+	hold    chan struct{} // when set, a batch waits for it to close before it is written
 }
 
 func (j *fakeJournal) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
+	j.mu.Lock()
+	hold := j.hold
+	j.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.fail != nil {
@@ -114,6 +121,58 @@ func TestJournalFailureGivesTheUnitBack(t *testing.T) {
 	}
 	if n := len(j.appended()); n != 1 || j.appended()[0].Token != got.Token {
 		t.Fatalf("journal = %+v, want just %s", j.appended(), got.Token)
+	}
+}
+
+// TestGrabOutlastingItsCallerIsSettled: a grab whose commit takes longer than its caller's
+// context answers busy when the context ends, and the commit's outcome then settles it without
+// the caller: a retry with the same idempotency key waits for it and gets it, and a refused
+// commit gives the unit back.
+func TestGrabOutlastingItsCallerIsSettled(t *testing.T) {
+	for _, refused := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused=%v", refused), func(t *testing.T) {
+			g, j := newGate(t)
+			load(t, g, item("a", 5, 1), sale.GateState{})
+			hold := make(chan struct{})
+			j.mu.Lock()
+			j.hold = hold
+			j.mu.Unlock()
+			req := sale.GrabRequest{ActivityID: "a", UserID: "u1", IdempotencyKey: "k", Now: t0}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			if _, err := g.Grab(ctx, named("a"), req); !errors.Is(err, sale.ErrBusy) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				t.Fatalf("a grab whose commit is held past its deadline: %v (context %v), want busy at the deadline", err, ctx.Err())
+			}
+			if rem, _ := g.Remaining(context.Background(), named("a")); rem != 4 {
+				t.Fatalf("remaining = %d while the commit is held, want 4: the unit is the grab's until it is settled", rem)
+			}
+			type result struct {
+				grab sale.Grab
+				err  error
+			}
+			retried := make(chan result, 1)
+			go func() {
+				gr, err := g.Grab(context.Background(), named("a"), req)
+				retried <- result{gr, err}
+			}()
+			select {
+			case r := <-retried:
+				t.Fatalf("the retry answered %+v before the first grab's commit was settled", r)
+			case <-time.After(50 * time.Millisecond):
+			}
+			if refused {
+				j.setFail(errors.New("disk full"))
+			}
+			close(hold)
+			r := <-retried
+			rem, _ := g.Remaining(context.Background(), named("a"))
+			switch {
+			case refused && (!errors.Is(r.err, sale.ErrBusy) || rem != 5):
+				t.Fatalf("the retry of a refused commit: %+v, remaining %d; want busy and the unit back (5)", r, rem)
+			case !refused && (r.err != nil || r.grab.UserID != "u1" || rem != 4 || len(j.appended()) != 1 || j.appended()[0].Token != r.grab.Token):
+				t.Fatalf("the retry of a commit that went through: %+v, remaining %d, journal %+v; want the first grab, 4 left", r, rem, j.appended())
+			}
+		})
 	}
 }
 

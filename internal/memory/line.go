@@ -245,7 +245,10 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 	l.tickets[k.token] = k
 	l.mu.Unlock()
 
-	err := l.commit.append(sale.TicketRow{Seq: k.seq, Ticket: t})
+	// The join waits for its ticket's fate, whatever its context: the line's seal waits for it.
+	committed := make(chan error, 1)
+	l.commit.append(sale.TicketRow{Seq: k.seq, Ticket: t}, func(err error) { committed <- err })
+	err := <-committed
 	ln.mu.Lock()
 	k.failed = err != nil
 	close(k.done)

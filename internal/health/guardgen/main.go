@@ -6,7 +6,8 @@
 //
 // A method is guarded with the call deadline (Guard.Do, Call) unless the table below says it is
 // slow (Guard.Slow: its time grows with an activity's size, or abandoning it would lose an
-// answer) or direct (not guarded at all).
+// answer) or direct (not guarded at all). The deadline is the context's alone, in the caller's
+// goroutine, for an adapter that is health.Prompt.
 package main
 
 import (
@@ -255,7 +256,7 @@ func typeString(e ast.Expr, declared map[string]bool) string {
 // writePort writes p's constructor, decorator type and methods.
 func writePort(b *bytes.Buffer, p port, ms []method) error {
 	typ := "guarded" + p.iface
-	fmt.Fprintf(b, "\n// %s %s\nfunc %s(p sale.%s, guard *Guard) sale.%s { return %s{p, guard} }\n",
+	fmt.Fprintf(b, "\n// %s %s\nfunc %s(p sale.%s, guard *Guard) sale.%s { return %s{p, guard.callee(p)} }\n",
 		p.fn, p.doc, p.fn, p.iface, p.iface, typ)
 	fmt.Fprintf(b, "\ntype %s struct {\n\tp     sale.%s\n\tguard *Guard\n}\n", typ, p.iface)
 	for _, m := range ms {
