@@ -93,19 +93,30 @@ func (c *Client) base(i int) string {
 // nothing was sent) it tries the next nodes in turn, as a load balancer checking its backends
 // would. It returns the node that answered.
 func (c *Client) send(i int, mk func(base string) (*http.Request, error)) (*http.Response, int, error) {
-	var err error
-	for k := range len(c.bases) {
-		node := (i + k) % len(c.bases)
-		var req *http.Request
-		if req, err = mk(c.base(node)); err != nil {
-			return nil, node, err
+	var resp *http.Response
+	node, err := c.onNodes(i, func(base string) error {
+		req, err := mk(base)
+		if err != nil {
+			return err
 		}
-		var resp *http.Response
-		if resp, err = c.http.Do(req); err == nil || !refused(err) {
-			return resp, node, err
+		resp, err = c.http.Do(req)
+		return err
+	})
+	return resp, node, err
+}
+
+// onNodes runs try on node i's base URL and, while it is refused (the node is down: nothing was
+// sent), on the next nodes in turn. It returns the node that answered; i's when none did.
+func (c *Client) onNodes(i int, try func(base string) error) (int, error) {
+	n := len(c.bases) // SetBase replaces a node, never adds one
+	var err error
+	for k := range n {
+		node := (i + k) % n
+		if err = try(c.base(node)); err == nil || !refused(err) {
+			return node, err
 		}
 	}
-	return nil, i % len(c.bases), err
+	return i % n, err
 }
 
 // refused reports whether err is a connection that could not be made: the request never left.
@@ -325,16 +336,11 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 	path := "/api/activities/" + url.PathEscape(activity) + "/grab"
 	var status int
 	var data []byte
-	var err error
-	n := len(c.bases) // SetBase replaces a node, never adds one
-	for k := range n {
-		r.Node = (i + k) % n
-		if status, data, err = c.crowd.post(ctx, c.base(r.Node), path, bearer); err == nil || !refused(err) {
-			break
-		}
-		r.Node = i % n
-	}
-	r.End = time.Now().UnixMicro()
+	node, err := c.onNodes(i, func(base string) (err error) {
+		status, data, err = c.crowd.post(ctx, base, path, bearer)
+		return err
+	})
+	r.Node, r.End = node, time.Now().UnixMicro()
 	if err != nil {
 		r.Outcome, r.Err, r.NotSent = Error, err.Error(), refused(err)
 		if status != 0 {
