@@ -49,7 +49,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	var c benchConfig
 	var arrival, at, kill string
 	var dbOutage time.Duration
-	var payments bool
+	var payments, operator bool
 	pay := bench.ProviderSpec{}
 	s := &c.sale
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -90,6 +90,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Float64Var(&pay.Late, "late", 0.1, "--payments: share of the payments called back after the payment window (their orders are refunded, the units resold)")
 	fs.Float64Var(&pay.Dup, "dup-callbacks", 0.2, "--payments: share of the payments called back twice")
 	fs.Float64Var(&pay.Forged, "forged", 0.1, "--payments: share of the payments preceded by a forged callback, which the server must refuse")
+	fs.BoolVar(&operator, "operator", false, "an operator changes the sale mid-crowd: 5 units added through the first node at 20 % of the clicks, the sale renamed through the second at 40 %, 5 more units through the first at 60 %, the sale ended through the second at 80 %; the checker adds that no grab sent after the end won, and the report counts the answers BUSY")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
 	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")
 	fs.StringVar(&c.plot, "plot", "", "draw the answers per second and their p99 latency over time to this SVG `file`")
@@ -136,6 +137,9 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 		}
 	} else {
 		c.secret, c.adminToken = randomSecret(), randomSecret() // the in-process server takes these
+	}
+	if operator {
+		s.Operator = &bench.DefaultOperator
 	}
 	s.UserPrefix = fmt.Sprintf("bench-%d-", s.Seed)
 	s.Secret = c.secret

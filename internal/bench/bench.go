@@ -32,6 +32,8 @@ type Sale struct {
 	Progress io.Writer
 	// Fault, when set, is injected while the crowd runs.
 	Fault *Fault
+	// Operator, when set, changes the sale while the crowd runs (see Operator).
+	Operator *Operator
 	// Unpaid is the share of the winners who never pay: their orders expire after PayWindow
 	// and their units go back on sale, and the users who lost then try again.
 	Unpaid    float64
@@ -141,6 +143,14 @@ func (s Sale) Validate() error {
 	if s.Provider != nil && (s.Unpaid == 0 || s.Fault != nil || s.Line.Lined()) {
 		return errors.New("--payments needs --unpaid (and --pay-window), and no fault or line: the winners pay at the provider")
 	}
+	if o := s.Operator; o != nil {
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		if s.Unpaid > 0 || s.Provider != nil || s.Line.Lined() || s.Kind != "item" {
+			return errors.New("--operator changes an item's direct sale: no --unpaid, --payments, line or red packet")
+		}
+	}
 	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
 		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")
 	}
@@ -178,18 +188,37 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	var report *FaultReport
 	var faultErr error
 	began := time.Now()
+	clicks := int64(s.Users * (1 + s.Dup))
 	trigger := int64(-1)
 	if s.Fault != nil {
-		trigger = max(int64(s.Fault.At*float64(s.Users*(1+s.Dup))), 1)
+		trigger = max(int64(s.Fault.At*float64(clicks)), 1)
+	}
+	var operator *OperatorReport
+	var changes []chan struct{}
+	var changeAt []int64
+	opCtx, stopOperator := context.WithCancel(ctx)
+	defer stopOperator()
+	if o := s.Operator; o != nil {
+		for _, ch := range o.Steps {
+			changes, changeAt = append(changes, make(chan struct{})), append(changeAt, max(int64(ch.At*float64(clicks)), 1))
+		}
+		faults.Go(func() { operator = o.operate(opCtx, c, id, began, changes) })
 	}
 	stopBar := s.progress(&answered)
 	cpuStart := s.meter()
 	history := Run(ctx, c, id, s.Crowd, s.Clicks(), bearer, func() {
-		if answered.Add(1) == trigger {
+		n := answered.Add(1)
+		if n == trigger {
 			faults.Go(func() { report, faultErr = s.inject(ctx, id, began) })
+		}
+		for i, at := range changeAt {
+			if n == at {
+				close(changes[i])
+			}
 		}
 	})
 	stopBar()
+	stopOperator() // a change whose clicks never came (the crowd stopped short) is not made
 	faults.Wait()
 	if err := ctx.Err(); err != nil {
 		return Result{}, history, fmt.Errorf("the crowd was stopped: %w", err)
@@ -207,6 +236,9 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	if report != nil {
 		report.measure(history)
 	}
+	if operator != nil {
+		operator.measure(history)
+	}
 	var paid, unpaid, late map[string]bool
 	if s.Unpaid > 0 {
 		var again []Record
@@ -223,6 +255,10 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		return Result{}, history, err
 	}
 	facts.Paid, facts.Unpaid, facts.Late = paid, unpaid, late
+	if operator != nil {
+		facts.Stock += operator.Added
+		facts.Ended, facts.ChangesFailed = operator.Ended, operator.failed()
+	}
 	var payments *PaymentsReport
 	if s.Provider != nil {
 		index, owner := map[string]int{}, map[string]string{}
@@ -244,7 +280,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 		payments = &r
 	}
 	v := Check(history, facts)
-	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report,
+	return Result{Verdict: v, Load: Summarize(history[:crowd]), OK: v.OK(), Activity: id, Fault: report, Operator: operator,
 		DrainS: drained.Seconds(), CPU: cpuOf(cpuStart, cpuCrowd, cpuDrained), Payments: payments}, history, nil
 }
 

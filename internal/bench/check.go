@@ -31,6 +31,11 @@ type Facts struct {
 	// Board is a red packet's leaderboard as the server lists it (the amounts of its top
 	// entries, in order); nil when none was read.
 	Board []int64
+	// Ended is when an operator's end of the sale was answered (Unix µs; 0: not ended): a
+	// grab sent after it must not win, and the units left are not undersold. ChangesFailed
+	// counts the operator's changes the server did not make.
+	Ended         int64
+	ChangesFailed int64
 }
 
 // Order is an order as the API shows it to its owner. Found is false for a 404.
@@ -98,6 +103,10 @@ type Verdict struct {
 	Unsettled      int64 `json:"unsettled_payments"`
 	ForgedAccepted int64 `json:"forged_accepted"`
 	EventsOff      int64 `json:"events_off"`
+	// With an operator (--operator): AfterEnd counts the grabs sent after the sale's end was
+	// answered that won, on any node; ChangesFailed the operator's changes refused or failed.
+	AfterEnd      int64 `json:"after_end"`
+	ChangesFailed int64 `json:"changes_failed"`
 
 	Problems []string `json:"problems,omitempty"`
 }
@@ -105,7 +114,8 @@ type Verdict struct {
 // OK reports whether the sale kept every invariant.
 func (v Verdict) OK() bool {
 	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
-		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.EventsOff == 0
+		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.EventsOff == 0 &&
+		v.AfterEnd == 0 && v.ChangesFailed == 0
 }
 
 // maxProblems caps the examples kept per kind of violation.
@@ -134,6 +144,10 @@ func Check(history []Record, f Facts) Verdict {
 		}
 		if r.Outcome != Won {
 			continue
+		}
+		if f.Ended != 0 && r.Start > f.Ended {
+			problem("after end", "%s's grab sent %.3f s after the end was answered won on node %d", r.User, float64(r.Start-f.Ended)/1e6, r.Node)
+			v.AfterEnd++
 		}
 		if r.Token == "" {
 			problem("duplicates", "%s won without an order token", r.User)
@@ -240,7 +254,11 @@ func Check(history []Record, f Facts) Verdict {
 			max(held, dbHeld), held, dbHeld, f.Stock)
 		v.Oversell = over
 	}
-	if v.Demand >= f.Stock+v.Restocked {
+	if f.ChangesFailed > 0 {
+		problem("changes", "%d of the operator's changes were not made", f.ChangesFailed)
+		v.ChangesFailed = f.ChangesFailed
+	}
+	if v.Demand >= f.Stock+v.Restocked && f.Ended == 0 { // an ended sale keeps what it did not sell
 		if short := f.Stock - max(held, dbHeld); short > 0 {
 			problem("undersell", "%d of %d units unsold although %d were asked for", short, f.Stock, v.Demand)
 			v.Undersell = short

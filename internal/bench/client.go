@@ -165,6 +165,12 @@ func (c *Client) do(ctx context.Context, method, path, bearer string, body any, 
 }
 
 func (c *Client) doOnce(ctx context.Context, method, path, bearer string, body any, want int, out any) error {
+	return c.doOn(ctx, 0, method, path, bearer, body, want, out)
+}
+
+// doOn sends one request to node i (or, if it is down, the next one up) and decodes a JSON
+// answer into out when the status is want.
+func (c *Client) doOn(ctx context.Context, i int, method, path, bearer string, body any, want int, out any) error {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -172,7 +178,7 @@ func (c *Client) doOnce(ctx context.Context, method, path, bearer string, body a
 			return err
 		}
 	}
-	resp, _, err := c.send(0, func(base string) (*http.Request, error) {
+	resp, _, err := c.send(i, func(base string) (*http.Request, error) {
 		var rd io.Reader
 		if payload != nil {
 			rd = bytes.NewReader(payload)
@@ -362,5 +368,8 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 		return r
 	}
 	r.Token, r.Ticket, r.Amount, r.Code = body.OrderToken, body.QueueToken, body.AmountCents, body.Error.Code
+	if r.Status == http.StatusForbidden && r.Code == "ENDED" {
+		r.Outcome = Ended
+	}
 	return r
 }

@@ -28,10 +28,12 @@ const (
 	Joined    Outcome = "joined"
 	QueueFull Outcome = "queue_full"
 	Closed    Outcome = "closed"
+	// Ended is a grab refused because the sale has ended (403 ENDED): an operator ended it.
+	Ended Outcome = "ended"
 )
 
 // Outcomes lists the outcomes in report order.
-var Outcomes = []Outcome{Won, Joined, AlreadyBought, SoldOut, QueueFull, Closed, RateLimited, Error}
+var Outcomes = []Outcome{Won, Joined, AlreadyBought, SoldOut, QueueFull, Closed, Ended, RateLimited, Error}
 
 // outcomeOf classifies an answer by its status.
 func outcomeOf(status int) Outcome {

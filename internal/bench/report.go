@@ -115,6 +115,8 @@ type Result struct {
 	// Nodes is how many server processes took the crowd; Fault what was done to them.
 	Nodes int          `json:"nodes"`
 	Fault *FaultReport `json:"fault,omitempty"`
+	// Operator is what became of an operator's changes, and of the crowd through them.
+	Operator *OperatorReport `json:"operator,omitempty"`
 	// DrainS is how long the queue took to empty after the crowd's last answer: the orders the
 	// workers still had to place (after a fault, the backlog it left).
 	DrainS float64 `json:"drain_s"`
@@ -209,6 +211,17 @@ func (r Result) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "fault: %s %.2f s into the crowd, back after %.2f s; %s; %d answers BUSY (%.2f %% of the crowd)\n",
 			faultText[f.Kind], f.AtS, f.RecoveryS, outage, f.Busy, 100*f.BusyShare)
+	}
+	if o := r.Operator; o != nil {
+		for _, c := range o.Changes {
+			res := "done"
+			if c.Status != 200 {
+				res = fmt.Sprintf("answered %d %s", c.Status, c.Err)
+			}
+			fmt.Fprintf(w, "operator: %s through node %d %.2f s into the crowd, %s in %.3f s\n", c.Kind, c.Node, c.AtS, res, c.TookS)
+		}
+		fmt.Fprintf(w, "operator: %d units added; %d answers BUSY (%.2f %% of the crowd); %d grabs sent after the end won; %d changes failed\n",
+			o.Added, o.Busy, 100*o.BusyShare, r.AfterEnd, r.ChangesFailed)
 	}
 	if p := r.Payments; p != nil {
 		fmt.Fprintf(w, "payments %d at the provider (%d called back late, %d twice, %d after a forged callback): %d kept, %d refunded\n",

@@ -180,8 +180,11 @@ func TestRiskModelFromTheCrowd(t *testing.T) {
 		}
 		return s
 	}
-	if said, err := b.Person(context.Background(), base, id, "shopper", tok("shopper"), 7); err != nil || !strings.HasPrefix(said, "Queued") {
-		t.Fatalf("a person on the page: %q, %v; want the grab queued", said, err)
+	// The page says "Queued" once the grab is answered, then the order's status once a poll
+	// finds it placed: on a busy machine the page may be read after that poll.
+	if said, err := b.Person(context.Background(), base, id, "shopper", tok("shopper"), 7); err != nil ||
+		!strings.HasPrefix(said, "Queued") && said != "Your order is created: pay to keep it." {
+		t.Fatalf("a person on the page: %q, %v; want the grab queued (or its order created)", said, err)
 	}
 	// The script is challenged, or blocked outright when the model is sure of it.
 	said, err := b.Script(context.Background(), base, id, "scripter", tok("scripter"))

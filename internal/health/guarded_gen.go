@@ -224,8 +224,8 @@ func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, 
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Order, error) { return x.p.Unreleased(ctx, limit) })
 }
 
-func (x guardedStore) Unrevised(ctx context.Context, limit int) ([]sale.Revision, error) {
-	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Revision, error) { return x.p.Unrevised(ctx, limit) })
+func (x guardedStore) Unrevised(ctx context.Context, id string, limit int) ([]sale.Revision, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Revision, error) { return x.p.Unrevised(ctx, id, limit) })
 }
 
 // GuardLine returns p with every call guarded by guard: joins, polls and the drainer's steps fail fast while the breaker is open.

@@ -68,6 +68,9 @@ var classes = []struct {
 	{signature.ErrBadSignature, http.StatusUnauthorized, CodeBadSignature},
 	{signature.ErrStale, http.StatusUnauthorized, CodeSignatureExpired},
 	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
+	// A gate's cache answers the service could not settle in time: the client retries.
+	{sale.ErrStale, http.StatusServiceUnavailable, CodeBusy},
+	{sale.ErrUnloaded, http.StatusServiceUnavailable, CodeBusy},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
 	// The client hung up while a dependency was being asked: it reads no answer, and the
 	// dependency did nothing wrong (the guards do not count it), so not a 500 in the logs.

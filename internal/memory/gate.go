@@ -366,7 +366,7 @@ func (act *activity) undo(grab sale.Grab, key string) {
 func (g *Gate) Release(ctx context.Context, a sale.Activity, grab sale.Grab) error {
 	act, err := g.activity(a.ID)
 	if err != nil {
-		return nil // not sold here any more (ended before this start): nothing to give back
+		return err // not loaded (archived, or ended before this start): the service decides
 	}
 	act.mu.Lock()
 	defer act.mu.Unlock()

@@ -124,13 +124,13 @@ func (q *Queue) Pending(ctx context.Context, token string) (sale.Grab, error) {
 }
 
 // Depth implements sale.Queue.
-func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
-	return q.journal.QueueDepth(ctx, activityID)
+func (q *Queue) Depth(ctx context.Context, a sale.Activity) (int64, error) {
+	return q.journal.QueueDepth(ctx, a.ID)
 }
 
 // Unacked implements sale.Queue.
-func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
-	return q.journal.UnackedGrabs(ctx, activityID)
+func (q *Queue) Unacked(ctx context.Context, a sale.Activity) ([]sale.Grab, error) {
+	return q.journal.UnackedGrabs(ctx, a.ID)
 }
 
 // Bury implements sale.Queue: the grabs leave the journal at once; the database's dead_letters

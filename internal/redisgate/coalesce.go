@@ -47,19 +47,53 @@ type call struct {
 	done   chan struct{}
 }
 
-// lane queues the grabs of one activity.
+// lane queues the grabs of one shard of an activity made on one revision of it: a batch leaves
+// with the activity as its grabs' callers read it, so the callers that read a revision the gate
+// holds never wait behind, or fail with, those still on an older one.
 type lane struct {
 	mu     sync.Mutex
 	queue  []*call
 	flying int // calls on their way, each with a goroutine that flushes
 }
 
-func (g *Gate) lane(id string) *lane {
-	if l, ok := g.lanes.Load(id); ok {
+// laneKey names a lane: a shard (the activity's id when its stock is not sharded) and a
+// revision.
+type laneKey struct {
+	shard    string
+	revision int64
+}
+
+// lane returns the lane of shard at a's revision. Making a lane drops the shard's lanes of older
+// revisions: their callers finish on the lanes they hold, and a late one makes its own again.
+func (g *Gate) lane(a sale.Activity, shard string) *lane {
+	key := laneKey{shard, a.Revision}
+	if l, ok := g.lanes.Load(key); ok {
 		return l.(*lane)
 	}
-	l, _ := g.lanes.LoadOrStore(id, &lane{})
+	l, loaded := g.lanes.LoadOrStore(key, &lane{})
+	if !loaded {
+		g.lanes.Range(func(k, _ any) bool {
+			if k := k.(laneKey); k.shard == shard && k.revision < a.Revision {
+				g.lanes.Delete(k)
+			}
+			return true
+		})
+	}
 	return l.(*lane)
+}
+
+// dropLanes forgets the lanes of every shard of a, whatever their revision.
+func (g *Gate) dropLanes(a sale.Activity) {
+	shards := make(map[string]bool, shardsOf(a))
+	for i := range shardsOf(a) {
+		shards[ShardID(a.ID, i)] = true
+	}
+	g.lanes.Range(func(k, _ any) bool {
+		if shards[k.(laneKey).shard] {
+			g.lanes.Delete(k)
+		}
+		return true
+	})
 }
 
 // coalesce runs r through its activity's lane and returns its answer. When fewer than InFlight
@@ -70,7 +104,7 @@ func (g *Gate) lane(id string) *lane {
 // learns what became of it).
 func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest, parent string) (sale.Grab, error) {
 	c := &call{req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
-	l := g.lane(shard)
+	l := g.lane(a, shard)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
 	send := l.flying < g.batching.InFlight

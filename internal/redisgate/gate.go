@@ -43,7 +43,7 @@ type Gate struct {
 	// Redis and this process one read and one write per batch instead of per grab.
 	grabs    redis.Scripter
 	batching Batching
-	lanes    sync.Map // activity id -> *lane, the grabs waiting to leave together
+	lanes    sync.Map // laneKey -> *lane, the grabs waiting to leave together
 	repl     Replication
 
 	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
@@ -181,10 +181,12 @@ func (g *Gate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error
 func (g *Gate) release(ctx context.Context, a sale.Activity, k keys, gr sale.Grab, mode string) (int64, error) {
 	n, err := g.repl.runScript(ctx, g.rdb, g.rdb, releaseScript, []string{k.stock, k.shares, k.held, k.grabs},
 		gr.Token, gr.UserID, gr.Share, gr.AmountCents, string(a.Kind), mode).Int64()
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, sale.Busy(err, "release on redis")
-	}
-	if n < 0 {
+	case n == -1:
+		return 0, fmt.Errorf("release on redis: activity %s: %w", a.ID, sale.ErrUnloaded)
+	case n < 0:
 		return 0, fmt.Errorf("release on redis: script answered %d", n)
 	}
 	return n, nil
@@ -203,7 +205,7 @@ func (g *Gate) Drop(ctx context.Context, a sale.Activity) error {
 		}
 		g.empty.Delete(id)
 	}
-	g.lanes.Delete(a.ID)
+	g.dropLanes(a)
 	return nil
 }
 

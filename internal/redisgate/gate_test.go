@@ -347,7 +347,7 @@ func TestUnackedReadsALongStreamInPages(t *testing.T) {
 	}
 	wg.Wait()
 	q := NewQueue(rdb, "c", func(context.Context) ([]sale.Activity, error) { return []sale.Activity{a}, nil }, time.Millisecond, time.Minute)
-	got, err := q.Unacked(ctx, a.ID)
+	got, err := q.Unacked(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func TestMalformedEntriesAreBuried(t *testing.T) {
 	if err := q.Ack(ctx, ds); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := q.Depth(ctx, a.ID); n != 0 {
+	if n, _ := q.Depth(ctx, a); n != 0 {
 		t.Fatalf("depth after ack = %d, want 0", n)
 	}
 }

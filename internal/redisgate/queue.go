@@ -334,31 +334,21 @@ func splitDelivery(d sale.Delivery) (stream, entry string) {
 	return d.Grab.ActivityID, d.ID
 }
 
-// shardStreams returns the stream ids of activityID: its own and its stock shards', as many as
-// the gate wrote when it loaded the activity (not the listing, which may be a second old).
-func (q *Queue) shardStreams(ctx context.Context, activityID string) ([]string, error) {
-	n, err := q.rdb.Get(ctx, keysOf(activityID).shards).Int64()
-	if errors.Is(err, redis.Nil) {
-		n = 1
-	} else if err != nil {
-		return nil, sale.Busy(err, "redis")
+// shardStreams returns the stream ids of a: its own and its stock shards'. The count is the
+// activity's own: a cache that lost shard 0 (which records it) keeps the other shards' streams.
+func shardStreams(a sale.Activity) []string {
+	out := make([]string, 0, shardsOf(a))
+	for i := range shardsOf(a) {
+		out = append(out, ShardID(a.ID, i))
 	}
-	out := make([]string, 0, n)
-	for i := range max(n, 1) {
-		out = append(out, ShardID(activityID, i))
-	}
-	return out, nil
+	return out
 }
 
 // Depth implements sale.Queue: the entries not yet acknowledged, on every stream of the
 // activity.
-func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
-	ids, err := q.shardStreams(ctx, activityID)
-	if err != nil {
-		return 0, err
-	}
+func (q *Queue) Depth(ctx context.Context, a sale.Activity) (int64, error) {
 	var total int64
-	for _, id := range ids {
+	for _, id := range shardStreams(a) {
 		n, err := q.rdb.XLen(ctx, StreamKey(id)).Result()
 		if err != nil {
 			return 0, sale.Busy(err, "redis")
@@ -369,13 +359,9 @@ func (q *Queue) Depth(ctx context.Context, activityID string) (int64, error) {
 }
 
 // Unacked implements sale.Queue: the grabs on every stream of the activity.
-func (q *Queue) Unacked(ctx context.Context, activityID string) ([]sale.Grab, error) {
-	ids, err := q.shardStreams(ctx, activityID)
-	if err != nil {
-		return nil, err
-	}
+func (q *Queue) Unacked(ctx context.Context, a sale.Activity) ([]sale.Grab, error) {
 	var out []sale.Grab
-	for _, id := range ids {
+	for _, id := range shardStreams(a) {
 		// In pages: a long stream is never one reply Redis must build (and block on) at once.
 		for from := "-"; ; {
 			msgs, err := q.rdb.XRangeN(ctx, StreamKey(id), from, "+", unackedPage).Result()

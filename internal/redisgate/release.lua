@@ -7,12 +7,16 @@
 -- unit (a grab that took it here from another shard, whose user's hold is on that home shard:
 -- home.lua "release" gives that back), anything else to give back the hold too
 -- Returns 1 if this call restocked, 0 if the grab holds nothing here (released before, or
--- unknown to this cache), -9 on bad arguments.
+-- unknown to this cache), -1 if the shard is not loaded (the cache lost it: the restock waits
+-- for its rebuild, which may have read the unit as held), -9 on bad arguments.
 
 local token, user, kind = ARGV[1], ARGV[2], ARGV[5]
 if token == '' or user == '' or not tonumber(ARGV[3]) or not tonumber(ARGV[4])
     or (kind ~= 'item' and kind ~= 'redpacket') then
   return -9
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return -1
 end
 if redis.call('HDEL', KEYS[4], token) == 0 then
   return 0

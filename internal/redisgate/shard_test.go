@@ -92,7 +92,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 			t.Fatalf("remaining = %d, %v", n, err)
 		}
 		q := queueOf(rdb, a)
-		queued, err := q.Unacked(ctx, a.ID)
+		queued, err := q.Unacked(ctx, a)
 		if err != nil || len(queued) != 3 {
 			t.Fatalf("queued = %d grabs, %v; want 3 (one on each shard's stream)", len(queued), err)
 		}
@@ -157,7 +157,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if n, _ := g.Remaining(ctx, a); n != 0 {
 			t.Fatalf("remaining = %d", n)
 		}
-		if n, err := queueOf(rdb, a).Depth(ctx, a.ID); err != nil || n != 100 {
+		if n, err := queueOf(rdb, a).Depth(ctx, a); err != nil || n != 100 {
 			t.Fatalf("depth = %d, %v; want 100 over the three streams", n, err)
 		}
 	})

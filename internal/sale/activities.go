@@ -99,9 +99,15 @@ func (s *Service) Activity(ctx context.Context, id string) (Activity, error) {
 	return a, err
 }
 
-// remember caches a on this node.
+// remember caches a on this node, unless it holds a later revision already: reads of the
+// database that race (a rebuild's, a refresh's) never take a node's copy back.
 func (s *Service) remember(a Activity) {
-	s.acts.Store(a.ID, a)
+	for {
+		old, loaded := s.acts.LoadOrStore(a.ID, a)
+		if !loaded || old.(Activity).Revision > a.Revision || s.acts.CompareAndSwap(a.ID, old, a) {
+			break
+		}
+	}
 	s.misses.forget(a.ID)
 }
 

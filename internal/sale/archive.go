@@ -17,7 +17,7 @@ func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
 	if s.now().Before(a.EndAt.Add(a.PayWindow)) {
 		return false, nil
 	}
-	if n, err := s.backlog.Depth(ctx, a.ID); err != nil || n > 0 {
+	if n, err := s.backlog.Depth(ctx, a); err != nil || n > 0 {
 		return false, err
 	}
 	c, err := s.orders.Counts(ctx, a.ID)

@@ -45,23 +45,30 @@ func (t Throttled) Unwrap() error { return ErrRateLimited }
 
 // ErrStale says the gate holds another revision of an activity than the caller's copy
 // (Activity.Revision): the activity changed (stock added, the sale ended) since the caller read
-// it, or the change has not reached the gate yet. The service answers it by reading the activity
-// again, and giving the gate the revisions it lacks.
-var ErrStale = fmt.Errorf("%w: the gate holds another revision of the activity", ErrBusy)
+// it, or the change has not reached the gate yet. It is the gate's answer, not its failure: the
+// gate did its work and nothing was taken. The service answers it by reading the activity again
+// (once per activity, however many grabs meet it) and giving the gate the revisions it lacks.
+var ErrStale = errors.New("the gate holds another revision of the activity")
 
 // ErrUnloaded says the gate does not hold an activity that exists: a cache that lost its data
-// (Redis restarted without its AOF, a failover to an empty replica). It is a kind of ErrBusy; the
-// service answers it by rebuilding the activity in the gate from the database and the queue.
-var ErrUnloaded = fmt.Errorf("%w: the activity is not loaded in the gate", ErrBusy)
+// (Redis restarted without its AOF, a failover to an empty replica). Like ErrStale it is an
+// answer of a gate that works; the service answers it by rebuilding the activity in the gate
+// from the database and the queue. Neither reaches a buyer as such: one that the service could
+// not settle within the request becomes ErrBusy.
+var ErrUnloaded = errors.New("the activity is not loaded in the gate")
 
 // errArchived says an activity's hot state was archived: what the gate would say, the database
 // answers.
 var errArchived = errors.New("the activity is archived")
 
 // verdicts are the errors that are the sale's verdict on a request, not a failure of a dependency.
+// ErrStale and ErrUnloaded are among them: a gate that says its copy is of another revision, or
+// that it lost the activity, answered, and a breaker that counted them as failures would take a
+// crowd meeting an operator's change for a dependency down.
 var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
-	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable, ErrAmountMismatch}
+	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable, ErrAmountMismatch,
+	ErrStale, ErrUnloaded}
 
 // IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

@@ -36,7 +36,7 @@ func (g *lostGate) Warm(context.Context, Activity, GateState) (bool, error) {
 
 type emptyQueue struct{ Backlog }
 
-func (emptyQueue) Unacked(context.Context, string) ([]Grab, error) { return nil, nil }
+func (emptyQueue) Unacked(context.Context, Activity) ([]Grab, error) { return nil, nil }
 
 type oneActivity struct {
 	ActivityStore
@@ -46,6 +46,9 @@ type oneActivity struct {
 }
 
 func (s *oneActivity) Activity(context.Context, string) (Activity, error) { return s.a, nil }
+func (s *oneActivity) Unrevised(context.Context, string, int) ([]Revision, error) {
+	return nil, nil // no change was made to it
+}
 func (s *oneActivity) GateState(context.Context, Activity, []Grab) (GateState, error) {
 	s.reads.Add(1)
 	return GateState{}, nil

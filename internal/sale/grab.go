@@ -61,37 +61,63 @@ func (s *Service) take(ctx context.Context, a Activity, req GrabRequest) (Grab, 
 	return s.grab(ctx, a, req)
 }
 
-// grab asks the gate, rebuilding the activity in it if the cache lost it, reading it again if
-// the node's copy is out of date, and raises the local sold-out flag when the gate says so.
+// grab asks the gate, and answers the gate's cache answers itself within the request: an
+// activity the gate lost is rebuilt in it, a copy the gate calls stale is read again (and the
+// gate given the revisions it lacks), and the grab is asked again, up to gateTries calls in all.
+// It raises the local sold-out flag when the gate says so.
 func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, error) {
-	activityID := req.ActivityID
-	g, err := s.inventory.Grab(ctx, a, req)
-	if absent(err) {
-		// The cache lost the activity. Nothing can be sold from it while it is absent, so the
-		// database and the queue say exactly what it must hold; Warm stores that unless another
-		// node got there first. An archived activity has ended.
-		werr := s.warmOne(ctx, activityID)
-		if errors.Is(werr, errArchived) {
-			return Grab{}, ErrEnded
-		}
-		if werr != nil {
-			return Grab{}, werr
-		}
+	var g Grab
+	var err error
+	for try := 1; ; try++ {
 		g, err = s.inventory.Grab(ctx, a, req)
-	}
-	if errors.Is(err, ErrStale) {
-		// The activity changed since this node read it (or the gate has not been given the
-		// change yet): ask again on the revision the database has, once.
-		fresh, ferr := s.refresh(ctx, a)
-		if ferr != nil {
-			return Grab{}, fmt.Errorf("%w: grab of %s: %v", ErrBusy, activityID, ferr)
+		if try == gateTries || ctx.Err() != nil {
+			break
 		}
-		g, err = s.inventory.Grab(ctx, fresh, req)
+		if absent(err) {
+			// The cache lost the activity. Nothing can be sold from it while it is absent, so the
+			// database and the queue say exactly what it must hold; the rebuild stores that
+			// unless another node got there first. An archived activity has ended.
+			werr := s.warmOne(ctx, a.ID)
+			if errors.Is(werr, errArchived) {
+				return Grab{}, ErrEnded
+			}
+			if werr != nil {
+				return Grab{}, werr
+			}
+			a = s.newest(a)
+			continue
+		}
+		if errors.Is(err, ErrStale) {
+			// The activity changed since this node read it, or the gate has not been given the
+			// change yet.
+			fresh, ferr := s.fresher(ctx, a)
+			if ferr != nil && fresh.Revision == a.Revision {
+				return Grab{}, fmt.Errorf("%w: grab of %s: %v", ErrBusy, a.ID, ferr)
+			}
+			a = fresh
+			continue
+		}
+		break
+	}
+	if errors.Is(err, ErrStale) || errors.Is(err, ErrUnloaded) {
+		return Grab{}, fmt.Errorf("%w: grab of %s: %v", ErrBusy, a.ID, err)
 	}
 	if errors.Is(err, ErrSoldOut) {
-		s.flagSoldOut(activityID, time.Now().Add(s.soldOutTTL))
+		s.flagSoldOut(a.ID, time.Now().Add(s.soldOutTTL))
 	}
 	return g, err
+}
+
+// gateTries bounds the gate calls of one grab: a rebuild and a refresh (or two) may come
+// between them.
+const gateTries = 4
+
+// newest is the node's copy of a, if it is newer than a.
+func (s *Service) newest(a Activity) Activity {
+	if k, ok := s.Known(a.ID); ok && k.Revision > a.Revision {
+		return k
+	}
+	return a
 }
 
 // SoldOut reports whether the gate said recently that the activity has no unit left. It is a

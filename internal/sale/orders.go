@@ -118,7 +118,20 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	g := o.Grab()
-	if err := s.inventory.Release(ctx, a, g); err != nil {
+	err = s.inventory.Release(ctx, a, g)
+	if absent(err) {
+		// The gate lost the activity: its rebuild may have read the unit as held, so the restock
+		// waits for it. An archived activity's gate is gone for good: nothing is owed to it.
+		switch werr := s.warmOne(ctx, a.ID); {
+		case errors.Is(werr, errArchived):
+			err = nil
+		case werr != nil:
+			err = fmt.Errorf("%w (rebuilding it: %v)", err, werr)
+		default:
+			err = s.inventory.Release(ctx, s.newest(a), g)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	if s.ranking != nil && a.Kind == KindRedPacket {

@@ -55,13 +55,17 @@ type Inventory interface {
 	// Revise makes the gate hold revision a.Revision of a, which adds add units to its stock (0
 	// for a change the gate keeps nothing of, such as the sale's end), provided it holds
 	// revision a.Revision-1; at a.Revision or later it does nothing, so a revision given twice
-	// counts once. Errors: ErrChanged (the gate holds an older revision: the ones between come
-	// first), ErrUnloaded or ErrNotFound (it does not hold a), ErrBusy.
+	// counts once. A gate that holds a only in part (a Redis shard lost) gives the parts it holds
+	// and answers ErrUnloaded. Errors: ErrChanged (the gate holds an older revision: the ones
+	// between come first), ErrUnloaded or ErrNotFound (it does not hold a, or not all of it),
+	// ErrBusy.
 	Revise(ctx context.Context, a Activity, add int64) error
 
 	// Release gives the unit of a cancelled grab back: the stock (or the red-packet share)
-	// returns and the buyer may grab again. It is idempotent per grab token. g.ActivityID is
-	// a.ID. Errors: ErrBusy.
+	// returns and the buyer may grab again. It is idempotent per grab token: a grab that holds
+	// nothing in the gate (released before, or loaded without it) gives nothing back. g.ActivityID
+	// is a.ID. Errors: ErrUnloaded or ErrNotFound (the gate does not hold a: the unit must wait
+	// for a rebuild, which may count it held), ErrBusy.
 	Release(ctx context.Context, a Activity, g Grab) error
 
 	// Remaining reports the units the gate still has for a. Errors: ErrNotFound (or ErrUnloaded:
@@ -125,12 +129,13 @@ type Backlog interface {
 	// Pending returns the queued grab with this token. Errors: ErrNotFound.
 	Pending(ctx context.Context, token string) (Grab, error)
 
-	// Depth reports the grabs of an activity not yet acknowledged by a worker.
-	Depth(ctx context.Context, activityID string) (int64, error)
+	// Depth reports the grabs of activity a not yet acknowledged by a worker, on every stream
+	// a's stock is split over (a.StockShards, not what the cache says: it may have lost it).
+	Depth(ctx context.Context, a Activity) (int64, error)
 
-	// Unacked returns the grabs of an activity not yet acknowledged by a worker: with the
+	// Unacked returns the grabs of activity a not yet acknowledged by a worker: with the
 	// database's orders they are what the gate must hold.
-	Unacked(ctx context.Context, activityID string) ([]Grab, error)
+	Unacked(ctx context.Context, a Activity) ([]Grab, error)
 }
 
 // Placement is the database's answer to one grab: the order it now has for the grab's token.
@@ -174,8 +179,9 @@ type ActivityStore interface {
 	// fewer units than it sold).
 	ReviseActivity(ctx context.Context, a Activity, r Revision) error
 
-	// Unrevised lists up to limit revisions the gate is owed, the oldest first.
-	Unrevised(ctx context.Context, limit int) ([]Revision, error)
+	// Unrevised lists up to limit revisions the gate is owed, of activity id ("": of every
+	// activity), each activity's in the order of their numbers.
+	Unrevised(ctx context.Context, id string, limit int) ([]Revision, error)
 
 	// Revised records that the gate holds revision rev of activity id. Recording it twice is
 	// harmless.

@@ -8,9 +8,11 @@ import (
 )
 
 // Warm loads every activity that has not ended by since into the gate, from the database and
-// the queue, unless the gate holds it already: on start, this rebuilds what a restart (or kill
-// -9, or a cache that lost its data) lost. While an activity is absent from the gate nothing can
-// be sold from it, so the state read here cannot move before Warm stores it.
+// the queue, unless the gate holds it already or it is archived: on start, this rebuilds what a
+// restart (or kill -9, or a cache that lost its data) lost. While an activity is absent from the
+// gate nothing can be sold from it, so the state read here cannot move before Warm stores it.
+// The revisions the gate is owed are given last: a state read before a change was made may have
+// been stored after it.
 func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	acts, err := s.activities.Activities(ctx, since)
 	if err != nil {
@@ -18,9 +20,12 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 	}
 	for _, a := range acts {
 		s.remember(a)
+		if a.Archived() {
+			continue // its hot state was dropped for good: the database answers for it
+		}
 		if _, err := s.inventory.Remaining(ctx, a); err == nil {
 			continue // loaded already: by another node, or the cache outlived this process
-		} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrUnloaded) {
+		} else if !absent(err) {
 			return fmt.Errorf("warm up activity %s: %w", a.ID, err)
 		}
 		st, queued, err := s.gateState(ctx, a)
@@ -33,6 +38,9 @@ func (s *Service) Warm(ctx context.Context, since time.Time) error {
 		if err := s.loadRanking(ctx, a, st, queued); err != nil {
 			return fmt.Errorf("warm up the leaderboard of %s: %w", a.ID, err)
 		}
+	}
+	if _, err := s.ReviseOwed(ctx, maxOwedRevisions); err != nil {
+		s.event("revision_deferred", 1) // the sweeper gives them, or the first grab to meet one
 	}
 	return nil
 }
@@ -52,14 +60,15 @@ func (s *Service) warmOne(ctx context.Context, id string) error {
 const rebuildWithin = 30 * time.Second
 
 // rebuild reads what the gate must hold for activity id and stores it, unless another node got
-// there first.
+// there first, then gives the gate the revisions of id it is owed: a change made after the read
+// was not in what was stored, and was not given while the gate lacked the activity.
 func (s *Service) rebuild(ctx context.Context, id string) error {
 	a, err := s.activities.Activity(ctx, id)
 	if err != nil {
 		return err
 	}
+	s.remember(a)
 	if a.Archived() {
-		s.remember(a)
 		return fmt.Errorf("activity %s: %w", id, errArchived)
 	}
 	st, queued, err := s.gateState(ctx, a)
@@ -75,13 +84,16 @@ func (s *Service) rebuild(ctx context.Context, id string) error {
 			return fmt.Errorf("rebuild the leaderboard of %s: %w", id, err)
 		}
 	}
+	if err := s.giveRevisions(ctx, id); err != nil {
+		s.event("revision_deferred", 1) // a grab that meets it stale gives it, or the sweeper
+	}
 	return nil
 }
 
 // gateState is what the gate of a must hold: the database's orders plus the queue's grabs,
 // which it returns too.
 func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab, error) {
-	unacked, err := s.backlog.Unacked(ctx, a.ID)
+	unacked, err := s.backlog.Unacked(ctx, a)
 	if err != nil {
 		return GateState{}, nil, err
 	}

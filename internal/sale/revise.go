@@ -1,9 +1,12 @@
 package sale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -102,17 +105,11 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 // giveRevisions gives the gate the revisions of activity id it is owed, in order, and tells
 // every node that its units may be back on sale.
 func (s *Service) giveRevisions(ctx context.Context, id string) error {
-	owed, err := s.activities.Unrevised(ctx, maxOwedRevisions)
+	owed, err := s.activities.Unrevised(ctx, id, maxOwedRevisions)
 	if err != nil {
 		return err
 	}
-	var of []Revision
-	for _, r := range owed {
-		if r.ActivityID == id {
-			of = append(of, r)
-		}
-	}
-	_, err = s.give(ctx, of)
+	_, err = s.give(ctx, owed)
 	return err
 }
 
@@ -120,31 +117,59 @@ func (s *Service) giveRevisions(ctx context.Context, id string) error {
 // away.
 const maxOwedRevisions = 100
 
-// give gives the gate each revision of owed (oldest first per activity) and records it given,
-// and reports how many it gave.
+// give gives the gate the revisions of owed, each activity's in the order of their numbers, and
+// reports how many it gave. A revision the gate cannot take (it is away, or does not hold the
+// activity: a rebuild gives it then) stays owed, and so do the later ones of its activity; the
+// other activities' are given still, and the errors are returned together.
 func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
+	owed = slices.Clone(owed)
+	slices.SortFunc(owed, func(a, b Revision) int {
+		return cmp.Or(strings.Compare(a.ActivityID, b.ActivityID), cmp.Compare(a.Revision, b.Revision))
+	})
 	n := 0
+	var errs []error
+	stuck := ""
 	for _, r := range owed {
-		a, err := s.activities.Activity(ctx, r.ActivityID)
-		if err != nil {
-			return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
+		if r.ActivityID == stuck {
+			continue
 		}
-		if !a.Archived() { // an archived activity's gate is gone: nothing to give it
-			if err := s.giveOne(ctx, a, r); err != nil && !absent(err) {
-				return n, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err)
-			}
-		}
-		if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
-			return n, fmt.Errorf("revision %d of %s: record it given: %w", r.Revision, r.ActivityID, err)
+		if err := s.giveRevision(ctx, r); err != nil {
+			stuck = r.ActivityID
+			errs = append(errs, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err))
+			continue
 		}
 		n++
-		// Every node's sold-out flag goes: units may be back, and a flag would hide an end.
-		s.flagSoldOut(r.ActivityID, time.Time{})
-		if s.restocks != nil {
-			s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
+	}
+	return n, errors.Join(errs...)
+}
+
+// giveRevision gives the gate revision r and records it given; it stays owed unless the gate
+// took it (or the activity is archived: its gate is gone). Every node's sold-out flag goes:
+// units may be back, and a flag would hide an end.
+func (s *Service) giveRevision(ctx context.Context, r Revision) error {
+	a, err := s.activities.Activity(ctx, r.ActivityID)
+	if err != nil {
+		return err
+	}
+	if !a.Archived() {
+		err := s.giveOne(ctx, a, r)
+		if errors.Is(err, ErrChanged) && !r.Reload {
+			// The gate holds an older revision than the one before r (a replica promoted that
+			// had not seen it): it is made again from the database, at a's revision.
+			err = s.giveOne(ctx, a, Revision{ActivityID: r.ActivityID, Revision: r.Revision, Reload: true})
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return n, nil
+	if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
+		return fmt.Errorf("record it given: %w", err)
+	}
+	s.flagSoldOut(r.ActivityID, time.Time{})
+	if s.restocks != nil {
+		s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
+	}
+	return nil
 }
 
 // giveOne gives the gate revision r of a (a as the database has it now, at r's revision or a
@@ -164,9 +189,10 @@ func (s *Service) giveOne(ctx context.Context, a Activity, r Revision) error {
 
 // ReviseOwed gives the gate up to limit revisions it is owed (their activity changed while it
 // was away) and returns how many it gave. Every node's sweeper runs it; two giving the same
-// revision give it once.
+// revision give it once. An activity the gate lost is rebuilt first: the rebuild gives its
+// revisions.
 func (s *Service) ReviseOwed(ctx context.Context, limit int) (int, error) {
-	owed, err := s.activities.Unrevised(ctx, limit)
+	owed, err := s.activities.Unrevised(ctx, "", limit)
 	if err != nil {
 		return 0, fmt.Errorf("owed revisions: %w", err)
 	}
@@ -180,22 +206,33 @@ func (s *Service) ReviseOwed(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
-// refresh reads activity a again after the gate said it holds another revision: the node's
-// copy is out of date (it returns the new one), or the gate is behind (it is given the
-// revisions it lacks).
-func (s *Service) refresh(ctx context.Context, a Activity) (Activity, error) {
-	fresh, err := s.activities.Activity(ctx, a.ID)
-	if err != nil {
-		return a, err
+// fresher answers a grab that the gate refused as stale (ErrStale): it returns the node's copy
+// of the activity if it is newer than a, or else reads the activity again and gives the gate the
+// revisions it lacks, once per activity however many grabs ask together, and returns the copy
+// then. The refresh is not bound to ctx: a caller who hangs up must not fail the others'.
+func (s *Service) fresher(ctx context.Context, a Activity) (Activity, error) {
+	if k := s.newest(a); k.Revision > a.Revision {
+		return k, nil
 	}
-	s.remember(fresh)
-	if fresh.Revision == a.Revision {
-		if err := s.giveRevisions(ctx, a.ID); err != nil {
-			return fresh, err
+	err := s.refreshing.do(ctx, a.ID, func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshWithin)
+		defer cancel()
+		fresh, err := s.activities.Activity(ctx, a.ID)
+		if err != nil {
+			return err
 		}
+		s.remember(fresh)
+		return s.giveRevisions(ctx, a.ID)
+	})
+	if k := s.newest(a); k.Revision > a.Revision {
+		return k, nil // newer, whether or not the gate could be given what it lacks
 	}
-	return fresh, nil
+	return a, err
 }
+
+// refreshWithin bounds a shared refresh of an activity: a read of the database and the gate's
+// revisions.
+const refreshWithin = 5 * time.Second
 
 // ActivityEdit is an operator's change of an activity's terms: each field set is changed.
 type ActivityEdit struct {

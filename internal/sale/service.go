@@ -89,8 +89,9 @@ type Service struct {
 
 	blocked Blocklist // this node's copy of the blacklist
 
-	warming flights  // the rebuilds of activities the gate lost, one at a time per activity
-	entries sync.Map // activity id -> []string, a drawn line's entries, sorted (they never change)
+	warming    flights  // the rebuilds of activities the gate lost, one at a time per activity
+	refreshing flights  // the reads of activities the gate holds another revision of, likewise
+	entries    sync.Map // activity id -> []string, a drawn line's entries, sorted (they never change)
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when

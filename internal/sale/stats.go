@@ -50,7 +50,11 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 	// The queue first: a grab leaves it only after its order is committed, so counts read after
 	// a depth of zero hold every order (read the other way round, the last batch could slip
 	// between the two readings and be in neither).
-	depth, err := s.backlog.Depth(ctx, id)
+	a, err := s.Activity(ctx, id)
+	if err != nil {
+		return Stats{}, err
+	}
+	depth, err := s.backlog.Depth(ctx, a)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -118,7 +122,7 @@ func (s *Service) Gauges(ctx context.Context) []Gauge {
 		if err != nil {
 			return true
 		}
-		depth, err := s.backlog.Depth(ctx, a.ID)
+		depth, err := s.backlog.Depth(ctx, a)
 		if err != nil {
 			return true
 		}

@@ -90,11 +90,15 @@ const ExactMax = 2_000
 // drainer returns a Drain that waits until the queue holds none of an activity's grabs. A queue
 // that is briefly unreachable (a Redis that has just restarted: the client redials within a
 // second) is asked again; it must answer, and be empty, within drainWithin.
-func drainer(t testing.TB, queue sale.Queue) func(string) {
+func drainer(t testing.TB, queue sale.Queue, store sale.Store) func(string) {
 	return func(id string) {
+		a, err := store.Activity(context.Background(), id)
+		if err != nil {
+			t.Fatalf("drain %s: %v", id, err)
+		}
 		deadline := time.Now().Add(drainWithin)
 		for {
-			n, err := queue.Depth(context.Background(), id)
+			n, err := queue.Depth(context.Background(), a)
 			if err == nil && n == 0 {
 				return
 			}
@@ -136,7 +140,7 @@ func start(t testing.TB, clock *Clock, faults *Faults, onPlaced func(func([]sale
 			c()
 		}
 	})
-	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue), Faults: faults}
+	return Env{Service: svc, Store: store, Queue: queue, Clock: clock, Drain: drainer(t, queue, store), Faults: faults}
 }
 
 // Faults break an Env's gate on demand: what the service must survive when the gate fails

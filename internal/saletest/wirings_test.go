@@ -297,7 +297,7 @@ func TestDatabaseOutage(t *testing.T) {
 		grab(fmt.Sprint("during-", u)) // fails the test if a grab is refused
 		time.Sleep(100 * time.Millisecond)
 	}
-	backlog, err := env.Queue.Depth(ctx, a.ID)
+	backlog, err := env.Queue.Depth(ctx, a)
 	if err != nil || backlog == 0 {
 		t.Fatalf("backlog after 30 s without a database = %d, %v; want grabs waiting", backlog, err)
 	}
@@ -366,7 +366,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		depth, err := live.Depth(ctx, a.ID)
+		depth, err := live.Depth(ctx, a)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,9 +149,14 @@ func (s *Store) ReviseActivity(ctx context.Context, a sale.Activity, r sale.Revi
 }
 
 // Unrevised implements sale.Store.
-func (s *Store) Unrevised(ctx context.Context, limit int) ([]sale.Revision, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT activity_id, revision, add_units, reload, at_ms FROM activity_revisions
-		WHERE given_at = 0 ORDER BY at_ms, activity_id, revision LIMIT ?`, limit)
+// The revisions are ordered by their numbers, never by at_ms: that is each node's own clock, and
+// the nodes' clocks disagree.
+func (s *Store) Unrevised(ctx context.Context, id string, limit int) ([]sale.Revision, error) {
+	q, args := `SELECT activity_id, revision, add_units, reload, at_ms FROM activity_revisions WHERE given_at = 0`, []any{}
+	if id != "" {
+		q, args = q+` AND activity_id = ?`, append(args, id)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY activity_id, revision LIMIT ?`, append(args, limit)...)
 	return collect(rows, err, func(row interface{ Scan(...any) error }) (sale.Revision, error) {
 		var r sale.Revision
 		var at, reload int64

@@ -1258,16 +1258,34 @@ func testRevisions(t *testing.T, dsn string) {
 		[]sale.Status{sale.StatusCreated, sale.StatusCreated, sale.StatusCreated, sale.StatusFailed}) {
 		t.Errorf("placements on 5 units, 2 sold: %v", got)
 	}
-	owed, err := s.Unrevised(ctx, 10)
+	// Revision 3 was made on a node whose clock is a minute behind the one that made revision 2:
+	// the owed revisions still come in the order of their numbers.
+	if _, err := s.w.ExecContext(ctx, `UPDATE activity_revisions SET at_ms = at_ms - 60000 WHERE activity_id = 'a' AND revision = 3`); err != nil {
+		t.Fatal(err)
+	}
+	b := item("b", 2, 1)
+	create(t, s, b)
+	bNext, err := s.Activity(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bNext.Revision, bNext.Stock = 2, 4
+	if err := s.ReviseActivity(ctx, bNext, sale.Revision{Add: 2}); err != nil {
+		t.Fatal(err)
+	}
+	owed, err := s.Unrevised(ctx, "a", 10)
 	if err != nil || len(owed) != 2 || owed[0].Revision != 2 || owed[0].Add != 3 || owed[1].Revision != 3 || owed[1].Add != 0 || !owed[1].Reload || owed[0].Reload {
-		t.Fatalf("owed: %+v, %v; want revisions 2 (3 units) and 3", owed, err)
+		t.Fatalf("owed of a: %+v, %v; want revisions 2 (3 units) and 3", owed, err)
+	}
+	if all, err := s.Unrevised(ctx, "", 10); err != nil || len(all) != 3 || all[0].ActivityID != "a" || all[1].Revision != 3 || all[2].ActivityID != "b" {
+		t.Fatalf("owed of every activity: %+v, %v; want a's 2 and 3, then b's 2", all, err)
 	}
 	for range 2 {
 		if err := s.Revised(ctx, "a", 2); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if owed, err := s.Unrevised(ctx, 10); err != nil || len(owed) != 1 || owed[0].Revision != 3 {
+	if owed, err := s.Unrevised(ctx, "a", 10); err != nil || len(owed) != 1 || owed[0].Revision != 3 {
 		t.Fatalf("owed after revision 2 was given: %+v, %v", owed, err)
 	}
 }

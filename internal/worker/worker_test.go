@@ -64,8 +64,8 @@ func (q *twiceQueue) left() (int, int) {
 func (q *twiceQueue) Pending(context.Context, string) (sale.Grab, error) {
 	return sale.Grab{}, sale.ErrNotFound
 }
-func (q *twiceQueue) Depth(context.Context, string) (int64, error)         { return 0, nil }
-func (q *twiceQueue) Unacked(context.Context, string) ([]sale.Grab, error) { return nil, nil }
+func (q *twiceQueue) Depth(context.Context, sale.Activity) (int64, error)         { return 0, nil }
+func (q *twiceQueue) Unacked(context.Context, sale.Activity) ([]sale.Grab, error) { return nil, nil }
 
 // flakyStore fails the first few PlaceOrders calls, as a database that is briefly away.
 type flakyStore struct {
