@@ -292,3 +292,107 @@ func TestWarmNeverResetsASellingShard(t *testing.T) {
 		t.Fatalf("remaining %d, %v after the warm, want 24: nothing sold came back", n, err)
 	}
 }
+
+// TestQueueCountsEveryShardWhenTheFirstIsLost: the master of a sharded item's first shard is
+// killed and comes back empty, with the record of how many shards there are. The queue still
+// counts and lists the grabs waiting on the other shards' streams: they are the activity's own
+// shards, not what the cache remembers (the archive waits for them, a rebuild counts them held).
+func TestQueueCountsEveryShardWhenTheFirstIsLost(t *testing.T) {
+	ctx := context.Background()
+	cluster := redistest.StartCluster(t)
+	rdb := dial(t, cluster.Seeds())
+	g := New(rdb)
+	master := func(key string) int {
+		slot, err := cluster.Slot(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cluster.MasterOf(slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	var a sale.Activity
+	first, elsewhere := -1, 0
+	for i := 0; elsewhere == 0; i++ {
+		if i == 50 {
+			t.Fatal("50 activities, each with its shards on one master")
+		}
+		a = shardedItem(fmt.Sprint("depth", i), 30, 3, 1)
+		first, elsewhere = master(StreamKey(a.ID)), 0
+		for j := int64(1); j < 3; j++ {
+			if master(StreamKey(ShardID(a.ID, j))) != first {
+				elsewhere++
+			}
+		}
+	}
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	survive := 0 // grabs on the streams of shards away from the first's master
+	for home := range int64(3) {
+		for _, u := range usersOf(2, home, 3) {
+			if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt}); err != nil {
+				t.Fatal(err)
+			}
+			if master(StreamKey(ShardID(a.ID, home))) != first {
+				survive++
+			}
+		}
+	}
+	q := queueOf(rdb, a)
+	if n, err := q.Depth(ctx, a); err != nil || n != 6 {
+		t.Fatalf("depth before the loss = %d, %v; want 6", n, err)
+	}
+
+	cluster.Node(first).Kill()
+	cluster.Node(first).Restart(t)
+	cluster.WaitOK(t)
+	var n int64
+	var err error
+	for try := 0; try < 20; try++ { // the client's connections to the restarted master are broken at first
+		if n, err = q.Depth(ctx, a); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil || n != int64(survive) {
+		t.Fatalf("depth after the first shard's master came back empty = %d, %v; want the %d grabs on the other shards", n, err, survive)
+	}
+	if gs, err := q.Unacked(ctx, a); err != nil || len(gs) != survive {
+		t.Fatalf("unacked after the loss: %d grabs, %v; want %d", len(gs), err, survive)
+	}
+}
+
+// TestDropForgetsEveryLane: the lanes the grabs of a sharded item queue in, one per shard and
+// revision, all go when the item is dropped (archived); a gate that ran many sales keeps none of
+// theirs.
+func TestDropForgetsEveryLane(t *testing.T) {
+	ctx := context.Background()
+	g := New(dial(t, redistest.Start(t, redistest.Options{}).URL()))
+	a := shardedItem("lanes", 30, 3, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	for home := range int64(3) {
+		for _, u := range usersOf(2, home, 3) {
+			if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lanes := func() (n int) {
+		g.lanes.Range(func(any, any) bool { n++; return true })
+		return n
+	}
+	if n := lanes(); n != 3 {
+		t.Fatalf("%d lanes after grabs homed on each of 3 shards, want 3", n)
+	}
+	if err := g.Drop(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if n := lanes(); n != 0 {
+		t.Fatalf("%d lanes left after the drop, want 0", n)
+	}
+}

@@ -119,6 +119,18 @@ func Archive(t *testing.T, env Env) {
 			t.Fatalf("%s in the database: archived at %v, %v; want %v", a.ID, got.ArchivedAt, err, clock.Now())
 		}
 	}
+	// A node that starts two hours after the archive (a deploy: the archiver drops again only
+	// what was archived in the last hour) warms the gate from the database without them.
+	clock.Advance(2 * time.Hour)
+	if err := svc.Warm(ctx, clock.Now().Add(-sale.MaxPayWindow)); err != nil {
+		t.Fatalf("a restart's warm: %v", err)
+	}
+	archive("after a restart", 0)
+	for _, a := range acts {
+		if hot := env.Hot(a.ID); len(hot) > 0 {
+			t.Fatalf("a restart's warm brought the archived %s back: %v", a.ID, hot)
+		}
+	}
 	// A node that cached the activities before they ended lets them go once long over.
 	clock.Advance(sale.MaxPayWindow + 8*24*time.Hour)
 	if err := svc.ReloadActivities(ctx); err != nil {

@@ -149,6 +149,7 @@ type Faults struct {
 	releases  atomic.Int64
 	revisions atomic.Int64
 	repair    atomic.Pointer[func()]
+	warm      atomic.Pointer[func()]
 
 	mu          sync.Mutex
 	unplaceable map[string]bool // users whose grabs the database refuses for good
@@ -189,6 +190,10 @@ func (f *Faults) DuringRepair(fn func()) {
 	}
 	f.repair.Store(&fn)
 }
+
+// BeforeWarm makes the next Warm of the gate run fn first, after its caller read the state it
+// stores: what another node does between a rebuild's reading and its writing.
+func (f *Faults) BeforeWarm(fn func()) { f.warm.Store(&fn) }
 
 // FailReleases makes the next n releases of the gate fail with ErrBusy, without calling it.
 func (f *Faults) FailReleases(n int64) { f.releases.Store(n) }
@@ -233,6 +238,13 @@ func (g faultyGate) Repair(ctx context.Context, a sale.Activity, read func(ctx c
 		}
 	}
 	return g.Gate.Repair(ctx, a, read)
+}
+
+func (g faultyGate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
+	if fn := g.f.warm.Swap(nil); fn != nil {
+		(*fn)()
+	}
+	return g.Gate.Warm(ctx, a, st)
 }
 
 func (g faultyGate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
