@@ -42,6 +42,9 @@ type Relay struct {
 	MaxAttempts int
 	// Backoff is the wait before attempt n+1 after n failures (nil: Backoff).
 	Backoff func(failures int) time.Duration
+	// LeaseTTL is how long the sink's lease lasts unless extended (zero: DefaultLeaseTTL): how
+	// soon another node takes over the sink from one that died.
+	LeaseTTL time.Duration
 
 	// Delivered and Failed, when set, are told of each attempt (metrics); parked says whether
 	// the event was given up on.
@@ -54,7 +57,7 @@ const (
 	DefaultEvery       = 250 * time.Millisecond
 	DefaultParallel    = 16
 	DefaultMaxAttempts = 12
-	LeaseTTL           = 15 * time.Second // outlives a round: a round's deliveries time out sooner
+	DefaultLeaseTTL    = 15 * time.Second // outlives a round: a round's deliveries time out sooner
 )
 
 // Backoff is the default wait after failures: 1 s, doubled each time up to 20 min, each drawn at
@@ -99,7 +102,11 @@ func (r *Relay) Run(ctx context.Context) {
 // Round sends the events due now, if this node holds the sink's lease, and returns how many it
 // tried.
 func (r *Relay) Round(ctx context.Context) (int, error) {
-	held, err := r.Lease.Hold(ctx, LeaseName(r.Sink.Name()), r.Holder, LeaseTTL)
+	ttl := r.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	held, err := r.Lease.Hold(ctx, LeaseName(r.Sink.Name()), r.Holder, ttl)
 	if err != nil || !held {
 		return 0, err
 	}
