@@ -104,6 +104,14 @@ type EventStore interface {
 	// Replay makes the delivery of event id to sink pending again, due at now, its attempts
 	// forgotten: a parked event, or a delivered one a receiver lost. Errors: ErrNotFound.
 	Replay(ctx context.Context, sink, id string, now time.Time) (EventDelivery, error)
+
+	// PurgeDelivered deletes the events that every sink they were written for took at or before
+	// before, with their deliveries. It looks at up to limit events written after seq after, in
+	// the order of writing, and stops at the first that happened after before. An event with a
+	// delivery pending or parked is kept, whether its sink is still configured or not. It
+	// returns how many events it deleted and the seq to look after next: 0 when nothing is left
+	// to look at.
+	PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (deleted int, next int64, err error)
 }
 
 // MaxDeliveryPage bounds the deliveries one read returns.
