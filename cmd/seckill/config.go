@@ -78,6 +78,8 @@ type config struct {
 	// archiveAfter is how long an activity's hot state is kept after its pay windows close (0:
 	// for ever).
 	archiveAfter time.Duration
+	// eventsKeep is how long an order event is kept once every sink took it (0: for ever).
+	eventsKeep time.Duration
 	// tracing says the OTEL_* variables ask for traces (telemetry.go).
 	tracing bool
 }
@@ -214,6 +216,8 @@ func settings(c *config) []setting {
 			switchOf(&c.reconcileRepair)},
 		{"archive-after", "SECKILL_ARCHIVE_AFTER", "24h", "how long an activity's hot state (Redis keys, the process's memory) is kept once its sale and pay windows are over and its queue drained; then it is dropped and the database answers for it (0: kept for ever)",
 			orOff(&c.archiveAfter, 0, "a duration such as 24h, or 0 to keep everything")},
+		{"events-keep", "SECKILL_EVENTS_KEEP", "168h", "how long an order event is kept once every receiver it was written for has taken it (it can be replayed meanwhile); then one node deletes it and its deliveries. An event not yet taken everywhere, pending or parked, is kept whatever this says (0: kept for ever)",
+			orOff(&c.eventsKeep, time.Second, "a duration of a second or more such as 168h, or 0 to keep every event")},
 	}
 }
 

@@ -108,3 +108,23 @@ func TestAdminTokensSetting(t *testing.T) {
 		t.Fatalf("admins %+v, want %+v", c.admins, want)
 	}
 }
+
+// TestEventsKeepSetting: the delivered order events are kept a week by default, for ever with 0,
+// and never less than a second (a purge every nanosecond).
+func TestEventsKeepSetting(t *testing.T) {
+	for v, want := range map[string]time.Duration{"": 7 * 24 * time.Hour, "0": 0, "36h": 36 * time.Hour} {
+		c, err := parseServe(nil, func(k string) string {
+			if k == "SECKILL_EVENTS_KEEP" {
+				return v
+			}
+			return ""
+		}, io.Discard)
+		if err != nil || c.eventsKeep != want {
+			t.Errorf("SECKILL_EVENTS_KEEP=%q: %v, %v; want %v", v, c.eventsKeep, err, want)
+		}
+	}
+	if _, err := parseServe([]string{"-events-keep", "500ms"}, func(string) string { return "" }, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "SECKILL_EVENTS_KEEP") {
+		t.Errorf("-events-keep 500ms: %v; want it refused, naming the variable", err)
+	}
+}

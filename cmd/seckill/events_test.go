@@ -113,6 +113,62 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 	}
 }
 
+// TestDeliveredEventsArePurged runs a node with SECKILL_EVENTS_KEEP=1s and a receiver that takes
+// every event but bob's: the events it took leave the outbox, with their deliveries, a second
+// after; bob's, which it has not taken, stays, and the orders themselves are untouched.
+func TestDeliveredEventsArePurged(t *testing.T) {
+	const secret = "the shop's webhook secret"
+	var mu sync.Mutex
+	took := map[string]bool{} // event ids
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var e relay.Message
+		if err := json.NewDecoder(r.Body).Decode(&e); err != nil || e.Order.User == "bob" {
+			http.Error(w, "not now", http.StatusServiceUnavailable)
+			return
+		}
+		mu.Lock()
+		took[e.ID] = true
+		mu.Unlock()
+	}))
+	t.Cleanup(rc.Close)
+	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret,
+		"SECKILL_EVENTS_KEEP", "1s"))
+	c := newClient(t, base)
+	id := c.createItem(5, 1, time.Minute)
+	tokens := map[string]string{}
+	for _, u := range []string{"alice", "bob", "carol"} {
+		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+	}
+	c.drained(id)
+	c.must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.token("alice"), "", http.StatusOK)
+
+	deliveries := func() []any {
+		t.Helper()
+		return c.must("GET", "/api/admin/deliveries", testAdmin, "", http.StatusOK)["deliveries"].([]any)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(took)
+		mu.Unlock()
+		ds := deliveries()
+		if n == 3 && len(ds) == 1 {
+			d := ds[0].(map[string]any)
+			if d["event_id"] != tokens["bob"]+".created" || d["state"] != "pending" {
+				t.Fatalf("left in the outbox: %v; want bob's creation, pending", d)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s the receiver took %d events (want 3) and the outbox holds %v (want bob's creation alone)", n, ds)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if o := c.must("GET", "/api/orders/"+tokens["alice"], c.token("alice"), "", http.StatusOK); o["status"] != "PAID" {
+		t.Fatalf("alice's order after the purge of its events: %v", o)
+	}
+}
+
 // TestKafkaReceivesTheOrderEvents runs a node that produces its order events to franz-go's
 // in-process Kafka-protocol broker (no Kafka can be installed here): an order's events are on
 // the topic, keyed by its token, in order.

@@ -37,7 +37,8 @@ func (c config) sinks() ([]relay.Sink, error) {
 // startLoops starts, in wg until ctx ends, the node's background loops: on every node the cache
 // reloads, the restock announcements and the settling of sharded stocks' reservations; on a
 // worker node (role all or worker) the order worker, the lines' drainer, the payment-window
-// sweeper, the relays of the order events and the leased jobs (archive, reconcile).
+// sweeper, the relays of the order events and the leased jobs (archive, the purge of the
+// delivered events, reconcile).
 func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db sale.Store, svc *sale.Service,
 	stats *metrics.Metrics, log *slog.Logger, sinks []relay.Sink) {
 	if b.restocks != nil {
@@ -90,6 +91,12 @@ func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db
 		wg.Go(func() {
 			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: consumerName(), Every: min(archiveEvery, c.archiveAfter),
 				Keep: c.archiveAfter, Log: log}).Run(ctx)
+		})
+	}
+	if c.eventsKeep > 0 {
+		wg.Go(func() {
+			(&worker.EventPurger{Service: svc, Lease: b.lease, Holder: consumerName(), Every: min(purgeEvery, c.eventsKeep),
+				Keep: c.eventsKeep, Log: log}).Run(ctx)
 		})
 	}
 	if c.reconcileEvery > 0 {
@@ -187,6 +194,10 @@ func listenRestocks(ctx context.Context, svc *sale.Service, log *slog.Logger) {
 // archiveEvery is how often a node looks for activities to archive (more often when they are
 // kept for less).
 const archiveEvery = time.Minute
+
+// purgeEvery is how often a node purges the order events every sink took (more often when they
+// are kept for less). A round with nothing to delete reads one batch of the oldest events.
+const purgeEvery = time.Minute
 
 // drainTick is how often a node's drainer admits tickets from the lines it leads.
 const drainTick = 100 * time.Millisecond

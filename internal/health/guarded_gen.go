@@ -184,6 +184,19 @@ func (x guardedStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.P
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Placement, error) { return x.p.PlaceOrders(ctx, gs) })
 }
 
+// PurgeDelivered is slow (no call deadline): a batch of deletes in the background, its time growing with the events it looks at.
+func (x guardedStore) PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (int, int64, error) {
+	type results struct {
+		r0 int
+		r1 int64
+	}
+	v, err := slowCall(ctx, x.guard, func(ctx context.Context) (results, error) {
+		r0, r1, err := x.p.PurgeDelivered(ctx, before, after, limit)
+		return results{r0, r1}, err
+	})
+	return v.r0, v.r1, err
+}
+
 func (x guardedStore) Record(ctx context.Context, e sale.AuditEntry) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Record(ctx, e) })
 }

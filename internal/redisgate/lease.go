@@ -15,7 +15,9 @@ var _ sale.Lease = (*Lease)(nil)
 // Lease is a sale.Lease on one Redis key per name, "seckill:lease:NAME", holding the holder's
 // name with the lease's expiry: it is taken when absent (SET NX PX) and extended only by its
 // holder. A holder whose Redis fails over may lose it to another node a ttl early; the jobs it
-// guards are safe to run twice, the lease only keeps them from running on every node.
+// guards are safe to run twice, the lease only keeps them from running on every node (a relay,
+// whose posts should not overlap another node's, finds out at its next extension and stops: see
+// relay.Relay.Round).
 type Lease struct {
 	rdb redis.UniversalClient
 }

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,7 +34,11 @@ type receiver struct {
 	ids    map[string]int      // event id -> deliveries
 	forged int
 	fail   func(id string) bool
-	srv    *httptest.Server
+	// arrived is every post taken, in the order they came, duplicates too (event ids); delay,
+	// when set, says how long to wait before answering the nth post (from 1).
+	arrived []string
+	delay   func(n int) time.Duration
+	srv     *httptest.Server
 }
 
 func newReceiver(t *testing.T) *receiver {
@@ -53,6 +58,13 @@ func newReceiver(t *testing.T) *receiver {
 			return
 		}
 		rc.mu.Lock()
+		rc.arrived = append(rc.arrived, e.ID)
+		if rc.delay != nil {
+			d := rc.delay(len(rc.arrived))
+			rc.mu.Unlock()
+			time.Sleep(d)
+			rc.mu.Lock()
+		}
 		defer rc.mu.Unlock()
 		if rc.fail(e.ID) {
 			http.Error(w, "down", http.StatusInternalServerError)
@@ -191,6 +203,161 @@ func TestRelayOneNodeAtATime(t *testing.T) {
 	}
 	if n, err := second.Round(context.Background()); err != nil || n != 0 {
 		t.Fatalf("the second node, the lease held by the first: sent %d, %v", n, err)
+	}
+}
+
+// tracked is a node's sink that counts the posts it has in flight, and the posts that started
+// while another node had one in flight.
+type tracked struct {
+	relay.Sink
+	node string
+	in   *inFlight
+}
+
+type inFlight struct {
+	mu       sync.Mutex
+	by       map[string]int // node -> posts in flight
+	overlaps int
+}
+
+func (s tracked) Deliver(ctx context.Context, e sale.Event) error {
+	s.in.mu.Lock()
+	for node, n := range s.in.by {
+		if node != s.node && n > 0 {
+			s.in.overlaps++
+		}
+	}
+	s.in.by[s.node]++
+	s.in.mu.Unlock()
+	defer func() {
+		s.in.mu.Lock()
+		s.in.by[s.node]--
+		s.in.mu.Unlock()
+	}()
+	return s.Sink.Deliver(ctx, e)
+}
+
+// TestRelayKeepsItsLeaseThroughASlowRound: two nodes relay one sink whose receiver takes more
+// than twice the lease's time to answer the first post. The node that took the lease keeps it
+// for as long as its round lasts, so the two never post at once, and no event of an order
+// arrives after a later event of the same order (a second node relaying from its own reading of
+// the outbox would send an order's creation after the first node's payment of it).
+func TestRelayKeepsItsLeaseThroughASlowRound(t *testing.T) {
+	const ttl = 600 * time.Millisecond
+	rc := newReceiver(t)
+	rc.delay = func(n int) time.Duration {
+		if n == 1 {
+			return 5 * ttl / 2
+		}
+		return 0
+	}
+	s := openStore(t, rc.srv.URL+"/hook")
+	tokens := saletest.OrderChanges(t, s, 8)
+	lease := memory.NewLease(time.Now)
+	in := &inFlight{by: map[string]int{}}
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, node := range []string{"node-1", "node-2"} {
+		r := newRelay(t, s, rc, lease, node)
+		r.Sink, r.LeaseTTL, r.Parallel, r.Every = tracked{r.Sink, node, in}, ttl, 1, 10*time.Millisecond
+		wg.Go(func() { r.Run(ctx) })
+		time.Sleep(20 * time.Millisecond) // node-1 takes the lease
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, ids := rc.snapshot()
+		if len(ids) == 2*len(tokens) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s the receiver has %d distinct events, want %d", len(ids), 2*len(tokens))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(3 * ttl) // what a node still had to send
+	stop()
+	wg.Wait()
+
+	in.mu.Lock()
+	overlaps := in.overlaps
+	in.mu.Unlock()
+	if overlaps > 0 {
+		t.Errorf("%d posts started while the other node had one in flight: two nodes relayed the sink at once", overlaps)
+	}
+	rc.mu.Lock()
+	arrived := slices.Clone(rc.arrived)
+	rc.mu.Unlock()
+	rank := map[string]int{} // event id -> its place among its order's events
+	for i, tok := range tokens {
+		for k, typ := range saletest.OrderChangeTypes(i) {
+			rank[sale.EventID(tok, sale.EventType(typ))] = k
+		}
+	}
+	latest := map[string]int{} // order token -> the latest of its events arrived so far
+	for _, id := range arrived {
+		tok, _, _ := strings.Cut(id, ".")
+		if k, ok := latest[tok]; ok && rank[id] < k {
+			t.Errorf("%s arrived after a later event of its order (arrivals: %v)", id, arrived)
+		}
+		latest[tok] = max(latest[tok], rank[id])
+	}
+}
+
+// fickle is a lease that its holder gets once and then never again: another node took it (err
+// nil), or the lease store stopped answering (err).
+type fickle struct {
+	mu    sync.Mutex
+	holds int
+	err   error
+}
+
+func (l *fickle) Hold(context.Context, string, string, time.Duration) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holds++; l.holds == 1 {
+		return true, nil
+	}
+	return false, l.err
+}
+
+// TestRelayStopsWhenItsLeaseIsLost: a round whose lease is taken by another node, or can no
+// longer be extended, stops: its post in flight is cut off, the rest of what it read is not
+// sent, and every event it did not deliver stays due, its attempts not counted.
+func TestRelayStopsWhenItsLeaseIsLost(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"taken by another node", nil}, {"not extended", errors.New("redis: connection refused")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := newReceiver(t)
+			rc.delay = func(int) time.Duration { return 5 * ttl }
+			s := openStore(t, rc.srv.URL+"/hook")
+			saletest.OrderChanges(t, s, 4)
+			r := newRelay(t, s, rc, &fickle{err: tc.err}, "node-1")
+			r.LeaseTTL, r.Parallel = ttl, 1
+			start := time.Now()
+			n, err := r.Round(context.Background())
+			took := time.Since(start)
+			if n != 4 || !errors.Is(err, relay.ErrLeaseLost) || took > 2*ttl {
+				t.Errorf("round: %d tried, %v, in %s; want 4 read, ErrLeaseLost, within %s", n, err, took, 2*ttl)
+			}
+			rc.mu.Lock()
+			arrived := slices.Clone(rc.arrived)
+			rc.mu.Unlock()
+			if len(arrived) != 1 {
+				t.Errorf("posts sent: %v; want the first only, cut off", arrived)
+			}
+			ds, err := s.Deliveries(context.Background(), sale.DeliveryFilter{State: sale.DeliveryPending, Limit: 100})
+			if err != nil || len(ds) != 8 {
+				t.Fatalf("pending: %d, %v; want all 8", len(ds), err)
+			}
+			for _, d := range ds {
+				if d.Attempts != 0 {
+					t.Errorf("%s: %d attempts counted, want 0", d.ID, d.Attempts)
+				}
+			}
+		})
 	}
 }
 

@@ -104,6 +104,14 @@ type EventStore interface {
 	// Replay makes the delivery of event id to sink pending again, due at now, its attempts
 	// forgotten: a parked event, or a delivered one a receiver lost. Errors: ErrNotFound.
 	Replay(ctx context.Context, sink, id string, now time.Time) (EventDelivery, error)
+
+	// PurgeDelivered deletes the events that every sink they were written for took at or before
+	// before, with their deliveries. It looks at up to limit events written after seq after, in
+	// the order of writing, and stops at the first that happened after before. An event with a
+	// delivery pending or parked is kept, whether its sink is still configured or not. It
+	// returns how many events it deleted and the seq to look after next: 0 when nothing is left
+	// to look at.
+	PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (deleted int, next int64, err error)
 }
 
 // MaxDeliveryPage bounds the deliveries one read returns.
@@ -133,4 +141,39 @@ func (s *Service) Replay(ctx context.Context, sink, id string) (EventDelivery, e
 		return EventDelivery{}, fmt.Errorf("%w: this node has no outbox", ErrBusy)
 	}
 	return s.outbox.Replay(ctx, sink, id, s.now())
+}
+
+// PurgeBatch is how many events one PurgeDelivered looks at, each batch a short transaction of
+// its own (SQLite has one writer, which the grabs' commits wait for); purgeBatches bounds a
+// PurgeEvents call, which the next call goes on from.
+const (
+	PurgeBatch   = 500
+	purgeBatches = 200
+)
+
+// PurgeEvents deletes the order events that every sink they were written for took more than keep
+// ago, with their deliveries, oldest first, at most 100,000 a call, and reports how many it
+// deleted. An event that some sink has not taken (pending, or parked until an operator replays
+// it), or took within keep (a receiver that lost it may be sent it again), stays. A sink dropped
+// from the configuration still holds back the events written for it that it never took: no
+// node can tell a sink removed for good from one another node still relays.
+func (s *Service) PurgeEvents(ctx context.Context, keep time.Duration) (int, error) {
+	if s.outbox == nil || keep <= 0 {
+		return 0, nil
+	}
+	before := s.now().Add(-keep)
+	total := 0
+	var after int64
+	for range purgeBatches {
+		n, next, err := s.outbox.PurgeDelivered(ctx, before, after, PurgeBatch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("purge the order events: %w", err)
+		}
+		if next == 0 {
+			break
+		}
+		after = next
+	}
+	return total, nil
 }

@@ -902,6 +902,15 @@ func TestArchive(t *testing.T) {
 	})
 }
 
+// TestEventPurge runs the purge of the delivered order events (saletest.EventPurge) through the
+// service, on the embedded mode on SQLite and on PostgreSQL.
+func TestEventPurge(t *testing.T) {
+	t.Run("Embedded", func(t *testing.T) { saletest.EventPurge(t, saletest.Embedded(t, saletest.NewClock(saletest.T0))) })
+	t.Run("Postgres", func(t *testing.T) {
+		saletest.EventPurge(t, saletest.EmbeddedOn(t, saletest.NewClock(saletest.T0), pgtest.DSN(t)))
+	})
+}
+
 // withClock is d on clock.
 func withClock(d sale.Deps, clock *saletest.Clock) sale.Deps {
 	d.Now = clock.Now

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,4 +184,78 @@ func (s *Store) Replay(ctx context.Context, sink, id string, now time.Time) (sal
 		return err
 	})
 	return d, err
+}
+
+// PurgeDelivered implements sale.EventStore. The events are read in the order of writing, on
+// the primary key: a call reads at most limit of them however many are stuck behind a pending
+// delivery. Which of them every delivery has been delivered by before is read first, then the
+// deletes, in one transaction, check it again row by row: a delivery replayed meanwhile is not
+// deleted, and its event, which it still names, stays with it.
+func (s *Store) PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (int, int64, error) {
+	cut := ms(before)
+	type candidate struct {
+		seq, at int64
+		id      string
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, at_ms, event_id FROM order_events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	cands, err := collect(rows, err, func(row interface{ Scan(...any) error }) (candidate, error) {
+		var c candidate
+		return c, row.Scan(&c.seq, &c.at, &c.id)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("purge order events: %w", err)
+	}
+	var next int64
+	if len(cands) == limit {
+		next = cands[len(cands)-1].seq
+	}
+	var ids []any
+	for _, c := range cands {
+		if c.at > cut { // this one and, but for the nodes' clocks, those written after it are too new
+			next = 0
+			break
+		}
+		ids = append(ids, c.id)
+	}
+	if len(ids) == 0 {
+		return 0, next, nil
+	}
+	in := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
+	rows, err = s.r.DB.QueryContext(ctx, s.r.d.rewrite(`SELECT DISTINCT event_id FROM event_deliveries WHERE event_id IN (`+in+`)
+		AND (state <> 'delivered' OR delivered_at > ?)`), append(ids, cut)...)
+	held, err := collect(rows, err, func(row interface{ Scan(...any) error }) (string, error) {
+		var id string
+		return id, row.Scan(&id)
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("purge order events: %w", err)
+	}
+	var gone []any
+	for _, id := range ids {
+		if !slices.Contains(held, id.(string)) {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, next, nil
+	}
+	in = strings.TrimSuffix(strings.Repeat("?,", len(gone)), ",")
+	var deleted int64
+	err = s.inTx(ctx, func(t tx) error {
+		if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`DELETE FROM event_deliveries WHERE event_id IN (`+in+`)
+			AND state = 'delivered' AND delivered_at <= ?`), append(gone, cut)...); err != nil {
+			return err
+		}
+		res, err := t.Tx.ExecContext(ctx, t.d.rewrite(`DELETE FROM order_events WHERE event_id IN (`+in+`)
+			AND NOT EXISTS (SELECT 1 FROM event_deliveries d WHERE d.event_id = order_events.event_id)`), gone...)
+		if err != nil {
+			return err
+		}
+		deleted, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("purge order events: %w", err)
+	}
+	return int(deleted), next, nil
 }

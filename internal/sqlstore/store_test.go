@@ -66,6 +66,7 @@ var storeTests = []struct {
 	{"AuditLog", testAuditLog},
 	{"OrderEvents", testOrderEvents},
 	{"EventDeliveryOrder", testEventDeliveryOrder},
+	{"EventPurge", testEventPurge},
 	{"Payments", testPayments},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
@@ -1052,6 +1053,128 @@ func testEventDeliveryOrder(t *testing.T, dsn string) {
 		t.Fatalf("replay of a delivered event: %+v, %v", d, err)
 	}
 	check("a delivered event replayed", due("a", now), []string{created1})
+}
+
+// testEventPurge: the events every sink took before the cut go, with their deliveries; one that a
+// sink has pending or parked, or took after the cut, stays, and so does one pending for a sink
+// the store no longer names. Batches look at a bounded number of events, step past those held
+// back, and stop at the first event newer than the cut.
+func testEventPurge(t *testing.T, dsn string) {
+	ctx := context.Background()
+	old := openStore(t, dsn)
+	old.EmitTo("a", "b", "gone")
+	create(t, old, item("x", 10, 1))
+	lone := place(t, old, grab("x", "u0", 0))[0].Order.Token // written for a, b and gone
+	s := openStore(t, dsn)
+	s.EmitTo("a", "b") // the configuration no longer names gone
+	ps := place(t, s, grab("x", "u1", 0), grab("x", "u2", 0), grab("x", "u3", 0), grab("x", "u4", 0))
+	if _, err := s.Pay(ctx, ps[0].Order.Token, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	created := func(i int) string { return sale.EventID(ps[i].Order.Token, sale.EventCreated) }
+	paid := sale.EventID(ps[0].Order.Token, sale.EventPaid)
+	soon, late := t0.Add(3*time.Minute), t0.Add(10*time.Minute)
+	deliver := func(sink, id string, at time.Time) {
+		t.Helper()
+		if err := s.Delivered(ctx, sink, id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{created(0), created(3), paid, created(1), created(2), sale.EventID(lone, sale.EventCreated)} {
+		deliver("a", id, soon)
+	}
+	deliver("b", created(0), soon)
+	deliver("b", created(3), soon)
+	deliver("b", paid, late)
+	deliver("b", sale.EventID(lone, sale.EventCreated), soon)
+	// created(1) stays pending for b; created(2) is parked there; lone's is pending for gone.
+	if err := s.Failed(ctx, "b", created(2), "HTTP 500", soon, true); err != nil {
+		t.Fatal(err)
+	}
+	count := func(table string) int {
+		t.Helper()
+		var n int
+		if err := s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM `+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	events := func(sink string) []string {
+		t.Helper()
+		ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: sink, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for i := len(ds) - 1; i >= 0; i-- {
+			ids = append(ids, ds[i].ID)
+		}
+		return ids
+	}
+	purge := func(before time.Time, after int64, limit, wantDeleted int) int64 {
+		t.Helper()
+		n, next, err := s.PurgeDelivered(ctx, before, after, limit)
+		if err != nil || n != wantDeleted {
+			t.Fatalf("PurgeDelivered(%s, after %d, limit %d) = %d, %d, %v; want %d deleted", before, after, limit, n, next, err, wantDeleted)
+		}
+		return next
+	}
+	if e, d := count("order_events"), count("event_deliveries"); e != 6 || d != 13 {
+		t.Fatalf("before: %d events, %d deliveries; want 6 and 13", e, d)
+	}
+	if next := purge(t0.Add(time.Minute), 0, 100, 0); next != 0 {
+		t.Fatalf("before anything was delivered: next %d, want 0", next)
+	}
+	// Cut after the quick deliveries: the two creations every sink took then go; the payment,
+	// which b took later, stays.
+	if next := purge(t0.Add(5*time.Minute), 0, 100, 2); next != 0 {
+		t.Fatalf("the whole outbox looked at: next %d, want 0", next)
+	}
+	lones := sale.EventID(lone, sale.EventCreated)
+	if diff := cmp.Diff([]string{lones, created(1), created(2), paid}, events("a")); diff != "" {
+		t.Errorf("a's deliveries after the purge (-want +got):\n%s", diff)
+	}
+	if e, d := count("order_events"), count("event_deliveries"); e != 4 || d != 9 {
+		t.Errorf("after the purge: %d events, %d deliveries; want 4 and 9", e, d)
+	}
+	if _, err := s.Replay(ctx, "a", created(0), late); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("replay of a purged event: %v, want ErrNotFound", err)
+	}
+	if ds, err := s.Deliverable(ctx, "b", late, 10); err != nil || len(ds) != 1 || ds[0].ID != created(1) {
+		t.Errorf("b's due deliveries after the purge: %+v, %v; want %s", ds, err, created(1))
+	}
+	// Batches of two: the first looks at lone's and created(1), both held back, and says where to
+	// go on; the second finds created(2) held back and the payment gone; the third has nothing.
+	cut := t0.Add(time.Hour)
+	next := purge(cut, 0, 2, 0)
+	if next == 0 {
+		t.Fatal("a full batch of held-back events: next 0, want its last seq")
+	}
+	if next = purge(cut, next, 2, 1); next == 0 {
+		t.Fatal("a full batch: next 0, want its last seq")
+	}
+	if next = purge(cut, next, 2, 0); next != 0 {
+		t.Fatalf("past the end: next %d, want 0", next)
+	}
+	if diff := cmp.Diff([]string{lones, created(1), created(2)}, events("a")); diff != "" {
+		t.Errorf("a's deliveries after the batches (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{lones}, events("gone")); diff != "" {
+		t.Errorf("the dropped sink's deliveries (-want +got):\n%s", diff)
+	}
+	// A batch stops at the first event that happened after the cut, full or not.
+	if _, err := s.Replay(ctx, "b", created(2), late); err != nil {
+		t.Fatal(err)
+	}
+	deliver("b", created(2), late)
+	deliver("b", created(1), late)
+	later := place(t, s, sale.Grab{Token: "g-late", ActivityID: "x", UserID: "u9", AmountCents: 1999, At: t0.Add(2 * time.Hour)})
+	if next := purge(t0.Add(90*time.Minute), 0, 4, 2); next != 0 {
+		t.Fatalf("a full batch ending in a newer event: next %d, want 0", next)
+	}
+	if diff := cmp.Diff([]string{lones, sale.EventID(later[0].Order.Token, sale.EventCreated)}, events("a")); diff != "" {
+		t.Errorf("a's deliveries at the end (-want +got):\n%s", diff)
+	}
 }
 
 // testPayments walks payments through a provider: started once per order however often the

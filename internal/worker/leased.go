@@ -121,3 +121,47 @@ func (a *Archiver) Round(ctx context.Context) int {
 	}
 	return n
 }
+
+// EventPurger deletes, every Every, the order events that every sink took more than Keep ago,
+// with their deliveries (Service.PurgeEvents): the outbox keeps what is not yet delivered
+// everywhere and what a receiver might still ask for again. One node of many does it, the one
+// holding the lease "events"; a round that outlasts the lease and meets another node's is
+// harmless, each delete checking again what it deletes.
+type EventPurger struct {
+	Service *sale.Service
+	Lease   sale.Lease
+	Holder  string
+	Every   time.Duration
+	Keep    time.Duration
+	Log     *slog.Logger
+	// Purged, when set, is told how many events each round deleted (metrics).
+	Purged func(n int)
+}
+
+// EventsLease is the lease an EventPurger holds for its rounds.
+const EventsLease = "events"
+
+// Run purges every Every until ctx ends.
+func (p *EventPurger) Run(ctx context.Context) {
+	for sleep(ctx, p.Every) {
+		p.Round(ctx)
+	}
+}
+
+// Round purges what is due if this node holds the lease; it returns how many events it deleted.
+func (p *EventPurger) Round(ctx context.Context) int {
+	if !hold(ctx, p.Lease, EventsLease, p.Holder, p.Every, p.Log) {
+		return 0
+	}
+	n, err := p.Service.PurgeEvents(ctx, p.Keep)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		p.Log.Warn("purge the order events", "err", err)
+	}
+	if n > 0 {
+		p.Log.Info("purged delivered order events", "count", n)
+		if p.Purged != nil {
+			p.Purged(n)
+		}
+	}
+	return n
+}

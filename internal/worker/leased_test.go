@@ -75,3 +75,52 @@ func TestScheduledReconcile(t *testing.T) {
 		t.Fatalf("round after the repair: %+v; want ok", after)
 	}
 }
+
+// TestEventPurgerOneNodeAtATime: of two nodes sharing the lease, one purges the order events
+// every sink took more than Keep ago and the other skips its round; an event the sink has not
+// taken stays.
+func TestEventPurgerOneNodeAtATime(t *testing.T) {
+	ctx := context.Background()
+	clock := saletest.NewClock(saletest.T0)
+	env := saletest.Embedded(t, clock)
+	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "events", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"u1", "u2", "u3"} {
+		if _, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.Drain(a.ID)
+	ds, err := env.Store.Deliverable(ctx, saletest.Sink, clock.Now(), 10)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("due: %v, %v; want the 3 creations", ds, err)
+	}
+	for _, d := range ds[:2] { // the third stays pending
+		if err := env.Store.Delivered(ctx, saletest.Sink, d.ID, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(2 * time.Hour)
+	lease := memory.NewLease(time.Now)
+	var purged []int
+	node := func(name string) *worker.EventPurger {
+		return &worker.EventPurger{Service: env.Service, Lease: lease, Holder: name, Every: time.Minute, Keep: time.Hour,
+			Log: slog.New(slog.DiscardHandler), Purged: func(n int) { purged = append(purged, n) }}
+	}
+	if n := node("a").Round(ctx); n != 2 {
+		t.Fatalf("the lease's holder purged %d, want the 2 events delivered an hour ago", n)
+	}
+	if n := node("b").Round(ctx); n != 0 {
+		t.Fatalf("the other node purged %d while the first held the lease", n)
+	}
+	if n := node("a").Round(ctx); n != 0 || len(purged) != 1 {
+		t.Fatalf("a second round purged %d (rounds told: %v); want nothing left to purge", n, purged)
+	}
+	left, err := env.Service.Deliveries(ctx, sale.DeliveryFilter{Limit: 10})
+	if err != nil || len(left) != 1 || left[0].ID != ds[2].ID || left[0].State != sale.DeliveryPending {
+		t.Fatalf("left: %+v, %v; want %s, pending", left, err, ds[2].ID)
+	}
+}

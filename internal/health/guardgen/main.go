@@ -44,9 +44,10 @@ var ports = []port{
 		}},
 	{iface: "Store", fn: "GuardStore", doc: "returns p with every call but Ping guarded by guard.",
 		slow: map[string]string{
-			"Activities": "the list grows with the activities",
-			"GateState":  "reading what the gate must hold grows with the activity's orders",
-			"Cancel":     "never abandoned at a deadline: the caller that won the cancellation must learn it, as it is the one that restocks",
+			"Activities":     "the list grows with the activities",
+			"GateState":      "reading what the gate must hold grows with the activity's orders",
+			"Cancel":         "never abandoned at a deadline: the caller that won the cancellation must learn it, as it is the one that restocks",
+			"PurgeDelivered": "a batch of deletes in the background, its time growing with the events it looks at",
 		},
 		direct: map[string]string{
 			"Ping": "it is how /readyz tells whether the database answers, whatever the breaker thinks",
