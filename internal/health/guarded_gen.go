@@ -283,6 +283,10 @@ func (x guardedLine) Next(ctx context.Context, activityID string, n int) (int64,
 	return v.r0, v.r1, v.r2, err
 }
 
+func (x guardedLine) Revise(ctx context.Context, a sale.Activity) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Revise(ctx, a) })
+}
+
 // Seal is slow (no call deadline): sealing grows with the early crowd.
 func (x guardedLine) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error) {
 	return slowCall(ctx, x.guard, func(ctx context.Context) (sale.LineState, error) { return x.p.Seal(ctx, a) })

@@ -57,6 +57,10 @@ type line struct {
 	places []*ticket // by place; nil where a ticket was never acknowledged
 	users  map[string]*ticket
 	rate   float64
+	// revision and ends are the latest revision of the activity the line was given, and its
+	// end: no join from then on, whatever the joiner's copy says.
+	revision int64
+	ends     time.Time
 }
 
 // ticket is a ticket in memory. done is open while its join is being committed, and nil after;
@@ -173,6 +177,17 @@ func (l *Line) lineOf(a sale.Activity) *line {
 	return ln
 }
 
+// Revise implements sale.Line.
+func (l *Line) Revise(_ context.Context, a sale.Activity) error {
+	ln := l.lineOf(a)
+	ln.mu.Lock()
+	defer ln.mu.Unlock()
+	if a.Revision > ln.revision {
+		ln.revision, ln.ends = a.Revision, a.EndAt
+	}
+	return nil
+}
+
 func (l *Line) find(id string) *line {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -196,6 +211,10 @@ func (ln *line) waiting(k *ticket) bool {
 func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
 	ln := l.lineOf(r.Activity)
 	ln.mu.Lock()
+	if ln.revision > 0 && !r.Now.Before(ln.ends) {
+		ln.mu.Unlock()
+		return sale.Joined{}, fmt.Errorf("%w: the sale ended at %s", sale.ErrEnded, ln.ends.Format(time.RFC3339Nano))
+	}
 	tail := ln.sealed || !r.Now.Before(r.Activity.StartAt)
 	if tail && !r.Tail {
 		ln.mu.Unlock()

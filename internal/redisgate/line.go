@@ -34,6 +34,10 @@ var (
 	//go:embed line_seal.lua
 	lineSealLua    string
 	lineSealScript = redis.NewScript(lineSealLua)
+
+	//go:embed line_revise.lua
+	lineReviseLua    string
+	lineReviseScript = redis.NewScript(lineReviseLua)
 )
 
 var _ sale.Line = (*Line)(nil)
@@ -87,6 +91,8 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 		return sale.Joined{}, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, a.QueueCap)
 	case -2:
 		return sale.Joined{}, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
+	case -3:
+		return sale.Joined{}, fmt.Errorf("%w: the line was told the sale ended", sale.ErrEnded)
 	case 0, 1:
 		if len(res) != 4+len(stateFields) {
 			return sale.Joined{}, fmt.Errorf("join the line: unexpected answer %v", res)
@@ -102,6 +108,18 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 	default:
 		return sale.Joined{}, fmt.Errorf("join the line: unexpected answer %v", res)
 	}
+}
+
+// Revise implements sale.Line.
+func (l *Line) Revise(ctx context.Context, a sale.Activity) error {
+	n, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineReviseScript, []string{lineKeysOf(a.ID).state}, a.Revision, a.EndAt.UnixMilli()).Int64()
+	switch {
+	case err != nil:
+		return sale.Busy(err, "revise the line of %s on redis", a.ID)
+	case n < 0:
+		return fmt.Errorf("revise the line of %s on redis: script answered %d", a.ID, n)
+	}
+	return nil
 }
 
 // parseTicket reads a ticket record (see line_join.lua).

@@ -6,7 +6,8 @@
 -- A ticket record is "user\nplace\nearly\njoined ms\noutcome\norder token\namount".
 -- Returns {1, id, record, place, state...} for a new ticket, {0, id, record, place, state...} for
 -- the one waiting, {-1} when the line is full, {-2} when only the tail is left and it is not
--- allowed. The state is the line's after the join: sealed, drawn, early, tail, head, rate.
+-- allowed, {-3} when the line was given a revision of the activity that ends it by now
+-- (line_revise.lua). The state is the line's after the join: sealed, drawn, early, tail, head, rate.
 local FIELDS = {'sealed', 'drawn', 'early', 'tail', 'head', 'rate'}
 local function answer(code, id, rec, place)
   local out = {code, id, rec, place}
@@ -15,7 +16,8 @@ local function answer(code, id, rec, place)
   return out
 end
 
-local st = redis.call('HMGET', KEYS[1], 'sealed', 'early', 'tail', 'head')
+local st = redis.call('HMGET', KEYS[1], 'sealed', 'early', 'tail', 'head', 'ends')
+if st[5] and tonumber(ARGV[3]) >= tonumber(st[5]) then return {-3} end
 local sealed = st[1] == '1'
 local early = tonumber(st[2]) or 0
 local tail = tonumber(st[3]) or 0

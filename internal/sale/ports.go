@@ -311,6 +311,12 @@ type Line interface {
 	// Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
 	Join(ctx context.Context, r JoinRequest) (Joined, error)
 
+	// Revise gives the line revision a of its activity, as the gate is given it: from then on a
+	// join at or after a.EndAt is refused with ErrEnded, whatever the joiner's copy of the
+	// activity says (a node whose copy predates an end issues no ticket). A revision older than
+	// the one the line has changes nothing. Errors: ErrBusy.
+	Revise(ctx context.Context, a Activity) error
+
 	// Ticket returns the ticket of token and its line's state. Errors: ErrNotFound, ErrBusy.
 	Ticket(ctx context.Context, token string) (Ticket, LineState, error)
 

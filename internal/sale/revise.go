@@ -161,6 +161,12 @@ func (s *Service) giveRevision(ctx context.Context, r Revision) error {
 		if err != nil {
 			return err
 		}
+		if a.Lined() && s.line != nil {
+			// The line checks the end itself: a node whose copy predates it issues no ticket.
+			if err := s.line.Revise(ctx, a); err != nil {
+				return fmt.Errorf("the line: %w", err)
+			}
+		}
 	}
 	if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
 		return fmt.Errorf("record it given: %w", err)

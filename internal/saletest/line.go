@@ -38,6 +38,35 @@ func LineTests(t *testing.T, newLine NewLine) {
 	t.Run("AdmitAndSkipMoveTheHeadOnce", func(t *testing.T) { lineAdmitSkip(t, newLine) })
 	t.Run("ConcurrentJoinsGetDistinctPlaces", func(t *testing.T) { lineConcurrent(t, newLine) })
 	t.Run("TheSealRacingEarlyJoins", func(t *testing.T) { lineSealRace(t, newLine) })
+	t.Run("AnEndGivenToTheLineHolds", func(t *testing.T) { lineRevisedEnd(t, newLine) })
+}
+
+// lineRevisedEnd: the sale is ended by an operator (revision 2, its end now); a join made on a
+// copy from before (revision 1, ending an hour later) is refused ENDED by the line itself, and a
+// late revision 1 given after does not move the end back.
+func lineRevisedEnd(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, _ := newLine(t)
+	a := LineItem("line-revised", 3, sale.AdmitQueue)
+	a.Revision = 1
+	join(t, l, a, "before", a.StartAt.Add(time.Second), true)
+	ended := a
+	ended.Revision, ended.EndAt = 2, a.StartAt.Add(time.Minute)
+	if err := l.Revise(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Revise(ctx, a); err != nil { // revision 1 again, given late
+		t.Fatal(err)
+	}
+	for _, user := range []string{"after", "before"} {
+		_, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Now: ended.EndAt, Tail: true})
+		if !errors.Is(err, sale.ErrEnded) {
+			t.Fatalf("%s joins at the end on a copy from before it: %v, want ErrEnded", user, err)
+		}
+	}
+	if _, fresh := join(t, l, a, "just-before", ended.EndAt.Add(-time.Millisecond), true); !fresh {
+		t.Fatal("a join just before the end: not a fresh ticket")
+	}
 }
 
 func join(t *testing.T, l sale.Line, a sale.Activity, user string, at time.Time, tail bool) (sale.Ticket, bool) {

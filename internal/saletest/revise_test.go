@@ -177,3 +177,29 @@ func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
 		t.Fatalf("reconcile = %+v, %v", rec, err)
 	}
 }
+
+// TestEndReachesTheLineOfEveryNode: a queue's sale ended through one node; the other, whose copy
+// of the activity still says the sale is on, gives no ticket: its line holds the end itself.
+func TestEndReachesTheLineOfEveryNode(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	clock := saletest.NewClock(saletest.T0)
+	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "queue", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
+		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := two.Service.Join(ctx, a.ID, "early", ""); err != nil {
+		t.Fatalf("a join before the end: %v", err) // node two has its copy now
+	}
+	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := two.Service.Known(a.ID); !clock.Now().Before(got.EndAt) {
+		t.Fatalf("node two's copy: %+v; want the one from before the end", got)
+	}
+	if _, _, err := two.Service.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("a join through node two after the end: %v, want ErrEnded", err)
+	}
+}
