@@ -369,12 +369,13 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		env[k] = v
 	}
 	maps.Copy(env, c.serverEnv)
-	cfg, err := parseServe(nil, func(k string) string {
-		if strings.HasPrefix(k, "OTEL_") { // traces, as the process's environment asks
-			return os.Getenv(k)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") { // traces, as the process's environment asks
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
 		}
-		return env[k]
-	}, stderr)
+	}
+	cfg, err := parseServe(nil, env, stderr)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err

@@ -309,8 +309,9 @@ const (
 	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz, /readyz and /metrics
 )
 
-// parseServe reads serve's flags, each defaulting to its SECKILL_* environment variable.
-func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// parseServe reads serve's flags, each defaulting to its SECKILL_* variable of env (the
+// process's environment), and refuses a SECKILL_* variable that is none of them.
+func parseServe(args []string, env map[string]string, stderr io.Writer) (config, error) {
 	c := config{gateLimits: health.GateThresholds, dbLimits: health.DatabaseThresholds}
 	table := settings(&c)
 	vals := make([]string, len(table))
@@ -318,7 +319,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.SetOutput(stderr)
 	for i, s := range table {
 		def := s.def
-		if v := getenv(s.env); v != "" {
+		if v := env[s.env]; v != "" {
 			def = v
 		}
 		fs.StringVar(&vals[i], s.flag, def, s.help+" ("+s.env+")")
@@ -329,13 +330,16 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
+	if err := unknownSettings(env, table); err != nil {
+		return c, err
+	}
 	for i, s := range table {
 		if err := s.set(&c, vals[i]); err != nil {
 			return c, fmt.Errorf("%s=%q (-%s): %w", s.env, vals[i], s.flag, err)
 		}
 	}
 	var err error
-	if c.tracing, err = tracingOf(getenv); err != nil {
+	if c.tracing, err = tracingOf(func(k string) string { return env[k] }); err != nil {
 		return c, err
 	}
 	if vals[indexOf(table, "demo")] == demoAuto {
@@ -377,6 +381,67 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, errors.New("SECKILL_RISK_CHALLENGE_AT, SECKILL_RISK_BLOCK_AT and SECKILL_RISK_SHADOW are the model's: they need SECKILL_RISK_MODEL")
 	}
 	return c, nil
+}
+
+// unknownSettings refuses the SECKILL_* variables of env that are no setting of table: a
+// misspelt one would be ignored, and the node would run on the default it was meant to replace
+// (SECKILL_JWT_SECRT: a random secret, and with it the demo login). Each is named with the
+// setting it is closest to, when one is close. serve and check both refuse them here.
+func unknownSettings(env map[string]string, table []setting) error {
+	known := map[string]bool{}
+	for _, s := range table {
+		known[s.env] = true
+	}
+	var unknown []string
+	for k := range env {
+		if strings.HasPrefix(k, "SECKILL_") && !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	for i, k := range unknown {
+		unknown[i] = "unknown setting " + k
+		if near := closestSetting(k, table); near != "" {
+			unknown[i] += ": did you mean " + near + "?"
+		}
+	}
+	return fmt.Errorf("%s (seckill serve -h lists the settings)", strings.Join(unknown, "; "))
+}
+
+// closestSetting is the variable of table that name is a typo of: the fewest edits away, and
+// at most a third of its part after SECKILL_ (at least one); "" when none is that close.
+func closestSetting(name string, table []setting) string {
+	best, bestDist := "", max(1, (len(name)-len("SECKILL_"))/3)+1
+	for _, s := range table {
+		if d := editDistance(name, s.env); d < bestDist {
+			best, bestDist = s.env, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b: the fewest characters inserted, deleted
+// or replaced that turn one into the other.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // indexOf is the place of the setting of flag name in table.

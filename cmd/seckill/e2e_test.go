@@ -148,12 +148,7 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 // prints the admin token.
 func TestZeroSetupStart(t *testing.T) {
 	t.Chdir(t.TempDir())
-	env := func(k string) string {
-		if k == "SECKILL_ADDR" {
-			return "127.0.0.1:0"
-		}
-		return ""
-	}
+	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out bytes.Buffer
 	lines := make(chan string, 16)
@@ -306,8 +301,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
-			env := func(k string) string { return tc.env[k] }
-			err := run(context.Background(), tc.args, env, io.Discard, io.Discard)
+			err := run(context.Background(), tc.args, tc.env, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run = %v, want an error about %q", err, tc.want)
 			}

@@ -230,7 +230,7 @@ func waitListening(t testing.TB, r io.Reader) string {
 
 // testEnv is the environment of a test server on the database dsn, with more variables as
 // name, value pairs.
-func testEnv(dsn string, more ...string) func(string) string {
+func testEnv(dsn string, more ...string) map[string]string {
 	env := map[string]string{
 		"SECKILL_ADDR":        "127.0.0.1:0",
 		"SECKILL_DB":          dsn,
@@ -241,17 +241,17 @@ func testEnv(dsn string, more ...string) func(string) string {
 	for i := 0; i+1 < len(more); i += 2 {
 		env[more[i]] = more[i+1]
 	}
-	return func(k string) string { return env[k] }
+	return env
 }
 
 // launch runs run() in process until ctx ends and returns its base URL and its result.
-func launch(t *testing.T, ctx context.Context, getenv func(string) string, args ...string) (string, <-chan error) {
+func launch(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, <-chan error) {
 	t.Helper()
-	return launchLogging(t, ctx, getenv, io.Discard, args...)
+	return launchLogging(t, ctx, env, io.Discard, args...)
 }
 
 // launchLogging is launch with run's log written to stderr.
-func launchLogging(t *testing.T, ctx context.Context, getenv func(string) string, stderr io.Writer, args ...string) (string, <-chan error) {
+func launchLogging(t *testing.T, ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (string, <-chan error) {
 	t.Helper()
 	addr := make(chan string, 1)
 	stdout := &lineWriter{line: func(l string) {
@@ -260,7 +260,7 @@ func launchLogging(t *testing.T, ctx context.Context, getenv func(string) string
 		}
 	}}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, getenv, stdout, stderr) }()
+	go func() { done <- run(ctx, args, env, stdout, stderr) }()
 	select {
 	case u := <-addr:
 		return u, done
@@ -277,10 +277,10 @@ func sqliteDSN(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir
 
 // startRun launches run() on a free port; the server is shut down, and run's error checked, when
 // the test ends.
-func startRun(t *testing.T, getenv func(string) string, args ...string) string {
+func startRun(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	base, done := launch(t, ctx, getenv, args...)
+	base, done := launch(t, ctx, env, args...)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
