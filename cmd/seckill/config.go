@@ -91,7 +91,8 @@ type setting struct {
 	set                  func(c *config, v string) error
 }
 
-// demoAuto is SECKILL_DEMO unset: demo mode follows whether a JWT secret is set.
+// demoAuto is SECKILL_DEMO unset: demo mode is on only for a node with no deployment setting
+// (config.deployment).
 const demoAuto = ""
 
 // settings is serve's configuration table, bound to c.
@@ -123,7 +124,7 @@ func settings(c *config) []setting {
 		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
 		{"admin-tokens", "SECKILL_ADMIN_TOKENS", "", "more admin tokens, comma-separated `name:role:token` (role viewer: reads only; operator: everything), each named in the audit log",
 			func(c *config, v string) (err error) { c.admins, err = parseAdmins(v); return err }},
-		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret and an identity provider",
+		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login (anyone can sign in as anyone); default on only without any deployment setting (a JWT secret, an identity provider, an admin token, Redis, a database other than SQLite, a payment provider, webhooks, Kafka, trusted proxies)",
 			func(c *config, v string) error {
 				switch v {
 				case demoAuto, "1", "true", "on", "0", "false", "off":
@@ -343,7 +344,7 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 		return c, err
 	}
 	if vals[indexOf(table, "demo")] == demoAuto {
-		c.demo = c.jwtSecret == "" && c.provider.JWKSURL == ""
+		c.demo = c.deployment() == ""
 	}
 	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub" ||
 		c.provider.CreatedClaim != "" || c.provider.TrustClaim != "") {
@@ -381,6 +382,36 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 		return c, errors.New("SECKILL_RISK_CHALLENGE_AT, SECKILL_RISK_BLOCK_AT and SECKILL_RISK_SHADOW are the model's: they need SECKILL_RISK_MODEL")
 	}
 	return c, nil
+}
+
+// deployment names a setting of c that only a deployment has, "" when there is none: such a
+// node never turns the demo login on by itself (SECKILL_DEMO=1 still does). The demo login lets
+// anyone sign in as anyone; it is for `go run ./cmd/seckill` on a laptop, and a deployment whose
+// SECKILL_JWT_SECRET was left out or misspelt must not fall back to it.
+func (c config) deployment() string {
+	switch {
+	case c.jwtSecret != "":
+		return "SECKILL_JWT_SECRET"
+	case c.provider.JWKSURL != "":
+		return "SECKILL_JWKS_URL"
+	case c.redis != "":
+		return "SECKILL_REDIS"
+	case !strings.HasPrefix(c.db, "sqlite:"): // a try-out may start on a fresh SQLite file
+		return "SECKILL_DB"
+	case c.adminToken != "":
+		return "SECKILL_ADMIN_TOKEN"
+	case len(c.admins) > 0:
+		return "SECKILL_ADMIN_TOKENS"
+	case c.paymentURL != "" || c.paymentSecret != "":
+		return "SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET"
+	case len(c.webhooks) > 0 || c.webhookSecret != "":
+		return "SECKILL_WEBHOOK_URL"
+	case len(c.kafkaBrokers) > 0:
+		return "SECKILL_KAFKA_BROKERS"
+	case len(c.trustedProxies) > 0:
+		return "SECKILL_TRUSTED_PROXIES"
+	}
+	return ""
 }
 
 // unknownSettings refuses the SECKILL_* variables of env that are no setting of table: a

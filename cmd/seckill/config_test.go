@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -174,4 +175,50 @@ func TestEnvironmentKeepsTheFirstValue(t *testing.T) {
 	if env["SECKILL_ADDR"] != "127.0.0.1:1" || env["A"] != "b=c" || len(env) != 3 {
 		t.Fatalf("environment = %v", env)
 	}
+}
+
+// TestDemoOnlyWithoutADeployment: the demo login (anyone is anyone) is on by default only for a
+// node with no deployment setting, as `go run ./cmd/seckill` starts one (on a SQLite file of
+// its choice too); any deployment setting keeps it off unless SECKILL_DEMO asks for it.
+func TestDemoOnlyWithoutADeployment(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		demo bool
+	}{
+		{"nothing", nil, true},
+		{"a SQLite file", map[string]string{"SECKILL_DB": "sqlite:/tmp/try.db", "SECKILL_ADDR": "0.0.0.0:8080"}, true},
+		{"a JWT secret", map[string]string{"SECKILL_JWT_SECRET": testSecret}, false},
+		{"an identity provider", map[string]string{"SECKILL_JWKS_URL": "https://id.example.test/certs"}, false},
+		{"Redis", map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379/0"}, false},
+		{"MariaDB", map[string]string{"SECKILL_DB": "mysql://seckill:pw@127.0.0.1:3306/seckill"}, false},
+		{"PostgreSQL", map[string]string{"SECKILL_DB": "postgres://seckill:pw@127.0.0.1/seckill"}, false},
+		{"an admin token", map[string]string{"SECKILL_ADMIN_TOKEN": testAdmin}, false},
+		{"named admins", map[string]string{"SECKILL_ADMIN_TOKENS": "grafana:viewer:0123456789abcdef"}, false},
+		{"a payment provider", map[string]string{"SECKILL_PAYMENT_URL": "https://pay.example.test/checkout", "SECKILL_PAYMENT_SECRET": "0123456789abcdef"}, false},
+		{"webhooks", map[string]string{"SECKILL_WEBHOOK_URL": "https://shop.example.test/hook", "SECKILL_WEBHOOK_SECRET": "0123456789abcdef"}, false},
+		{"Kafka", map[string]string{"SECKILL_KAFKA_BROKERS": "127.0.0.1:9092"}, false},
+		{"a trusted proxy", map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8"}, false},
+		{"Redis and SECKILL_DEMO=1", map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379/0", "SECKILL_DEMO": "1"}, true},
+		{"nothing and SECKILL_DEMO=0", map[string]string{"SECKILL_DEMO": "0"}, false},
+	}
+	for _, tc := range tests {
+		c, err := parseServe(nil, tc.env, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.demo != tc.demo {
+			t.Errorf("%s (%v): demo %v, want %v", tc.name, tc.env, c.demo, tc.demo)
+		}
+	}
+}
+
+// TestDemoLoginOffWithAnAdminToken: a node given an admin token and nothing else (no JWT secret)
+// serves no demo login: POST /api/login is not found, and no demo activity is seeded.
+func TestDemoLoginOffWithAnAdminToken(t *testing.T) {
+	base := startRun(t, map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": sqliteDSN(t), "SECKILL_ADMIN_TOKEN": testAdmin,
+		"SECKILL_LOG_LEVEL": "warn"})
+	c := newClient(t, base)
+	c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusNotFound)
+	c.must("GET", "/api/activities/demo", "", "", http.StatusNotFound)
 }
