@@ -361,7 +361,7 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		db = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
 	// The server's own defaults (rate limits and all), as `seckill serve` would take them.
-	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
+	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
 		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
 		"SECKILL_DEMO": "0", "SECKILL_REDIS_MIN_REPLICAS": strconv.Itoa(c.minReplicas)}
 	for _, kv := range c.providerEnv() {

@@ -30,7 +30,7 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
+	return enc.Encode(checked{Role: c.role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
 		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
 		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds(),
 		RiskModel: risky.Status().Version, RiskShadow: c.riskShadow, RiskNetworks: nets, RiskRecord: c.riskRecord})
@@ -40,6 +40,7 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 type checked struct {
 	Role             string   `json:"role"`
 	Addr             string   `json:"addr"`
+	MetricsAddr      string   `json:"metrics_addr"` // where /metrics is served, apart from Addr
 	DB               string   `json:"db"`
 	Redis            string   `json:"redis"`
 	Demo             bool     `json:"demo"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -71,6 +72,7 @@ type config struct {
 	kafkaBrokers []string
 	kafkaTopic   string
 	pprofAddr    string // where to serve net/http/pprof; empty: nowhere
+	metricsAddr  string // where to serve /metrics, apart from the API, which the public reaches
 	rankExactMax int64  // the most shares a red packet's leaderboard keeps exactly
 	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
 	reconcileEvery  time.Duration
@@ -99,6 +101,8 @@ const demoAuto = ""
 func settings(c *config) []setting {
 	return []setting{
 		{"addr", "SECKILL_ADDR", "127.0.0.1:8080", "listen `address`", text(&c.addr)},
+		{"metrics-addr", "SECKILL_METRICS_ADDR", defaultMetricsAddr, "`address` of the listener of its own that serves /metrics (never the API's port): loopback, or the pod's port only Prometheus reaches",
+			address(&c.metricsAddr)},
 		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.db)},
 		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.redis)},
 		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
@@ -218,11 +222,28 @@ func settings(c *config) []setting {
 	}
 }
 
+// defaultMetricsAddr is SECKILL_METRICS_ADDR's default: loopback, so that only this machine
+// reads the metrics; not Prometheus's own 9090, which a local Prometheus (or deploy/compose's,
+// published on the host) holds.
+const defaultMetricsAddr = "127.0.0.1:9464"
+
 // The parsers of the table's settings. Each error names the environment variable, the value and
 // what is wanted: a flag and its variable take the same text.
 
 func text(dst *string) func(*config, string) error {
 	return func(_ *config, v string) error { *dst = v; return nil }
+}
+
+// address reads a listen address, host:port (the host may be empty: every interface).
+func address(dst *string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		_, port, err := net.SplitHostPort(v)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+			return errors.New("want a listen address host:port such as 127.0.0.1:9464")
+		}
+		*dst = v
+		return nil
+	}
 }
 
 // positive reads a duration above zero into every dst.
@@ -307,7 +328,7 @@ const maxRate = 10_000_000
 const (
 	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
 	roleAPI    = "api"    // the HTTP API only
-	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz, /readyz and /metrics
+	roleWorker = "worker" // the worker and the sweeper; on the API's port only /healthz and /readyz
 )
 
 // parseServe reads serve's flags, each defaulting to its SECKILL_* variable of env (the

@@ -136,7 +136,7 @@ func TestServeRefusesAnUnknownSetting(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.env["SECKILL_ADDR"] = "127.0.0.1:0"
+			tc.env["SECKILL_ADDR"], tc.env["SECKILL_METRICS_ADDR"] = "127.0.0.1:0", "127.0.0.1:0"
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var out bytes.Buffer
@@ -161,7 +161,7 @@ func TestBinaryRefusesAnUnknownSetting(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, buildBinary(t))
 	cmd.Dir = t.TempDir()
-	cmd.Env = []string{"SECKILL_ADDR=127.0.0.1:0", "SECKILL_JWT_SECRT=" + testSecret}
+	cmd.Env = []string{"SECKILL_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0", "SECKILL_JWT_SECRT=" + testSecret}
 	out, err := cmd.CombinedOutput()
 	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "unknown setting SECKILL_JWT_SECRT: did you mean SECKILL_JWT_SECRET?") {
 		t.Fatalf("seckill with SECKILL_JWT_SECRT: %v (timed out: %v)\n%s\nwant it to refuse to start, naming SECKILL_JWT_SECRET", err, ctx.Err() != nil, out)
@@ -216,8 +216,8 @@ func TestDemoOnlyWithoutADeployment(t *testing.T) {
 // TestDemoLoginOffWithAnAdminToken: a node given an admin token and nothing else (no JWT secret)
 // serves no demo login: POST /api/login is not found, and no demo activity is seeded.
 func TestDemoLoginOffWithAnAdminToken(t *testing.T) {
-	base := startRun(t, map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": sqliteDSN(t), "SECKILL_ADMIN_TOKEN": testAdmin,
-		"SECKILL_LOG_LEVEL": "warn"})
+	base := startRun(t, map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0", "SECKILL_DB": sqliteDSN(t),
+		"SECKILL_ADMIN_TOKEN": testAdmin, "SECKILL_LOG_LEVEL": "warn"})
 	c := newClient(t, base)
 	c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusNotFound)
 	c.must("GET", "/api/activities/demo", "", "", http.StatusNotFound)

@@ -232,11 +232,12 @@ func waitListening(t testing.TB, r io.Reader) string {
 // name, value pairs.
 func testEnv(dsn string, more ...string) map[string]string {
 	env := map[string]string{
-		"SECKILL_ADDR":        "127.0.0.1:0",
-		"SECKILL_DB":          dsn,
-		"SECKILL_JWT_SECRET":  testSecret,
-		"SECKILL_ADMIN_TOKEN": testAdmin,
-		"SECKILL_LOG_LEVEL":   "warn",
+		"SECKILL_ADDR":         "127.0.0.1:0",
+		"SECKILL_METRICS_ADDR": "127.0.0.1:0",
+		"SECKILL_DB":           dsn,
+		"SECKILL_JWT_SECRET":   testSecret,
+		"SECKILL_ADMIN_TOKEN":  testAdmin,
+		"SECKILL_LOG_LEVEL":    "warn",
 	}
 	for i := 0; i+1 < len(more); i += 2 {
 		env[more[i]] = more[i+1]
@@ -254,8 +255,13 @@ func launch(t *testing.T, ctx context.Context, env map[string]string, args ...st
 func launchLogging(t *testing.T, ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (string, <-chan error) {
 	t.Helper()
 	addr := make(chan string, 1)
+	var scrapeAt string
 	stdout := &lineWriter{line: func(l string) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "metrics: "); ok {
+			scrapeAt = u // printed before the API's address
+		}
 		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
+			metricsOf.Store(u, scrapeAt)
 			addr <- u
 		}
 	}}
@@ -270,6 +276,29 @@ func launchLogging(t *testing.T, ctx context.Context, env map[string]string, std
 		t.Fatal("run did not listen within 30s")
 	}
 	return "", nil
+}
+
+// metricsOf holds the metrics URL of each node launch started, by its base URL.
+var metricsOf sync.Map
+
+// scrape is the metrics text of the node launched at base, read from its own listener.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	at, _ := metricsOf.Load(base)
+	u, _ := at.(string)
+	if u == "" {
+		t.Fatalf("the node at %s printed no metrics address", base)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
+	}
+	return string(b)
 }
 
 // sqliteDSN is a fresh SQLite database in t's temp dir.

@@ -50,7 +50,7 @@ if [ "${MODE:-embedded}" = redis ]; then
   fi
 fi
 GOMAXPROCS=${SERVER_GOMAXPROCS:-${GOMAXPROCS:-}} SECKILL_PPROF=${PPROF:+127.0.0.1:18090} \
-SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
+SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_METRICS_ADDR=127.0.0.1:18091 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
 seckill_pid=$!
 for _ in $(seq 100); do curl -sf 127.0.0.1:18080/healthz >/dev/null && curl -sf 127.0.0.1:18081/ >/dev/null 2>&1 && break; sleep 0.1; done
@@ -128,7 +128,7 @@ if [ -n "$redis" ] && [ "${SECKILL_ROLE:-all}" = api ] && [ -n "$allwin" ]; then
     echo "$n"
   }
   queued=$(pending)
-  SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
+  SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_METRICS_ADDR=127.0.0.1:18092 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
     SECKILL_JWT_SECRET=$secret SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/worker.out" 2>&1 &
   worker_pid=$!
   began=$(date +%s.%N) left=$queued
