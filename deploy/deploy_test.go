@@ -38,6 +38,7 @@ const image = "seckill:latest"
 type node struct {
 	Role           string   `json:"role"`
 	Addr           string   `json:"addr"`
+	MetricsAddr    string   `json:"metrics_addr"`
 	DB             string   `json:"db"`
 	Redis          string   `json:"redis"`
 	Demo           bool     `json:"demo"`
@@ -77,6 +78,23 @@ func nodeEnv(t *testing.T, where string, env map[string]string, role string) nod
 	return n
 }
 
+// metricsPort is the port of the node's metrics listener, which the deployment's Prometheus
+// must reach: not loopback, and not the API's port.
+func metricsPort(t *testing.T, where string, n node) string {
+	t.Helper()
+	host, port, err := net.SplitHostPort(n.MetricsAddr)
+	if err != nil {
+		t.Fatalf("%s: metrics address %q: %v", where, n.MetricsAddr, err)
+	}
+	if ip, err := netip.ParseAddr(host); host == "localhost" || err == nil && ip.IsLoopback() {
+		t.Errorf("%s: the metrics listen on %s, loopback: Prometheus cannot scrape them", where, n.MetricsAddr)
+	}
+	if port == portOf(t, n.Addr) {
+		t.Errorf("%s: the metrics and the API share the port %s", where, port)
+	}
+	return port
+}
+
 // portOf is the port of a listen address.
 func portOf(t *testing.T, addr string) string {
 	t.Helper()
@@ -106,7 +124,9 @@ func strictYAML(t *testing.T, where string, doc []byte, v any) {
 // TestKubernetesManifests decodes every manifest strictly into the Kubernetes API's own types
 // and checks them against the binary: the environment parses, the probes ask /readyz and
 // /healthz on the port the node listens on, the pod is given longer to stop than the node
-// takes, and the Service, the disruption budget and the autoscaler select the API's pods.
+// takes, Prometheus is pointed at the metrics' own port (SECKILL_METRICS_ADDR's), which no
+// Service routes to, and the Service, the disruption budget and the autoscaler select the
+// API's pods.
 func TestKubernetesManifests(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(deployDir, "k8s", "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -152,6 +172,7 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 
 	roles := map[string]*appsv1.Deployment{}
+	metricsPorts := map[string]bool{} // the metrics ports of the pods, which no Service may route to
 	for i := range deployments {
 		d := &deployments[i]
 		where := "Deployment " + d.Name
@@ -190,6 +211,15 @@ func TestKubernetesManifests(t *testing.T) {
 		named := map[string]string{}
 		for _, p := range c.Ports {
 			named[p.Name] = fmt.Sprint(p.ContainerPort)
+		}
+		// Prometheus scrapes the metrics' own listener, the port the pod names "metrics".
+		mport := metricsPort(t, where, cfg)
+		metricsPorts[named["metrics"]] = true
+		ann := d.Spec.Template.Annotations
+		if named["metrics"] != mport || ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != mport ||
+			ann["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s: the metrics port %q and the annotations %v, want Prometheus to scrape /metrics on SECKILL_METRICS_ADDR's port %s",
+				where, named["metrics"], ann, mport)
 		}
 		for name, probe := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
 			want := map[string]string{"readiness": "/readyz", "liveness": "/healthz"}[name]
@@ -246,6 +276,13 @@ func TestKubernetesManifests(t *testing.T) {
 	if len(services) != 1 || !slices.Equal(podsOf(&metav1.LabelSelector{MatchLabels: services[0].Spec.Selector}), []string{api.Name}) ||
 		services[0].Spec.Ports[0].TargetPort.String() != api.Spec.Template.Spec.Containers[0].Ports[0].Name {
 		t.Errorf("want one Service, to the API pods' named port: %+v", services)
+	}
+	for _, s := range services {
+		for _, p := range s.Spec.Ports {
+			if metricsPorts[p.TargetPort.String()] || p.TargetPort.String() == "metrics" {
+				t.Errorf("Service %s routes to the metrics port %s: the metrics are not the public's", s.Name, p.TargetPort.String())
+			}
+		}
 	}
 	budgeted := map[string]bool{}
 	for _, b := range budgets {
@@ -322,7 +359,8 @@ var interpolation = regexp.MustCompile(`\$\{([A-Z_][A-Z0-9_]*)(?::([?-])([^}]*))
 // seckill service's environment (with deploy/.env.example's values) parses into a distributed
 // node, three API nodes and a worker, exposed on the port they listen on and given longer to
 // stop than they take; the Redis seeds are the cluster's servers, the load balancer is the one
-// trusted proxy, and Prometheus scrapes every node with the shipped rules.
+// trusted proxy and does not pass /metrics, and Prometheus scrapes every node with the shipped
+// rules on its metrics listener (SECKILL_METRICS_ADDR's port, apart from the API's).
 func TestComposeFile(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(deployDir, "compose.yaml"))
 	if err != nil {
@@ -379,7 +417,7 @@ func TestComposeFile(t *testing.T) {
 	}
 	var nodes, apis []string
 	roles := map[string]int{}
-	var nodePort string
+	var nodePort, scrapePort string
 	for name, s := range cf.Services {
 		if s.Image == "" {
 			t.Errorf("service %s has no image", name)
@@ -404,6 +442,10 @@ func TestComposeFile(t *testing.T) {
 		nodePort = portOf(t, c.Addr)
 		if !slices.Contains(s.Expose, nodePort) {
 			t.Errorf("%s exposes %v, and the node listens on %s", where, s.Expose, nodePort)
+		}
+		scrapePort = metricsPort(t, where, c)
+		if !slices.Contains(s.Expose, scrapePort) {
+			t.Errorf("%s exposes %v, and the node serves its metrics on %s", where, s.Expose, scrapePort)
 		}
 		if s.Build == nil || s.Build.Dockerfile != "deploy/Dockerfile" {
 			t.Errorf("%s: want it built from deploy/Dockerfile", where)
@@ -457,6 +499,14 @@ func TestComposeFile(t *testing.T) {
 	if !slices.Equal(upstream, wantUp) {
 		t.Errorf("nginx.conf sends to %v, want the API nodes %v", upstream, wantUp)
 	}
+	// The door does not pass /metrics: it answers it itself, before any node is asked.
+	if m := regexp.MustCompile(`(?s)location\s*=\s*/metrics\s*\{([^}]*)\}`).FindSubmatch(nginx); m == nil ||
+		!regexp.MustCompile(`(?m)^\s*return\s+404\s*;`).Match(m[1]) || strings.Contains(string(m[1]), "proxy_pass") {
+		t.Errorf("nginx.conf has no `location = /metrics { return 404; }`: the load balancer would pass /metrics to the nodes")
+	}
+	if strings.Contains(string(nginx), ":"+scrapePort) {
+		t.Errorf("nginx.conf names the metrics port %s: the load balancer must not reach the metrics", scrapePort)
+	}
 
 	var prom struct {
 		RuleFiles     []string `json:"rule_files"`
@@ -475,14 +525,18 @@ func TestComposeFile(t *testing.T) {
 	if err := yaml.Unmarshal(promRaw, &prom); err != nil {
 		t.Fatal(err)
 	}
+	// Prometheus scrapes every node on its metrics listener: SECKILL_METRICS_ADDR's port.
 	var scraped, wantScraped []string
 	for _, sc := range prom.ScrapeConfigs {
+		if sc.MetricsPath != "/metrics" {
+			t.Errorf("Prometheus scrapes %q, want /metrics", sc.MetricsPath)
+		}
 		for _, st := range sc.StaticConfigs {
 			scraped = append(scraped, st.Targets...)
 		}
 	}
 	for _, n := range nodes {
-		wantScraped = append(wantScraped, n+":"+nodePort)
+		wantScraped = append(wantScraped, n+":"+scrapePort)
 	}
 	slices.Sort(scraped)
 	slices.Sort(wantScraped)
@@ -502,8 +556,8 @@ func TestComposeFile(t *testing.T) {
 }
 
 // TestDockerfile: the image runs the binary as a non-root user on a distroless base, checks
-// its health with the binary's probe, and listens and keeps its SQLite file where the settings
-// say. (TestReleaseBuildLeavesTheLabOut builds the binary with the Dockerfile's own command.)
+// its health with the binary's probe, and listens (the API, and apart the metrics) and keeps its
+// SQLite file where the settings say. (TestReleaseBuildLeavesTheLabOut builds the binary with the Dockerfile's own command.)
 func TestDockerfile(t *testing.T) {
 	df := dockerfile(t)
 	last := df["FROM"][len(df["FROM"])-1]
@@ -535,8 +589,8 @@ func TestDockerfile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("seckill check with the image's ENV %v: %v %s", env, err, out)
 	}
-	if ex := df["EXPOSE"]; len(ex) != 1 || ex[0] != portOf(t, c.Addr) {
-		t.Errorf("EXPOSE %v, and the node listens on %s", ex, c.Addr)
+	if ex := df["EXPOSE"]; len(ex) != 1 || !slices.Equal(strings.Fields(ex[0]), []string{portOf(t, c.Addr), metricsPort(t, "the image", c)}) {
+		t.Errorf("EXPOSE %v, and the node listens on %s, its metrics on %s", ex, c.Addr, c.MetricsAddr)
 	}
 	if v := df["VOLUME"]; len(v) != 1 || !strings.HasPrefix(c.DB, "sqlite:"+strings.Trim(v[0], `["]`)+"/") {
 		t.Errorf("VOLUME %v, and the database is %s", v, c.DB)

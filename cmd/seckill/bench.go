@@ -365,7 +365,7 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		db = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
 	// The server's own defaults (rate limits and all), as `seckill serve` would take them.
-	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
+	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0", "SECKILL_DB": db, "SECKILL_REDIS": c.redis,
 		"SECKILL_JWT_SECRET": c.secret, "SECKILL_ADMIN_TOKEN": c.adminToken, "SECKILL_LOG_LEVEL": "error",
 		"SECKILL_DEMO": "0", "SECKILL_REDIS_MIN_REPLICAS": strconv.Itoa(c.minReplicas)}
 	for _, kv := range c.providerEnv() {
@@ -373,12 +373,13 @@ func startInProcess(ctx context.Context, c benchConfig, stderr io.Writer) (base 
 		env[k] = v
 	}
 	maps.Copy(env, c.serverEnv)
-	cfg, err := parseServe(nil, func(k string) string {
-		if strings.HasPrefix(k, "OTEL_") { // traces, as the process's environment asks
-			return os.Getenv(k)
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") { // traces, as the process's environment asks
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
 		}
-		return env[k]
-	}, stderr)
+	}
+	cfg, err := parseServe(nil, env, stderr)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err

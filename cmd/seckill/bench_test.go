@@ -21,7 +21,7 @@ import (
 )
 
 // noEnv is an empty environment: bench takes its secrets from flags only.
-func noEnv(string) string { return "" }
+var noEnv map[string]string
 
 // benchResult is the JSON line `seckill bench --json` ends with.
 type benchResult struct {
@@ -84,12 +84,12 @@ func checkCPU(t *testing.T, res benchResult, roles ...string) {
 
 // runBench runs `seckill bench ARGS --json --history FILE` and returns its result line and the
 // history it wrote.
-func runBench(t *testing.T, getenv func(string) string, args ...string) (benchResult, []bench.Record) {
+func runBench(t *testing.T, env map[string]string, args ...string) (benchResult, []bench.Record) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	var out bytes.Buffer
 	args = append([]string{"bench", "--json", "--history", path}, args...)
-	if err := run(context.Background(), args, getenv, &out, os.Stderr); err != nil {
+	if err := run(context.Background(), args, env, &out, os.Stderr); err != nil {
 		t.Fatalf("seckill %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

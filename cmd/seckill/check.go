@@ -2,34 +2,17 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"slices"
-	"strings"
 )
 
 // checkCmd reads serve's configuration as serve would (flags, SECKILL_* variables, OTEL_*),
-// refuses a SECKILL_* variable the binary does not read (a misspelt one would otherwise be
-// ignored), and prints what the node would run as, secrets left out: a deployment's
-// configuration can be checked before it is rolled out, and deploy/'s tests check theirs so.
-func checkCmd(args []string, getenv func(string) string, environ []string, stdout, stderr io.Writer) error {
-	c, err := parseServe(args, getenv, stderr)
+// refusing what serve refuses (a SECKILL_* variable it does not read among them), and prints
+// what the node would run as, secrets left out: a deployment's configuration can be checked
+// before it is rolled out, and deploy/'s tests check theirs so.
+func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) error {
+	c, err := parseServe(args, env, stderr)
 	if err != nil {
 		return err
-	}
-	known := map[string]bool{}
-	for _, s := range settings(&config{}) {
-		known[s.env] = true
-	}
-	var unknown []string
-	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SECKILL_") && !known[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return fmt.Errorf("check: %s: no such setting (see seckill serve -h)", strings.Join(unknown, ", "))
 	}
 	proxies := make([]string, len(c.trustedProxies))
 	for i, p := range c.trustedProxies {
@@ -47,7 +30,7 @@ func checkCmd(args []string, getenv func(string) string, environ []string, stdou
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(checked{Role: c.role, Addr: c.addr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
+	return enc.Encode(checked{Role: c.role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
 		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
 		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds(),
 		RiskModel: risky.Status().Version, RiskShadow: c.riskShadow, RiskNetworks: nets, RiskRecord: c.riskRecord})
@@ -57,6 +40,7 @@ func checkCmd(args []string, getenv func(string) string, environ []string, stdou
 type checked struct {
 	Role             string   `json:"role"`
 	Addr             string   `json:"addr"`
+	MetricsAddr      string   `json:"metrics_addr"` // where /metrics is served, apart from Addr
 	DB               string   `json:"db"`
 	Redis            string   `json:"redis"`
 	Demo             bool     `json:"demo"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -71,6 +72,7 @@ type config struct {
 	kafkaBrokers []string
 	kafkaTopic   string
 	pprofAddr    string // where to serve net/http/pprof; empty: nowhere
+	metricsAddr  string // where to serve /metrics, apart from the API, which the public reaches
 	rankExactMax int64  // the most shares a red packet's leaderboard keeps exactly
 	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
 	reconcileEvery  time.Duration
@@ -93,13 +95,16 @@ type setting struct {
 	set                  func(c *config, v string) error
 }
 
-// demoAuto is SECKILL_DEMO unset: demo mode follows whether a JWT secret is set.
+// demoAuto is SECKILL_DEMO unset: demo mode is on only for a node with no deployment setting
+// (config.deployment).
 const demoAuto = ""
 
 // settings is serve's configuration table, bound to c.
 func settings(c *config) []setting {
 	return []setting{
 		{"addr", "SECKILL_ADDR", "127.0.0.1:8080", "listen `address`", text(&c.addr)},
+		{"metrics-addr", "SECKILL_METRICS_ADDR", defaultMetricsAddr, "`address` of the listener of its own that serves /metrics (never the API's port): loopback, or the pod's port only Prometheus reaches",
+			address(&c.metricsAddr)},
 		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.db)},
 		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.redis)},
 		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
@@ -125,7 +130,7 @@ func settings(c *config) []setting {
 		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
 		{"admin-tokens", "SECKILL_ADMIN_TOKENS", "", "more admin tokens, comma-separated `name:role:token` (role viewer: reads only; operator: everything), each named in the audit log",
 			func(c *config, v string) (err error) { c.admins, err = parseAdmins(v); return err }},
-		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login; default on only without a JWT secret and an identity provider",
+		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login (anyone can sign in as anyone); default on only without any deployment setting (a JWT secret, an identity provider, an admin token, Redis, a database other than SQLite, a payment provider, webhooks, Kafka, trusted proxies)",
 			func(c *config, v string) error {
 				switch v {
 				case demoAuto, "1", "true", "on", "0", "false", "off":
@@ -221,11 +226,28 @@ func settings(c *config) []setting {
 	}
 }
 
+// defaultMetricsAddr is SECKILL_METRICS_ADDR's default: loopback, so that only this machine
+// reads the metrics; not Prometheus's own 9090, which a local Prometheus (or deploy/compose's,
+// published on the host) holds.
+const defaultMetricsAddr = "127.0.0.1:9464"
+
 // The parsers of the table's settings. Each error names the environment variable, the value and
 // what is wanted: a flag and its variable take the same text.
 
 func text(dst *string) func(*config, string) error {
 	return func(_ *config, v string) error { *dst = v; return nil }
+}
+
+// address reads a listen address, host:port (the host may be empty: every interface).
+func address(dst *string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		_, port, err := net.SplitHostPort(v)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 0 || n > 65535 {
+			return errors.New("want a listen address host:port such as 127.0.0.1:9464")
+		}
+		*dst = v
+		return nil
+	}
 }
 
 // positive reads a duration above zero into every dst.
@@ -310,11 +332,12 @@ const maxRate = 10_000_000
 const (
 	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
 	roleAPI    = "api"    // the HTTP API only
-	roleWorker = "worker" // the worker and the sweeper; HTTP only for /healthz, /readyz and /metrics
+	roleWorker = "worker" // the worker and the sweeper; on the API's port only /healthz and /readyz
 )
 
-// parseServe reads serve's flags, each defaulting to its SECKILL_* environment variable.
-func parseServe(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+// parseServe reads serve's flags, each defaulting to its SECKILL_* variable of env (the
+// process's environment), and refuses a SECKILL_* variable that is none of them.
+func parseServe(args []string, env map[string]string, stderr io.Writer) (config, error) {
 	c := config{gateLimits: health.GateThresholds, dbLimits: health.DatabaseThresholds}
 	table := settings(&c)
 	vals := make([]string, len(table))
@@ -322,7 +345,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.SetOutput(stderr)
 	for i, s := range table {
 		def := s.def
-		if v := getenv(s.env); v != "" {
+		if v := env[s.env]; v != "" {
 			def = v
 		}
 		fs.StringVar(&vals[i], s.flag, def, s.help+" ("+s.env+")")
@@ -333,17 +356,20 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("serve: unexpected arguments %q", fs.Args())
 	}
+	if err := unknownSettings(env, table); err != nil {
+		return c, err
+	}
 	for i, s := range table {
 		if err := s.set(&c, vals[i]); err != nil {
 			return c, fmt.Errorf("%s=%q (-%s): %w", s.env, vals[i], s.flag, err)
 		}
 	}
 	var err error
-	if c.tracing, err = tracingOf(getenv); err != nil {
+	if c.tracing, err = tracingOf(func(k string) string { return env[k] }); err != nil {
 		return c, err
 	}
 	if vals[indexOf(table, "demo")] == demoAuto {
-		c.demo = c.jwtSecret == "" && c.provider.JWKSURL == ""
+		c.demo = c.deployment() == ""
 	}
 	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub" ||
 		c.provider.CreatedClaim != "" || c.provider.TrustClaim != "") {
@@ -381,6 +407,97 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (co
 		return c, errors.New("SECKILL_RISK_CHALLENGE_AT, SECKILL_RISK_BLOCK_AT and SECKILL_RISK_SHADOW are the model's: they need SECKILL_RISK_MODEL")
 	}
 	return c, nil
+}
+
+// deployment names a setting of c that only a deployment has, "" when there is none: such a
+// node never turns the demo login on by itself (SECKILL_DEMO=1 still does). The demo login lets
+// anyone sign in as anyone; it is for `go run ./cmd/seckill` on a laptop, and a deployment whose
+// SECKILL_JWT_SECRET was left out or misspelt must not fall back to it.
+func (c config) deployment() string {
+	switch {
+	case c.jwtSecret != "":
+		return "SECKILL_JWT_SECRET"
+	case c.provider.JWKSURL != "":
+		return "SECKILL_JWKS_URL"
+	case c.redis != "":
+		return "SECKILL_REDIS"
+	case !strings.HasPrefix(c.db, "sqlite:"): // a try-out may start on a fresh SQLite file
+		return "SECKILL_DB"
+	case c.adminToken != "":
+		return "SECKILL_ADMIN_TOKEN"
+	case len(c.admins) > 0:
+		return "SECKILL_ADMIN_TOKENS"
+	case c.paymentURL != "" || c.paymentSecret != "":
+		return "SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET"
+	case len(c.webhooks) > 0 || c.webhookSecret != "":
+		return "SECKILL_WEBHOOK_URL"
+	case len(c.kafkaBrokers) > 0:
+		return "SECKILL_KAFKA_BROKERS"
+	case len(c.trustedProxies) > 0:
+		return "SECKILL_TRUSTED_PROXIES"
+	}
+	return ""
+}
+
+// unknownSettings refuses the SECKILL_* variables of env that are no setting of table: a
+// misspelt one would be ignored, and the node would run on the default it was meant to replace
+// (SECKILL_JWT_SECRT: a random secret, and with it the demo login). Each is named with the
+// setting it is closest to, when one is close. serve and check both refuse them here.
+func unknownSettings(env map[string]string, table []setting) error {
+	known := map[string]bool{}
+	for _, s := range table {
+		known[s.env] = true
+	}
+	var unknown []string
+	for k := range env {
+		if strings.HasPrefix(k, "SECKILL_") && !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	for i, k := range unknown {
+		unknown[i] = "unknown setting " + k
+		if near := closestSetting(k, table); near != "" {
+			unknown[i] += ": did you mean " + near + "?"
+		}
+	}
+	return fmt.Errorf("%s (seckill serve -h lists the settings)", strings.Join(unknown, "; "))
+}
+
+// closestSetting is the variable of table that name is a typo of: the fewest edits away, and
+// at most a third of its part after SECKILL_ (at least one); "" when none is that close.
+func closestSetting(name string, table []setting) string {
+	best, bestDist := "", max(1, (len(name)-len("SECKILL_"))/3)+1
+	for _, s := range table {
+		if d := editDistance(name, s.env); d < bestDist {
+			best, bestDist = s.env, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b: the fewest characters inserted, deleted
+// or replaced that turn one into the other.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // indexOf is the place of the setting of flag name in table.

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
-	"seckill/internal/httpapi"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/internal/httpapi"
 )
 
 // TestReadmeListsEverySetting holds the README's configuration table against serve's settings
@@ -71,22 +76,21 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 		seen[s.env], seen[s.flag] = true, true
 	}
 	env := map[string]string{"SECKILL_SWEEP_EVERY": "250ms", "SECKILL_RATE_USER": "9"}
-	getenv := func(k string) string { return env[k] }
-	c, err := parseServe(nil, getenv, io.Discard)
+	c, err := parseServe(nil, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.sweepEvery != 250*time.Millisecond || c.rateUser != 9 {
 		t.Fatalf("sweep every %v, user rate %d: want the variables' 250ms and 9", c.sweepEvery, c.rateUser)
 	}
-	if c, err = parseServe([]string{"-sweep-every", "2s"}, getenv, io.Discard); err != nil || c.sweepEvery != 2*time.Second {
+	if c, err = parseServe([]string{"-sweep-every", "2s"}, env, io.Discard); err != nil || c.sweepEvery != 2*time.Second {
 		t.Fatalf("-sweep-every 2s with SECKILL_SWEEP_EVERY=250ms: %v, %v; want the flag's 2s", c.sweepEvery, err)
 	}
 	env["SECKILL_SWEEP_EVERY"] = "0s"
-	if _, err := parseServe(nil, getenv, io.Discard); err == nil || !strings.Contains(err.Error(), `SECKILL_SWEEP_EVERY="0s" (-sweep-every): want a positive duration`) {
+	if _, err := parseServe(nil, env, io.Discard); err == nil || !strings.Contains(err.Error(), `SECKILL_SWEEP_EVERY="0s" (-sweep-every): want a positive duration`) {
 		t.Fatalf("SECKILL_SWEEP_EVERY=0s: %v; want it refused, naming the variable", err)
 	}
-	c, err = parseServe(nil, func(string) string { return "" }, io.Discard)
+	c, err = parseServe(nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +102,7 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 // TestAdminTokensSetting: SECKILL_ADMIN_TOKENS gives each admin its name, role and token.
 func TestAdminTokensSetting(t *testing.T) {
 	env := map[string]string{"SECKILL_ADMIN_TOKENS": " grafana:viewer:0123456789abcdef , carol:operator:fedcba9876543210fedc"}
-	c, err := parseServe(nil, func(k string) string { return env[k] }, io.Discard)
+	c, err := parseServe(nil, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,18 +117,123 @@ func TestAdminTokensSetting(t *testing.T) {
 // and never less than a second (a purge every nanosecond).
 func TestEventsKeepSetting(t *testing.T) {
 	for v, want := range map[string]time.Duration{"": 7 * 24 * time.Hour, "0": 0, "36h": 36 * time.Hour} {
-		c, err := parseServe(nil, func(k string) string {
-			if k == "SECKILL_EVENTS_KEEP" {
-				return v
-			}
-			return ""
-		}, io.Discard)
+		c, err := parseServe(nil, map[string]string{"SECKILL_EVENTS_KEEP": v}, io.Discard)
 		if err != nil || c.eventsKeep != want {
 			t.Errorf("SECKILL_EVENTS_KEEP=%q: %v, %v; want %v", v, c.eventsKeep, err, want)
 		}
 	}
-	if _, err := parseServe([]string{"-events-keep", "500ms"}, func(string) string { return "" }, io.Discard); err == nil ||
+	if _, err := parseServe([]string{"-events-keep", "500ms"}, nil, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "SECKILL_EVENTS_KEEP") {
 		t.Errorf("-events-keep 500ms: %v; want it refused, naming the variable", err)
 	}
+}
+
+// TestServeRefusesAnUnknownSetting: serve, the default command, refuses to start on a SECKILL_*
+// variable it does not read, naming the setting it is a typo of. SECKILL_JWT_SECRT once started
+// a node on a random secret with the demo login on: anyone could sign in as anyone.
+func TestServeRefusesAnUnknownSetting(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const typo = "unknown setting SECKILL_JWT_SECRT: did you mean SECKILL_JWT_SECRET?"
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"serve by default", nil, map[string]string{"SECKILL_JWT_SECRT": testSecret}, typo},
+		{"serve", []string{"serve"}, map[string]string{"SECKILL_JWT_SECRT": testSecret}, typo},
+		{"check", []string{"check"}, map[string]string{"SECKILL_JWT_SECRT": testSecret}, typo},
+		{"a transposition", nil, map[string]string{"SECKILL_RAET_USER": "5"}, "unknown setting SECKILL_RAET_USER: did you mean SECKILL_RATE_USER?"},
+		{"two, sorted", nil, map[string]string{"SECKILL_RATE_USR": "5", "SECKILL_JWT_SECRT": testSecret},
+			typo + "; unknown setting SECKILL_RATE_USR: did you mean SECKILL_RATE_USER?"},
+		{"nothing close", nil, map[string]string{"SECKILL_COLOUR": "blue"}, "unknown setting SECKILL_COLOUR (seckill serve -h"},
+		{"set but empty", nil, map[string]string{"SECKILL_REDIS_URL": ""}, "unknown setting SECKILL_REDIS_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.env["SECKILL_ADDR"], tc.env["SECKILL_METRICS_ADDR"] = "127.0.0.1:0", "127.0.0.1:0"
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var out bytes.Buffer
+			err := run(ctx, tc.args, tc.env, &out, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run %q with %v: %v (printed %q); want it refused: %q", tc.args, tc.env, err, out.String(), tc.want)
+			}
+			if strings.Contains(out.String(), "listening") {
+				t.Fatalf("run %q with %v started: %q", tc.args, tc.env, out.String())
+			}
+		})
+	}
+	if near := closestSetting("SECKILL_PORT", settings(&config{})); near != "" {
+		t.Errorf("SECKILL_PORT is taken for a typo of %s: want no suggestion that far", near)
+	}
+}
+
+// TestBinaryRefusesAnUnknownSetting: the built binary, run as `go run ./cmd/seckill` runs it,
+// reads its names from the process's environment and refuses the misspelt secret.
+func TestBinaryRefusesAnUnknownSetting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, buildBinary(t))
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"SECKILL_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0", "SECKILL_JWT_SECRT=" + testSecret}
+	out, err := cmd.CombinedOutput()
+	if err == nil || ctx.Err() != nil || !strings.Contains(string(out), "unknown setting SECKILL_JWT_SECRT: did you mean SECKILL_JWT_SECRET?") {
+		t.Fatalf("seckill with SECKILL_JWT_SECRT: %v (timed out: %v)\n%s\nwant it to refuse to start, naming SECKILL_JWT_SECRET", err, ctx.Err() != nil, out)
+	}
+}
+
+// TestEnvironmentKeepsTheFirstValue: a name the environment gives twice has the value os.Getenv
+// reads, the first.
+func TestEnvironmentKeepsTheFirstValue(t *testing.T) {
+	env := environment([]string{"SECKILL_ADDR=127.0.0.1:1", "A=b=c", "SECKILL_ADDR=127.0.0.1:2", "EMPTY="})
+	if env["SECKILL_ADDR"] != "127.0.0.1:1" || env["A"] != "b=c" || len(env) != 3 {
+		t.Fatalf("environment = %v", env)
+	}
+}
+
+// TestDemoOnlyWithoutADeployment: the demo login (anyone is anyone) is on by default only for a
+// node with no deployment setting, as `go run ./cmd/seckill` starts one (on a SQLite file of
+// its choice too); any deployment setting keeps it off unless SECKILL_DEMO asks for it.
+func TestDemoOnlyWithoutADeployment(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		demo bool
+	}{
+		{"nothing", nil, true},
+		{"a SQLite file", map[string]string{"SECKILL_DB": "sqlite:/tmp/try.db", "SECKILL_ADDR": "0.0.0.0:8080"}, true},
+		{"a JWT secret", map[string]string{"SECKILL_JWT_SECRET": testSecret}, false},
+		{"an identity provider", map[string]string{"SECKILL_JWKS_URL": "https://id.example.test/certs"}, false},
+		{"Redis", map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379/0"}, false},
+		{"MariaDB", map[string]string{"SECKILL_DB": "mysql://seckill:pw@127.0.0.1:3306/seckill"}, false},
+		{"PostgreSQL", map[string]string{"SECKILL_DB": "postgres://seckill:pw@127.0.0.1/seckill"}, false},
+		{"an admin token", map[string]string{"SECKILL_ADMIN_TOKEN": testAdmin}, false},
+		{"named admins", map[string]string{"SECKILL_ADMIN_TOKENS": "grafana:viewer:0123456789abcdef"}, false},
+		{"a payment provider", map[string]string{"SECKILL_PAYMENT_URL": "https://pay.example.test/checkout", "SECKILL_PAYMENT_SECRET": "0123456789abcdef"}, false},
+		{"webhooks", map[string]string{"SECKILL_WEBHOOK_URL": "https://shop.example.test/hook", "SECKILL_WEBHOOK_SECRET": "0123456789abcdef"}, false},
+		{"Kafka", map[string]string{"SECKILL_KAFKA_BROKERS": "127.0.0.1:9092"}, false},
+		{"a trusted proxy", map[string]string{"SECKILL_TRUSTED_PROXIES": "10.0.0.0/8"}, false},
+		{"Redis and SECKILL_DEMO=1", map[string]string{"SECKILL_REDIS": "redis://127.0.0.1:6379/0", "SECKILL_DEMO": "1"}, true},
+		{"nothing and SECKILL_DEMO=0", map[string]string{"SECKILL_DEMO": "0"}, false},
+	}
+	for _, tc := range tests {
+		c, err := parseServe(nil, tc.env, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if c.demo != tc.demo {
+			t.Errorf("%s (%v): demo %v, want %v", tc.name, tc.env, c.demo, tc.demo)
+		}
+	}
+}
+
+// TestDemoLoginOffWithAnAdminToken: a node given an admin token and nothing else (no JWT secret)
+// serves no demo login: POST /api/login is not found, and no demo activity is seeded.
+func TestDemoLoginOffWithAnAdminToken(t *testing.T) {
+	base := startRun(t, map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0", "SECKILL_DB": sqliteDSN(t),
+		"SECKILL_ADMIN_TOKEN": testAdmin, "SECKILL_LOG_LEVEL": "warn"})
+	c := newClient(t, base)
+	c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusNotFound)
+	c.must("GET", "/api/activities/demo", "", "", http.StatusNotFound)
 }

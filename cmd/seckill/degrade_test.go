@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -110,20 +109,6 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("stats after the sale: %v; want exactly %d orders, none left", st, stock)
 	}
-}
-
-func scrape(t *testing.T, base string) string {
-	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // TestRiskRulesInTheBinary: SECKILL_RISK_ACCOUNTS_PER_IP reaches the edge. From one address, the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -106,14 +107,9 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 		t.Fatalf("reconcile after the sale: %v", rec)
 	}
 	// The node's metrics count the same sale: its wins, its losing clicks, its orders.
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	text := scrape(t, base)
 	soldOut := 0
-	for _, line := range strings.Split(string(text), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		for _, name := range []string{`seckill_grab_requests_total{outcome="sold_out"} `, `seckill_grab_requests_total{outcome="sold_out_edge"} `} {
 			if n, ok := strings.CutPrefix(line, name); ok {
 				v, _ := strconv.Atoi(n)
@@ -134,7 +130,7 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 		wants = append(wants, fmt.Sprintf(`seckill_grab_requests_total{outcome="already_bought"} %d`, n))
 	}
 	for _, want := range wants {
-		if !strings.Contains(string(text), want+"\n") {
+		if !strings.Contains(text, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
@@ -148,12 +144,7 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 // prints the admin token.
 func TestZeroSetupStart(t *testing.T) {
 	t.Chdir(t.TempDir())
-	env := func(k string) string {
-		if k == "SECKILL_ADDR" {
-			return "127.0.0.1:0"
-		}
-		return ""
-	}
+	env := map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0"}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out bytes.Buffer
 	lines := make(chan string, 16)
@@ -301,13 +292,14 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 		{"an admin named twice", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "ops:operator:0123456789abcdef,ops:viewer:fedcba9876543210"}, "named twice"},
 		{"an admin called admin", nil, map[string]string{"SECKILL_ADMIN_TOKENS": "admin:viewer:0123456789abcdef"}, "named twice"},
 		{"an admin with the admin token", nil, map[string]string{"SECKILL_ADMIN_TOKEN": "0123456789abcdef", "SECKILL_ADMIN_TOKENS": "ops:viewer:0123456789abcdef"}, "SECKILL_ADMIN_TOKEN's token"},
-		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
+		{"pprof on a bad address", nil, map[string]string{"SECKILL_PPROF": "nowhere:x", "SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0"}, "SECKILL_PPROF"},
+		{"metrics on no port", nil, map[string]string{"SECKILL_METRICS_ADDR": "127.0.0.1"}, "SECKILL_METRICS_ADDR"},
+		{"metrics on an address not this machine's", nil, map[string]string{"SECKILL_METRICS_ADDR": "192.0.2.1:9464", "SECKILL_ADDR": "127.0.0.1:0"}, "SECKILL_METRICS_ADDR"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Chdir(t.TempDir())
-			env := func(k string) string { return tc.env[k] }
-			err := run(context.Background(), tc.args, env, io.Discard, io.Discard)
+			err := run(context.Background(), tc.args, tc.env, io.Discard, io.Discard)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("run = %v, want an error about %q", err, tc.want)
 			}
@@ -461,5 +453,40 @@ func TestRedPacketLeaderboardInTheBinary(t *testing.T) {
 	}
 	if m := scrape(t, base); !strings.Contains(m, `seckill_leaderboard_bytes{activity="`+id+`",strategy="exact"}`) {
 		t.Errorf("/metrics lacks the leaderboard's memory")
+	}
+}
+
+// TestMetricsOnTheirOwnListener: the metrics (every activity's counters, the node's health) are
+// served on SECKILL_METRICS_ADDR, never on the API's port, which the public reaches: there
+// GET /metrics is not found, on an API node and a worker node alike. By default the listener is
+// on loopback.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	c, err := parseServe(nil, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, _, _ := net.SplitHostPort(c.metricsAddr); host != "127.0.0.1" || c.metricsAddr == c.addr {
+		t.Errorf("SECKILL_METRICS_ADDR defaults to %q, want loopback, apart from the API's %s", c.metricsAddr, c.addr)
+	}
+	env := testEnv(sqliteDSN(t))
+	rs := redistest.Start(t, redistest.Options{})
+	worker := testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_ROLE", roleWorker)
+	for name, base := range map[string]string{"all": startRun(t, env), "worker": startRun(t, worker)} {
+		resp, err := http.Get(base + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || strings.Contains(string(body), "seckill_") {
+			t.Errorf("%s node: GET /metrics on the API's port: %d %q, want 404", name, resp.StatusCode, body)
+		}
+		at, _ := metricsOf.Load(base)
+		if u, _ := at.(string); strings.HasPrefix(u, base) || !strings.HasPrefix(u, "http://127.0.0.1:") {
+			t.Errorf("%s node: metrics at %q, API at %s: want a listener of their own", name, u, base)
+		}
+		if m := scrape(t, base); !strings.Contains(m, "seckill_health_level 0\n") {
+			t.Errorf("%s node: its metrics listener serves no health level:\n%s", name, m)
+		}
 	}
 }

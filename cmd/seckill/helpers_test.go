@@ -230,37 +230,43 @@ func waitListening(t testing.TB, r io.Reader) string {
 
 // testEnv is the environment of a test server on the database dsn, with more variables as
 // name, value pairs.
-func testEnv(dsn string, more ...string) func(string) string {
+func testEnv(dsn string, more ...string) map[string]string {
 	env := map[string]string{
-		"SECKILL_ADDR":        "127.0.0.1:0",
-		"SECKILL_DB":          dsn,
-		"SECKILL_JWT_SECRET":  testSecret,
-		"SECKILL_ADMIN_TOKEN": testAdmin,
-		"SECKILL_LOG_LEVEL":   "warn",
+		"SECKILL_ADDR":         "127.0.0.1:0",
+		"SECKILL_METRICS_ADDR": "127.0.0.1:0",
+		"SECKILL_DB":           dsn,
+		"SECKILL_JWT_SECRET":   testSecret,
+		"SECKILL_ADMIN_TOKEN":  testAdmin,
+		"SECKILL_LOG_LEVEL":    "warn",
 	}
 	for i := 0; i+1 < len(more); i += 2 {
 		env[more[i]] = more[i+1]
 	}
-	return func(k string) string { return env[k] }
+	return env
 }
 
 // launch runs run() in process until ctx ends and returns its base URL and its result.
-func launch(t *testing.T, ctx context.Context, getenv func(string) string, args ...string) (string, <-chan error) {
+func launch(t *testing.T, ctx context.Context, env map[string]string, args ...string) (string, <-chan error) {
 	t.Helper()
-	return launchLogging(t, ctx, getenv, io.Discard, args...)
+	return launchLogging(t, ctx, env, io.Discard, args...)
 }
 
 // launchLogging is launch with run's log written to stderr.
-func launchLogging(t *testing.T, ctx context.Context, getenv func(string) string, stderr io.Writer, args ...string) (string, <-chan error) {
+func launchLogging(t *testing.T, ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (string, <-chan error) {
 	t.Helper()
 	addr := make(chan string, 1)
+	var scrapeAt string
 	stdout := &lineWriter{line: func(l string) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "metrics: "); ok {
+			scrapeAt = u // printed before the API's address
+		}
 		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "seckill listening on "); ok {
+			metricsOf.Store(u, scrapeAt)
 			addr <- u
 		}
 	}}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, args, getenv, stdout, stderr) }()
+	go func() { done <- run(ctx, args, env, stdout, stderr) }()
 	select {
 	case u := <-addr:
 		return u, done
@@ -272,15 +278,38 @@ func launchLogging(t *testing.T, ctx context.Context, getenv func(string) string
 	return "", nil
 }
 
+// metricsOf holds the metrics URL of each node launch started, by its base URL.
+var metricsOf sync.Map
+
+// scrape is the metrics text of the node launched at base, read from its own listener.
+func scrape(t *testing.T, base string) string {
+	t.Helper()
+	at, _ := metricsOf.Load(base)
+	u, _ := at.(string)
+	if u == "" {
+		t.Fatalf("the node at %s printed no metrics address", base)
+	}
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", u, resp.StatusCode, err)
+	}
+	return string(b)
+}
+
 // sqliteDSN is a fresh SQLite database in t's temp dir.
 func sqliteDSN(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "db") }
 
 // startRun launches run() on a free port; the server is shut down, and run's error checked, when
 // the test ends.
-func startRun(t *testing.T, getenv func(string) string, args ...string) string {
+func startRun(t *testing.T, env map[string]string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	base, done := launch(t, ctx, getenv, args...)
+	base, done := launch(t, ctx, env, args...)
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

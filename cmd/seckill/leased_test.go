@@ -23,7 +23,7 @@ import (
 func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
 	dsn := mysqltest.DSN(t)
-	env := func(more ...string) func(string) string {
+	env := func(more ...string) map[string]string {
 		return testEnv(dsn, append([]string{"SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"}, more...)...)
 	}
 	ctx, stop := context.WithCancel(context.Background())

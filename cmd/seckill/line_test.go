@@ -206,7 +206,7 @@ func TestKillNineTheLineEmbedded(t *testing.T) {
 func TestKillNineTheDrainerOnRedis(t *testing.T) {
 	const stock = 300
 	dsn, srv := mysqltest.DSN(t), redistest.Start(t, redistest.Options{})
-	env := func(role string) func(string) string {
+	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role)
 	}
 	api := startChild(t, env(roleAPI))

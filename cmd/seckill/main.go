@@ -15,7 +15,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], environment(os.Environ()), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "seckill:", err)
 		os.Exit(1)
 	}
@@ -37,15 +37,17 @@ Run 'seckill COMMAND -h' for a command's flags; serve's each have an environment
 variable.
 `
 
-// run is the whole program: main only adds the process's signals, arguments and environment.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run is the whole program: main only adds the process's signals, arguments and environment
+// (env: each variable's value by name; serve refuses a SECKILL_* name it does not read).
+func run(ctx context.Context, args []string, env map[string]string, stdout, stderr io.Writer) error {
+	getenv := func(k string) string { return env[k] }
 	cmd := "serve"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
 	case "serve":
-		cfg, err := parseServe(args, getenv, stderr)
+		cfg, err := parseServe(args, env, stderr)
 		if err != nil {
 			return err
 		}
@@ -57,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "probe":
 		return probeCmd(ctx, args, getenv, stdout, stderr)
 	case "check":
-		return checkCmd(args, getenv, os.Environ(), stdout, stderr)
+		return checkCmd(args, env, stdout, stderr)
 	case "plan":
 		return planCmd(args, stdout, stderr)
 	case "risk":
@@ -69,4 +71,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
+}
+
+// environment is environ (os.Environ's KEY=value list) by name. A name given twice has its
+// first value, as os.Getenv reads it.
+func environment(environ []string) map[string]string {
+	env := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if _, seen := env[k]; !seen {
+			env[k] = v
+		}
+	}
+	return env
 }

@@ -151,11 +151,7 @@ func TestRiskSettings(t *testing.T) {
 	}
 	check := func(env map[string]string) (map[string]any, error) {
 		var out bytes.Buffer
-		var environ []string
-		for k, v := range env {
-			environ = append(environ, k+"="+v)
-		}
-		if err := checkCmd(nil, func(k string) string { return env[k] }, environ, &out, io.Discard); err != nil {
+		if err := checkCmd(nil, env, &out, io.Discard); err != nil {
 			return nil, err
 		}
 		var got map[string]any

@@ -131,16 +131,25 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The metrics (every activity's counters, the node's health) and the profiles are the
+	// operators': each is served on a listener of its own, never on the API's, which the
+	// public reaches.
+	scrape := http.NewServeMux()
+	scrape.Handle("GET /metrics", stats.Handler())
+	ms, metricsAt, err := serveAside(c.metricsAddr, scrape)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("SECKILL_METRICS_ADDR: %w", err)
+	}
+	defer ms.Close()
 	if c.pprofAddr != "" {
-		pl, err := net.Listen("tcp", c.pprofAddr)
+		ps, at, err := serveAside(c.pprofAddr, pprofMux())
 		if err != nil {
 			ln.Close()
 			return fmt.Errorf("SECKILL_PPROF: %w", err)
 		}
-		ps := &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 5 * time.Second}
-		go ps.Serve(pl)
 		defer ps.Close()
-		log.Info("profiles", "addr", pl.Addr().String())
+		log.Info("profiles", "addr", at)
 	}
 
 	rules.Observe = stats.Risk
@@ -151,7 +160,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	api := httpapi.New(httpapi.Config{
 		Pages: pages, PagePatterns: web.Patterns,
-		Observe: stats, Metrics: stats.Handler(),
+		Observe: stats,
 		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: monitor,
 		Risk: rules, Provider: c.payments(),
 		Ready: func(ctx context.Context) error {
@@ -173,7 +182,6 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		health := http.NewServeMux()
 		health.Handle("GET /healthz", api)
 		health.Handle("GET /readyz", api)
-		health.Handle("GET /metrics", api)
 		handler = health
 	}
 	if c.tracing {
@@ -202,6 +210,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	go func() { serveErr <- srv.Serve(ln) }()
 
 	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "metrics: http://%s/metrics\n", metricsAt)
 	fmt.Fprintf(stdout, "seckill listening on %s\n", base)
 	if tokenShown {
 		fmt.Fprintf(stdout, "admin token: %s\n", c.adminToken)
@@ -223,7 +232,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.ready != nil {
 		c.ready(base)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
+	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsAt, "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
 
 	select {
 	case err = <-serveErr:
@@ -278,6 +287,18 @@ func watchRisk(ctx context.Context, e *risk.Engine, log *slog.Logger) {
 			log.Error("risk recording stopped", "err", err)
 		}
 	}
+}
+
+// serveAside serves h at addr, on a listener of its own apart from the API's, until the server
+// it returns is closed; at is the address it listens on.
+func serveAside(addr string, h http.Handler) (s *http.Server, at string, err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	s = &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go s.Serve(l)
+	return s, l.Addr().String(), nil
 }
 
 // pprofMux serves Go's profiles: never on the API's listener, only on the SECKILL_PPROF one.

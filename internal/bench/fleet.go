@@ -58,7 +58,8 @@ func (f *Fleet) start(ctx context.Context, role string) (*node, error) {
 		}
 	}
 	cmd.Env = append(cmd.Env, f.env...)
-	cmd.Env = append(cmd.Env, "SECKILL_ROLE="+role, "SECKILL_ADDR=127.0.0.1:0")
+	// Each node on a free port of its own, its metrics too: they share this machine.
+	cmd.Env = append(cmd.Env, "SECKILL_ROLE="+role, "SECKILL_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0")
 	cmd.Stderr = f.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -68,8 +68,7 @@ func Everything(string) bool { return true }
 
 // APIPath says whether path is the API's rather than a page's.
 func APIPath(path string) bool {
-	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/metrics" ||
-		path == "/openapi.json"
+	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/openapi.json"
 }
 
 type roundTrip func(*http.Request) (*http.Response, error)

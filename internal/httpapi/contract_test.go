@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
@@ -37,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 // TestOpenAPIDocument: the document loads and is valid OpenAPI 3.1, and it describes exactly
-// the server's routes (and GET /metrics, which the node's wiring adds).
+// the server's routes.
 func TestOpenAPIDocument(t *testing.T) {
 	doc, err := contract.Document()
 	if err != nil {
@@ -52,7 +53,7 @@ func TestOpenAPIDocument(t *testing.T) {
 			documented = append(documented, method+" "+path)
 		}
 	}
-	served := []string{"GET /metrics"}
+	var served []string
 	for _, p := range httpapi.Patterns() {
 		served = append(served, strings.ReplaceAll(p, "...}", "}"))
 	}
@@ -75,18 +76,24 @@ func TestOpenAPIServed(t *testing.T) {
 	}
 }
 
-// TestMetricsServed: with the node's metrics wired in, GET /metrics answers the Prometheus
-// text the document gives it, and counts the grabs.
-func TestMetricsServed(t *testing.T) {
+// TestMetricsCountedNotServed: with the node's metrics wired in, the API counts the grabs in
+// them (their Prometheus text says so), and does not serve them: GET /metrics is not found on
+// the API, whose port the public reaches. The node serves them on a listener of its own.
+func TestMetricsCountedNotServed(t *testing.T) {
 	m := metrics.New()
-	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Observe, c.Metrics = m, m.Handler() })
+	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Observe = m })
 	id := f.create(validItem)
 	f.do("POST", "/api/activities/"+id+"/grab", f.user("u1"), "")
 	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") ||
 		!strings.Contains(rec.Body.String(), `seckill_grab_requests_total{outcome="won"} 1`) {
-		t.Fatalf("GET /metrics: %d %q\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+		t.Fatalf("the metrics after a grab: %d %q\n%s", rec.Code, rec.Header().Get("Content-Type"), rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "seckill_") {
+		t.Fatalf("GET /metrics on the API: %d\n%s\nwant 404: the metrics are not the public's", rec.Code, rec.Body.String())
 	}
 }
 

@@ -48,10 +48,10 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-For names the client; from any other peer
 	// the client is the peer itself.
 	TrustedProxies []netip.Prefix
-	// Observe, when set, counts every grab by outcome; Metrics, when set, is served at
-	// GET /metrics.
+	// Observe, when set, counts every grab by outcome. The metrics it keeps are not the API's
+	// to serve: the node serves them on a listener of its own (SECKILL_METRICS_ADDR), which the
+	// public does not reach.
 	Observe Observer
-	Metrics http.Handler
 	// Health is the node's health: shown by /readyz and the admin stats, and what decides
 	// which non-core work is shed. Nil: always normal.
 	Health *health.Monitor
@@ -143,9 +143,6 @@ func New(c Config) *Server {
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, rt.handler)
 	}
-	if c.Metrics != nil {
-		s.mux.Handle("GET /metrics", c.Metrics)
-	}
 	if c.Pages != nil {
 		for _, p := range c.PagePatterns {
 			s.mux.Handle(p, c.Pages)
@@ -155,7 +152,7 @@ func New(c Config) *Server {
 }
 
 // route is one of the API's routes: a ServeMux pattern and its handler. The OpenAPI document
-// (openapi.yaml) describes each of them, and nothing else but GET /metrics.
+// (openapi.yaml) describes each of them, and nothing else.
 type route struct {
 	pattern string
 	handler http.HandlerFunc

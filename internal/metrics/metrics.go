@@ -1,7 +1,8 @@
 // Package metrics counts what a node does at each stage of a sale, for Prometheus: the grab
 // requests by outcome (turned away at the edge, by the gate, won) with their latency, the orders
 // the worker placed or the database refused, payments, cancellations, expiries and dead letters.
-// It is served at GET /metrics in the Prometheus text format.
+// The node serves it at GET /metrics in the Prometheus text format, on a listener of its own
+// (SECKILL_METRICS_ADDR), never on the API's port, which the public reaches.
 package metrics
 
 import (

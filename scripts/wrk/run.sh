@@ -10,7 +10,8 @@
 #   MODE=redis scripts/wrk/run.sh ...   # the Redis gate (redis-server, appendfsync always, started here)
 #   MODE=redis REPLICA=1 MIN_REPLICAS=1 scripts/wrk/run.sh ...   # with a replica, and WAIT for it
 #   PPROF=/tmp/prof scripts/wrk/run.sh ...   # also a 5 s CPU profile of seckill in each of its runs: /tmp/prof-NAME.prof
-#   SECKILL_GOMAXPROCS=3 scripts/wrk/run.sh ...   # GOMAXPROCS for seckill alone (the trivial handler keeps its own)
+#   SERVER_GOMAXPROCS=3 scripts/wrk/run.sh ...   # GOMAXPROCS for seckill alone (the trivial handler keeps its own;
+#                                                 # not SECKILL_*: seckill refuses a SECKILL_* variable it does not read)
 #   SECKILL_ROLE=api MODE=redis scripts/wrk/run.sh ...   # an API node; after the rounds a worker places its all-win grabs, timed
 #
 # Each run also prints the CPU each process used (wrk, the server, redis-server), sampled over
@@ -48,8 +49,8 @@ if [ "${MODE:-embedded}" = redis ]; then
     for _ in $(seq 100); do redis-cli -p 18379 info replication | grep -q 'state=online' && break; sleep 0.1; done
   fi
 fi
-GOMAXPROCS=${SECKILL_GOMAXPROCS:-${GOMAXPROCS:-}} SECKILL_PPROF=${PPROF:+127.0.0.1:18090} \
-SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
+GOMAXPROCS=${SERVER_GOMAXPROCS:-${GOMAXPROCS:-}} SECKILL_PPROF=${PPROF:+127.0.0.1:18090} \
+SECKILL_REDIS_MIN_REPLICAS=${MIN_REPLICAS:-0} SECKILL_REDIS=$redis SECKILL_ADDR=127.0.0.1:18080 SECKILL_METRICS_ADDR=127.0.0.1:18091 SECKILL_DB="sqlite:$tmp/db/seckill.db" SECKILL_JWT_SECRET=$secret \
   SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/seckill.out" &
 seckill_pid=$!
 for _ in $(seq 100); do curl -sf 127.0.0.1:18080/healthz >/dev/null && curl -sf 127.0.0.1:18081/ >/dev/null 2>&1 && break; sleep 0.1; done
@@ -127,7 +128,7 @@ if [ -n "$redis" ] && [ "${SECKILL_ROLE:-all}" = api ] && [ -n "$allwin" ]; then
     echo "$n"
   }
   queued=$(pending)
-  SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
+  SECKILL_ROLE=worker SECKILL_ADDR=127.0.0.1:18082 SECKILL_METRICS_ADDR=127.0.0.1:18092 SECKILL_REDIS=$redis SECKILL_DB="sqlite:$tmp/db/seckill.db" \
     SECKILL_JWT_SECRET=$secret SECKILL_ADMIN_TOKEN=$admin SECKILL_LOG_LEVEL=warn "$tmp/seckill" > "$tmp/worker.out" 2>&1 &
   worker_pid=$!
   began=$(date +%s.%N) left=$queued
