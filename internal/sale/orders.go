@@ -153,21 +153,32 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 
 // ReleaseOwed gives back to the gate up to limit units of cancelled orders whose restock failed
 // when they were cancelled, and returns how many it gave back. Every node's sweeper runs it; two
-// giving back the same unit restock it once.
+// giving back the same unit restock it once. A unit the gate cannot take stays owed, and the
+// other activities' are given back still (one activity's gate away holds back only its own).
 func (s *Service) ReleaseOwed(ctx context.Context, limit int) (int, error) {
 	owed, err := s.orders.Unreleased(ctx, limit)
 	if err != nil {
 		return 0, fmt.Errorf("owed restocks: %w", err)
 	}
 	n := 0
+	var errs []error
+	stuck := map[string]bool{}
 	for _, o := range owed {
+		if stuck[o.ActivityID] {
+			continue
+		}
 		if err := s.restock(ctx, o); err != nil {
-			return n, fmt.Errorf("owed restocks: %w", err)
+			stuck[o.ActivityID] = true
+			errs = append(errs, err)
+			continue
 		}
 		n++
 	}
 	if n > 0 {
 		s.event("restock_owed", n)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return n, fmt.Errorf("owed restocks: %w", err)
 	}
 	return n, nil
 }

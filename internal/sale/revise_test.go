@@ -183,3 +183,54 @@ func TestStaleCrowdRefreshesOnce(t *testing.T) {
 		t.Fatalf("%d gate calls for 200 grabs; want at most two each", g)
 	}
 }
+
+// owedRestocks keeps cancelled orders whose units the gate is owed.
+type owedRestocks struct {
+	OrderStore
+	mu       sync.Mutex
+	owed     []Order
+	released []string
+}
+
+func (s *owedRestocks) Unreleased(context.Context, int) ([]Order, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.owed), nil
+}
+
+func (s *owedRestocks) Released(_ context.Context, token string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.owed = slices.DeleteFunc(s.owed, func(o Order) bool { return o.Token == token })
+	s.released = append(s.released, token)
+	return nil
+}
+
+// releaseGate refuses the releases of the activities in down.
+type releaseGate struct {
+	Inventory
+	down map[string]bool
+}
+
+func (g releaseGate) Release(_ context.Context, a Activity, _ Grab) error {
+	if g.down[a.ID] {
+		return fmt.Errorf("%w: the test's gate of %s is away", ErrBusy, a.ID)
+	}
+	return nil
+}
+
+// TestOwedRestocksOfOneActivityHoldBackOnlyIt: the gate of one activity is away; the units owed
+// to the others are given back still, and its own stay owed.
+func TestOwedRestocksOfOneActivityHoldBackOnlyIt(t *testing.T) {
+	acts := &revisedStore{acts: map[string]Activity{"a": {ID: "a", Kind: KindItem}, "b": {ID: "b", Kind: KindItem}}}
+	orders := &owedRestocks{owed: []Order{{Token: "a1", ActivityID: "a"}, {Token: "b1", ActivityID: "b"}, {Token: "a2", ActivityID: "a"},
+		{Token: "b2", ActivityID: "b"}}}
+	svc := NewService(Deps{Inventory: releaseGate{down: map[string]bool{"a": true}}, Activities: acts, Orders: orders})
+	n, err := svc.ReleaseOwed(context.Background(), 10)
+	if n != 2 || err == nil {
+		t.Fatalf("ReleaseOwed = %d, %v; want b's two given back, a's refused", n, err)
+	}
+	if !slices.Equal(orders.released, []string{"b1", "b2"}) || len(orders.owed) != 2 {
+		t.Fatalf("released %v, still owed %+v", orders.released, orders.owed)
+	}
+}
