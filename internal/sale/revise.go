@@ -94,8 +94,12 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 		}
 		s.remember(next)
 		// Not on the request's context: an operator who hangs up has still changed it. A gate
-		// that fails here is given the revision later (ReviseOwed): the change is made.
-		if err := s.giveRevisions(context.WithoutCancel(ctx), id); err != nil {
+		// that fails here, or does not answer within giveWithin, is given the revision later
+		// (ReviseOwed): the change is made.
+		give, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveWithin)
+		err = s.giveRevisions(give, id)
+		cancel()
+		if err != nil {
 			s.event("revision_deferred", 1)
 		}
 		return next, nil
@@ -112,6 +116,10 @@ func (s *Service) giveRevisions(ctx context.Context, id string) error {
 	_, err = s.give(ctx, owed)
 	return err
 }
+
+// giveWithin bounds how long an operator's change waits for the gate to take it before it is
+// left to the sweepers.
+const giveWithin = 2 * time.Second
 
 // maxOwedRevisions bounds the revisions read at once: a handful, owed only while the gate was
 // away.

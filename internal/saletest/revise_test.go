@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
@@ -201,5 +202,65 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	}
 	if _, _, err := two.Service.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("a join through node two after the end: %v, want ErrEnded", err)
+	}
+}
+
+// TestOperatorChangesWhileRedisIsStopped: Redis is stopped (SIGSTOP: nothing answers, nothing
+// closes) while the operator adds stock and then ends the sale through node one. Both changes
+// are made (the database has them; the gate is owed them), and once Redis answers again node
+// two's sweeper gives them in order: the units added sell, exactly, and then node two, whose copy
+// predates both, refuses every grab ENDED.
+func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
+	ctx := context.Background()
+	srv, dsn := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"}), mysqltest.DSN(t)
+	clock := saletest.NewClock(saletest.T0)
+	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	a := createItem(t, one.Service, clock, "", 1, time.Minute)
+	if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u0"}); err != nil {
+		t.Fatal(err) // node two's copy: revision 1, one unit
+	}
+
+	srv.Pause(t)
+	added, err := one.Service.AddStock(ctx, a.ID, 2)
+	if err != nil || added.Revision != 2 {
+		t.Fatalf("AddStock with Redis stopped: %+v, %v; want it made, the gate owed it", added, err)
+	}
+	srv.Resume(t)
+	var given int
+	for try := 0; given == 0 && try < 20; try++ { // the first calls may meet connections the stop broke
+		given, _ = two.Service.ReviseOwed(ctx, 10)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if given != 1 {
+		t.Fatalf("node two's sweeper gave %d revisions once Redis was back, want 1", given)
+	}
+	for i := range 2 {
+		if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("u", i+1)}); err != nil {
+			t.Fatalf("grab %d of the units added: %v", i+1, err)
+		}
+	}
+	if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u3"}); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("a grab past the 3 units: %v, want sold out", err)
+	}
+
+	srv.Pause(t)
+	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+		t.Fatalf("EndActivity with Redis stopped: %v; want it made, the gate owed it", err)
+	}
+	srv.Resume(t)
+	given = 0
+	for try := 0; given == 0 && try < 20; try++ {
+		given, _ = two.Service.ReviseOwed(ctx, 10)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if given != 1 {
+		t.Fatalf("node two's sweeper gave %d revisions once Redis was back, want the end", given)
+	}
+	if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "late"}); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("a grab through node two after the end: %v, want ErrEnded", err)
+	}
+	two.Drain(a.ID)
+	if c, err := two.Store.Counts(ctx, a.ID); err != nil || c.Created != 3 {
+		t.Fatalf("orders %+v, %v; want the 3 units", c, err)
 	}
 }
