@@ -1310,23 +1310,38 @@ func testOperatorReads(t *testing.T, dsn string) {
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("dead letters: %+v, %v", ds, err)
 	}
+	// Replayed two hours after the grab, far past the 10 minutes of its window: the order's
+	// window opens at the replay, or the next sweep would cancel it before its buyer could pay.
+	replayed := t0.Add(2 * time.Hour)
 	for i, want := range []sale.Status{sale.StatusCreated, sale.StatusFailed} {
-		p, err := s.ReplayDeadLetter(ctx, dead[i].Token)
+		p, err := s.ReplayDeadLetter(ctx, dead[i].Token, replayed)
 		if err != nil || !p.New || p.Order.Status != want || p.Order.UserID != dead[i].UserID {
 			t.Fatalf("replay %d: %+v, %v; want %s", i, p, err, want)
 		}
-		if _, err := s.ReplayDeadLetter(ctx, dead[i].Token); !errors.Is(err, sale.ErrNotFound) {
+		if _, err := s.ReplayDeadLetter(ctx, dead[i].Token, replayed); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("replay %d again: %v, want ErrNotFound", i, err)
 		}
 	}
-	if _, err := s.ReplayDeadLetter(ctx, old.Token); !errors.Is(err, sale.ErrInvalid) {
+	o, err := s.Order(ctx, dead[0].Token)
+	if err != nil || !o.CreatedAt.Equal(dead[0].At) || !o.ExpiresAt.Equal(replayed.Add(10*time.Minute)) {
+		t.Fatalf("the replayed order: %+v, %v; want it created at its grab, %s, and payable until %s", o, err, dead[0].At,
+			replayed.Add(10*time.Minute))
+	}
+	ex, err := s.Expired(ctx, replayed.Add(10*time.Minute-time.Millisecond), 10)
+	if err != nil || len(ex) != 4 || slices.ContainsFunc(ex, func(o sale.Order) bool { return o.Token == dead[0].Token }) {
+		t.Fatalf("expired within the replayed order's window: %+v, %v; want the 4 orders placed at the grab, not it", ex, err)
+	}
+	if _, err := s.Pay(ctx, dead[0].Token, replayed.Add(9*time.Minute)); err != nil {
+		t.Fatalf("paying the replayed order within its window: %v", err)
+	}
+	if _, err := s.ReplayDeadLetter(ctx, old.Token, replayed); !errors.Is(err, sale.ErrInvalid) {
 		t.Fatalf("a dead letter without its grab: %v, want ErrInvalid", err)
 	}
-	if c, err := s.Counts(ctx, "a"); err != nil || c.Created != 4 || c.Failed != 1 || c.DeadLetters != 1 {
+	if c, err := s.Counts(ctx, "a"); err != nil || c.Created != 3 || c.Paid != 1 || c.Failed != 1 || c.DeadLetters != 1 {
 		t.Fatalf("counts after the replays: %+v, %v", c, err)
 	}
-	evs, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 2})
-	if err != nil || len(evs) != 2 || evs[0].Type != sale.EventFailed || evs[1].Type != sale.EventCreated {
+	evs, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 3})
+	if err != nil || len(evs) != 3 || evs[0].Type != sale.EventPaid || evs[1].Type != sale.EventFailed || evs[2].Type != sale.EventCreated {
 		t.Fatalf("the replays' events: %+v, %v", evs, err)
 	}
 }
