@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -67,6 +68,7 @@ var storeTests = []struct {
 	{"OrderEvents", testOrderEvents},
 	{"EventDeliveryOrder", testEventDeliveryOrder},
 	{"Payments", testPayments},
+	{"PaymentsOwedBack", testPaymentsOwedBack},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }
@@ -1090,20 +1092,27 @@ func testPayments(t *testing.T, dsn string) {
 	if again := start(kept, "pay-kept-2"); again.ID != "pay-kept" || again.State != sale.PaymentStarted || again.AmountCents != 1999 {
 		t.Fatalf("a second click started %+v; want pay-kept again", again)
 	}
+	// Notices that take no money are refused when they do not match the payment. (Money taken
+	// is never refused: a succeeded notice of these is owed back, see testPaymentsOwedBack.)
 	for _, bad := range []struct {
-		name   string
-		id     string
-		token  string
-		amount int64
-		want   error
+		name    string
+		id      string
+		token   string
+		amount  int64
+		outcome sale.PaymentOutcome
+		want    error
 	}{
-		{"a wrong amount", p.ID, kept, 1998, sale.ErrAmountMismatch},
-		{"another order", p.ID, retried, 1999, sale.ErrInvalid},
-		{"an unknown payment", "pay-nope", kept, 1999, sale.ErrNotFound},
+		{"a failure of a wrong amount", p.ID, kept, 1998, sale.OutcomeFailed, sale.ErrAmountMismatch},
+		{"a failure of another order", p.ID, retried, 1999, sale.OutcomeFailed, sale.ErrInvalid},
+		{"a failure of an unknown payment", "pay-nope", kept, 1999, sale.OutcomeFailed, sale.ErrNotFound},
+		{"a refund of an unknown payment", "pay-nope", kept, 1999, sale.OutcomeRefunded, sale.ErrNotFound},
 	} {
-		if _, err := settle(bad.id, bad.token, bad.amount, sale.OutcomeSucceeded); !errors.Is(err, bad.want) {
+		if _, err := settle(bad.id, bad.token, bad.amount, bad.outcome); !errors.Is(err, bad.want) {
 			t.Errorf("%s: %v, want %v", bad.name, err, bad.want)
 		}
+	}
+	if _, err := s.Payment(ctx, "pay-nope"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("a refused notice of an unknown payment recorded it: %v", err)
 	}
 	if got, err := s.Payment(ctx, p.ID); err != nil || got.State != sale.PaymentStarted {
 		t.Fatalf("after the refused notices: %+v, %v; want it still started", got, err)
@@ -1206,12 +1215,183 @@ func testPayments(t *testing.T, dsn string) {
 	}
 
 	pending, err := s.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: 10})
-	if err != nil || len(pending) != 1 || pending[0].ID != "pay-retried-1" {
-		t.Errorf("refunds pending: %+v, %v; want pay-retried-1", pending, err)
+	if err != nil || len(pending) != 1 || pending[0].ID != "pay-retried-1" || pending[0].RefundReason != sale.RefundPaidTwice ||
+		pending[0].ReceivedCents != 1999 {
+		t.Errorf("refunds pending: %+v, %v; want pay-retried-1, 1999 cents received, paid twice", pending, err)
+	}
+	for id, want := range map[string]sale.RefundReason{"pay-kept": "", "pay-retried-2": "", "pay-late": sale.RefundOrderClosed} {
+		if p, err := s.Payment(ctx, id); err != nil || p.ReceivedCents != 1999 || p.RefundReason != want {
+			t.Errorf("payment %s: %+v, %v; want 1999 cents received, owed back for %q", id, p, err, want)
+		}
 	}
 	of, err := s.Payments(ctx, sale.PaymentFilter{OrderToken: retried, Limit: 10})
 	if err != nil || len(of) != 2 {
 		t.Errorf("the payments of %s: %+v, %v; want two", retried, of, err)
+	}
+}
+
+// testPaymentsOwedBack: a signed notice of money taken that no order can keep (another amount
+// than the payment's, another order, a payment id never issued, for an order we have or not) is
+// recorded as owed back with what was received and why, once however often it comes, with an
+// order.refund_requested event when the money is of an order of ours; the buyer can still pay
+// the order; and the refund, of what was received, closes it.
+func testPaymentsOwedBack(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 5, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0), grab("a", "u4", 0))
+	edited, other, cancelled, named := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token
+	in := t0.Add(2 * time.Minute)
+	settle := func(id, token string, amount int64, outcome sale.PaymentOutcome) (sale.Settlement, error) {
+		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome}, in)
+	}
+	owed := func(what string, st sale.Settlement, err error, changed bool, received int64, reason sale.RefundReason, o sale.Status) {
+		t.Helper()
+		if err != nil || st.Changed != changed || st.Payment.State != sale.PaymentRefundPending || st.Payment.ReceivedCents != received ||
+			st.Payment.RefundReason != reason || st.Order.Status != o {
+			t.Fatalf("%s: %+v, %v; want changed %v, owed back (%s) %d cents received, the order %q", what, st, err, changed, reason,
+				received, o)
+		}
+	}
+
+	// The buyer edits the amount in the checkout URL: 2099 cents are taken for a 1999 order.
+	p, err := s.StartPayment(ctx, edited, "pay-edited", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		st, err := settle(p.ID, edited, 2099, sale.OutcomeSucceeded)
+		owed("another amount", st, err, i == 0, 2099, sale.RefundAmountMismatch, sale.StatusCreated)
+	}
+	if _, err := settle(p.ID, edited, 1999, sale.OutcomeSucceeded); !errors.Is(err, sale.ErrInvalidState) {
+		t.Errorf("a second amount taken for one payment: %v, want ErrInvalidState", err)
+	}
+	// The order is still the buyer's to pay, by a payment of its amount.
+	again, err := s.StartPayment(ctx, edited, "pay-edited-2", in)
+	if err != nil || again.ID != "pay-edited-2" {
+		t.Fatalf("a payment after one owed back: %+v, %v; want a new one", again, err)
+	}
+	if st, err := settle(again.ID, edited, 1999, sale.OutcomeSucceeded); err != nil || st.Order.Status != sale.StatusPaid {
+		t.Fatalf("the order paid after all: %+v, %v", st, err)
+	}
+
+	// A notice of other's payment that names another order (cancelled, at that).
+	op, err := s.StartPayment(ctx, other, "pay-other", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, won, err := s.Cancel(ctx, cancelled, sale.ReasonExpired, in); err != nil || !won {
+		t.Fatalf("cancel: %v, %v", won, err)
+	}
+	for i := range 2 {
+		st, err := settle(op.ID, cancelled, 1999, sale.OutcomeSucceeded)
+		owed("another order", st, err, i == 0, 1999, sale.RefundOrderMismatch, sale.StatusCreated)
+	}
+	if o, err := s.Order(ctx, cancelled); err != nil || o.Status != sale.StatusCancelled {
+		t.Errorf("the order the notice named: %+v, %v; want it left CANCELLED", o, err)
+	}
+
+	// Payment ids never issued: for an order of ours (cancelled: it becomes REFUND_PENDING), for
+	// one that is CREATED (left so), and for an order we do not have.
+	for i := range 2 {
+		st, err := settle("pay-stray-1", cancelled, 1500, sale.OutcomeSucceeded)
+		owed("an unknown payment of a cancelled order", st, err, i == 0, 1500, sale.RefundUnknownPayment, sale.StatusRefundPending)
+		if st.Payment.OrderToken != cancelled || st.Payment.AmountCents != 0 || st.Payment.UserID != "u3" {
+			t.Errorf("the unknown payment recorded: %+v; want it of %s (u3's), 0 asked", st.Payment, cancelled)
+		}
+	}
+	st, err := settle("pay-stray-2", named, 1999, sale.OutcomeSucceeded)
+	owed("an unknown payment of a CREATED order", st, err, true, 1999, sale.RefundUnknownPayment, sale.StatusCreated)
+	for i := range 2 {
+		st, err := settle("pay-stray-3", "g-lost-in-a-restore", 4200, sale.OutcomeSucceeded)
+		owed("an unknown payment of an unknown order", st, err, i == 0, 4200, sale.RefundUnknownPayment, "")
+		if st.Order.Token != "" || st.Payment.OrderToken != "g-lost-in-a-restore" || st.Payment.ActivityID != "" {
+			t.Errorf("money for an order we do not have: %+v", st)
+		}
+	}
+	if _, err := s.StartPayment(ctx, named, "pay-named", in); err != nil {
+		t.Errorf("a payment of an order an unknown payment named: %v", err)
+	}
+	// Copies of one notice of an unknown payment at once: recorded once, each answered.
+	var changed atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			st, err := settle("pay-stray-4", "g-lost-too", 300, sale.OutcomeSucceeded)
+			if err != nil || st.Payment.State != sale.PaymentRefundPending {
+				t.Errorf("a copy of an unknown payment's notice: %+v, %v", st, err)
+			}
+			if st.Changed {
+				changed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if changed.Load() != 1 {
+		t.Errorf("4 copies of a notice at once changed %d times, want once", changed.Load())
+	}
+
+	pending, err := s.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range pending {
+		got[p.ID] = p.ReceivedCents
+	}
+	if diff := cmp.Diff(map[string]int64{"pay-edited": 2099, "pay-other": 1999, "pay-stray-1": 1500, "pay-stray-2": 1999,
+		"pay-stray-3": 4200, "pay-stray-4": 300}, got); diff != "" {
+		t.Errorf("the payments owed back (-want +got):\n%s", diff)
+	}
+
+	// The refunds: of what was received, not of what was asked.
+	if _, err := settle("pay-edited", edited, 1999, sale.OutcomeRefunded); !errors.Is(err, sale.ErrAmountMismatch) {
+		t.Errorf("a refund of the order's amount, 2099 received: %v, want ErrAmountMismatch", err)
+	}
+	for _, r := range []struct {
+		id, token string
+		cents     int64
+		order     sale.Status
+	}{
+		{"pay-edited", edited, 2099, sale.StatusPaid},
+		{"pay-other", cancelled, 1999, sale.StatusCreated}, // named by the payment id; the order is other's
+		{"pay-stray-1", cancelled, 1500, sale.StatusRefunded},
+		{"pay-stray-3", "g-lost-in-a-restore", 4200, ""},
+	} {
+		for i := range 2 {
+			st, err := settle(r.id, r.token, r.cents, sale.OutcomeRefunded)
+			if err != nil || st.Changed != (i == 0) || st.Payment.State != sale.PaymentRefunded || st.Order.Status != r.order {
+				t.Errorf("the refund of %s: %+v, %v; want it refunded, the order %q", r.id, st, err, r.order)
+			}
+		}
+	}
+
+	// Every payment owed back of an order of ours asked for its refund; the one of no order
+	// could not (there is no order to tell), and is found in the list above.
+	type ev struct{ ID, Payment, Type string }
+	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []ev
+	for i := len(ds) - 1; i >= 0; i-- {
+		if d := ds[i]; d.PaymentID != "" {
+			evs = append(evs, ev{d.ID, d.PaymentID, string(d.Type)})
+		}
+	}
+	wantEvents := []ev{
+		{"pay-edited.refund_requested", "pay-edited", string(sale.EventRefundRequested)},
+		{edited + ".paid", "pay-edited-2", string(sale.EventPaid)},
+		{"pay-other.refund_requested", "pay-other", string(sale.EventRefundRequested)},
+		{"pay-stray-1.refund_requested", "pay-stray-1", string(sale.EventRefundRequested)},
+		{"pay-stray-2.refund_requested", "pay-stray-2", string(sale.EventRefundRequested)},
+		{"pay-edited.refunded", "pay-edited", string(sale.EventRefunded)},
+		{"pay-other.refunded", "pay-other", string(sale.EventRefunded)},
+		{"pay-stray-1.refunded", "pay-stray-1", string(sale.EventRefunded)},
+	}
+	if diff := cmp.Diff(wantEvents, evs); diff != "" {
+		t.Errorf("the payments' events (-want +got):\n%s", diff)
 	}
 }
 
@@ -1402,9 +1582,11 @@ func TestOrdersRebuiltByUser(t *testing.T) {
 		!s.w.d.unique(err) {
 		t.Fatalf("a second unit of u1 in slot 1: %v, want the unique key's refusal", err)
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, activity_id, user_id, amount_cents, state,
-		created_at, updated_at) VALUES ('p2', 'nope', 'a', 'u9', 100, 'STARTED', 9, 9)`); err == nil {
-		t.Fatal("a payment of no order went in: the foreign keys do not hold")
+	// (Probed on the orders' key to activities: since migration 16 a payment may name an order
+	// we do not have, TestPaymentsOwedBackMigrated.)
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+		status, reason, created_at, expires_at) VALUES ('g5', 'nope', 'u9', '', 1, 0, 100, 'CREATED', '', 9, 60009)`); err == nil {
+		t.Fatal("an order of no activity went in: the foreign keys do not hold")
 	}
 	placed := place(t, s, grab("a", "u4", 0))
 	if placed[0].Order.ID != 4 {
@@ -1422,6 +1604,87 @@ func TestOrdersRebuiltByUser(t *testing.T) {
 }
 
 // dumpOrders returns every order row of db, by id, as text.
+// TestPaymentsOwedBackMigrated: migration 16 gives SQLite's payments what was received and why
+// it is owed back, and lets a payment name an order the database does not have. On a database at
+// version 15, the payments settled are given their amount as received, those owed back the
+// reason their order's state says, the others nothing; a payment of no order then goes in, and
+// the foreign keys still hold elsewhere.
+func TestPaymentsOwedBackMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seckill.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO activities (id, name, kind, stock, price_cents, per_user_limit, start_at, end_at, pay_window_ms,
+			total_cents, require_challenge, admission, created_at, sold) VALUES ('a', 'a', 'item', 10, 100, 1, 0, 1, 60000, 0, 0, 'direct', 0, 2)`,
+		`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at)
+			VALUES ('g1', 'a', 'u1', '', 1, 0, 100, 'CREATED', '', 5, 60005), ('g2', 'a', 'u2', '', 1, 0, 100, 'PAID', '', 6, 60006),
+			('g3', 'a', 'u3', '', NULL, 0, 100, 'REFUNDED', 'expired', 7, 60007)`,
+		`INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id, amount_cents, state, created_at, updated_at)
+			VALUES ('p-started', 'g1', 'g1', 'a', 'u1', 100, 'started', 5, 5), ('p-failed', 'g2', NULL, 'a', 'u2', 100, 'failed', 6, 6),
+			('p-kept', 'g2', NULL, 'a', 'u2', 100, 'succeeded', 6, 6), ('p-twice', 'g2', NULL, 'a', 'u2', 100, 'refund_pending', 6, 6),
+			('p-late', 'g3', NULL, 'a', 'u3', 100, 'refunded', 7, 7)`,
+	} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, err := Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatalf("migrating a version 15 database: %v", err)
+	}
+	defer s.Close()
+	type row struct {
+		State    sale.PaymentState
+		Received int64
+		Reason   sale.RefundReason
+	}
+	got := map[string]row{}
+	ps, err := s.Payments(ctx, sale.PaymentFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		got[p.ID] = row{p.State, p.ReceivedCents, p.RefundReason}
+	}
+	want := map[string]row{
+		"p-started": {sale.PaymentStarted, 0, ""},
+		"p-failed":  {sale.PaymentFailed, 0, ""},
+		"p-kept":    {sale.PaymentSucceeded, 100, ""},
+		"p-twice":   {sale.PaymentRefundPending, 100, sale.RefundPaidTwice},
+		"p-late":    {sale.PaymentRefunded, 100, sale.RefundOrderClosed},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the payments migrated (-want +got):\n%s", diff)
+	}
+	if p, err := s.StartPayment(ctx, "g1", "p-again", time.UnixMilli(10)); err != nil || p.ID != "p-started" {
+		t.Fatalf("a click on g1's pay after the rebuild: %+v, %v; want its open payment, p-started", p, err)
+	}
+	if st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: "p-lost", OrderToken: "g-lost", AmountCents: 100,
+		Outcome: sale.OutcomeSucceeded}, t0); err != nil || st.Payment.State != sale.PaymentRefundPending {
+		t.Fatalf("money taken for an order the database does not have: %+v, %v", st, err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+		status, reason, created_at, expires_at) VALUES ('g5', 'nope', 'u9', '', 1, 0, 100, 'CREATED', '', 9, 60009)`); err == nil {
+		t.Fatal("an order of no activity went in: the foreign keys do not hold")
+	}
+}
+
 func dumpOrders(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`SELECT id, token, activity_id, user_id, idem_key, IFNULL(slot, -1), share_idx, amount_cents, status,
