@@ -207,7 +207,7 @@ func (s *Store) succeeded(ctx context.Context, t tx, st *sale.Settlement, now ti
 		if err := received(ctx, t, st, st.Payment.AmountCents, "", now); err != nil {
 			return err
 		}
-		return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventPaid, st.Order, st.Payment.ID, now)})
+		return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventPaid, st.Order, st.Payment, now)})
 	}
 	// Cancelled (the sweeper's cancel won the order's row, and its unit is back on sale), or
 	// paid by another payment: the money goes back.
@@ -242,7 +242,7 @@ func (s *Store) oweBack(ctx context.Context, t tx, st *sale.Settlement, cents in
 	if !known {
 		return nil // no order to tell of it: the payment is listed among those owed back
 	}
-	return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventRefundRequested, o, st.Payment.ID, now)})
+	return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventRefundRequested, o, st.Payment, now)})
 }
 
 // stray records n, a notice of money taken under a payment id we never issued, as a payment of
@@ -308,7 +308,7 @@ func (s *Store) refunded(ctx context.Context, t tx, st *sale.Settlement, now tim
 	if st.Order, err = orderByToken(ctx, t, token); err != nil {
 		return err
 	}
-	return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventRefunded, st.Order, st.Payment.ID, now)})
+	return s.emit(ctx, t, []sale.Event{paymentEvent(sale.EventRefunded, st.Order, st.Payment, now)})
 }
 
 // Payment implements sale.PaymentStore.

@@ -1369,7 +1369,11 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 
 	// Every payment owed back of an order of ours asked for its refund; the one of no order
 	// could not (there is no order to tell), and is found in the list above.
-	type ev struct{ ID, Payment, Type string }
+	// Each says what the provider took: what to give back.
+	type ev struct {
+		ID, Payment, Type string
+		Cents             int64
+	}
 	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 100})
 	if err != nil {
 		t.Fatal(err)
@@ -1377,18 +1381,18 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	var evs []ev
 	for i := len(ds) - 1; i >= 0; i-- {
 		if d := ds[i]; d.PaymentID != "" {
-			evs = append(evs, ev{d.ID, d.PaymentID, string(d.Type)})
+			evs = append(evs, ev{d.ID, d.PaymentID, string(d.Type), d.ReceivedCents})
 		}
 	}
 	wantEvents := []ev{
-		{"pay-edited.refund_requested", "pay-edited", string(sale.EventRefundRequested)},
-		{edited + ".paid", "pay-edited-2", string(sale.EventPaid)},
-		{"pay-other.refund_requested", "pay-other", string(sale.EventRefundRequested)},
-		{"pay-stray-1.refund_requested", "pay-stray-1", string(sale.EventRefundRequested)},
-		{"pay-stray-2.refund_requested", "pay-stray-2", string(sale.EventRefundRequested)},
-		{"pay-edited.refunded", "pay-edited", string(sale.EventRefunded)},
-		{"pay-other.refunded", "pay-other", string(sale.EventRefunded)},
-		{"pay-stray-1.refunded", "pay-stray-1", string(sale.EventRefunded)},
+		{"pay-edited.refund_requested", "pay-edited", string(sale.EventRefundRequested), 2099},
+		{edited + ".paid", "pay-edited-2", string(sale.EventPaid), 1999},
+		{"pay-other.refund_requested", "pay-other", string(sale.EventRefundRequested), 1999},
+		{"pay-stray-1.refund_requested", "pay-stray-1", string(sale.EventRefundRequested), 1500},
+		{"pay-stray-2.refund_requested", "pay-stray-2", string(sale.EventRefundRequested), 1999},
+		{"pay-edited.refunded", "pay-edited", string(sale.EventRefunded), 2099},
+		{"pay-other.refunded", "pay-other", string(sale.EventRefunded), 1999},
+		{"pay-stray-1.refunded", "pay-stray-1", string(sale.EventRefunded), 1500},
 	}
 	if diff := cmp.Diff(wantEvents, evs); diff != "" {
 		t.Errorf("the payments' events (-want +got):\n%s", diff)
@@ -1605,9 +1609,10 @@ func TestOrdersRebuiltByUser(t *testing.T) {
 
 // dumpOrders returns every order row of db, by id, as text.
 // TestPaymentsOwedBackMigrated: migration 16 gives SQLite's payments what was received and why
-// it is owed back, and lets a payment name an order the database does not have. On a database at
-// version 15, the payments settled are given their amount as received, those owed back the
-// reason their order's state says, the others nothing; a payment of no order then goes in, and
+// it is owed back, and lets a payment name an order the database does not have; 17 gives the
+// events of payments what was received. On a database at version 15, the payments settled are
+// given their amount as received, those owed back the reason their order's state says, the
+// others nothing, and so are the events of a payment; a payment of no order then goes in, and
 // the foreign keys still hold elsewhere.
 func TestPaymentsOwedBackMigrated(t *testing.T) {
 	ctx := context.Background()
@@ -1637,6 +1642,11 @@ func TestPaymentsOwedBackMigrated(t *testing.T) {
 			VALUES ('p-started', 'g1', 'g1', 'a', 'u1', 100, 'started', 5, 5), ('p-failed', 'g2', NULL, 'a', 'u2', 100, 'failed', 6, 6),
 			('p-kept', 'g2', NULL, 'a', 'u2', 100, 'succeeded', 6, 6), ('p-twice', 'g2', NULL, 'a', 'u2', 100, 'refund_pending', 6, 6),
 			('p-late', 'g3', NULL, 'a', 'u3', 100, 'refunded', 7, 7)`,
+		`INSERT INTO order_events (event_id, type, order_token, order_id, activity_id, user_id, amount_cents, status, reason, at_ms,
+			payment_id) VALUES ('g2.created', 'order.created', 'g2', 2, 'a', 'u2', 100, 'CREATED', '', 6, ''),
+			('g2.paid', 'order.paid', 'g2', 2, 'a', 'u2', 100, 'PAID', '', 6, 'p-kept')`,
+		`INSERT INTO event_deliveries (sink, event_id, order_token, state, attempts, next_at, last_error, delivered_at)
+			VALUES ('hook', 'g2.created', 'g2', 'delivered', 1, 6, '', 6), ('hook', 'g2.paid', 'g2', 'pending', 0, 6, '', 0)`,
 	} {
 		if _, err := old.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -1671,6 +1681,11 @@ func TestPaymentsOwedBackMigrated(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("the payments migrated (-want +got):\n%s", diff)
+	}
+	// Migration 17: the events of payments written before say what was taken, their order's amount.
+	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 10})
+	if err != nil || len(ds) != 2 || ds[0].PaymentID != "p-kept" || ds[0].ReceivedCents != 100 || ds[1].ReceivedCents != 0 {
+		t.Fatalf("the events migrated: %+v, %v; want g2.paid of p-kept, 100 cents received, and g2.created of none", ds, err)
 	}
 	if p, err := s.StartPayment(ctx, "g1", "p-again", time.UnixMilli(10)); err != nil || p.ID != "p-started" {
 		t.Fatalf("a click on g1's pay after the rebuild: %+v, %v; want its open payment, p-started", p, err)
