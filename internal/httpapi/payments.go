@@ -18,7 +18,8 @@ import (
 type Provider struct {
 	Secret []byte
 	// CheckoutURL is the provider's page a buyer pays at: the pay call answers it with the
-	// payment's payment_id, order_token and amount_cents added to its query.
+	// payment's payment_id, order_token and amount_cents added to its query, and sig, their
+	// signature with Secret (signature.SignCheckout), which the provider checks.
 	CheckoutURL string
 	// Now is the clock a callback's signature is checked on (the provider's is the real time,
 	// whatever clock the sale runs on); nil: time.Now.
@@ -52,7 +53,9 @@ func (s *Server) paymentOf(p sale.Payment) *PaymentResponse {
 	return r
 }
 
-// checkout is where the buyer pays p: the provider's page, told which payment it is.
+// checkout is where the buyer pays p: the provider's page, told which payment it is and what
+// to take, signed, so that a buyer who edits the URL is refused there. (Should a provider take
+// another amount all the same, its notice is owed back: see sale.PaymentStore.Settle.)
 func (pr *Provider) checkout(p sale.Payment) string {
 	u, err := url.Parse(pr.CheckoutURL)
 	if err != nil { // checked when the node started
@@ -62,6 +65,7 @@ func (pr *Provider) checkout(p sale.Payment) string {
 	q.Set("payment_id", p.ID)
 	q.Set("order_token", p.OrderToken)
 	q.Set("amount_cents", strconv.FormatInt(p.AmountCents, 10))
+	q.Set(signature.CheckoutParam, signature.SignCheckout(pr.Secret, p.ID, p.OrderToken, p.AmountCents))
 	u.RawQuery = q.Encode()
 	return u.String()
 }

@@ -75,6 +75,15 @@ func TestPaymentsThroughAProvider(t *testing.T) {
 		pay.Query().Get("order_token") != alice || pay.Query().Get("amount_cents") != "99900" || p["state"] != "started" {
 		t.Fatalf("the payment %v: want the checkout page told of payment %s of %s, 99900 cents", p, pid, alice)
 	}
+	// What the URL asks the provider for is signed: a buyer who edits the amount is refused there.
+	if err := signature.VerifyCheckout(paymentSecret, pay.Query()); err != nil {
+		t.Fatalf("the checkout URL %s: %v, want it signed with the payment secret", pay, err)
+	}
+	edited := pay.Query()
+	edited.Set("amount_cents", "100")
+	if err := signature.VerifyCheckout(paymentSecret, edited); err == nil {
+		t.Fatalf("the checkout URL with the amount edited verified")
+	}
 	if again := f.do("POST", "/api/orders/"+alice+"/pay", f.user("alice"), ""); again.status != http.StatusAccepted ||
 		again.body["payment"].(map[string]any)["payment_id"] != pid {
 		t.Fatalf("a second click: %d %s; want payment %s again", again.status, again.raw, pid)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +106,44 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("%q verified with byte %d changed (%q) over %q", b, i, sig, body)
 		}
 	})
+}
+
+// TestCheckoutSignature: a checkout URL's payment_id, order_token and amount_cents verify with
+// the signature SignCheckout made, whatever else the shop's URL carries; a URL with any of them
+// changed, repeated or missing, the signature missing, repeated or made with another secret is
+// refused.
+func TestCheckoutSignature(t *testing.T) {
+	sig := SignCheckout(secret, "pay_1", "g1", 990)
+	good := func() url.Values {
+		return url.Values{"shop": {"s1"}, "payment_id": {"pay_1"}, "order_token": {"g1"}, "amount_cents": {"990"}, CheckoutParam: {sig}}
+	}
+	if err := VerifyCheckout(secret, good()); err != nil {
+		t.Fatalf("the signed URL: %v", err)
+	}
+	q := good()
+	q.Set("shop", "another shop parameter")
+	if err := VerifyCheckout(secret, q); err != nil {
+		t.Fatalf("the shop's own parameter changed: %v", err)
+	}
+	for name, edit := range map[string]func(q url.Values){
+		"the amount edited":   func(q url.Values) { q.Set("amount_cents", "1090") },
+		"the amount repeated": func(q url.Values) { q.Add("amount_cents", "1090") },
+		"the amount removed":  func(q url.Values) { q.Del("amount_cents") },
+		"another order":       func(q url.Values) { q.Set("order_token", "g2") },
+		"another payment":     func(q url.Values) { q.Set("payment_id", "pay_2") },
+		"no signature":        func(q url.Values) { q.Del(CheckoutParam) },
+		"two signatures":      func(q url.Values) { q.Add(CheckoutParam, sig) },
+		"a signature not hex": func(q url.Values) { q.Set(CheckoutParam, "zz") },
+		"another secret's":    func(q url.Values) { q.Set(CheckoutParam, SignCheckout([]byte("another secret"), "pay_1", "g1", 990)) },
+		"the callback scheme's": func(q url.Values) {
+			q.Set(CheckoutParam, strings.TrimPrefix(Sign(secret, time.Unix(0, 0), []byte(q.Encode())), "t=0,v1="))
+		},
+		"the amount moved to the order": func(q url.Values) { q.Set("order_token", "g1&amount_cents=990"); q.Del("amount_cents") },
+	} {
+		q := good()
+		edit(q)
+		if err := VerifyCheckout(secret, q); !errors.Is(err, ErrBadCheckout) {
+			t.Errorf("%s: %v, want ErrBadCheckout", name, err)
+		}
+	}
 }
