@@ -105,6 +105,10 @@ func (s *Store) Settle(ctx context.Context, n sale.PaymentNotice, now time.Time)
 		st.Payment = p
 		switch n.Outcome {
 		case sale.OutcomeSucceeded:
+			// A failure is not final: a provider may take the money on a retry of the same
+			// payment (Stripe's PaymentIntent in one Checkout Session), or report an attempt's
+			// failure after another's success. A success after a failure is money taken like
+			// any other: kept if its order is still CREATED (its unit held), owed back if not.
 			switch {
 			case p.State != sale.PaymentStarted && p.State != sale.PaymentFailed:
 				// The money came before: a repeat, whatever order it names, unless it says

@@ -69,6 +69,7 @@ var storeTests = []struct {
 	{"EventDeliveryOrder", testEventDeliveryOrder},
 	{"Payments", testPayments},
 	{"PaymentsOwedBack", testPaymentsOwedBack},
+	{"FailedThenSucceeded", testFailedThenSucceeded},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }
@@ -1396,6 +1397,73 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	}
 	if diff := cmp.Diff(wantEvents, evs); diff != "" {
 		t.Errorf("the payments' events (-want +got):\n%s", diff)
+	}
+}
+
+// testFailedThenSucceeded: a payment reported failed may succeed after all (a retry at the
+// provider); the money is then taken like any other: kept while its order is CREATED, even past
+// its window if the sweeper has not cancelled it (its unit is still held), and owed back when the
+// order was cancelled meanwhile, was paid by the payment the buyer started after the failure, or
+// is of another amount.
+func testFailedThenSucceeded(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 6, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0), grab("a", "u4", 0), grab("a", "u5", 0))
+	retried, twice, closed, other, late := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token, ps[4].Order.Token
+	in, past := t0.Add(2*time.Minute), t0.Add(time.Hour) // within the 10 minutes of the windows, and after them
+	failed := func(token, id string) sale.Payment {
+		t.Helper()
+		p, err := s.StartPayment(ctx, token, id, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: token, AmountCents: p.AmountCents,
+			Outcome: sale.OutcomeFailed}, in)
+		if err != nil || st.Payment.State != sale.PaymentFailed || st.Order.Status != sale.StatusCreated {
+			t.Fatalf("the failure of %s: %+v, %v", id, st, err)
+		}
+		return p
+	}
+	succeeded := func(p sale.Payment, amount int64, at time.Time, state sale.PaymentState, reason sale.RefundReason, o sale.Status) {
+		t.Helper()
+		for i := range 2 {
+			st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: amount,
+				Outcome: sale.OutcomeSucceeded}, at)
+			if err != nil || st.Changed != (i == 0) || st.Payment.State != state || st.Payment.RefundReason != reason ||
+				st.Payment.ReceivedCents != amount || st.Order.Status != o {
+				t.Fatalf("%s succeeded after it failed: %+v, %v; want it %s (%q), the order %s", p.ID, st, err, state, reason, o)
+			}
+		}
+	}
+
+	// Retried at the provider within the window: kept.
+	succeeded(failed(retried, "pay-retried"), 1999, in, sale.PaymentSucceeded, "", sale.StatusPaid)
+	// The buyer started another payment after the failure; the first's retry succeeds first,
+	// and pays the order: the second's money, when it comes, is paid twice.
+	first := failed(twice, "pay-twice-1")
+	second, err := s.StartPayment(ctx, twice, "pay-twice-2", in)
+	if err != nil || second.ID != "pay-twice-2" {
+		t.Fatalf("a payment after a failure: %+v, %v", second, err)
+	}
+	succeeded(first, 1999, in, sale.PaymentSucceeded, "", sale.StatusPaid)
+	succeeded(second, 1999, in, sale.PaymentRefundPending, sale.RefundPaidTwice, sale.StatusPaid)
+	// The order was cancelled (the sweeper, its window over) before the retry succeeded: its
+	// unit went back on sale, and the money goes back.
+	p := failed(closed, "pay-closed")
+	if _, won, err := s.Cancel(ctx, closed, sale.ReasonExpired, past); err != nil || !won {
+		t.Fatalf("the sweeper's cancel: %v, %v", won, err)
+	}
+	succeeded(p, 1999, past, sale.PaymentRefundPending, sale.RefundOrderClosed, sale.StatusRefundPending)
+	// Another amount after the failure: owed back, the order still payable.
+	succeeded(failed(other, "pay-other"), 2500, in, sale.PaymentRefundPending, sale.RefundAmountMismatch, sale.StatusCreated)
+	// Past the window, the sweeper not there yet: the unit is still held, so the money is kept,
+	// as for a payment that never failed.
+	succeeded(failed(late, "pay-late"), 1999, past, sale.PaymentSucceeded, "", sale.StatusPaid)
+
+	if c, err := s.Counts(ctx, "a"); err != nil || c.Paid != 3 || c.RefundPending != 1 || c.Created != 1 {
+		t.Fatalf("counts %+v, %v; want 3 paid, 1 refund pending (its unit back on sale), 1 created", c, err)
 	}
 }
 
