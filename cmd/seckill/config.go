@@ -168,7 +168,7 @@ func settings(c *config) []setting {
 			text(&c.webhookSecret)},
 		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the payment provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order; empty: the pay call pays",
 			text(&c.paymentSecret)},
-		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query); required with SECKILL_PAYMENT_SECRET",
+		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query, and sig, their HMAC with SECKILL_PAYMENT_SECRET, which the provider checks); required with SECKILL_PAYMENT_SECRET",
 			text(&c.paymentURL)},
 		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
 			func(c *config, v string) error { c.kafkaBrokers = splitList(v); return nil }},

@@ -331,12 +331,13 @@ func closeOnce(ch chan struct{}) {
 
 // TestPaymentProviderEndToEnd runs a node with a payment provider and a webhook receiver: the
 // pay call sends the buyer to the provider's page; the provider's signed callback pays one
-// order; the other's comes after the sweeper closed its window, and is asked back. The receiver
-// hears each order's events in order, the payment named in them.
+// order; the other's comes after the sweeper closed its window, and is asked back; a third's
+// takes another amount than its order's, and is asked back too. The receiver hears each order's
+// events in order, the payment named in them with what it took.
 func TestPaymentProviderEndToEnd(t *testing.T) {
 	const hookSecret, paySecret = "the shop's webhook secret", "the provider's callback secret"
 	var mu sync.Mutex
-	seen := map[string][]string{} // order token -> "type payment_id"
+	seen := map[string][]string{} // order token -> "type payment_id received_cents"
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var e relay.Message
@@ -347,7 +348,11 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if ev := e.Type + " " + e.PaymentID; !slices.Contains(seen[e.Order.Token], ev) {
+		ev := e.Type + " " + e.PaymentID
+		if e.ReceivedCents != nil {
+			ev += fmt.Sprint(" ", *e.ReceivedCents)
+		}
+		if !slices.Contains(seen[e.Order.Token], ev) {
 			seen[e.Order.Token] = append(seen[e.Order.Token], ev)
 		}
 	}))
@@ -358,6 +363,7 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 	id := c.createItem(5, 1, time.Second)
 	alice := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)["order_token"].(string)
 	bob := c.must("POST", "/api/activities/"+id+"/grab", c.token("bob"), "", http.StatusAccepted)["order_token"].(string)
+	carol := c.must("POST", "/api/activities/"+id+"/grab", c.token("carol"), "", http.StatusAccepted)["order_token"].(string)
 	c.drained(id)
 	payment := func(user, token string) (id, payURL string) {
 		o := c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusAccepted)
@@ -369,8 +375,9 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 		t.Fatalf("pay_url %q", payURL)
 	}
 	bobPay, _ := payment("bob", bob)
-	callback := func(token, pid, status string) map[string]any {
-		body := fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":100,"status":%q}`, token, pid, status)
+	callback := func(token, pid, status string, amount ...int) map[string]any {
+		cents := append(amount, 100)[0]
+		body := fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":%d,"status":%q}`, token, pid, cents, status)
 		req, _ := http.NewRequest("POST", base+"/api/payments/callback", strings.NewReader(body))
 		req.Header.Set(signature.Header, signature.Sign([]byte(paySecret), time.Now(), []byte(body)))
 		resp, err := http.DefaultClient.Do(req)
@@ -387,6 +394,11 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 	if o := callback(alice, alicePay, "succeeded")["order"].(map[string]any); o["status"] != "PAID" {
 		t.Fatalf("alice's order after the callback: %v", o)
 	}
+	// The provider takes 1.50 for carol's 1.00: owed back (her order expires meanwhile or after).
+	carolPay, _ := payment("carol", carol)
+	if p := callback(carol, carolPay, "succeeded", 150)["payment"].(map[string]any); p["state"] != "refund_pending" {
+		t.Fatalf("carol's payment of another amount: %v", p)
+	}
 	// bob's window (1 s) closes and the sweeper (every 100 ms) cancels his order first.
 	deadline := time.Now().Add(20 * time.Second)
 	for c.must("GET", "/api/orders/"+bob, c.token("bob"), "", http.StatusOK)["status"] != "CANCELLED" {
@@ -402,14 +414,18 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 		t.Fatalf("bob's refund: %v", o)
 	}
 	want := map[string][]string{
-		alice: {"order.created ", "order.paid " + alicePay},
-		bob:   {"order.created ", "order.expired ", "order.refund_requested " + bobPay, "order.refunded " + bobPay},
+		alice: {"order.created ", "order.paid " + alicePay + " 100"},
+		bob:   {"order.created ", "order.expired ", "order.refund_requested " + bobPay + " 100", "order.refunded " + bobPay + " 100"},
+		carol: {"order.created ", "order.expired ", "order.refund_requested " + carolPay + " 150"}, // the last two in either order
 	}
 	for {
 		mu.Lock()
-		got := map[string][]string{alice: slices.Clone(seen[alice]), bob: slices.Clone(seen[bob])}
+		got := map[string][]string{alice: slices.Clone(seen[alice]), bob: slices.Clone(seen[bob]), carol: slices.Clone(seen[carol])}
 		mu.Unlock()
-		if len(got[alice]) == 2 && len(got[bob]) == 4 {
+		if len(got[carol]) == 3 {
+			slices.Sort(got[carol][1:])
+		}
+		if len(got[alice]) == 2 && len(got[bob]) == 4 && len(got[carol]) == 3 {
 			for tok, w := range want {
 				if !slices.Equal(got[tok], w) {
 					t.Errorf("order %s: events %v, want %v", tok, got[tok], w)

@@ -133,9 +133,15 @@ func (p *Provider) Pay(ctx context.Context, payURL string) error {
 	return nil
 }
 
-// checkout takes a payment and schedules its callbacks.
+// checkout takes a payment and schedules its callbacks. Like a real provider's page it takes
+// nothing unless the shop signed what the URL asks for (signature.VerifyCheckout): a buyer who
+// edited the amount is refused (403, which fails the run's payment).
 func (p *Provider) checkout(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if signature.VerifyCheckout([]byte(p.spec.PaymentSecret), q) != nil {
+		http.Error(w, "the checkout URL is not as the shop signed it", http.StatusForbidden)
+		return
+	}
 	amount, err := strconv.ParseInt(q.Get("amount_cents"), 10, 64)
 	if err != nil || q.Get("payment_id") == "" || q.Get("order_token") == "" {
 		http.Error(w, "not a payment", http.StatusBadRequest)

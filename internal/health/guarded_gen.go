@@ -213,8 +213,8 @@ func (x guardedStore) Replay(ctx context.Context, sink string, id string, now ti
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.EventDelivery, error) { return x.p.Replay(ctx, sink, id, now) })
 }
 
-func (x guardedStore) ReplayDeadLetter(ctx context.Context, token string) (sale.Placement, error) {
-	return Call(ctx, x.guard, func(ctx context.Context) (sale.Placement, error) { return x.p.ReplayDeadLetter(ctx, token) })
+func (x guardedStore) ReplayDeadLetter(ctx context.Context, token string, now time.Time) (sale.Placement, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Placement, error) { return x.p.ReplayDeadLetter(ctx, token, now) })
 }
 
 func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, r sale.Revision) error {

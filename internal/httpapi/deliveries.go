@@ -21,6 +21,8 @@ type DeliveryResponse struct {
 	DeliveredAt *time.Time         `json:"delivered_at,omitempty"`
 	Order       EventOrder         `json:"order"`
 	PaymentID   string             `json:"payment_id,omitempty"` // the payment the event is about
+	// ReceivedCents is, with PaymentID, what the provider took for it (what a refund gives back).
+	ReceivedCents *int64 `json:"received_cents,omitempty"`
 }
 
 // EventOrder is the order as the event left it.
@@ -53,6 +55,10 @@ func deliveryOf(d sale.EventDelivery) DeliveryResponse {
 	if !d.DeliveredAt.IsZero() {
 		at := d.DeliveredAt
 		r.DeliveredAt = &at
+	}
+	if d.PaymentID != "" {
+		cents := d.ReceivedCents
+		r.ReceivedCents = &cents
 	}
 	return r
 }

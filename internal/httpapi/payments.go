@@ -18,7 +18,8 @@ import (
 type Provider struct {
 	Secret []byte
 	// CheckoutURL is the provider's page a buyer pays at: the pay call answers it with the
-	// payment's payment_id, order_token and amount_cents added to its query.
+	// payment's payment_id, order_token and amount_cents added to its query, and sig, their
+	// signature with Secret (signature.SignCheckout), which the provider checks.
 	CheckoutURL string
 	// Now is the clock a callback's signature is checked on (the provider's is the real time,
 	// whatever clock the sale runs on); nil: time.Now.
@@ -29,27 +30,32 @@ type Provider struct {
 var errNoProvider = fmt.Errorf("%w: this node takes no payment callbacks (SECKILL_PAYMENT_SECRET is not set)", sale.ErrNotFound)
 
 // PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
-// the payment is started.
+// the payment is started; ReceivedCents what the provider took (what a refund gives back), and
+// RefundReason why it is owed back.
 type PaymentResponse struct {
-	PaymentID   string            `json:"payment_id"`
-	OrderToken  string            `json:"order_token"`
-	AmountCents int64             `json:"amount_cents"`
-	State       sale.PaymentState `json:"state"`
-	PayURL      string            `json:"pay_url,omitempty"`
-	CreatedAt   time.Time         `json:"created_at"`
-	UpdatedAt   time.Time         `json:"updated_at"`
+	PaymentID     string            `json:"payment_id"`
+	OrderToken    string            `json:"order_token"`
+	AmountCents   int64             `json:"amount_cents"`
+	State         sale.PaymentState `json:"state"`
+	PayURL        string            `json:"pay_url,omitempty"`
+	ReceivedCents int64             `json:"received_cents"`
+	RefundReason  sale.RefundReason `json:"refund_reason,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
 }
 
 func (s *Server) paymentOf(p sale.Payment) *PaymentResponse {
 	r := &PaymentResponse{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+		ReceivedCents: p.ReceivedCents, RefundReason: p.RefundReason, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.State == sale.PaymentStarted && s.provider != nil {
 		r.PayURL = s.provider.checkout(p)
 	}
 	return r
 }
 
-// checkout is where the buyer pays p: the provider's page, told which payment it is.
+// checkout is where the buyer pays p: the provider's page, told which payment it is and what
+// to take, signed, so that a buyer who edits the URL is refused there. (Should a provider take
+// another amount all the same, its notice is owed back: see sale.PaymentStore.Settle.)
 func (pr *Provider) checkout(p sale.Payment) string {
 	u, err := url.Parse(pr.CheckoutURL)
 	if err != nil { // checked when the node started
@@ -59,6 +65,7 @@ func (pr *Provider) checkout(p sale.Payment) string {
 	q.Set("payment_id", p.ID)
 	q.Set("order_token", p.OrderToken)
 	q.Set("amount_cents", strconv.FormatInt(p.AmountCents, 10))
+	q.Set(signature.CheckoutParam, signature.SignCheckout(pr.Secret, p.ID, p.OrderToken, p.AmountCents))
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -71,11 +78,12 @@ type CallbackRequest struct {
 	Status      sale.PaymentOutcome `json:"status"`
 }
 
-// SettlementResponse is what a callback (or an operator's refund) left: the payment, its order,
-// and whether this call changed them (false: a duplicate, which changed nothing).
+// SettlementResponse is what a callback (or an operator's refund) left: the payment, its order
+// (none for money taken against an order we do not have), and whether this call changed them
+// (false: a duplicate, which changed nothing).
 type SettlementResponse struct {
 	Payment *PaymentResponse `json:"payment"`
-	Order   OrderResponse    `json:"order"`
+	Order   *OrderResponse   `json:"order,omitempty"`
 	Changed bool             `json:"changed"`
 }
 
@@ -102,7 +110,9 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 }
 
 // paymentCallback takes the provider's signed word on a payment. The signature is checked over
-// the raw body before it is parsed; a forged, altered or replayed body changes nothing.
+// the raw body before it is parsed; a forged, altered or replayed body changes nothing. A signed
+// notice of money taken is answered 200 whatever it names: kept, or recorded as owed back (see
+// sale.PaymentStore.Settle), so that the provider stops sending it.
 func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 	if s.provider == nil {
 		s.writeError(w, r, errNoProvider)
@@ -140,7 +150,12 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, n sale.PaymentNo
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, SettlementResponse{Payment: s.paymentOf(st.Payment), Order: orderResponse(st.Order), Changed: st.Changed})
+	resp := SettlementResponse{Payment: s.paymentOf(st.Payment), Changed: st.Changed}
+	if st.Order.Token != "" {
+		o := orderResponse(st.Order)
+		resp.Order = &o
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // PaymentsResponse is a list of payments, newest first.
@@ -178,5 +193,5 @@ func (s *Server) refunded(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.settle(w, r, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, Outcome: sale.OutcomeRefunded})
+	s.settle(w, r, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.ReceivedCents, Outcome: sale.OutcomeRefunded})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,15 @@ func TestPaymentsThroughAProvider(t *testing.T) {
 		pay.Query().Get("order_token") != alice || pay.Query().Get("amount_cents") != "99900" || p["state"] != "started" {
 		t.Fatalf("the payment %v: want the checkout page told of payment %s of %s, 99900 cents", p, pid, alice)
 	}
+	// What the URL asks the provider for is signed: a buyer who edits the amount is refused there.
+	if err := signature.VerifyCheckout(paymentSecret, pay.Query()); err != nil {
+		t.Fatalf("the checkout URL %s: %v, want it signed with the payment secret", pay, err)
+	}
+	edited := pay.Query()
+	edited.Set("amount_cents", "100")
+	if err := signature.VerifyCheckout(paymentSecret, edited); err == nil {
+		t.Fatalf("the checkout URL with the amount edited verified")
+	}
 	if again := f.do("POST", "/api/orders/"+alice+"/pay", f.user("alice"), ""); again.status != http.StatusAccepted ||
 		again.body["payment"].(map[string]any)["payment_id"] != pid {
 		t.Fatalf("a second click: %d %s; want payment %s again", again.status, again.raw, pid)
@@ -92,9 +102,12 @@ func TestPaymentsThroughAProvider(t *testing.T) {
 		{"unsigned", good, nil, now, 401, "BAD_SIGNATURE"},
 		{"forged", good, []byte("a secret the provider never had"), now, 401, "BAD_SIGNATURE"},
 		{"replayed after six minutes", good, paymentSecret, now.Add(-6 * time.Minute), 401, "SIGNATURE_EXPIRED"},
-		{"a wrong amount", callbackBody(alice, pid, 1, "succeeded"), paymentSecret, now, 422, "AMOUNT_MISMATCH"},
-		{"another order", callbackBody(bob, pid, 99900, "succeeded"), paymentSecret, now, 400, "INVALID_ARGUMENT"},
-		{"an unknown payment", callbackBody(alice, "pay_nope", 99900, "succeeded"), paymentSecret, now, 404, "NOT_FOUND"},
+		// A failure takes no money: one that does not match the payment is refused. (A success
+		// that does not match is money taken, owed back: TestMoneyTakenIsOwedBack.)
+		{"a failure of a wrong amount", callbackBody(alice, pid, 1, "failed"), paymentSecret, now, 422, "AMOUNT_MISMATCH"},
+		{"a failure of another order", callbackBody(bob, pid, 99900, "failed"), paymentSecret, now, 400, "INVALID_ARGUMENT"},
+		{"a failure of an unknown payment", callbackBody(alice, "pay_nope", 99900, "failed"), paymentSecret, now, 404, "NOT_FOUND"},
+		{"a refund of an unknown payment", callbackBody(alice, "pay_nope", 99900, "refunded"), paymentSecret, now, 404, "NOT_FOUND"},
 		{"an unknown status", callbackBody(alice, pid, 99900, "pending"), paymentSecret, now, 400, "INVALID_ARGUMENT"},
 		{"no amount", fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"status":"succeeded"}`, alice, pid), paymentSecret, now, 400, "INVALID_ARGUMENT"},
 		{"an unknown field", strings.Replace(good, `{`, `{"currency":"EUR",`, 1), paymentSecret, now, 400, "INVALID_ARGUMENT"},
@@ -170,6 +183,94 @@ func TestPaymentsThroughAProvider(t *testing.T) {
 	st := f.do("GET", "/api/admin/activities/"+id+"/stats", adminToken, "")
 	if st.body["paid"] != 1.0 || st.body["refunded"] != 1.0 || st.body["refund_pending"] != 0.0 || st.body["remaining"] != 2.0 {
 		t.Errorf("stats: %s; want 1 paid, 1 refunded, 2 remaining (bob's unit back on sale)", st.raw)
+	}
+}
+
+// TestMoneyTakenIsOwedBack: a correctly signed notice of money taken that no order can keep is
+// answered 200 (the provider stops sending it) and recorded as owed back, once however often it
+// comes, listed among the refunds to make with what was received and why, and asked back by an
+// order.refund_requested event when it is of an order of ours: another amount than the order's
+// (the buyer edited the checkout URL and the provider charged it), a payment's notice naming
+// another order, and payment ids we never issued, for an order of ours or for none. The order
+// can still be paid; the refund, of what was received, closes the payment.
+func TestMoneyTakenIsOwedBack(t *testing.T) {
+	f := newProviderFixture(t)
+	id := f.create(strings.Replace(validItem, `"stock":2`, `"stock":3`, 1))
+	alice, bob := f.grabOrder(id, "alice"), f.grabOrder(id, "bob")
+	start := func(user, token string) string {
+		t.Helper()
+		r := f.do("POST", "/api/orders/"+token+"/pay", f.user(user), "")
+		if r.status != http.StatusAccepted {
+			t.Fatalf("pay: %d %s", r.status, r.raw)
+		}
+		return r.body["payment"].(map[string]any)["payment_id"].(string)
+	}
+	owed := func(what string, r response, changed bool, received float64, reason, order string) {
+		t.Helper()
+		p, _ := r.body["payment"].(map[string]any)
+		o, _ := r.body["order"].(map[string]any)
+		if r.status != 200 || r.body["changed"] != changed || p["state"] != "refund_pending" || p["received_cents"] != received ||
+			p["refund_reason"] != reason || (order == "") != (o == nil) || o != nil && o["status"] != order {
+			t.Fatalf("%s: %d %s; want 200, changed %v, owed back (%s) %v cents, the order %q", what, r.status, r.raw, changed, reason,
+				received, order)
+		}
+	}
+
+	pid := start("alice", alice)
+	for i := range 2 {
+		owed("10.90 taken for a 9.90 order", f.callback(callbackBody(alice, pid, 109900, "succeeded"), paymentSecret, time.Now()),
+			i == 0, 109900, "amount_mismatch", "CREATED")
+	}
+	bobs := start("bob", bob)
+	owed("bob's payment naming alice's order", f.callback(callbackBody(alice, bobs, 99900, "succeeded"), paymentSecret, time.Now()),
+		true, 99900, "order_mismatch", "CREATED")
+	owed("a payment id never issued, of bob's order", f.callback(callbackBody(bob, "pay_never", 500, "succeeded"), paymentSecret,
+		time.Now()), true, 500, "unknown_payment", "CREATED")
+	for i := range 2 {
+		owed("a payment id never issued, of an order we do not have", f.callback(callbackBody("g_lost", "pay_lost", 4200, "succeeded"),
+			paymentSecret, time.Now()), i == 0, 4200, "unknown_payment", "")
+	}
+
+	list := f.do("GET", "/api/admin/payments?state=refund_pending", viewerToken, "")
+	got := map[string]any{}
+	for _, p := range list.body["payments"].([]any) {
+		p := p.(map[string]any)
+		got[p["payment_id"].(string)] = p["received_cents"]
+	}
+	if want := map[string]any{pid: 109900.0, bobs: 99900.0, "pay_never": 500.0, "pay_lost": 4200.0}; list.status != 200 ||
+		!reflect.DeepEqual(got, want) {
+		t.Fatalf("refunds pending: %d %v; want %v", list.status, got, want)
+	}
+	evs := f.do("GET", "/api/admin/deliveries?limit=100", viewerToken, "")
+	asked := map[string]bool{}
+	for _, d := range evs.body["deliveries"].([]any) {
+		if d := d.(map[string]any); d["type"] == "order.refund_requested" {
+			asked[d["payment_id"].(string)] = true
+		}
+	}
+	if want := map[string]bool{pid: true, bobs: true, "pay_never": true}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("refunds asked by an event: %v; want %v (no order to tell of pay_lost)", asked, want)
+	}
+
+	// alice still pays her order, by a payment of its amount.
+	again := start("alice", alice)
+	if r := f.callback(callbackBody(alice, again, 99900, "succeeded"), paymentSecret, time.Now()); r.status != 200 ||
+		r.body["order"].(map[string]any)["status"] != "PAID" {
+		t.Fatalf("alice pays after all: %d %s", r.status, r.raw)
+	}
+	// A refund is of what was received.
+	if r := f.callback(callbackBody(alice, pid, 99900, "refunded"), paymentSecret, time.Now()); r.status != 422 || r.code() != "AMOUNT_MISMATCH" {
+		t.Errorf("a refund of 9.90 of the 10.90 taken: %d %s; want 422", r.status, r.raw)
+	}
+	if r := f.callback(callbackBody(alice, pid, 109900, "refunded"), paymentSecret, time.Now()); r.status != 200 ||
+		r.body["payment"].(map[string]any)["state"] != "refunded" || r.body["order"].(map[string]any)["status"] != "PAID" {
+		t.Errorf("the refund of 10.90: %d %s", r.status, r.raw)
+	}
+	for _, p := range []string{bobs, "pay_lost"} {
+		if r := f.do("POST", "/api/admin/payments/"+p+"/refunded", adminToken, ""); r.status != 200 || r.body["changed"] != true ||
+			r.body["payment"].(map[string]any)["state"] != "refunded" {
+			t.Errorf("the operator records the refund of %s: %d %s", p, r.status, r.raw)
+		}
 	}
 }
 

@@ -17,6 +17,9 @@ type Message struct {
 	// PaymentID names the payment the event is about: the one that paid the order, or the
 	// one to give back (order.refund_requested, order.refunded).
 	PaymentID string `json:"payment_id,omitempty"`
+	// ReceivedCents is, with PaymentID, what the provider took for it: on the refund events
+	// what to give back (not the order's amount when the provider took another).
+	ReceivedCents *int64 `json:"received_cents,omitempty"`
 }
 
 // MessageOrder is the order as the event left it.
@@ -33,7 +36,11 @@ type MessageOrder struct {
 // Body is the JSON of e, as the sinks send it.
 func Body(e sale.Event) ([]byte, error) {
 	o := e.Order
-	return json.Marshal(Message{ID: e.ID, Type: string(e.Type), CreatedAt: e.At.UTC(), Order: MessageOrder{
+	m := Message{ID: e.ID, Type: string(e.Type), CreatedAt: e.At.UTC(), Order: MessageOrder{
 		Token: o.Token, ID: o.ID, ActivityID: o.ActivityID, User: o.UserID, AmountCents: o.AmountCents,
-		Status: string(o.Status), Reason: o.Reason}, PaymentID: e.PaymentID})
+		Status: string(o.Status), Reason: o.Reason}, PaymentID: e.PaymentID}
+	if e.PaymentID != "" {
+		m.ReceivedCents = &e.ReceivedCents
+	}
+	return json.Marshal(m)
 }

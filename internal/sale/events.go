@@ -38,6 +38,9 @@ type Event struct {
 	// PaymentID names the payment the change was about (order.paid through a provider, and the
 	// refund events); "" for none.
 	PaymentID string
+	// ReceivedCents is, with PaymentID, what the provider took for that payment: on the refund
+	// events what to give back, which is not the order's amount when the provider took another.
+	ReceivedCents int64
 }
 
 // EventID names the event of type t of the order token: an order has at most one of each.

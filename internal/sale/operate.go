@@ -92,14 +92,16 @@ func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]Dead
 // ReplayDeadLetter places the dead-lettered grab of token as the worker would have (a fault
 // fixed since: the database was refusing it), and takes it off the dead letters, in one
 // transaction: its buyer gets the order they were told they had, or a FAILED one if the
-// database's guard has no unit for it any more. Errors: ErrNotFound, ErrInvalid (a dead letter
+// database's guard has no unit for it any more. The order's payment window opens now, at the
+// replay: opened at the grab, a grab replayed later than its window would be cancelled by the
+// next sweep before its buyer could pay. Errors: ErrNotFound, ErrInvalid (a dead letter
 // kept without its grab, from before grabs were kept, or one the database refuses still:
 // ErrUnplaceable too), ErrBusy.
 func (s *Service) ReplayDeadLetter(ctx context.Context, token string) (Placement, error) {
 	if token == "" || len(token) > MaxIDLen {
 		return Placement{}, fmt.Errorf("dead letter %q: %w", token, ErrNotFound)
 	}
-	p, err := s.orders.ReplayDeadLetter(ctx, token)
+	p, err := s.orders.ReplayDeadLetter(ctx, token, s.now())
 	if errors.Is(err, ErrUnplaceable) {
 		return p, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

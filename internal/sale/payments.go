@@ -22,16 +22,38 @@ const (
 
 // Payment is one attempt to pay an order through the payment provider. Its ID is ours: the
 // provider is given it when the buyer is sent to pay, and names it in its callbacks.
+//
+// A payment is also what records money a signed notice says was taken under an ID we never
+// issued: its OrderToken is then the order the notice named (which may be none of ours, and
+// ActivityID and UserID empty), its AmountCents 0 (we asked for nothing), its RefundReason
+// RefundUnknownPayment.
 type Payment struct {
 	ID          string
 	OrderToken  string
 	ActivityID  string
 	UserID      string
-	AmountCents int64
+	AmountCents int64 // what the buyer was sent to pay: the order's amount
 	State       PaymentState
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// ReceivedCents is what the provider says it took: 0 until a succeeded notice, then that
+	// notice's amount, which is what a refund gives back.
+	ReceivedCents int64
+	// RefundReason says why the money is owed back (refund_pending, refunded); "" otherwise.
+	RefundReason RefundReason
 }
+
+// RefundReason is why money that came is owed back.
+type RefundReason string
+
+// The reasons money is owed back. Each is a signed notice of money taken that no order can keep.
+const (
+	RefundOrderClosed    RefundReason = "order_closed"    // the order was cancelled (or refunded) before the money came
+	RefundPaidTwice      RefundReason = "paid_twice"      // the order was paid by another of its payments
+	RefundAmountMismatch RefundReason = "amount_mismatch" // the provider took another amount than the payment's
+	RefundOrderMismatch  RefundReason = "order_mismatch"  // the notice named another order than the payment's
+	RefundUnknownPayment RefundReason = "unknown_payment" // a payment id we never issued
+)
 
 // PaymentOutcome is what the provider says of a payment.
 type PaymentOutcome string
@@ -76,17 +98,30 @@ type PaymentStore interface {
 	// Errors: ErrNotFound, ErrInvalidState (not CREATED, or the window has closed).
 	StartPayment(ctx context.Context, token, id string, now time.Time) (Payment, error)
 
-	// Settle applies n at now:
-	//   - succeeded: a CREATED order becomes PAID by the payment (whether or not its window has
-	//     closed: the unit is still held); a CANCELLED order becomes REFUND_PENDING, its unit
-	//     left on sale; an order paid by another payment stays as it is. In the last two the
-	//     payment is refund_pending and an order.refund_requested event asks for the money back.
+	// Settle applies n at now. A succeeded notice is money taken: it always ends recorded, kept
+	// or owed back, never refused for what it names.
+	//   - succeeded, of a started or failed payment (a failure is not final: the provider may
+	//     take the money on a retry), naming its order and amount: a CREATED order becomes PAID
+	//     by the payment (whether or not its window has closed: the unit is still held); a
+	//     CANCELLED order becomes REFUND_PENDING, its unit left on sale; an order paid by another
+	//     payment stays as it is.
+	//   - succeeded, of a started or failed payment, naming another amount or another order: no
+	//     order is paid by it; a CANCELLED order of the payment becomes REFUND_PENDING, any other
+	//     stays as it is (a CREATED one may still be paid by another payment).
+	//   - succeeded, of a payment id never issued: a payment is recorded under that id for the
+	//     order the notice names (or for no order, when it names none of ours: Settlement.Order
+	//     is then the zero Order), owed back; a CANCELLED order becomes REFUND_PENDING.
+	//   In all but the kept case the payment is refund_pending (RefundReason says why) and, when
+	//   it is of an order of ours, an order.refund_requested event asks for the money back.
 	//   - failed: a started payment is failed; the order is left as it is.
 	//   - refunded: a refund_pending payment is refunded, and its order REFUNDED once none of
 	//     its payments waits for a refund.
-	// A notice that repeats what the payment came to changes nothing. Errors: ErrNotFound (no
-	// such payment), ErrInvalid (n names another order), ErrAmountMismatch, ErrInvalidState (n
-	// contradicts the payment: a failure after the money came, a refund of money kept).
+	// Once the money of a payment came, a later notice of it is matched by its amount (that
+	// received), not by the order it names. A notice that repeats what the payment came to
+	// changes nothing. Errors: ErrNotFound (a failure or a refund of no such payment), ErrInvalid
+	// (a failure naming another order), ErrAmountMismatch (a failure of another amount than the
+	// payment's, a refund of another than was received), ErrInvalidState (n contradicts the
+	// payment: a failure after the money came, a refund of money kept, a second amount taken).
 	Settle(ctx context.Context, n PaymentNotice, now time.Time) (Settlement, error)
 
 	// Payment returns payment id. Errors: ErrNotFound.
@@ -96,9 +131,10 @@ type PaymentStore interface {
 	Payments(ctx context.Context, f PaymentFilter) ([]Payment, error)
 }
 
-// ErrAmountMismatch says a payment notice names an amount other than the order's: the
-// provider took the wrong sum, or the notice was tampered with. Nothing changes.
-var ErrAmountMismatch = errors.New("the amount is not the order's")
+// ErrAmountMismatch says a notice of a failure or a refund names an amount other than the
+// payment's (asked for, or received). Nothing changes. (A notice of money taken of another
+// amount is not refused: the money is owed back.)
+var ErrAmountMismatch = errors.New("the amount is not the payment's")
 
 // MaxPaymentPage bounds the payments one read returns.
 const MaxPaymentPage = 500

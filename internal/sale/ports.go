@@ -240,9 +240,10 @@ type OrderStore interface {
 	DeadLetters(ctx context.Context, activityID string, limit int) ([]DeadLetter, error)
 
 	// ReplayDeadLetter places the dead letter of token as PlaceOrders would place its grab, and
-	// deletes it, in one transaction. Errors: ErrNotFound, ErrInvalid (its grab was not kept),
-	// ErrUnplaceable, ErrBusy.
-	ReplayDeadLetter(ctx context.Context, token string) (Placement, error)
+	// deletes it, in one transaction; but the order's payment window opens at now (the replay),
+	// not at the grab: its buyer had no order to pay until now. Errors: ErrNotFound, ErrInvalid
+	// (its grab was not kept), ErrUnplaceable, ErrBusy.
+	ReplayDeadLetter(ctx context.Context, token string, now time.Time) (Placement, error)
 }
 
 // Placer is the database as the workers see it: where grabs become orders, or dead letters.

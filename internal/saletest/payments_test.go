@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,9 +19,12 @@ import (
 
 // TestPaymentCallbacksRaceTheSweeper races the provider's callbacks (some sent twice) against
 // four sweepers over orders whose payment window is closing, on each database: SQLite and
-// MariaDB under the embedded gate, PostgreSQL under Redis. Every order ends PAID with its
-// payment kept, or REFUND_PENDING with its payment to give back and its unit on sale again:
-// never both, never neither; the units given back sell again, exactly that many.
+// MariaDB under the embedded gate, PostgreSQL under Redis. A third of the callbacks come before
+// the window's end (those orders must end PAID), a third race the sweepers over its last
+// millisecond (either), and a third come after the sweepers closed the windows (REFUND_PENDING):
+// so both outcomes happen on every run. Every order ends PAID with its payment kept, or
+// REFUND_PENDING with its payment to give back and its unit on sale again: never both, never
+// neither; the units given back sell again, exactly that many.
 func TestPaymentCallbacksRaceTheSweeper(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { callbacksRaceTheSweeper(t, saletest.Embedded) })
 	t.Run("mariadb", func(t *testing.T) {
@@ -50,7 +55,41 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 		}
 		payments[tok] = p
 	}
-	clock.Advance(30*time.Second - time.Millisecond) // the callbacks race the window's last millisecond
+	// Each order's callback comes early, racing or late: the tokens in order, in turn.
+	const early, racing, late = "early", "racing", "late"
+	when := map[string]string{}
+	for i, tok := range slices.Sorted(maps.Keys(payments)) {
+		when[tok] = []string{early, racing, late}[i%3]
+	}
+	n := 0
+	callbacks := func(wg *sync.WaitGroup, group string) {
+		var stagger time.Duration
+		for tok, p := range payments {
+			if when[tok] != group {
+				continue
+			}
+			calls := 1 + n%2 // every other callback comes twice, at once
+			n++
+			stagger += time.Millisecond // the racing ones spread over the sweepers' run
+			wait := stagger
+			for range calls {
+				wg.Go(func() {
+					if group == racing {
+						time.Sleep(wait)
+					}
+					_, err := env.Service.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
+						Outcome: sale.OutcomeSucceeded})
+					if err != nil {
+						t.Errorf("callback of %s: %v", p.ID, err)
+					}
+				})
+			}
+		}
+	}
+	clock.Advance(30*time.Second - time.Millisecond) // the window's last millisecond
+	var before sync.WaitGroup
+	callbacks(&before, early)
+	before.Wait()
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Go(func() {
@@ -60,25 +99,16 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 			}
 		})
 	}
-	n := 0
-	for tok, p := range payments {
-		calls := 1 + n%2 // every other callback comes twice, at once
-		n++
-		for range calls {
-			wg.Go(func() {
-				_, err := env.Service.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
-					Outcome: sale.OutcomeSucceeded})
-				if err != nil {
-					t.Errorf("callback of %s: %v", p.ID, err)
-				}
-			})
-		}
-	}
+	callbacks(&wg, racing)
 	wg.Wait()
 	clock.Advance(time.Minute)
 	sweepAll(t, env)
+	var after sync.WaitGroup
+	callbacks(&after, late)
+	after.Wait()
 
 	kept, refunds := 0, 0
+	raced := map[string]int{}
 	for tok, user := range users {
 		o, err := env.Service.Order(ctx, user, tok)
 		if err != nil {
@@ -88,19 +118,31 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		outcome := ""
 		switch {
 		case o.Status == sale.StatusPaid && p.State == sale.PaymentSucceeded:
 			kept++
+			outcome = early
 		case o.Status == sale.StatusRefundPending && p.State == sale.PaymentRefundPending:
 			refunds++
+			outcome = late
 		default:
 			t.Errorf("order %s is %s and its payment %s: want PAID and kept, or REFUND_PENDING and to give back", tok, o.Status, p.State)
+			continue
+		}
+		switch when[tok] {
+		case racing:
+			raced[outcome]++
+		case outcome:
+		default:
+			t.Errorf("order %s, paid %s: it is %s and its payment %s", tok, when[tok], o.Status, p.State)
 		}
 	}
-	if kept+refunds != stock || refunds == 0 && kept == 0 {
-		t.Fatalf("%d kept and %d refunds of %d payments", kept, refunds, stock)
+	if kept+refunds != stock || kept < stock/3 || refunds < stock/3 {
+		t.Fatalf("%d kept and %d refunds of %d payments; want a third of them at least of each", kept, refunds, stock)
 	}
-	t.Logf("%d payments kept, %d to give back", kept, refunds)
+	t.Logf("%d payments kept, %d to give back; of those racing the sweepers, %d kept and %d to give back",
+		kept, refunds, raced[early], raced[late])
 	pending, err := env.Service.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: stock})
 	if err != nil || len(pending) != refunds {
 		t.Fatalf("refunds pending listed: %d, %v; want %d", len(pending), err, refunds)

@@ -29,16 +29,16 @@ func (s *Store) emit(ctx context.Context, t tx, evs []sale.Event) error {
 	if len(s.sinks) == 0 || len(evs) == 0 {
 		return nil
 	}
-	const cols = 11
+	const cols = 12
 	args := make([]any, 0, cols*len(evs))
 	for _, e := range evs {
 		o := e.Order
 		args = append(args, e.ID, string(e.Type), o.Token, o.ID, o.ActivityID, o.UserID, o.AmountCents, string(o.Status),
-			truncate(o.Reason, 255), ms(e.At), e.PaymentID)
+			truncate(o.Reason, 255), ms(e.At), e.PaymentID, e.ReceivedCents)
 	}
 	// Built per call (a row per event): rewritten without the dialect's cache.
 	if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`INSERT INTO order_events (event_id, type, order_token, order_id, activity_id,
-		user_id, amount_cents, status, reason, at_ms, payment_id) VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
+		user_id, amount_cents, status, reason, at_ms, payment_id, payment_cents) VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
 		return fmt.Errorf("write %d order events: %w", len(evs), err)
 	}
 	args = args[:0]
@@ -60,14 +60,14 @@ func event(t sale.EventType, o sale.Order, at time.Time) sale.Event {
 	return sale.Event{ID: sale.EventID(o.Token, t), Type: t, At: at, Order: o}
 }
 
-// paymentEvent is the event of type t of order o, at at, about payment id: a refund event is
+// paymentEvent is the event of type t of order o, at at, about payment p: a refund event is
 // named after its payment, the others after their order.
-func paymentEvent(t sale.EventType, o sale.Order, id string, at time.Time) sale.Event {
+func paymentEvent(t sale.EventType, o sale.Order, p sale.Payment, at time.Time) sale.Event {
 	e := event(t, o, at)
 	if t == sale.EventRefundRequested || t == sale.EventRefunded {
-		e.ID = sale.PaymentEventID(id, t)
+		e.ID = sale.PaymentEventID(p.ID, t)
 	}
-	e.PaymentID = id
+	e.PaymentID, e.ReceivedCents = p.ID, p.ReceivedCents
 	return e
 }
 
@@ -95,7 +95,7 @@ func truncate(s string, n int) string {
 }
 
 const deliveryColumns = `e.seq, e.event_id, e.type, e.order_token, e.order_id, e.activity_id, e.user_id, e.amount_cents,
-	e.status, e.reason, e.at_ms, e.payment_id, d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
+	e.status, e.reason, e.at_ms, e.payment_id, e.payment_cents, d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
 
 func scanDelivery(row interface{ Scan(...any) error }) (sale.EventDelivery, error) {
 	var d sale.EventDelivery
@@ -103,7 +103,7 @@ func scanDelivery(row interface{ Scan(...any) error }) (sale.EventDelivery, erro
 	var at, next, delivered int64
 	o := &d.Order
 	err := row.Scan(&d.Seq, &d.ID, &typ, &o.Token, &o.ID, &o.ActivityID, &o.UserID, &o.AmountCents, &status, &o.Reason, &at,
-		&d.PaymentID, &d.Sink, &state, &d.Attempts, &next, &d.LastError, &delivered)
+		&d.PaymentID, &d.ReceivedCents, &d.Sink, &state, &d.Attempts, &next, &d.LastError, &delivered)
 	d.Type, o.Status, d.State = sale.EventType(typ), sale.Status(status), sale.DeliveryState(state)
 	d.At, d.NextAt, d.DeliveredAt = fromMS(at), fromMS(next), fromMS(delivered)
 	return d, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"seckill/internal/sale"
 )
@@ -79,8 +80,9 @@ func (s *Store) DeadLetters(ctx context.Context, activityID string, limit int) (
 }
 
 // ReplayDeadLetter implements sale.Store. The dead letter is read and deleted in the
-// transaction that places its grab: two operators replaying it at once place it once.
-func (s *Store) ReplayDeadLetter(ctx context.Context, token string) (sale.Placement, error) {
+// transaction that places its grab: two operators replaying it at once place it once. The
+// order keeps its grab's time as its creation, and its payment window opens at now.
+func (s *Store) ReplayDeadLetter(ctx context.Context, token string, now time.Time) (sale.Placement, error) {
 	var pl sale.Placement
 	err := s.inTx(ctx, func(t tx) error {
 		d, err := scanDeadLetter(t.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM dead_letters WHERE token = ?`+t.d.forUpdate(), token))
@@ -94,7 +96,7 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, token string) (sale.Placem
 		}
 		p := &placer{tx: t, guards: map[string]guard{}}
 		defer p.close()
-		if pl, err = p.place(ctx, d.Grab); err != nil {
+		if pl, err = p.place(ctx, d.Grab, later(now, d.Grab.At)); err != nil {
 			return fmt.Errorf("replay dead letter %s: %w", token, err)
 		}
 		if _, err := t.ExecContext(ctx, `DELETE FROM dead_letters WHERE token = ?`, token); err != nil {
@@ -103,4 +105,12 @@ func (s *Store) ReplayDeadLetter(ctx context.Context, token string) (sale.Placem
 		return s.emit(ctx, t, placedEvents([]sale.Placement{pl}))
 	})
 	return pl, err
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

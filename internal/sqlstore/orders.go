@@ -57,7 +57,7 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 			if done[i] {
 				continue
 			}
-			pl, err := p.place(ctx, g)
+			pl, err := p.place(ctx, g, g.At)
 			if err != nil {
 				return fmt.Errorf("place order %s: %w", g.Token, err)
 			}
@@ -448,7 +448,9 @@ const insertOrder = `INSERT INTO orders (token, activity_id, user_id, idem_key, 
 
 // place inserts the grab's order in the first free slot of its user, then claims a unit (and a
 // share) for it; a claim the database refuses turns the order FAILED in the same transaction.
-func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error) {
+// The order's payment window opens at opens: the grab's time, but for a dead letter replayed,
+// whose buyer could not pay before it was placed.
+func (p *placer) place(ctx context.Context, g sale.Grab, opens time.Time) (sale.Placement, error) {
 	gd, ok, err := p.guard(ctx, g.ActivityID)
 	if err != nil {
 		return sale.Placement{}, err
@@ -457,7 +459,7 @@ func (p *placer) place(ctx context.Context, g sale.Grab) (sale.Placement, error)
 		// No order can name it (the foreign key): the worker dead-letters it.
 		return sale.Placement{}, fmt.Errorf("%w: grab %s: activity %s does not exist", sale.ErrUnplaceable, g.Token, g.ActivityID)
 	}
-	expires := g.At.Add(gd.window)
+	expires := opens.Add(gd.window)
 	placed := false
 	var id int64
 	for slot := int64(1); slot <= gd.limit && !placed; slot++ {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +69,8 @@ var storeTests = []struct {
 	{"EventDeliveryOrder", testEventDeliveryOrder},
 	{"EventPurge", testEventPurge},
 	{"Payments", testPayments},
+	{"PaymentsOwedBack", testPaymentsOwedBack},
+	{"FailedThenSucceeded", testFailedThenSucceeded},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }
@@ -1213,20 +1216,27 @@ func testPayments(t *testing.T, dsn string) {
 	if again := start(kept, "pay-kept-2"); again.ID != "pay-kept" || again.State != sale.PaymentStarted || again.AmountCents != 1999 {
 		t.Fatalf("a second click started %+v; want pay-kept again", again)
 	}
+	// Notices that take no money are refused when they do not match the payment. (Money taken
+	// is never refused: a succeeded notice of these is owed back, see testPaymentsOwedBack.)
 	for _, bad := range []struct {
-		name   string
-		id     string
-		token  string
-		amount int64
-		want   error
+		name    string
+		id      string
+		token   string
+		amount  int64
+		outcome sale.PaymentOutcome
+		want    error
 	}{
-		{"a wrong amount", p.ID, kept, 1998, sale.ErrAmountMismatch},
-		{"another order", p.ID, retried, 1999, sale.ErrInvalid},
-		{"an unknown payment", "pay-nope", kept, 1999, sale.ErrNotFound},
+		{"a failure of a wrong amount", p.ID, kept, 1998, sale.OutcomeFailed, sale.ErrAmountMismatch},
+		{"a failure of another order", p.ID, retried, 1999, sale.OutcomeFailed, sale.ErrInvalid},
+		{"a failure of an unknown payment", "pay-nope", kept, 1999, sale.OutcomeFailed, sale.ErrNotFound},
+		{"a refund of an unknown payment", "pay-nope", kept, 1999, sale.OutcomeRefunded, sale.ErrNotFound},
 	} {
-		if _, err := settle(bad.id, bad.token, bad.amount, sale.OutcomeSucceeded); !errors.Is(err, bad.want) {
+		if _, err := settle(bad.id, bad.token, bad.amount, bad.outcome); !errors.Is(err, bad.want) {
 			t.Errorf("%s: %v, want %v", bad.name, err, bad.want)
 		}
+	}
+	if _, err := s.Payment(ctx, "pay-nope"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("a refused notice of an unknown payment recorded it: %v", err)
 	}
 	if got, err := s.Payment(ctx, p.ID); err != nil || got.State != sale.PaymentStarted {
 		t.Fatalf("after the refused notices: %+v, %v; want it still started", got, err)
@@ -1329,12 +1339,254 @@ func testPayments(t *testing.T, dsn string) {
 	}
 
 	pending, err := s.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: 10})
-	if err != nil || len(pending) != 1 || pending[0].ID != "pay-retried-1" {
-		t.Errorf("refunds pending: %+v, %v; want pay-retried-1", pending, err)
+	if err != nil || len(pending) != 1 || pending[0].ID != "pay-retried-1" || pending[0].RefundReason != sale.RefundPaidTwice ||
+		pending[0].ReceivedCents != 1999 {
+		t.Errorf("refunds pending: %+v, %v; want pay-retried-1, 1999 cents received, paid twice", pending, err)
+	}
+	for id, want := range map[string]sale.RefundReason{"pay-kept": "", "pay-retried-2": "", "pay-late": sale.RefundOrderClosed} {
+		if p, err := s.Payment(ctx, id); err != nil || p.ReceivedCents != 1999 || p.RefundReason != want {
+			t.Errorf("payment %s: %+v, %v; want 1999 cents received, owed back for %q", id, p, err, want)
+		}
 	}
 	of, err := s.Payments(ctx, sale.PaymentFilter{OrderToken: retried, Limit: 10})
 	if err != nil || len(of) != 2 {
 		t.Errorf("the payments of %s: %+v, %v; want two", retried, of, err)
+	}
+}
+
+// testPaymentsOwedBack: a signed notice of money taken that no order can keep (another amount
+// than the payment's, another order, a payment id never issued, for an order we have or not) is
+// recorded as owed back with what was received and why, once however often it comes, with an
+// order.refund_requested event when the money is of an order of ours; the buyer can still pay
+// the order; and the refund, of what was received, closes it.
+func testPaymentsOwedBack(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 5, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0), grab("a", "u4", 0))
+	edited, other, cancelled, named := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token
+	in := t0.Add(2 * time.Minute)
+	settle := func(id, token string, amount int64, outcome sale.PaymentOutcome) (sale.Settlement, error) {
+		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome}, in)
+	}
+	owed := func(what string, st sale.Settlement, err error, changed bool, received int64, reason sale.RefundReason, o sale.Status) {
+		t.Helper()
+		if err != nil || st.Changed != changed || st.Payment.State != sale.PaymentRefundPending || st.Payment.ReceivedCents != received ||
+			st.Payment.RefundReason != reason || st.Order.Status != o {
+			t.Fatalf("%s: %+v, %v; want changed %v, owed back (%s) %d cents received, the order %q", what, st, err, changed, reason,
+				received, o)
+		}
+	}
+
+	// The buyer edits the amount in the checkout URL: 2099 cents are taken for a 1999 order.
+	p, err := s.StartPayment(ctx, edited, "pay-edited", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		st, err := settle(p.ID, edited, 2099, sale.OutcomeSucceeded)
+		owed("another amount", st, err, i == 0, 2099, sale.RefundAmountMismatch, sale.StatusCreated)
+	}
+	if _, err := settle(p.ID, edited, 1999, sale.OutcomeSucceeded); !errors.Is(err, sale.ErrInvalidState) {
+		t.Errorf("a second amount taken for one payment: %v, want ErrInvalidState", err)
+	}
+	// The order is still the buyer's to pay, by a payment of its amount.
+	again, err := s.StartPayment(ctx, edited, "pay-edited-2", in)
+	if err != nil || again.ID != "pay-edited-2" {
+		t.Fatalf("a payment after one owed back: %+v, %v; want a new one", again, err)
+	}
+	if st, err := settle(again.ID, edited, 1999, sale.OutcomeSucceeded); err != nil || st.Order.Status != sale.StatusPaid {
+		t.Fatalf("the order paid after all: %+v, %v", st, err)
+	}
+
+	// A notice of other's payment that names another order (cancelled, at that).
+	op, err := s.StartPayment(ctx, other, "pay-other", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, won, err := s.Cancel(ctx, cancelled, sale.ReasonExpired, in); err != nil || !won {
+		t.Fatalf("cancel: %v, %v", won, err)
+	}
+	for i := range 2 {
+		st, err := settle(op.ID, cancelled, 1999, sale.OutcomeSucceeded)
+		owed("another order", st, err, i == 0, 1999, sale.RefundOrderMismatch, sale.StatusCreated)
+	}
+	if o, err := s.Order(ctx, cancelled); err != nil || o.Status != sale.StatusCancelled {
+		t.Errorf("the order the notice named: %+v, %v; want it left CANCELLED", o, err)
+	}
+
+	// Payment ids never issued: for an order of ours (cancelled: it becomes REFUND_PENDING), for
+	// one that is CREATED (left so), and for an order we do not have.
+	for i := range 2 {
+		st, err := settle("pay-stray-1", cancelled, 1500, sale.OutcomeSucceeded)
+		owed("an unknown payment of a cancelled order", st, err, i == 0, 1500, sale.RefundUnknownPayment, sale.StatusRefundPending)
+		if st.Payment.OrderToken != cancelled || st.Payment.AmountCents != 0 || st.Payment.UserID != "u3" {
+			t.Errorf("the unknown payment recorded: %+v; want it of %s (u3's), 0 asked", st.Payment, cancelled)
+		}
+	}
+	st, err := settle("pay-stray-2", named, 1999, sale.OutcomeSucceeded)
+	owed("an unknown payment of a CREATED order", st, err, true, 1999, sale.RefundUnknownPayment, sale.StatusCreated)
+	for i := range 2 {
+		st, err := settle("pay-stray-3", "g-lost-in-a-restore", 4200, sale.OutcomeSucceeded)
+		owed("an unknown payment of an unknown order", st, err, i == 0, 4200, sale.RefundUnknownPayment, "")
+		if st.Order.Token != "" || st.Payment.OrderToken != "g-lost-in-a-restore" || st.Payment.ActivityID != "" {
+			t.Errorf("money for an order we do not have: %+v", st)
+		}
+	}
+	if _, err := s.StartPayment(ctx, named, "pay-named", in); err != nil {
+		t.Errorf("a payment of an order an unknown payment named: %v", err)
+	}
+	// Copies of one notice of an unknown payment at once: recorded once, each answered.
+	var changed atomic.Int32
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			st, err := settle("pay-stray-4", "g-lost-too", 300, sale.OutcomeSucceeded)
+			if err != nil || st.Payment.State != sale.PaymentRefundPending {
+				t.Errorf("a copy of an unknown payment's notice: %+v, %v", st, err)
+			}
+			if st.Changed {
+				changed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if changed.Load() != 1 {
+		t.Errorf("4 copies of a notice at once changed %d times, want once", changed.Load())
+	}
+
+	pending, err := s.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range pending {
+		got[p.ID] = p.ReceivedCents
+	}
+	if diff := cmp.Diff(map[string]int64{"pay-edited": 2099, "pay-other": 1999, "pay-stray-1": 1500, "pay-stray-2": 1999,
+		"pay-stray-3": 4200, "pay-stray-4": 300}, got); diff != "" {
+		t.Errorf("the payments owed back (-want +got):\n%s", diff)
+	}
+
+	// The refunds: of what was received, not of what was asked.
+	if _, err := settle("pay-edited", edited, 1999, sale.OutcomeRefunded); !errors.Is(err, sale.ErrAmountMismatch) {
+		t.Errorf("a refund of the order's amount, 2099 received: %v, want ErrAmountMismatch", err)
+	}
+	for _, r := range []struct {
+		id, token string
+		cents     int64
+		order     sale.Status
+	}{
+		{"pay-edited", edited, 2099, sale.StatusPaid},
+		{"pay-other", cancelled, 1999, sale.StatusCreated}, // named by the payment id; the order is other's
+		{"pay-stray-1", cancelled, 1500, sale.StatusRefunded},
+		{"pay-stray-3", "g-lost-in-a-restore", 4200, ""},
+	} {
+		for i := range 2 {
+			st, err := settle(r.id, r.token, r.cents, sale.OutcomeRefunded)
+			if err != nil || st.Changed != (i == 0) || st.Payment.State != sale.PaymentRefunded || st.Order.Status != r.order {
+				t.Errorf("the refund of %s: %+v, %v; want it refunded, the order %q", r.id, st, err, r.order)
+			}
+		}
+	}
+
+	// Every payment owed back of an order of ours asked for its refund; the one of no order
+	// could not (there is no order to tell), and is found in the list above.
+	// Each says what the provider took: what to give back.
+	type ev struct {
+		ID, Payment, Type string
+		Cents             int64
+	}
+	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []ev
+	for i := len(ds) - 1; i >= 0; i-- {
+		if d := ds[i]; d.PaymentID != "" {
+			evs = append(evs, ev{d.ID, d.PaymentID, string(d.Type), d.ReceivedCents})
+		}
+	}
+	wantEvents := []ev{
+		{"pay-edited.refund_requested", "pay-edited", string(sale.EventRefundRequested), 2099},
+		{edited + ".paid", "pay-edited-2", string(sale.EventPaid), 1999},
+		{"pay-other.refund_requested", "pay-other", string(sale.EventRefundRequested), 1999},
+		{"pay-stray-1.refund_requested", "pay-stray-1", string(sale.EventRefundRequested), 1500},
+		{"pay-stray-2.refund_requested", "pay-stray-2", string(sale.EventRefundRequested), 1999},
+		{"pay-edited.refunded", "pay-edited", string(sale.EventRefunded), 2099},
+		{"pay-other.refunded", "pay-other", string(sale.EventRefunded), 1999},
+		{"pay-stray-1.refunded", "pay-stray-1", string(sale.EventRefunded), 1500},
+	}
+	if diff := cmp.Diff(wantEvents, evs); diff != "" {
+		t.Errorf("the payments' events (-want +got):\n%s", diff)
+	}
+}
+
+// testFailedThenSucceeded: a payment reported failed may succeed after all (a retry at the
+// provider); the money is then taken like any other: kept while its order is CREATED, even past
+// its window if the sweeper has not cancelled it (its unit is still held), and owed back when the
+// order was cancelled meanwhile, was paid by the payment the buyer started after the failure, or
+// is of another amount.
+func testFailedThenSucceeded(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 6, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0), grab("a", "u3", 0), grab("a", "u4", 0), grab("a", "u5", 0))
+	retried, twice, closed, other, late := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token, ps[4].Order.Token
+	in, past := t0.Add(2*time.Minute), t0.Add(time.Hour) // within the 10 minutes of the windows, and after them
+	failed := func(token, id string) sale.Payment {
+		t.Helper()
+		p, err := s.StartPayment(ctx, token, id, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: token, AmountCents: p.AmountCents,
+			Outcome: sale.OutcomeFailed}, in)
+		if err != nil || st.Payment.State != sale.PaymentFailed || st.Order.Status != sale.StatusCreated {
+			t.Fatalf("the failure of %s: %+v, %v", id, st, err)
+		}
+		return p
+	}
+	succeeded := func(p sale.Payment, amount int64, at time.Time, state sale.PaymentState, reason sale.RefundReason, o sale.Status) {
+		t.Helper()
+		for i := range 2 {
+			st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: amount,
+				Outcome: sale.OutcomeSucceeded}, at)
+			if err != nil || st.Changed != (i == 0) || st.Payment.State != state || st.Payment.RefundReason != reason ||
+				st.Payment.ReceivedCents != amount || st.Order.Status != o {
+				t.Fatalf("%s succeeded after it failed: %+v, %v; want it %s (%q), the order %s", p.ID, st, err, state, reason, o)
+			}
+		}
+	}
+
+	// Retried at the provider within the window: kept.
+	succeeded(failed(retried, "pay-retried"), 1999, in, sale.PaymentSucceeded, "", sale.StatusPaid)
+	// The buyer started another payment after the failure; the first's retry succeeds first,
+	// and pays the order: the second's money, when it comes, is paid twice.
+	first := failed(twice, "pay-twice-1")
+	second, err := s.StartPayment(ctx, twice, "pay-twice-2", in)
+	if err != nil || second.ID != "pay-twice-2" {
+		t.Fatalf("a payment after a failure: %+v, %v", second, err)
+	}
+	succeeded(first, 1999, in, sale.PaymentSucceeded, "", sale.StatusPaid)
+	succeeded(second, 1999, in, sale.PaymentRefundPending, sale.RefundPaidTwice, sale.StatusPaid)
+	// The order was cancelled (the sweeper, its window over) before the retry succeeded: its
+	// unit went back on sale, and the money goes back.
+	p := failed(closed, "pay-closed")
+	if _, won, err := s.Cancel(ctx, closed, sale.ReasonExpired, past); err != nil || !won {
+		t.Fatalf("the sweeper's cancel: %v, %v", won, err)
+	}
+	succeeded(p, 1999, past, sale.PaymentRefundPending, sale.RefundOrderClosed, sale.StatusRefundPending)
+	// Another amount after the failure: owed back, the order still payable.
+	succeeded(failed(other, "pay-other"), 2500, in, sale.PaymentRefundPending, sale.RefundAmountMismatch, sale.StatusCreated)
+	// Past the window, the sweeper not there yet: the unit is still held, so the money is kept,
+	// as for a payment that never failed.
+	succeeded(failed(late, "pay-late"), 1999, past, sale.PaymentSucceeded, "", sale.StatusPaid)
+
+	if c, err := s.Counts(ctx, "a"); err != nil || c.Paid != 3 || c.RefundPending != 1 || c.Created != 1 {
+		t.Fatalf("counts %+v, %v; want 3 paid, 1 refund pending (its unit back on sale), 1 created", c, err)
 	}
 }
 
@@ -1451,23 +1703,38 @@ func testOperatorReads(t *testing.T, dsn string) {
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("dead letters: %+v, %v", ds, err)
 	}
+	// Replayed two hours after the grab, far past the 10 minutes of its window: the order's
+	// window opens at the replay, or the next sweep would cancel it before its buyer could pay.
+	replayed := t0.Add(2 * time.Hour)
 	for i, want := range []sale.Status{sale.StatusCreated, sale.StatusFailed} {
-		p, err := s.ReplayDeadLetter(ctx, dead[i].Token)
+		p, err := s.ReplayDeadLetter(ctx, dead[i].Token, replayed)
 		if err != nil || !p.New || p.Order.Status != want || p.Order.UserID != dead[i].UserID {
 			t.Fatalf("replay %d: %+v, %v; want %s", i, p, err, want)
 		}
-		if _, err := s.ReplayDeadLetter(ctx, dead[i].Token); !errors.Is(err, sale.ErrNotFound) {
+		if _, err := s.ReplayDeadLetter(ctx, dead[i].Token, replayed); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("replay %d again: %v, want ErrNotFound", i, err)
 		}
 	}
-	if _, err := s.ReplayDeadLetter(ctx, old.Token); !errors.Is(err, sale.ErrInvalid) {
+	o, err := s.Order(ctx, dead[0].Token)
+	if err != nil || !o.CreatedAt.Equal(dead[0].At) || !o.ExpiresAt.Equal(replayed.Add(10*time.Minute)) {
+		t.Fatalf("the replayed order: %+v, %v; want it created at its grab, %s, and payable until %s", o, err, dead[0].At,
+			replayed.Add(10*time.Minute))
+	}
+	ex, err := s.Expired(ctx, replayed.Add(10*time.Minute-time.Millisecond), 10)
+	if err != nil || len(ex) != 4 || slices.ContainsFunc(ex, func(o sale.Order) bool { return o.Token == dead[0].Token }) {
+		t.Fatalf("expired within the replayed order's window: %+v, %v; want the 4 orders placed at the grab, not it", ex, err)
+	}
+	if _, err := s.Pay(ctx, dead[0].Token, replayed.Add(9*time.Minute)); err != nil {
+		t.Fatalf("paying the replayed order within its window: %v", err)
+	}
+	if _, err := s.ReplayDeadLetter(ctx, old.Token, replayed); !errors.Is(err, sale.ErrInvalid) {
 		t.Fatalf("a dead letter without its grab: %v, want ErrInvalid", err)
 	}
-	if c, err := s.Counts(ctx, "a"); err != nil || c.Created != 4 || c.Failed != 1 || c.DeadLetters != 1 {
+	if c, err := s.Counts(ctx, "a"); err != nil || c.Created != 3 || c.Paid != 1 || c.Failed != 1 || c.DeadLetters != 1 {
 		t.Fatalf("counts after the replays: %+v, %v", c, err)
 	}
-	evs, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 2})
-	if err != nil || len(evs) != 2 || evs[0].Type != sale.EventFailed || evs[1].Type != sale.EventCreated {
+	evs, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 3})
+	if err != nil || len(evs) != 3 || evs[0].Type != sale.EventPaid || evs[1].Type != sale.EventFailed || evs[2].Type != sale.EventCreated {
 		t.Fatalf("the replays' events: %+v, %v", evs, err)
 	}
 }
@@ -1528,9 +1795,11 @@ func TestOrdersRebuiltByUser(t *testing.T) {
 		!s.w.d.unique(err) {
 		t.Fatalf("a second unit of u1 in slot 1: %v, want the unique key's refusal", err)
 	}
-	if _, err := s.w.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, activity_id, user_id, amount_cents, state,
-		created_at, updated_at) VALUES ('p2', 'nope', 'a', 'u9', 100, 'STARTED', 9, 9)`); err == nil {
-		t.Fatal("a payment of no order went in: the foreign keys do not hold")
+	// (Probed on the orders' key to activities: since migration 16 a payment may name an order
+	// we do not have, TestPaymentsOwedBackMigrated.)
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+		status, reason, created_at, expires_at) VALUES ('g5', 'nope', 'u9', '', 1, 0, 100, 'CREATED', '', 9, 60009)`); err == nil {
+		t.Fatal("an order of no activity went in: the foreign keys do not hold")
 	}
 	placed := place(t, s, grab("a", "u4", 0))
 	if placed[0].Order.ID != 4 {
@@ -1548,6 +1817,98 @@ func TestOrdersRebuiltByUser(t *testing.T) {
 }
 
 // dumpOrders returns every order row of db, by id, as text.
+// TestPaymentsOwedBackMigrated: migration 16 gives SQLite's payments what was received and why
+// it is owed back, and lets a payment name an order the database does not have; 17 gives the
+// events of payments what was received. On a database at version 15, the payments settled are
+// given their amount as received, those owed back the reason their order's state says, the
+// others nothing, and so are the events of a payment; a payment of no order then goes in, and
+// the foreign keys still hold elsewhere.
+func TestPaymentsOwedBackMigrated(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "seckill.db")
+	old, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(ON)&_pragma=journal_mode(WAL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := fs.Sub(migrations, "migrations/sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, old, sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 15); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO activities (id, name, kind, stock, price_cents, per_user_limit, start_at, end_at, pay_window_ms,
+			total_cents, require_challenge, admission, created_at, sold) VALUES ('a', 'a', 'item', 10, 100, 1, 0, 1, 60000, 0, 0, 'direct', 0, 2)`,
+		`INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents, status, reason, created_at, expires_at)
+			VALUES ('g1', 'a', 'u1', '', 1, 0, 100, 'CREATED', '', 5, 60005), ('g2', 'a', 'u2', '', 1, 0, 100, 'PAID', '', 6, 60006),
+			('g3', 'a', 'u3', '', NULL, 0, 100, 'REFUNDED', 'expired', 7, 60007)`,
+		`INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id, amount_cents, state, created_at, updated_at)
+			VALUES ('p-started', 'g1', 'g1', 'a', 'u1', 100, 'started', 5, 5), ('p-failed', 'g2', NULL, 'a', 'u2', 100, 'failed', 6, 6),
+			('p-kept', 'g2', NULL, 'a', 'u2', 100, 'succeeded', 6, 6), ('p-twice', 'g2', NULL, 'a', 'u2', 100, 'refund_pending', 6, 6),
+			('p-late', 'g3', NULL, 'a', 'u3', 100, 'refunded', 7, 7)`,
+		`INSERT INTO order_events (event_id, type, order_token, order_id, activity_id, user_id, amount_cents, status, reason, at_ms,
+			payment_id) VALUES ('g2.created', 'order.created', 'g2', 2, 'a', 'u2', 100, 'CREATED', '', 6, ''),
+			('g2.paid', 'order.paid', 'g2', 2, 'a', 'u2', 100, 'PAID', '', 6, 'p-kept')`,
+		`INSERT INTO event_deliveries (sink, event_id, order_token, state, attempts, next_at, last_error, delivered_at)
+			VALUES ('hook', 'g2.created', 'g2', 'delivered', 1, 6, '', 6), ('hook', 'g2.paid', 'g2', 'pending', 0, 6, '', 0)`,
+	} {
+		if _, err := old.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+
+	s, err := Open(ctx, "sqlite:"+path)
+	if err != nil {
+		t.Fatalf("migrating a version 15 database: %v", err)
+	}
+	defer s.Close()
+	type row struct {
+		State    sale.PaymentState
+		Received int64
+		Reason   sale.RefundReason
+	}
+	got := map[string]row{}
+	ps, err := s.Payments(ctx, sale.PaymentFilter{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		got[p.ID] = row{p.State, p.ReceivedCents, p.RefundReason}
+	}
+	want := map[string]row{
+		"p-started": {sale.PaymentStarted, 0, ""},
+		"p-failed":  {sale.PaymentFailed, 0, ""},
+		"p-kept":    {sale.PaymentSucceeded, 100, ""},
+		"p-twice":   {sale.PaymentRefundPending, 100, sale.RefundPaidTwice},
+		"p-late":    {sale.PaymentRefunded, 100, sale.RefundOrderClosed},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the payments migrated (-want +got):\n%s", diff)
+	}
+	// Migration 17: the events of payments written before say what was taken, their order's amount.
+	ds, err := s.Deliveries(ctx, sale.DeliveryFilter{Sink: "hook", Limit: 10})
+	if err != nil || len(ds) != 2 || ds[0].PaymentID != "p-kept" || ds[0].ReceivedCents != 100 || ds[1].ReceivedCents != 0 {
+		t.Fatalf("the events migrated: %+v, %v; want g2.paid of p-kept, 100 cents received, and g2.created of none", ds, err)
+	}
+	if p, err := s.StartPayment(ctx, "g1", "p-again", time.UnixMilli(10)); err != nil || p.ID != "p-started" {
+		t.Fatalf("a click on g1's pay after the rebuild: %+v, %v; want its open payment, p-started", p, err)
+	}
+	if st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: "p-lost", OrderToken: "g-lost", AmountCents: 100,
+		Outcome: sale.OutcomeSucceeded}, t0); err != nil || st.Payment.State != sale.PaymentRefundPending {
+		t.Fatalf("money taken for an order the database does not have: %+v, %v", st, err)
+	}
+	if _, err := s.w.ExecContext(ctx, `INSERT INTO orders (token, activity_id, user_id, idem_key, slot, share_idx, amount_cents,
+		status, reason, created_at, expires_at) VALUES ('g5', 'nope', 'u9', '', 1, 0, 100, 'CREATED', '', 9, 60009)`); err == nil {
+		t.Fatal("an order of no activity went in: the foreign keys do not hold")
+	}
+}
+
 func dumpOrders(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.Query(`SELECT id, token, activity_id, user_id, idem_key, IFNULL(slot, -1), share_idx, amount_cents, status,

@@ -281,9 +281,11 @@
         () => "Event " + p.event_id + " is due again.")))) : [empty(5, parked.status === 200 ? "None." : "No outbox on this node.")]));
     const rs = refunds.status === 200 ? refunds.body.payments : [];
     $("refunds").tBodies[0].replaceChildren(...(rs.length ? rs.map((p) => el("tr", {},
-      el("td", { text: p.payment_id }), el("td", { text: p.order_token }), el("td", { class: "num", text: money(p.amount_cents) }),
+      el("td", { text: p.payment_id }), el("td", { text: p.order_token }), el("td", { text: (p.refund_reason || "").replaceAll("_", " ") }),
+      el("td", { class: "num", text: money(p.received_cents) }),
       el("td", {}, act("Mark refunded", "POST", "/api/admin/payments/" + encodeURIComponent(p.payment_id) + "/refunded", undefined,
-        (b) => "Payment " + p.payment_id + " refunded: order " + b.order.status + ".")))) : [empty(4, "None.")]));
+        (b) => "Payment " + p.payment_id + " refunded: " + (b.order ? "order " + b.order.status : "no order of ours") + ".")))) :
+      [empty(5, "None.")]));
   }
 
   async function reconcile() {
