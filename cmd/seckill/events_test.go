@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -435,6 +436,129 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the receiver has %v; want %v", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestKillNineMidPaymentCallbacks: the provider calls the node back for 120 payments, 16 at a
+// time, and the node is killed with SIGKILL in the middle of them. The provider sends every
+// notice again to the node restarted on the same database (it retries each until it is answered
+// 200, and sends some it had an answer to again). Every payment is kept once: every order PAID,
+// every payment succeeded with its amount, none owed back, and the receiver hears one
+// order.paid per order, however many times its notice came.
+func TestKillNineMidPaymentCallbacks(t *testing.T) {
+	const hookSecret, paySecret, n = "the shop's webhook secret", "the provider's callback secret", 120
+	var mu sync.Mutex
+	paidEvents := map[string]map[string]bool{} // order token -> ids of its order.paid events
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var e relay.Message
+		if signature.Verify([]byte(hookSecret), r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil ||
+			json.Unmarshal(body, &e) != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		if e.Type == "order.paid" {
+			mu.Lock()
+			if paidEvents[e.Order.Token] == nil {
+				paidEvents[e.Order.Token] = map[string]bool{}
+			}
+			paidEvents[e.Order.Token][e.ID] = true
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(rc.Close)
+	env := testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", hookSecret,
+		"SECKILL_PAYMENT_SECRET", paySecret, "SECKILL_PAYMENT_URL", "https://pay.test/checkout")
+	first := startChild(t, env)
+	c := newClient(t, first.base)
+	id := c.createItem(n, 1, 10*time.Minute)
+	type notice struct{ user, token, payment string }
+	notices := make([]notice, n)
+	for i := range notices {
+		user := fmt.Sprint("payer-", i)
+		tok := c.must("POST", "/api/activities/"+id+"/grab", c.token(user), "", http.StatusAccepted)["order_token"].(string)
+		notices[i] = notice{user: user, token: tok}
+	}
+	c.drained(id)
+	for i, nt := range notices {
+		p := c.must("POST", "/api/orders/"+nt.token+"/pay", c.token(nt.user), "", http.StatusAccepted)["payment"].(map[string]any)
+		notices[i].payment = p["payment_id"].(string)
+	}
+	send := func(base string, nt notice) (int, error) {
+		body := fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":100,"status":"succeeded"}`, nt.token, nt.payment)
+		req, _ := http.NewRequest("POST", base+"/api/payments/callback", strings.NewReader(body))
+		req.Header.Set(signature.Header, signature.Sign([]byte(paySecret), time.Now(), []byte(body)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		defer resp.Body.Close()
+		io.Copy(io.Discard, resp.Body)
+		return resp.StatusCode, nil
+	}
+
+	var answered atomic.Int64
+	var once sync.Once
+	work := make(chan notice)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for nt := range work {
+				if status, err := send(first.base, nt); err == nil && status == http.StatusOK && answered.Add(1) == 30 {
+					once.Do(first.kill) // the callbacks on their way meet the kill
+				}
+			}
+		})
+	}
+	for _, nt := range notices {
+		work <- nt
+	}
+	close(work)
+	wg.Wait()
+	once.Do(first.kill)
+	if a := answered.Load(); a < 30 || a >= n {
+		t.Fatalf("%d callbacks answered before the kill: it did not strike mid-way", a)
+	}
+
+	second := startChild(t, env)
+	c = newClient(t, second.base)
+	for _, nt := range notices { // the provider's retries, of every notice
+		if status, err := send(second.base, nt); err != nil || status != http.StatusOK {
+			t.Fatalf("payment %s again after the restart: %d, %v; want 200", nt.payment, status, err)
+		}
+	}
+	for _, nt := range notices {
+		if o := c.must("GET", "/api/orders/"+nt.token, c.token(nt.user), "", http.StatusOK); o["status"] != "PAID" {
+			t.Fatalf("order %s after the kill and the retries: %v; want PAID", nt.token, o["status"])
+		}
+	}
+	owed := c.must("GET", "/api/admin/payments?state=refund_pending", testAdmin, "", http.StatusOK)
+	if ps, _ := owed["payments"].([]any); len(ps) != 0 {
+		t.Fatalf("payments owed back after the retries: %v; want none (every notice came for its order, once paid)", ps)
+	}
+	if st := c.stats(id); st["paid"] != float64(n) {
+		t.Fatalf("stats %v; want %d paid", st, n)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		heard, twice := len(paidEvents), 0
+		for _, ids := range paidEvents {
+			if len(ids) > 1 {
+				twice++
+			}
+		}
+		mu.Unlock()
+		if twice > 0 {
+			t.Fatalf("%d orders with more than one order.paid event", twice)
+		}
+		if heard == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the receiver heard order.paid of %d orders of %d", heard, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
