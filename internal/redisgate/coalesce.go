@@ -39,6 +39,9 @@ const batchTimeout = 5 * time.Second
 
 // call is one grab on its way through a lane.
 type call struct {
+	// gone is the caller's context's Done: a call whose caller has gone before its batch leaves
+	// is not sent (nothing is taken for nobody); once sent it runs to its outcome.
+	gone   <-chan struct{}
 	req    sale.GrabRequest
 	token  string
 	parent string // the traceparent for its stream entry
@@ -103,7 +106,7 @@ func (g *Gate) dropLanes(a sale.Activity) {
 // waiting and gets ErrBusy; its grab may still be taken (a retry with its idempotency key
 // learns what became of it).
 func (g *Gate) coalesce(ctx context.Context, a sale.Activity, shard string, r sale.GrabRequest, parent string) (sale.Grab, error) {
-	c := &call{req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
+	c := &call{gone: ctx.Done(), req: r, token: sale.NewGrabToken(r.Now), parent: parent, done: make(chan struct{})}
 	l := g.lane(a, shard)
 	l.mu.Lock()
 	l.queue = append(l.queue, c)
@@ -140,14 +143,26 @@ func (g *Gate) send(l *lane, a sale.Activity, shard string, own *call) {
 			l.mu.Unlock()
 			return
 		}
-		batch := make([]*call, n)
-		copy(batch, l.queue)
+		batch := make([]*call, 0, n)
+		for _, c := range l.queue[:n] {
+			if abandoned(c) {
+				// Its caller was answered BUSY already (a Redis slow or failing over while the
+				// queue grew): sending it would take a unit nobody learns of, and keep the
+				// callers still waiting behind a backlog of the ones gone.
+				c.err = fmt.Errorf("%w: grab on redis: its caller is gone", sale.ErrBusy)
+				close(c.done)
+				continue
+			}
+			batch = append(batch, c)
+		}
 		rest := copy(l.queue, l.queue[n:])
 		clear(l.queue[rest:])
 		l.queue = l.queue[:rest]
 		l.mu.Unlock()
 
-		g.flush(a, shard, batch)
+		if len(batch) > 0 {
+			g.flush(a, shard, batch)
+		}
 		if own != nil && isDone(own) {
 			l.mu.Lock()
 			more := len(l.queue) > 0
@@ -160,6 +175,16 @@ func (g *Gate) send(l *lane, a sale.Activity, shard string, own *call) {
 			}
 			return
 		}
+	}
+}
+
+// abandoned reports whether c's caller has gone.
+func abandoned(c *call) bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -651,3 +651,38 @@ func TestUserRateInTheGrab(t *testing.T) {
 		t.Fatalf("after the wait of %s: %v", th.RetryAfter, err)
 	}
 }
+
+// TestAbandonedGrabsAreNotSent: Redis stops (SIGSTOP) with a grab on its way; the grabs that
+// queue behind it give up (their callers answered BUSY) before it comes back. They are not sent
+// once it does: only the grab on its way takes a unit.
+func TestAbandonedGrabsAreNotSent(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t, redistest.Options{})
+	g := New(dial(t, srv.URL())).WithBatching(Batching{MaxBatch: 16, InFlight: 1})
+	a := item("abandoned", 100, 1)
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "first", Now: a.StartAt})
+		first <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the first grab is the lane's one sender, stuck on Redis
+	for i := range 20 {
+		gone, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		_, err := g.Grab(gone, a, sale.GrabRequest{ActivityID: a.ID, UserID: fmt.Sprint("gone-", i), Now: a.StartAt})
+		cancel()
+		if !errors.Is(err, sale.ErrBusy) {
+			t.Fatalf("a grab whose caller gave up: %v, want busy", err)
+		}
+	}
+	srv.Resume(t)
+	if err := <-first; err != nil {
+		t.Fatalf("the grab on its way when Redis stopped: %v", err)
+	}
+	if n, err := g.Remaining(ctx, a); err != nil || n != 99 {
+		t.Fatalf("remaining %d, %v; want 99: only the grab on its way took a unit", n, err)
+	}
+}
