@@ -682,6 +682,24 @@ func TestAbandonedGrabsAreNotSent(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("the grab on its way when Redis stopped: %v", err)
 	}
+	// Whatever was left in the lane is sent (or not) by a sender of its own: wait until it is idle.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		idle := true
+		g.lanes.Range(func(_, v any) bool {
+			l := v.(*lane)
+			l.mu.Lock()
+			idle = idle && l.flying == 0 && len(l.queue) == 0
+			l.mu.Unlock()
+			return true
+		})
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lane is still busy 10 s after Redis came back")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n, err := g.Remaining(ctx, a); err != nil || n != 99 {
 		t.Fatalf("remaining %d, %v; want 99: only the grab on its way took a unit", n, err)
 	}
