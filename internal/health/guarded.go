@@ -29,5 +29,5 @@ func (x guardedLimiter) Allow(ctx context.Context, key string, r ratelimit.Rule)
 
 // slowCall is Call without the deadline (see Guard.Slow).
 func slowCall[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error)) (T, error) {
-	return guarded(ctx, g, 0, f)
+	return guarded(ctx, g, slowWithin, f)
 }

@@ -197,6 +197,9 @@ func (g *Guard) WithTopology(t Topology) *Guard {
 // errMoving marks, for the breaker, a topology event within the failover grace.
 var errMoving = errors.New("the dependency is changing its topology")
 
+// errNotProbe refuses a slow call while the breaker is not closed.
+var errNotProbe = errors.New("the breaker is not closed, and a slow call is no probe")
+
 // Failed reports whether err says the dependency failed, rather than answered: the sale's
 // answers (sold out, not found, ...) are successes for the breaker, and a caller that gave up
 // (context.Canceled) is neither.
@@ -218,7 +221,7 @@ func (g *Guard) Do(ctx context.Context, call func(ctx context.Context) error) er
 // (loading a gate, reading its state): they are guarded, but only the client's timeouts bound
 // them.
 func (g *Guard) Slow(ctx context.Context, call func(ctx context.Context) error) error {
-	_, err := guarded(ctx, g, 0, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
+	_, err := guarded(ctx, g, slowWithin, func(ctx context.Context) (struct{}, error) { return struct{}{}, call(ctx) })
 	return err
 }
 
@@ -233,12 +236,29 @@ func Call[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, 
 	return guarded(ctx, g, g.th.CallWithin, f)
 }
 
+// slowWithin is the deadline of a slow call (see Guard.Slow): none, and no probe of a half-open
+// breaker.
+const slowWithin = -1
+
+// deadlineOf is the deadline guarded gives a call of within: none for a slow call.
+func deadlineOf(within time.Duration) time.Duration {
+	return max(within, 0)
+}
+
 func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
+	if within == slowWithin && g.cb.State() != gobreaker.StateClosed {
+		// A slow call (a rebuild, a load, a repair: seconds to minutes) is no probe: a half-open
+		// breaker closes on 3 successes of at most 3 calls let through, so one slow call among
+		// them held it half-open, answering every other call BUSY ("too many requests"), for as
+		// long as it ran. The crowd's calls probe; slow calls wait for the breaker to close.
+		return zero, fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, errNotProbe)
+	}
 	done, err := g.cb.Allow()
 	if err != nil {
 		return zero, fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, err)
 	}
+	within = deadlineOf(within)
 	start := g.now()
 	var v T
 	var moving bool

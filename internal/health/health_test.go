@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,5 +331,61 @@ func TestPromptCalleeKeepsItsCaller(t *testing.T) {
 	}
 	if r := g.Report(); r.Calls != 2 || r.ErrorRate != 0.5 {
 		t.Fatalf("report %+v after a success and a call ended at its deadline: want 2 calls, half failed", r)
+	}
+}
+
+// TestSlowCallsDoNotHoldTheBreakerHalfOpen: the dependency failed and the breaker opened; once it
+// lets probes through, a crowd calls while a few slow calls (a rebuild, a load) are made too,
+// each of which runs long. The crowd's calls close the breaker: a half-open breaker closes on 3
+// successes of at most 3 calls let through, and a slow call let through as one of them held it
+// half-open, every other call refused BUSY ("too many requests"), until it returned.
+func TestSlowCallsDoNotHoldTheBreakerHalfOpen(t *testing.T) {
+	g, _ := newTestGuard(Thresholds{OpenFor: 50 * time.Millisecond, CallWithin: time.Second})
+	ctx := context.Background()
+	for range 5 {
+		g.Do(ctx, func(context.Context) error { return errDown })
+	}
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("after 5 failures the breaker is %s, want open", r.Breaker)
+	}
+	for deadline := time.Now().Add(5 * time.Second); g.cb.State().String() == "open"; {
+		if time.Now().After(deadline) {
+			t.Fatal("the breaker stayed open for 5 s with OpenFor 50 ms")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	release := make(chan struct{})
+	var slow, crowd sync.WaitGroup
+	var refused atomic.Int64
+	for range 3 {
+		slow.Go(func() {
+			if err := g.Slow(ctx, func(context.Context) error { <-release; return nil }); err != nil {
+				refused.Add(1)
+			}
+		})
+	}
+	var stop atomic.Bool
+	for range 16 {
+		crowd.Go(func() {
+			for i := 0; i < 10_000 && !stop.Load(); i++ {
+				g.Do(ctx, func(context.Context) error { return nil })
+			}
+		})
+	}
+	closed := false
+	for deadline := time.Now().Add(5 * time.Second); !closed && time.Now().Before(deadline); {
+		closed = g.Report().Breaker == "closed"
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop.Store(true)
+	crowd.Wait()
+	close(release)
+	slow.Wait()
+	if !closed {
+		t.Fatalf("the breaker is %s with the dependency answering and the slow calls running; want closed", g.Report().Breaker)
+	}
+	if refused.Load() == 0 {
+		t.Log("the slow calls came after the breaker closed")
 	}
 }
