@@ -355,16 +355,21 @@ func TestSlowCallsDoNotHoldTheBreakerHalfOpen(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 
+	// The slow calls come first: each is let through (and runs) or refused before the crowd comes.
 	release := make(chan struct{})
-	var slow, crowd sync.WaitGroup
+	var slow, crowd, decided sync.WaitGroup
 	var refused atomic.Int64
 	for range 3 {
+		decided.Add(1)
 		slow.Go(func() {
-			if err := g.Slow(ctx, func(context.Context) error { <-release; return nil }); err != nil {
+			err := g.Slow(ctx, func(context.Context) error { decided.Done(); <-release; return nil })
+			if err != nil {
 				refused.Add(1)
+				decided.Done()
 			}
 		})
 	}
+	decided.Wait()
 	var stop atomic.Bool
 	for range 16 {
 		crowd.Go(func() {
@@ -385,7 +390,7 @@ func TestSlowCallsDoNotHoldTheBreakerHalfOpen(t *testing.T) {
 	if !closed {
 		t.Fatalf("the breaker is %s with the dependency answering and the slow calls running; want closed", g.Report().Breaker)
 	}
-	if refused.Load() == 0 {
-		t.Log("the slow calls came after the breaker closed")
+	if refused.Load() != 3 {
+		t.Fatalf("%d of the 3 slow calls refused while the breaker was half-open, want all", refused.Load())
 	}
 }
