@@ -1,5 +1,5 @@
 # The whole test suite: installs what it needs, then vet and the race-enabled tests.
-.PHONY: test deps run bench wrk screenshots
+.PHONY: test check deps run bench wrk screenshots
 
 test: deps
 	go vet ./...
@@ -8,6 +8,12 @@ test: deps
 	# 2 cores (545 s in CI): the alarm against a hung test is set above it, the whole suite's
 	# 15-minute budget above that.
 	go test -race -timeout 14m -artifacts -outputdir "$(CURDIR)/artifacts" ./...
+
+# The fast tier: vet and the tests that need no server, no browser and no built binary
+# (internal/testtier skips the others under -short). Every test runs, none from the cache.
+check:
+	go vet ./...
+	go test -short -count=1 ./...
 
 deps:
 	@scripts/test-deps.sh

@@ -18,6 +18,8 @@ import (
 	"seckill/internal/mysqltest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
+
+	"seckill/internal/testtier"
 )
 
 // noEnv is an empty environment: bench takes its secrets from flags only.
@@ -86,6 +88,7 @@ func checkCPU(t *testing.T, res benchResult, roles ...string) {
 // history it wrote.
 func runBench(t *testing.T, env map[string]string, args ...string) (benchResult, []bench.Record) {
 	t.Helper()
+	testtier.NeedsServer(t, "a seckill node and its crowd")
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	var out bytes.Buffer
 	args = append([]string{"bench", "--json", "--history", path}, args...)

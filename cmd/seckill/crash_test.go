@@ -15,6 +15,8 @@ import (
 	"seckill/internal/mysqltest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
+
+	"seckill/internal/testtier"
 )
 
 var (
@@ -27,6 +29,7 @@ var (
 // kill.
 func buildBinary(t *testing.T) string {
 	t.Helper()
+	testtier.NeedsServer(t, "the built seckill binary")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "seckill-bin")
 		if err != nil {

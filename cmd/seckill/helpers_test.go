@@ -19,6 +19,8 @@ import (
 	"seckill/internal/contract"
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
+
+	"seckill/internal/testtier"
 )
 
 const (
@@ -254,6 +256,7 @@ func launch(t *testing.T, ctx context.Context, env map[string]string, args ...st
 // launchLogging is launch with run's log written to stderr.
 func launchLogging(t *testing.T, ctx context.Context, env map[string]string, stderr io.Writer, args ...string) (string, <-chan error) {
 	t.Helper()
+	testtier.NeedsServer(t, "a seckill node")
 	addr := make(chan string, 1)
 	var scrapeAt string
 	stdout := &lineWriter{line: func(l string) {

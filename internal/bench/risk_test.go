@@ -19,6 +19,8 @@ import (
 	"seckill/internal/risk"
 	"seckill/internal/saletest"
 	"seckill/internal/web"
+
+	"seckill/internal/testtier"
 )
 
 const (
@@ -127,6 +129,7 @@ func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows
 // parameters, accounts and timing); then, on a node running it, a person on the page buys and
 // a headless script clicking the same page's button is challenged (or blocked).
 func TestRiskModelFromTheCrowd(t *testing.T) {
+	testtier.NeedsServer(t, "a seckill node, its crowd and Chromium")
 	names, rows, isBot, repA := crowdSet(t, 101, 6, 80)
 	m, err := risk.Fit(names, rows, isBot, risk.FitOptions{Version: "crowd-101", Balanced: true})
 	if err != nil {

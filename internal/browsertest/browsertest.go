@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"seckill/internal/testtier"
 )
 
 // Chromium is where Debian's chromium package puts the browser.
@@ -35,6 +37,7 @@ type Browser struct {
 // A missing Chromium fails the test: make test installs it.
 func New(t *testing.T, width, height int) *Browser {
 	t.Helper()
+	testtier.NeedsServer(t, "Chromium")
 	if _, err := os.Stat(Chromium); err != nil {
 		t.Fatalf("the browser tests need Chromium at %s (make test installs it; or apt-get install chromium): %v", Chromium, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"seckill/internal/testtier"
 )
 
 // Server is a database server of internal/servers (MariaDB, PostgreSQL).
@@ -43,6 +45,7 @@ func New[S Server](pkg, what, install string, start func() (S, error)) *Shared[S
 // be started.
 func (s *Shared[S]) Server(t testing.TB) *Instance[S] {
 	t.Helper()
+	testtier.NeedsServer(t, s.what)
 	s.once.Do(func() {
 		srv, err := s.start()
 		if err != nil {

@@ -182,12 +182,12 @@ func TestRedisWindowsOnACluster(t *testing.T) {
 
 // TestRedisBuckets: the GCRA buckets keep Redis's own time, so this test waits in real time.
 func TestRedisBuckets(t *testing.T) {
-	for name, spec := range map[string]func() string{
-		"single":  func() string { return redistest.Start(t, redistest.Options{}).URL() },
-		"cluster": func() string { return redistest.StartCluster(t).Seeds() },
+	for name, spec := range map[string]func(t *testing.T) string{
+		"single":  func(t *testing.T) string { return redistest.Start(t, redistest.Options{}).URL() },
+		"cluster": func(t *testing.T) string { return redistest.StartCluster(t).Seeds() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := ratelimit.NewRedisBuckets(dial(t, spec()))
+			b := ratelimit.NewRedisBuckets(dial(t, spec(t)))
 			r := ratelimit.Rule{PerSecond: 5, Burst: 5}
 			key := fmt.Sprint("user:", name, os.Getpid())
 			if n := passes(t, b, key, r, 20); n != 5 {

@@ -25,6 +25,8 @@ import (
 	"seckill/internal/servers"
 
 	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/testtier"
 )
 
 const (
@@ -78,6 +80,7 @@ func StartWith(t testing.TB, opts Options, extra ...string) *Server {
 // until its link to the master is up. It is stopped when t ends.
 func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 	t.Helper()
+	testtier.NeedsServer(t, "redis-server")
 	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
 	r, err := servers.StartRedisReplica(t.TempDir(), master.Addr(), append([]string{"--appendonly", "no"}, extra...), logf)
 	if err != nil {
@@ -91,6 +94,7 @@ func StartReplica(t testing.TB, master *Server, extra ...string) *Server {
 // with another port if the one picked was taken meanwhile. It fails t if the server cannot start.
 func startServer(t testing.TB, extra []string, pick func() (int, error)) *Server {
 	t.Helper()
+	testtier.NeedsServer(t, "redis-server")
 	dir := t.TempDir() // removed after the server is stopped: cleanups run last-registered first
 	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
 	redis, err := servers.StartRedisArgs(dir, extra, pick, logf)
@@ -176,6 +180,7 @@ func StartCluster(t testing.TB) *Cluster {
 // tests), AOF, the DEBUG command.
 func StartClusterWith(t testing.TB, o servers.ClusterOptions) *Cluster {
 	t.Helper()
+	testtier.NeedsServer(t, "a Redis Cluster")
 	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
 	rc, err := servers.StartRedisCluster(t.TempDir(), o, logf)
 	if err != nil {
@@ -256,6 +261,7 @@ type Sentinels struct{ *servers.Sentinels }
 // each other and its replicas. StartSentinels fails t if they cannot start.
 func StartSentinels(t testing.TB, master *Server, o servers.SentinelOptions) *Sentinels {
 	t.Helper()
+	testtier.NeedsServer(t, "Redis Sentinel")
 	logf := func(format string, args ...any) { t.Logf("redistest: "+format, args...) }
 	s, err := servers.StartSentinels(t.TempDir(), master.Addr(), o, logf)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/internal/testtier"
 )
 
 func TestCheckDatabaseName(t *testing.T) {
@@ -126,6 +128,7 @@ func testDatabase(t *testing.T, srv database, d dialect) {
 }
 
 func TestMariaDB(t *testing.T) {
+	testtier.NeedsServer(t, "mariadbd")
 	t.Parallel()
 	m, err := StartMariaDB()
 	if err != nil {
@@ -142,6 +145,7 @@ func TestMariaDB(t *testing.T) {
 }
 
 func TestPostgres(t *testing.T) {
+	testtier.NeedsServer(t, "postgres")
 	t.Parallel()
 	pg, err := StartPostgres()
 	if err != nil {

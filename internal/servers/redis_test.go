@@ -8,11 +8,14 @@ import (
 	"testing"
 
 	"seckill/internal/servers"
+
+	"seckill/internal/testtier"
 )
 
 // startRedis starts a redis-server with opts in a temp dir of t and stops it when t ends.
 func startRedis(t *testing.T, opts servers.RedisOptions) *servers.Redis {
 	t.Helper()
+	testtier.NeedsServer(t, "redis-server")
 	s, err := servers.StartRedis(t.TempDir(), opts)
 	if err != nil {
 		t.Fatalf("StartRedis(%+v): %v", opts, err)
@@ -110,6 +113,7 @@ func TestRedisKillStopRestart(t *testing.T) {
 }
 
 func TestStartRedisArgsRetriesATakenPort(t *testing.T) {
+	testtier.NeedsServer(t, "redis-server")
 	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -142,6 +146,7 @@ func TestStartRedisArgsRetriesATakenPort(t *testing.T) {
 }
 
 func TestStartRedisArgsQuotesLog(t *testing.T) {
+	testtier.NeedsServer(t, "redis-server")
 	t.Parallel()
 	s, err := servers.StartRedisArgs(t.TempDir(), []string{"--no-such-directive", "x"}, servers.FreePort, nil)
 	if err == nil {
