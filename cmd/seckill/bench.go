@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"seckill/internal/bench"
+
+	"seckill/internal/node"
 )
 
 // netemKinds are the bad networks of --fault netem, netfault's Latency, Reset and HalfOpen (the
@@ -449,15 +451,15 @@ func (c benchConfig) roles() []string {
 	if c.spawn == 0 {
 		return nil
 	}
-	api, workers := roleAll, c.workers
+	api, workers := node.RoleAll, c.workers
 	if c.fault == "worker" {
 		workers = max(workers, 1)
 	}
 	if workers > 0 {
-		api = roleAPI
+		api = node.RoleAPI
 	}
 	roles := slices.Repeat([]string{api}, c.spawn)
-	return append(roles, slices.Repeat([]string{roleWorker}, workers)...)
+	return append(roles, slices.Repeat([]string{node.RoleWorker}, workers)...)
 }
 
 // setup says what the run's servers are, for the report. A database or Redis given by address is
@@ -535,7 +537,7 @@ func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench
 	}
 	if c.fault == "worker" {
 		return func(ctx context.Context, _ string) error {
-			_, err := fleet.KillAndRestart(ctx, fleet.Find(roleWorker))
+			_, err := fleet.KillAndRestart(ctx, fleet.Find(node.RoleWorker))
 			return err
 		}
 	}

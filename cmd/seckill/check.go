@@ -30,9 +30,9 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
-	return enc.Encode(checked{Role: c.role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.db), Redis: redactDSN(c.redis), Demo: c.demo,
-		TrustedProxies: proxies, MinReplicas: c.replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
-		Admins: len(c.admins), Webhooks: c.webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.gateLimits.FailoverGrace.Seconds(),
+	return enc.Encode(checked{Role: c.Role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.DB), Redis: redactDSN(c.Redis), Demo: c.demo,
+		TrustedProxies: proxies, MinReplicas: c.Replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
+		Admins: len(c.admins), Webhooks: c.Webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.GateLimits.FailoverGrace.Seconds(),
 		RiskModel: risky.Status().Version, RiskShadow: c.riskShadow, RiskNetworks: nets, RiskRecord: c.riskRecord})
 }
 

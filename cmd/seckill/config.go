@@ -18,17 +18,18 @@ import (
 	"seckill/internal/health"
 	"seckill/internal/httpapi"
 	"seckill/internal/kafka"
-	"seckill/internal/redisgate"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/webhook"
+
+	"seckill/internal/node"
 )
 
-// config is what `seckill serve` runs with.
+// config is what `seckill serve` runs with: the node's Config (internal/node builds the node
+// from it), and what the HTTP layer and the process take besides.
 type config struct {
+	node.Config
 	addr      string
-	db        string
-	redis     string
 	jwtSecret string
 	// provider is the identity provider whose tokens are accepted beside the node's (JWKSURL
 	// empty: none).
@@ -37,19 +38,11 @@ type config struct {
 	admins     []httpapi.Admin // the named admin tokens besides adminToken
 	demo       bool
 	logLevel   slog.Level
-	sweepEvery time.Duration
-	role       string        // roleAll, roleAPI or roleWorker
-	claimIdle  time.Duration // how long a stream entry stays with a silent worker before another takes it
-	// replication is how many Redis replicas must have a write before it is acknowledged.
-	replication redisgate.Replication
 	// ready, when set, is told the base URL once the server listens (bench's in-process server).
 	ready func(base string)
 	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
 	// X-Forwarded-For is believed.
 	rateUser, rateIP, rateGlobal, rateNode int
-	// gateLimits and dbLimits are the health thresholds and breaker settings of the stock
-	// gate and of the database.
-	gateLimits, dbLimits health.Thresholds
 	// The risk rules: accounts per IP (0: off), regular cadence, fastest plausible solve (0: off).
 	riskAccounts   int
 	riskCadence    bool
@@ -60,28 +53,12 @@ type config struct {
 	riskModel, riskNetworks, riskRecord string
 	riskChallengeAt, riskBlockAt        float64
 	riskShadow                          bool
-	// The receivers of the order events (SECKILL_WEBHOOK_URL), each a sink of the outbox, and
-	// the secret their posts are signed with.
-	webhooks      []string
-	webhookSecret string
 	// The payment provider: its checkout page and the secret its callbacks are signed with
 	// (SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET); no secret: the pay call pays.
 	paymentURL    string
 	paymentSecret string
-	// The Kafka cluster (SECKILL_KAFKA_BROKERS) and topic the order events are produced to.
-	kafkaBrokers []string
-	kafkaTopic   string
-	pprofAddr    string // where to serve net/http/pprof; empty: nowhere
-	metricsAddr  string // where to serve /metrics, apart from the API, which the public reaches
-	rankExactMax int64  // the most shares a red packet's leaderboard keeps exactly
-	// The scheduled reconciliation: how often (0: off) and whether it repairs the drift it finds.
-	reconcileEvery  time.Duration
-	reconcileRepair bool
-	// archiveAfter is how long an activity's hot state is kept after its pay windows close (0:
-	// for ever).
-	archiveAfter time.Duration
-	// eventsKeep is how long an order event is kept once every sink took it (0: for ever).
-	eventsKeep time.Duration
+	pprofAddr     string // where to serve net/http/pprof; empty: nowhere
+	metricsAddr   string // where to serve /metrics, apart from the API, which the public reaches
 	// tracing says the OTEL_* variables ask for traces (telemetry.go).
 	tracing bool
 }
@@ -105,8 +82,8 @@ func settings(c *config) []setting {
 		{"addr", "SECKILL_ADDR", "127.0.0.1:8080", "listen `address`", text(&c.addr)},
 		{"metrics-addr", "SECKILL_METRICS_ADDR", defaultMetricsAddr, "`address` of the listener of its own that serves /metrics (never the API's port): loopback, or the pod's port only Prometheus reaches",
 			address(&c.metricsAddr)},
-		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.db)},
-		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.redis)},
+		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.DB)},
+		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.Redis)},
 		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
 		{"jwks-url", "SECKILL_JWKS_URL", "", "an identity provider's JWK Set `URL` (its jwks_uri): its RS256, ES256 and EdDSA tokens are accepted besides the HS256 ones; empty: none",
 			func(c *config, v string) error {
@@ -145,16 +122,16 @@ func settings(c *config) []setting {
 			}
 			return nil
 		}},
-		{"role", "SECKILL_ROLE", roleAll, "all, api or worker; api and worker need Redis", func(c *config, v string) error {
-			if v != roleAll && v != roleAPI && v != roleWorker {
+		{"role", "SECKILL_ROLE", node.RoleAll, "all, api or worker; api and worker need Redis", func(c *config, v string) error {
+			if v != node.RoleAll && v != node.RoleAPI && v != node.RoleWorker {
 				return errors.New("want all, api or worker")
 			}
-			c.role = v
+			c.Role = v
 			return nil
 		}},
 		{"claim-idle", "SECKILL_CLAIM_IDLE", "30s", "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only",
-			positive("30s", &c.claimIdle)},
-		{"sweep-every", "SECKILL_SWEEP_EVERY", "1s", "how often expired payment windows are closed", positive("1s", &c.sweepEvery)},
+			positive("30s", &c.ClaimIdle)},
+		{"sweep-every", "SECKILL_SWEEP_EVERY", "1s", "how often expired payment windows are closed", positive("1s", &c.SweepEvery)},
 		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off; on Redis each activity keeps its own, checked by the grab's script)", rate(&c.rateUser)},
 		{"rate-ip", "SECKILL_RATE_IP", "0", "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN)",
 			rate(&c.rateIP)},
@@ -163,37 +140,37 @@ func settings(c *config) []setting {
 		{"rate-node", "SECKILL_RATE_NODE", "0", "grab requests per second per activity on this node, token bucket in memory (0: off; the front of the global limit that costs Redis nothing: the global rate divided by the API nodes, as seckill plan prints it)",
 			rate(&c.rateNode)},
 		{"webhook-url", "SECKILL_WEBHOOK_URL", "", "comma-separated `URLs` that every order event is posted to, signed (Seckill-Signature), at least once and in order per order; empty: no events",
-			func(c *config, v string) (err error) { c.webhooks, err = parseWebhooks(v); return err }},
+			func(c *config, v string) (err error) { c.Webhooks, err = parseWebhooks(v); return err }},
 		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
-			text(&c.webhookSecret)},
+			text(&c.WebhookSecret)},
 		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the payment provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order; empty: the pay call pays",
 			text(&c.paymentSecret)},
 		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query, and sig, their HMAC with SECKILL_PAYMENT_SECRET, which the provider checks); required with SECKILL_PAYMENT_SECRET",
 			text(&c.paymentURL)},
 		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
-			func(c *config, v string) error { c.kafkaBrokers = splitList(v); return nil }},
-		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.kafkaTopic)},
+			func(c *config, v string) error { c.KafkaBrokers = splitList(v); return nil }},
+		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.KafkaTopic)},
 		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
 			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
 		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",
-			positive("50ms", &c.gateLimits.SlowAfter)},
+			positive("50ms", &c.GateLimits.SlowAfter)},
 		{"slow-db", "SECKILL_SLOW_DB", "200ms", "mean latency of the database over 10 s above which the node is at level warning",
-			positive("200ms", &c.dbLimits.SlowAfter)},
+			positive("200ms", &c.DBLimits.SlowAfter)},
 		{"fail-rate", "SECKILL_FAIL_RATE", "0.05", "error rate of a dependency over 10 s above which the node is at level degraded",
 			func(c *config, v string) error {
 				rate, err := strconv.ParseFloat(v, 64)
 				if err != nil || !(rate > 0 && rate < 1) {
 					return errors.New("want a fraction between 0 and 1 such as 0.05")
 				}
-				c.gateLimits.FailRate, c.dbLimits.FailRate = rate, rate
+				c.GateLimits.FailRate, c.DBLimits.FailRate = rate, rate
 				return nil
 			}},
 		{"breaker-open", "SECKILL_BREAKER_OPEN", "2s", "how long a tripped circuit breaker answers BUSY before it lets a probe through",
-			positive("2s", &c.gateLimits.OpenFor, &c.dbLimits.OpenFor)},
+			positive("2s", &c.GateLimits.OpenFor, &c.DBLimits.OpenFor)},
 		{"failover-grace", "SECKILL_FAILOVER_GRACE", "20s", "Redis Cluster or Sentinel: how long a node may refuse connections, or a slot redirect, before it counts as down and opens the breaker; longer than a failover takes",
-			positive("20s", &c.gateLimits.FailoverGrace)},
+			positive("20s", &c.GateLimits.FailoverGrace)},
 		{"redis-min-replicas", "SECKILL_REDIS_MIN_REPLICAS", "0", "acknowledge a grab, join, release or spent pass only once this many Redis replicas have it (WAIT); on timeout 503 BUSY; 0: Redis's asynchronous replication",
-			count(&c.replication.Replicas, 16, "a number of replicas from 0 to 16")},
+			count(&c.Replication.Replicas, 16, "a number of replicas from 0 to 16")},
 		{"risk-accounts-per-ip", "SECKILL_RISK_ACCOUNTS_PER_IP", "0", "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN",
 			count(&c.riskAccounts, 1_000_000, "a number of users, 0 for off")},
 		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
@@ -211,18 +188,18 @@ func settings(c *config) []setting {
 				if err != nil || n < 0 || n > sale.MaxStock {
 					return fmt.Errorf("want a number of shares from 0 to %d", sale.MaxStock)
 				}
-				c.rankExactMax = n
+				c.RankExactMax = n
 				return nil
 			}},
 		{"pprof", "SECKILL_PPROF", "", "`address` (loopback or an internal network) to serve Go's /debug/pprof profiles on; empty: off", text(&c.pprofAddr)},
 		{"reconcile-every", "SECKILL_RECONCILE_EVERY", "1h", "how often one node compares every current activity's gate with the database, under a lease (0: off)",
-			orOff(&c.reconcileEvery, time.Second, "a duration of a second or more such as 1h, or 0 for off")},
+			orOff(&c.ReconcileEvery, time.Second, "a duration of a second or more such as 1h, or 0 for off")},
 		{"reconcile-repair", "SECKILL_RECONCILE_REPAIR", "off", "on: the scheduled reconciliation repairs the drift it finds; off: it reports it (log, metric, alert)",
-			switchOf(&c.reconcileRepair)},
+			switchOf(&c.ReconcileRepair)},
 		{"archive-after", "SECKILL_ARCHIVE_AFTER", "24h", "how long an activity's hot state (Redis keys, the process's memory) is kept once its sale and pay windows are over and its queue drained; then it is dropped and the database answers for it (0: kept for ever)",
-			orOff(&c.archiveAfter, 0, "a duration such as 24h, or 0 to keep everything")},
+			orOff(&c.ArchiveAfter, 0, "a duration such as 24h, or 0 to keep everything")},
 		{"events-keep", "SECKILL_EVENTS_KEEP", "168h", "how long an order event is kept once every receiver it was written for has taken it (it can be replayed meanwhile); then one node deletes it and its deliveries. An event not yet taken everywhere, pending or parked, is kept whatever this says (0: kept for ever)",
-			orOff(&c.eventsKeep, time.Second, "a duration of a second or more such as 168h, or 0 to keep every event")},
+			orOff(&c.EventsKeep, time.Second, "a duration of a second or more such as 168h, or 0 to keep every event")},
 	}
 }
 
@@ -327,18 +304,10 @@ func switchOf(dst *bool) func(*config, string) error {
 // maxRate bounds the rate limits' settings.
 const maxRate = 10_000_000
 
-// The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
-// draining the queue never takes CPU from the crowd, and each kind scales (and fails) on its own.
-const (
-	roleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
-	roleAPI    = "api"    // the HTTP API only
-	roleWorker = "worker" // the worker and the sweeper; on the API's port only /healthz and /readyz
-)
-
 // parseServe reads serve's flags, each defaulting to its SECKILL_* variable of env (the
 // process's environment), and refuses a SECKILL_* variable that is none of them.
 func parseServe(args []string, env map[string]string, stderr io.Writer) (config, error) {
-	c := config{gateLimits: health.GateThresholds, dbLimits: health.DatabaseThresholds}
+	c := config{Config: node.Config{GateLimits: health.GateThresholds, DBLimits: health.DatabaseThresholds}}
 	table := settings(&c)
 	vals := make([]string, len(table))
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -375,32 +344,32 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 		c.provider.CreatedClaim != "" || c.provider.TrustClaim != "") {
 		return c, errors.New("SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE, SECKILL_JWT_USER_CLAIM, SECKILL_JWT_CREATED_CLAIM and SECKILL_JWT_TRUST_CLAIM are the identity provider's: they need SECKILL_JWKS_URL")
 	}
-	if c.role != roleAll && c.redis == "" {
-		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.role)
+	if c.Role != node.RoleAll && c.Redis == "" {
+		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.Role)
 	}
 	for _, a := range c.admins {
 		if c.adminToken != "" && a.Token == c.adminToken {
 			return c, fmt.Errorf("SECKILL_ADMIN_TOKENS: admin %q has SECKILL_ADMIN_TOKEN's token", a.Name)
 		}
 	}
-	if len(c.webhooks) > 0 {
-		for _, u := range c.webhooks {
-			if _, err := webhook.New(u, []byte(c.webhookSecret)); err != nil {
+	if len(c.Webhooks) > 0 {
+		for _, u := range c.Webhooks {
+			if _, err := webhook.New(u, []byte(c.WebhookSecret)); err != nil {
 				return c, fmt.Errorf("SECKILL_WEBHOOK_URL, SECKILL_WEBHOOK_SECRET: %w", err)
 			}
 		}
-	} else if c.webhookSecret != "" {
+	} else if c.WebhookSecret != "" {
 		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
 	}
 	if err := checkProvider(c.paymentURL, c.paymentSecret); err != nil {
 		return c, err
 	}
-	if len(c.kafkaBrokers) > 0 {
-		if err := kafka.Check(c.kafkaBrokers, c.kafkaTopic); err != nil {
+	if len(c.KafkaBrokers) > 0 {
+		if err := kafka.Check(c.KafkaBrokers, c.KafkaTopic); err != nil {
 			return c, fmt.Errorf("SECKILL_KAFKA_BROKERS, SECKILL_KAFKA_TOPIC: %w", err)
 		}
 	}
-	if c.replication.Replicas > 0 && c.redis == "" {
+	if c.Replication.Replicas > 0 && c.Redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
 	if c.riskModel == "" && (c.riskChallengeAt > 0 || c.riskBlockAt > 0 || c.riskShadow) {
@@ -419,9 +388,9 @@ func (c config) deployment() string {
 		return "SECKILL_JWT_SECRET"
 	case c.provider.JWKSURL != "":
 		return "SECKILL_JWKS_URL"
-	case c.redis != "":
+	case c.Redis != "":
 		return "SECKILL_REDIS"
-	case !strings.HasPrefix(c.db, "sqlite:"): // a try-out may start on a fresh SQLite file
+	case !strings.HasPrefix(c.DB, "sqlite:"): // a try-out may start on a fresh SQLite file
 		return "SECKILL_DB"
 	case c.adminToken != "":
 		return "SECKILL_ADMIN_TOKEN"
@@ -429,9 +398,9 @@ func (c config) deployment() string {
 		return "SECKILL_ADMIN_TOKENS"
 	case c.paymentURL != "" || c.paymentSecret != "":
 		return "SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET"
-	case len(c.webhooks) > 0 || c.webhookSecret != "":
+	case len(c.Webhooks) > 0 || c.WebhookSecret != "":
 		return "SECKILL_WEBHOOK_URL"
-	case len(c.kafkaBrokers) > 0:
+	case len(c.KafkaBrokers) > 0:
 		return "SECKILL_KAFKA_BROKERS"
 	case len(c.trustedProxies) > 0:
 		return "SECKILL_TRUSTED_PROXIES"

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"seckill/internal/httpapi"
+
+	"seckill/internal/node"
 )
 
 // TestReadmeListsEverySetting holds the README's configuration table against serve's settings
@@ -80,11 +82,11 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.sweepEvery != 250*time.Millisecond || c.rateUser != 9 {
-		t.Fatalf("sweep every %v, user rate %d: want the variables' 250ms and 9", c.sweepEvery, c.rateUser)
+	if c.SweepEvery != 250*time.Millisecond || c.rateUser != 9 {
+		t.Fatalf("sweep every %v, user rate %d: want the variables' 250ms and 9", c.SweepEvery, c.rateUser)
 	}
-	if c, err = parseServe([]string{"-sweep-every", "2s"}, env, io.Discard); err != nil || c.sweepEvery != 2*time.Second {
-		t.Fatalf("-sweep-every 2s with SECKILL_SWEEP_EVERY=250ms: %v, %v; want the flag's 2s", c.sweepEvery, err)
+	if c, err = parseServe([]string{"-sweep-every", "2s"}, env, io.Discard); err != nil || c.SweepEvery != 2*time.Second {
+		t.Fatalf("-sweep-every 2s with SECKILL_SWEEP_EVERY=250ms: %v, %v; want the flag's 2s", c.SweepEvery, err)
 	}
 	env["SECKILL_SWEEP_EVERY"] = "0s"
 	if _, err := parseServe(nil, env, io.Discard); err == nil || !strings.Contains(err.Error(), `SECKILL_SWEEP_EVERY="0s" (-sweep-every): want a positive duration`) {
@@ -94,7 +96,7 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.sweepEvery != time.Second || c.role != roleAll || !c.demo || c.reconcileEvery != time.Hour || c.gateLimits.FailRate != 0.05 {
+	if c.SweepEvery != time.Second || c.Role != node.RoleAll || !c.demo || c.ReconcileEvery != time.Hour || c.GateLimits.FailRate != 0.05 {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
@@ -118,8 +120,8 @@ func TestAdminTokensSetting(t *testing.T) {
 func TestEventsKeepSetting(t *testing.T) {
 	for v, want := range map[string]time.Duration{"": 7 * 24 * time.Hour, "0": 0, "36h": 36 * time.Hour} {
 		c, err := parseServe(nil, map[string]string{"SECKILL_EVENTS_KEEP": v}, io.Discard)
-		if err != nil || c.eventsKeep != want {
-			t.Errorf("SECKILL_EVENTS_KEEP=%q: %v, %v; want %v", v, c.eventsKeep, err, want)
+		if err != nil || c.EventsKeep != want {
+			t.Errorf("SECKILL_EVENTS_KEEP=%q: %v, %v; want %v", v, c.EventsKeep, err, want)
 		}
 	}
 	if _, err := parseServe([]string{"-events-keep", "500ms"}, nil, io.Discard); err == nil ||

@@ -17,6 +17,8 @@ import (
 	"seckill/internal/redistest"
 
 	"seckill/internal/testtier"
+
+	"seckill/internal/node"
 )
 
 var (
@@ -172,7 +174,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role, "SECKILL_CLAIM_IDLE", "2s")
 	}
-	api := newClient(t, startChild(t, env(roleAPI)).base)
+	api := newClient(t, startChild(t, env(node.RoleAPI)).base)
 	id := api.createItem(users, 1, 15*time.Minute)
 	names := make([]string, users)
 	for i := range names {
@@ -194,7 +196,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	first := startChild(t, env(roleWorker))
+	first := startChild(t, env(node.RoleWorker))
 	var held int64 // entries delivered to the first worker and not acknowledged when it died
 	deadline := time.Now().Add(30 * time.Second)
 	for held == 0 {
@@ -224,7 +226,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 		t.Fatal("the first worker placed every order before it died: nothing left to take over")
 	}
 
-	startChild(t, env(roleWorker))
+	startChild(t, env(node.RoleWorker))
 	st = api.drained(id)
 	if st["orders"] != float64(users) || st["created"] != float64(users) || st["failed"] != 0.0 || st["remaining"] != 0.0 {
 		t.Fatalf("after the takeover: %v; want exactly %d orders, all created", st, users)

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 // TestDemoSeedsOnceAndSaysWhenItEnded: a second start on the same database seeds nothing, and a
 // start after the demo's 30 days names the demo activities that are over.
 func TestDemoSeedsOnceAndSaysWhenItEnded(t *testing.T) {
 	clock := saletest.NewClock(time.Now().Truncate(time.Second))
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	ctx := context.Background()
 	if ended, err := seedDemo(ctx, env.Service, clock.Now()); err != nil || len(ended) != 0 {
 		t.Fatalf("first seed: ended %v, %v", ended, err)

@@ -21,6 +21,8 @@ import (
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 	"seckill/internal/redistest"
+
+	"seckill/internal/node"
 )
 
 // TestFlashCrowd: 10,000 users, many clicking more than once, on a stock of 100, through the
@@ -401,7 +403,7 @@ func grepLines(s, sub string) string {
 }
 
 // TestBlacklistReachesEveryNode: a user blocked through one node is refused by the other once it
-// has reloaded the blacklist (every blocksEvery), and unblocked the same way. The test waits
+// has reloaded the blacklist (every node.ReloadEvery), and unblocked the same way. The test waits
 // three reload periods rather than probing, since a probe before the reload would be a real grab.
 func TestBlacklistReachesEveryNode(t *testing.T) {
 	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
@@ -410,12 +412,12 @@ func TestBlacklistReachesEveryNode(t *testing.T) {
 	grab := "/api/activities/" + id + "/grab"
 	a.must("POST", "/api/admin/blocks", testAdmin, `{"kind":"user","value":"mallory","reason":"bot"}`, http.StatusCreated)
 	a.must("POST", grab, a.token("mallory"), "", http.StatusForbidden) // at once on the node that took it
-	time.Sleep(3 * blocksEvery)
+	time.Sleep(3 * node.ReloadEvery)
 	if m := b.must("POST", grab, b.token("mallory"), "", http.StatusForbidden); m["error"].(map[string]any)["code"] != "BLOCKED" {
 		t.Fatalf("the other node: %v", m)
 	}
 	a.must("DELETE", "/api/admin/blocks/user/mallory", testAdmin, "", http.StatusNoContent)
-	time.Sleep(3 * blocksEvery)
+	time.Sleep(3 * node.ReloadEvery)
 	b.must("POST", grab, b.token("mallory"), "", http.StatusAccepted)
 }
 
@@ -470,7 +472,7 @@ func TestMetricsOnTheirOwnListener(t *testing.T) {
 	}
 	env := testEnv(sqliteDSN(t))
 	rs := redistest.Start(t, redistest.Options{})
-	worker := testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_ROLE", roleWorker)
+	worker := testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_ROLE", node.RoleWorker)
 	for name, base := range map[string]string{"all": startRun(t, env), "worker": startRun(t, worker)} {
 		resp, err := http.Get(base + "/metrics")
 		if err != nil {

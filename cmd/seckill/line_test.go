@@ -12,6 +12,8 @@ import (
 	"seckill/internal/mysqltest"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
+
+	"seckill/internal/node"
 )
 
 // createLined creates an item under admission (queue or lottery) that starts at start, with rate
@@ -209,7 +211,7 @@ func TestKillNineTheDrainerOnRedis(t *testing.T) {
 	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role)
 	}
-	api := startChild(t, env(roleAPI))
+	api := startChild(t, env(node.RoleAPI))
 	c := newClient(t, api.base)
 	start := time.Now().Add(4 * time.Second).Truncate(time.Second)
 	id := c.createLined("queue", stock, 100, start)
@@ -227,13 +229,13 @@ func TestKillNineTheDrainerOnRedis(t *testing.T) {
 	if !killed.Load() || len(early) < stock {
 		t.Fatalf("%d entries acknowledged before the API node was killed (killed %v)", len(early), killed.Load())
 	}
-	c = newClient(t, startChild(t, env(roleAPI)).base)
+	c = newClient(t, startChild(t, env(node.RoleAPI)).base)
 	if status, m, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token("u1"), ""); status != http.StatusAccepted ||
 		m["status"] != "ALREADY_QUEUED" || m["queue_token"] != early["u1"] {
 		t.Fatalf("u1 joined again after the restart: %d %v, want its ticket %s back", status, m, early["u1"])
 	}
 	time.Sleep(time.Until(start))
-	worker := startChild(t, env(roleWorker))
+	worker := startChild(t, env(node.RoleWorker))
 	deadline := time.Now().Add(30 * time.Second)
 	for c.lineStats(id)["answered"] == 0.0 {
 		if time.Now().After(deadline) {
@@ -243,6 +245,6 @@ func TestKillNineTheDrainerOnRedis(t *testing.T) {
 	}
 	worker.kill()
 	t.Logf("killed the drainer with %v answered of %d entries (%d joins after the start)", c.lineStats(id)["answered"], len(early), len(late))
-	startChild(t, env(roleWorker))
+	startChild(t, env(node.RoleWorker))
 	c.checkLine(id, stock, early, late, "SOLD_OUT")
 }

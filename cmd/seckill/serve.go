@@ -12,20 +12,16 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"net/url"
-	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"seckill/internal/auth"
-	"seckill/internal/health"
 	"seckill/internal/httpapi"
-	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
-	"seckill/internal/sale"
-	"seckill/internal/sqlstore"
 	"seckill/internal/web"
+
+	"seckill/internal/node"
 )
 
 func randomSecret() string {
@@ -80,46 +76,14 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer rules.Close() // after the loops: the recording's last lines
 
-	store, err := sqlstore.Open(ctx, c.db)
+	nc := c.Config
+	nc.Log = log
+	n, err := node.Open(ctx, nc)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	sinks, err := c.sinks()
-	if err != nil {
-		return err
-	}
-	var names []string
-	for _, s := range sinks {
-		names = append(names, s.Name())
-		if c, ok := s.(interface{ Close() }); ok {
-			defer c.Close() // after the loops: a Kafka producer flushes
-		}
-	}
-	store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
-	dbGuard := health.NewGuard(health.Database, c.dbLimits, time.Now)
-	db := health.GuardStore(store, dbGuard)
-	b, err := openBackend(ctx, c, db, log)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	monitor := health.NewMonitor(b.guard, dbGuard)
-	stats := metrics.New().Watch(monitor)
-	deps := sale.DepsOf(b.gate, b.queue, db)
-	deps.Line, deps.Ranking, deps.Challenges, deps.Events = b.line, b.ranking, b.challenges, stats.Order
-	deps.Leaders = health.GuardLeaders(store, dbGuard)
-	if b.restocks != nil {
-		deps.Restocks, deps.SoldOutTTL = b.restocks, restockFlagTTL
-	}
-	svc := sale.NewService(deps)
-	stats.WatchLeaderboards(svc.LeaderboardUsages).WatchActivities(svc.Gauges)
-	if err := svc.Warm(ctx, time.Now().Add(-sale.MaxPayWindow)); err != nil {
-		return err
-	}
-	if err := svc.ReloadBlocks(ctx); err != nil {
-		return err
-	}
+	defer n.Close() // its loops stop first, then the gate and its queue close, the database last
+	svc, stats := n.Service, n.Metrics
 	var demoEnded []string
 	if c.demo {
 		if demoEnded, err = seedDemo(ctx, svc, time.Now()); err != nil {
@@ -161,24 +125,24 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	api := httpapi.New(httpapi.Config{
 		Pages: pages, PagePatterns: web.Patterns,
 		Observe: stats,
-		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: monitor,
+		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: n.Monitor,
 		Risk: rules, Provider: c.payments(),
 		Ready: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready
 			defer cancel()
-			return errors.Join(store.Ping(ctx), b.ping(ctx))
+			return n.Ping(ctx)
 		},
 		Limits: httpapi.Limits{
 			PerIP:       ratelimit.Rule{PerSecond: c.rateIP},
 			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
 			PerActivity: ratelimit.Rule{PerSecond: c.rateGlobal, Burst: c.rateGlobal},
 			PerNode:     ratelimit.Rule{PerSecond: c.rateNode, Burst: c.rateNode},
-			Windows:     b.windows, Buckets: b.buckets, UserAtGate: b.userAtGate,
+			Windows:     n.Windows, Buckets: n.Buckets, UserAtGate: n.UserAtGate,
 		},
 		TrustedProxies: c.trustedProxies,
 	})
 	var handler http.Handler = api
-	if c.role == roleWorker {
+	if c.Role == node.RoleWorker {
 		health := http.NewServeMux()
 		health.Handle("GET /healthz", api)
 		health.Handle("GET /readyz", api)
@@ -198,12 +162,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	srv.RegisterOnShutdown(api.StopStreams) // Shutdown waits for handlers; live streams never end
 
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	var wg sync.WaitGroup
-	startLoops(bg, &wg, c, b, db, svc, stats, log, sinks)
+	n.Start()
 	if c.riskModel != "" || c.riskNetworks != "" || c.riskRecord != "" { // the rules alone read no file
-		wg.Add(1)
-		go func() { defer wg.Done(); watchRisk(bg, rules, log) }()
+		n.Go(func(ctx context.Context) { watchRisk(ctx, rules, log) })
 	}
 
 	serveErr := make(chan error, 1)
@@ -218,7 +179,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if secretShown {
 		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.jwtSecret)
 	}
-	if c.role != roleWorker {
+	if c.Role != node.RoleWorker {
 		fmt.Fprintf(stdout, "pages: %s/  dashboard: %s/admin\n", base, base)
 	}
 	if c.demo {
@@ -232,7 +193,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if c.ready != nil {
 		c.ready(base)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsAt, "role", c.role, "db", redactDSN(c.db), "redis", c.redis != "", "demo", c.demo)
+	log.Info("serving", "addr", ln.Addr().String(), "metrics", metricsAt, "role", c.Role, "db", redactDSN(c.DB), "redis", c.Redis != "", "demo", c.demo)
 
 	select {
 	case err = <-serveErr:
@@ -244,10 +205,8 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	// Every grab answered has been committed (Shutdown waited for the handlers). The worker
 	// finishes its batch and the sweeper its round before the gate and the queue close under
-	// them; the database closes last (deferred).
-	stopBG()
-	wg.Wait()
-	b.close()
+	// them; the database closes last.
+	n.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
@@ -310,12 +269,6 @@ func pprofMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
-}
-
-// consumerName names this node in the stream's consumer group: unique per process.
-func consumerName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomSecret()[:8])
 }
 
 // redactDSN hides a database password in logs.

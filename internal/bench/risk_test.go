@@ -21,6 +21,8 @@ import (
 	"seckill/internal/web"
 
 	"seckill/internal/testtier"
+
+	"seckill/internal/node/nodetest"
 )
 
 const (
@@ -47,7 +49,7 @@ func riskSite(t *testing.T, o risk.Options) (string, *auth.Tokens) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := saletest.Embedded(t, saletest.RealClock())
+	env := nodetest.Embedded(t, saletest.RealClock())
 	tokens, err := auth.New([]byte(riskSecret), time.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	"seckill/internal/httpapi"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 const adminToken = "admin-secret-for-tests"
@@ -51,9 +53,9 @@ func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Cl
 func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
 	t.Helper()
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	if dsn != "" {
-		env = saletest.EmbeddedOn(t, clock, dsn)
+		env = nodetest.EmbeddedOn(t, clock, dsn)
 	}
 	tokens, err := auth.New(secret, clock.Now)
 	if err != nil {

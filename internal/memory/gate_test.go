@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"seckill/internal/sale"
+
+	"seckill/internal/saletest"
 )
 
 // fakeJournal records appended grabs in memory and fails while fail is set. The SQLite journal
@@ -56,7 +58,7 @@ func (j *fakeJournal) QueuedGrab(context.Context, string) (sale.Grab, error) {
 func (j *fakeJournal) QueueDepth(context.Context, string) (int64, error)         { return 0, nil }
 func (j *fakeJournal) UnackedGrabs(context.Context, string) ([]sale.Grab, error) { return nil, nil }
 
-var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC) // saletest.T0, which this package cannot import
+var t0 = saletest.T0
 
 func item(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,

@@ -16,9 +16,11 @@ import (
 
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
+
+	"seckill/internal/saletest"
 )
 
-var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC) // saletest.T0, which this package cannot import
+var t0 = saletest.T0
 
 func item(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: id, Kind: sale.KindItem, Stock: stock, PriceCents: 100, PerUserLimit: limit,

@@ -7,6 +7,8 @@ import (
 
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 // TestReplayedDeadLetterOpensItsWindowAtTheReplay: two grabs the database refused are replayed
@@ -16,7 +18,7 @@ import (
 func TestReplayedDeadLetterOpensItsWindowAtTheReplay(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	a := createItem(t, env.Service, clock, "", 3, time.Minute)
 	grabs := map[string]sale.Grab{}
 	for _, u := range []string{"payer", "idler"} {

@@ -13,26 +13,36 @@ import (
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 // The operator's changes and restocks when Redis loses what it held: a master killed and
 // restarted without persistence comes back empty, as a cache does. Neither a revision nor a
 // restock may be counted as given to a gate that did not hold the activity.
 
+// retryBusy is how long a test's client keeps retrying a BUSY answer: the connections a restart
+// broke fail the first calls, and enough of them open the node's breaker for its open time.
+const retryBusy = 15 * time.Second
+
+// grab grabs for user through env, retrying a BUSY answer as a client would, for up to retryBusy.
+func grab(env saletest.Env, id, user string) (sale.Grab, error) {
+	for deadline := time.Now().Add(retryBusy); ; time.Sleep(100 * time.Millisecond) {
+		g, err := env.Service.Grab(context.Background(), sale.GrabRequest{ActivityID: id, UserID: user})
+		if !errors.Is(err, sale.ErrBusy) || time.Now().After(deadline) {
+			return g, err
+		}
+	}
+}
+
 // grabThrough grabs until the sale answers sold out, as distinct users, each retrying a busy
-// answer a few times as a client would (a connection the restart broke); it returns the wins.
+// answer as a client would (a connection the restart broke); it returns the wins.
 func grabThrough(t *testing.T, env saletest.Env, id, prefix string, max int) int {
 	t.Helper()
 	won := 0
 	for u := range max {
 		user := fmt.Sprint(prefix, u)
-		var err error
-		for try := 0; try < 5; try++ {
-			if _, err = env.Service.Grab(context.Background(), sale.GrabRequest{ActivityID: id, UserID: user}); !errors.Is(err, sale.ErrBusy) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		_, err := grab(env, id, user)
 		switch {
 		case errors.Is(err, sale.ErrSoldOut):
 			return won
@@ -56,7 +66,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	dsn := pgtest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, cluster.Seeds(), dsn), saletest.Distributed(t, clock, cluster.Seeds(), dsn)
+	one, two := nodetest.Distributed(t, clock, cluster.Seeds(), dsn), nodetest.Distributed(t, clock, cluster.Seeds(), dsn)
 	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +135,7 @@ func TestRestockMeetsARebuild(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 1, time.Hour)
 	g, err := one.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "first"})
 	if err != nil {
@@ -140,15 +150,14 @@ func TestRestockMeetsARebuild(t *testing.T) {
 		_, err := two.Service.Cancel(ctx, "first", g.Token)
 		cancelled <- err
 	})
-	var second error
-	for try := 0; try < 5; try++ { // the restart broke the node's connections: a client retries
-		if _, second = one.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "second"}); !errors.Is(second, sale.ErrBusy) {
-			break
+	_, second := grab(one, a.ID, "second")
+	select {
+	case err := <-cancelled:
+		if err != nil {
+			t.Fatalf("the cancel during the rebuild: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := <-cancelled; err != nil {
-		t.Fatalf("the cancel during the rebuild: %v", err)
+	default:
+		t.Fatalf("the grab (%v) never had the activity rebuilt", second)
 	}
 	if second != nil {
 		t.Fatalf("a grab after the cancel, its unit given back during the rebuild: %v; want it won", second)

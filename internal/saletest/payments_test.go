@@ -15,6 +15,8 @@ import (
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 // TestPaymentCallbacksRaceTheSweeper races the provider's callbacks (some sent twice) against
@@ -26,15 +28,15 @@ import (
 // REFUND_PENDING with its payment to give back and its unit on sale again: never both, never
 // neither; the units given back sell again, exactly that many.
 func TestPaymentCallbacksRaceTheSweeper(t *testing.T) {
-	t.Run("sqlite", func(t *testing.T) { callbacksRaceTheSweeper(t, saletest.Embedded) })
+	t.Run("sqlite", func(t *testing.T) { callbacksRaceTheSweeper(t, nodetest.Embedded) })
 	t.Run("mariadb", func(t *testing.T) {
 		callbacksRaceTheSweeper(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		callbacksRaceTheSweeper(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
 		})
 	})
 }

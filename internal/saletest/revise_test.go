@@ -12,6 +12,8 @@ import (
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
+
+	"seckill/internal/node/nodetest"
 )
 
 // TestOperatorChangesReachEveryNode: two nodes on one Redis and one PostgreSQL. Stock added
@@ -22,7 +24,7 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 2, time.Minute)
 	grab := func(env saletest.Env, user string) error {
 		_, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
@@ -85,9 +87,9 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 // once however often it is given, and the reconcile agrees.
 func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 	for name, newEnv := range map[string]saletest.NewEnv{
-		"embedded": saletest.Embedded,
+		"embedded": nodetest.Embedded,
 		"redis": func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -137,7 +139,7 @@ func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "sharded", Kind: sale.KindItem, Stock: 6, PriceCents: 100,
 		PerUserLimit: 1, StartAt: clock.Now().Add(time.Minute), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute,
 		Admission: sale.AdmitDirect, StockShards: 3})
@@ -185,7 +187,7 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "queue", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
 		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitQueue})
 	if err != nil {
@@ -214,7 +216,7 @@ func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 	ctx := context.Background()
 	srv, dsn := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"}), mysqltest.DSN(t)
 	clock := saletest.NewClock(saletest.T0)
-	one, two := saletest.Distributed(t, clock, srv.URL(), dsn), saletest.Distributed(t, clock, srv.URL(), dsn)
+	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 1, time.Minute)
 	if _, err := two.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u0"}); err != nil {
 		t.Fatal(err) // node two's copy: revision 1, one unit

@@ -420,3 +420,11 @@ func checkShares(rt *rapid.T, env Env, a sale.Activity, m *model) {
 		rt.Fatalf("all %d shares are held and sum to %d cents, want the total %d", a.Stock, sum, a.TotalCents)
 	}
 }
+
+// Sink is the outbox sink of the stores the suites open: every order change writes its event
+// for it.
+const Sink = "suite"
+
+// ExactMax is how many shares a test activity's leaderboard keeps exactly; beyond it the
+// leaderboard is a histogram.
+const ExactMax = 2_000

@@ -21,6 +21,8 @@ import (
 	"seckill/internal/saletest"
 	"seckill/internal/sqlstore"
 	"seckill/internal/worker"
+
+	"seckill/internal/node/nodetest"
 )
 
 // raceChecks, when set, lowers rapid's number of checks (see race_test.go).
@@ -43,14 +45,14 @@ func flagSet(name string) (set bool) {
 }
 
 func TestEmbeddedProperty(t *testing.T) {
-	saletest.Property(t, saletest.Embedded)
+	saletest.Property(t, nodetest.Embedded)
 }
 
 // The embedded gate on a server database (one node, no Redis): the store and its queue table on
 // MariaDB, then on PostgreSQL, each started by its harness.
 func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+		return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
 	})
 }
 
@@ -58,25 +60,25 @@ func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
 // Redis gate on a three-master cluster.
 func TestDistributedPropertyMariaDB(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
 	})
 }
 
 func TestDistributedPropertyPostgres(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
 	})
 }
 
 func TestDistributedPropertyCluster(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return saletest.Distributed(t, c, redistest.StartCluster(t).Seeds(), mysqltest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), mysqltest.DSN(t))
 	})
 }
 
 func TestEmbeddedPropertyOnPostgres(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return saletest.EmbeddedOn(t, c, pgtest.DSN(t))
+		return nodetest.EmbeddedOn(t, c, pgtest.DSN(t))
 	})
 }
 
@@ -84,11 +86,11 @@ func TestEmbeddedPropertyOnPostgres(t *testing.T) {
 // almost-expired orders: every order ends paid or cancelled, never both, and the gate gets back
 // exactly one unit per cancelled order.
 func TestConcurrentSweepersRestockOnce(t *testing.T) {
-	t.Run("embedded", func(t *testing.T) { concurrentSweepers(t, saletest.Embedded) })
+	t.Run("embedded", func(t *testing.T) { concurrentSweepers(t, nodetest.Embedded) })
 	// Two nodes on one Redis and one PostgreSQL: the sweepers of both race.
 	t.Run("two redis nodes", func(t *testing.T) {
 		srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
-		node := func(t testing.TB, c *saletest.Clock) saletest.Env { return saletest.Distributed(t, c, srv.URL(), dsn) }
+		node := func(t testing.TB, c *saletest.Clock) saletest.Env { return nodetest.Distributed(t, c, srv.URL(), dsn) }
 		concurrentSweepers(t, node, node)
 	})
 }
@@ -166,7 +168,7 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	won := 0
@@ -210,7 +212,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"})
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
 	const stock = 300
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	var mu sync.Mutex
@@ -224,7 +226,13 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 			wg.Go(func() {
 				defer func() { <-sem }()
 				user := fmt.Sprint(prefix, u)
-				g, err := env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
+				var g sale.Grab
+				var err error
+				if killAt > 0 {
+					g, err = env.Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user})
+				} else {
+					g, err = grab(env, a.ID, user) // after the restart: BUSY until the node's breaker closes, and a client retries
+				}
 				switch {
 				case err == nil:
 					mu.Lock()
@@ -274,7 +282,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 func TestDatabaseOutage(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
 	a := createItem(t, env.Service, clock, "", 1000, time.Hour)
 	acked := map[string]string{}
 	grab := func(user string) {
@@ -336,10 +344,9 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	}
 	defer rdb.Close()
 	clock := saletest.NewClock(saletest.T0)
-	gate := redisgate.New(rdb)
 	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
-	dead := redisgate.NewQueue(rdb, "dead", ids, 2*time.Millisecond, 300*time.Millisecond)
-	svc := sale.NewService(withClock(sale.DepsOf(gate, dead, store), clock))
+	doomed := nodetest.Idle(t, clock, srv.URL(), dsn)
+	svc, dead := doomed.Service, doomed.Queue // its worker is the one that dies
 	const n = 40
 	a := createItem(t, svc, clock, "dead", n, time.Hour)
 	for u := range n {
@@ -394,7 +401,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Hour)
 	for u := range 3 {
@@ -446,8 +453,8 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 // dead_letters table, moved to the activity's dead-letter stream, and counted in the stats.
 func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t, redistest.Options{})
-	store, err := sqlstore.Open(ctx, mysqltest.DSN(t))
+	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
+	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +469,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	consumer := func(name string) *redisgate.Queue {
 		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
-	svc := sale.NewService(withClock(sale.DepsOf(redisgate.New(rdb), consumer("first"), store), clock))
+	svc := nodetest.Idle(t, clock, srv.URL(), dsn).Service // the consumers below are its workers
 	a := createItem(t, svc, clock, "poison", 5, time.Hour)
 	g, err := svc.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "u1"})
 	if err != nil {
@@ -561,7 +568,7 @@ func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 	clock := saletest.NewClock(saletest.T0)
 	var nodes []saletest.Env
 	for range 3 {
-		nodes = append(nodes, saletest.Distributed(t, clock, srv.URL(), dsn))
+		nodes = append(nodes, nodetest.Distributed(t, clock, srv.URL(), dsn))
 	}
 	a := createItem(t, nodes[0].Service, clock, "", 1, time.Minute)
 	g, err := nodes[0].Service.Grab(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: "first"})
@@ -602,22 +609,22 @@ func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 func TestChallengeJourney(t *testing.T) {
 	t0 := saletest.T0
 	t.Run("Embedded", func(t *testing.T) {
-		saletest.ChallengeJourney(t, saletest.Embedded(t, saletest.NewClock(t0)))
+		saletest.ChallengeJourney(t, nodetest.Embedded(t, saletest.NewClock(t0)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.ChallengeJourney(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), mysqltest.DSN(t)))
+		saletest.ChallengeJourney(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), mysqltest.DSN(t)))
 	})
 }
 
 // TestLeaderboard runs the red-packet rain and its leaderboards in process and on Redis.
 func TestLeaderboard(t *testing.T) {
 	t0 := saletest.T0
-	t.Run("Embedded", func(t *testing.T) { saletest.LeaderboardTests(t, saletest.Embedded(t, saletest.NewClock(t0))) })
+	t.Run("Embedded", func(t *testing.T) { saletest.LeaderboardTests(t, nodetest.Embedded(t, saletest.NewClock(t0))) })
 	t.Run("Redis", func(t *testing.T) {
-		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.LeaderboardTests(t, saletest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
 	})
 }
 
@@ -627,7 +634,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "rain", Kind: sale.KindRedPacket, Stock: 10,
 		TotalCents: 1000, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour})
 	if err != nil {
@@ -677,7 +684,7 @@ func shardedSale(t *testing.T, stock int64) (*redistest.Cluster, saletest.Env, s
 	t.Helper()
 	cluster := redistest.StartCluster(t)
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
 	a, err := env.Service.CreateActivity(context.Background(), sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
 		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
 		Admission: sale.AdmitDirect, StockShards: 3})
@@ -790,19 +797,19 @@ func TestShardedStockThroughTheService(t *testing.T) {
 }
 
 // TestEmbeddedAdmission runs the queue and lottery modes on the embedded wiring.
-func TestEmbeddedAdmission(t *testing.T) { saletest.AdmissionTests(t, saletest.Embedded) }
+func TestEmbeddedAdmission(t *testing.T) { saletest.AdmissionTests(t, nodetest.Embedded) }
 
 // TestEmbeddedAdmissionOnServerDatabases runs them with the line's journal on MariaDB and on
 // PostgreSQL.
 func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
 	t.Run("MariaDB", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.EmbeddedOn(t, c, mysqltest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
 		})
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.EmbeddedOn(t, c, pgtest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, pgtest.DSN(t))
 		})
 	})
 }
@@ -812,12 +819,12 @@ func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
 func TestDistributedAdmission(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return saletest.Distributed(t, c, redistest.StartCluster(t).Seeds(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), pgtest.DSN(t))
 		})
 	})
 }
@@ -893,26 +900,20 @@ func TestLostShardIsRebuilt(t *testing.T) {
 // TestArchive runs the archive's rules (saletest.Archive) on the embedded mode and on the
 // distributed one, on one Redis and on a cluster.
 func TestArchive(t *testing.T) {
-	t.Run("Embedded", func(t *testing.T) { saletest.Archive(t, saletest.Embedded(t, saletest.NewClock(saletest.T0))) })
+	t.Run("Embedded", func(t *testing.T) { saletest.Archive(t, nodetest.Embedded(t, saletest.NewClock(saletest.T0))) })
 	t.Run("Redis", func(t *testing.T) {
-		saletest.Archive(t, saletest.Distributed(t, saletest.NewClock(saletest.T0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.Archive(t, saletest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
 	})
 }
 
 // TestEventPurge runs the purge of the delivered order events (saletest.EventPurge) through the
 // service, on the embedded mode on SQLite and on PostgreSQL.
 func TestEventPurge(t *testing.T) {
-	t.Run("Embedded", func(t *testing.T) { saletest.EventPurge(t, saletest.Embedded(t, saletest.NewClock(saletest.T0))) })
+	t.Run("Embedded", func(t *testing.T) { saletest.EventPurge(t, nodetest.Embedded(t, saletest.NewClock(saletest.T0))) })
 	t.Run("Postgres", func(t *testing.T) {
-		saletest.EventPurge(t, saletest.EmbeddedOn(t, saletest.NewClock(saletest.T0), pgtest.DSN(t)))
+		saletest.EventPurge(t, nodetest.EmbeddedOn(t, saletest.NewClock(saletest.T0), pgtest.DSN(t)))
 	})
-}
-
-// withClock is d on clock.
-func withClock(d sale.Deps, clock *saletest.Clock) sale.Deps {
-	d.Now = clock.Now
-	return d
 }

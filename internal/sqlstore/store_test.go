@@ -23,6 +23,8 @@ import (
 	"seckill/internal/mysqltest"
 	"seckill/internal/pgtest"
 	"seckill/internal/sale"
+
+	"seckill/internal/saletest"
 )
 
 // backends are the databases every store test runs on, each started by its harness: SQLite in a
@@ -95,7 +97,7 @@ func openStore(t *testing.T, dsn string) *Store {
 	return s
 }
 
-var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC) // saletest.T0, which this package cannot import
+var t0 = saletest.T0
 
 func item(id string, stock, limit int64) sale.Activity {
 	return sale.Activity{ID: id, Name: "Item " + id, Kind: sale.KindItem, Stock: stock, PriceCents: 1999,

@@ -25,6 +25,8 @@ import (
 	"seckill/internal/saletest"
 	"seckill/internal/signature"
 	"seckill/internal/web"
+
+	"seckill/internal/node/nodetest"
 )
 
 const admin = "admin-token-for-the-browser-tests"
@@ -54,7 +56,7 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handl
 	t.Helper()
 	clock := saletest.RealClock()
 	clock.Advance(skew)
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	tokens, err := auth.New([]byte("0123456789abcdef0123456789abcdef"), clock.Now)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 	"seckill/internal/worker"
+
+	"seckill/internal/node/nodetest"
 )
 
 // TestScheduledReconcile: of two nodes sharing the lease, one reconciles a round and the other
@@ -18,7 +20,7 @@ import (
 func TestScheduledReconcile(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "drift", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
 		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
 	if err != nil {
@@ -82,7 +84,7 @@ func TestScheduledReconcile(t *testing.T) {
 func TestEventPurgerOneNodeAtATime(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(saletest.T0)
-	env := saletest.Embedded(t, clock)
+	env := nodetest.Embedded(t, clock)
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "events", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
 		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
 	if err != nil {

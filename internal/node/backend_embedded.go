@@ -1,8 +1,8 @@
-package main
+package node
 
 import (
+	"cmp"
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -19,12 +19,12 @@ const maxChallenges = 1 << 20
 // openEmbedded builds the embedded backend: the gate, the line and their journals in the process,
 // the queue a table beside the database (SQLite's in a file of its own) for the grabs the gate's
 // commits could not place as orders themselves.
-func openEmbedded(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
-	journal, err := sqlstore.OpenJournal(ctx, c.db)
+func openEmbedded(ctx context.Context, c Config, store sale.Store) (backend, error) {
+	journal, err := sqlstore.OpenJournal(ctx, c.DB)
 	if err != nil {
 		return backend{}, err
 	}
-	lines, err := sqlstore.OpenLineJournal(ctx, c.db)
+	lines, err := sqlstore.OpenLineJournal(ctx, c.DB)
 	if err != nil {
 		journal.Close()
 		return backend{}, err
@@ -35,15 +35,15 @@ func openEmbedded(ctx context.Context, c config, store sale.Store, log *slog.Log
 		lines.Close()
 		return backend{}, err
 	}
-	queue := memory.NewQueue(journal, time.Second, 20*time.Millisecond)
+	queue := memory.NewQueue(journal, cmp.Or(c.Tuning.QueuePoll, defaultQueuePoll), 20*time.Millisecond)
 	// Each batch of grabs is placed as orders in the transaction that makes it durable; only
 	// what the database cannot take then goes through the journal and the worker.
-	placing := memory.NewPlacing(store, journal, queue.Wake, log)
-	gate := memory.NewGate(placing, 512, nil)
-	guard := health.NewGuard("journal", c.gateLimits, time.Now)
+	placing := memory.NewPlacing(store, journal, queue.Wake, c.Log)
+	gate := memory.NewGate(placing, cmp.Or(c.Tuning.GateBatch, defaultGateBatch), nil)
+	guard := health.NewGuard("journal", c.GateLimits, time.Now)
 	var once sync.Once
-	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, ping: journal.Ping,
-		challenges: memory.NewChallenges(maxChallenges), ranking: memory.NewRanking(c.rankExactMax),
+	return backend{gate: health.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
+		challenges: c.wrapChallenges(memory.NewChallenges(maxChallenges)), ranking: memory.NewRanking(c.RankExactMax),
 		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.GuardLine(line, guard),
 		lease: memory.NewLease(time.Now), onPlaced: placing.OnPlaced,
 		close: func() {

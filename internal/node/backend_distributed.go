@@ -1,8 +1,7 @@
-package main
+package node
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -19,36 +18,39 @@ const restockFlagTTL = 5 * time.Second
 // openDistributed builds the distributed backend on the Redis of SECKILL_REDIS (one server, a
 // Cluster or a Sentinel-watched master): the gate and its streams, the rate limits, challenges,
 // leaderboards, lines and leases, each behind the one breaker of Redis.
-func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
-	redisgate.LogTo(log)
-	rdb, err := redisgate.Dial(ctx, c.redis)
+func openDistributed(ctx context.Context, c Config, store sale.Store, name string) (backend, error) {
+	redisgate.LogTo(c.Log)
+	rdb, err := redisgate.Dial(ctx, c.Redis)
 	if err != nil {
 		return backend{}, err
 	}
 	activities := func(ctx context.Context) ([]sale.Activity, error) {
-		return store.Activities(ctx, time.Now().Add(-sale.MaxPayWindow))
+		return store.Activities(ctx, c.Now().Add(-sale.MaxPayWindow))
 	}
-	queue := redisgate.NewQueue(rdb, consumerName(), activities, 20*time.Millisecond, c.claimIdle)
-	guard := health.NewGuard("redis", c.gateLimits, time.Now)
+	queue := redisgate.NewQueue(rdb, name, activities, 20*time.Millisecond, c.ClaimIdle)
+	if c.Tuning.QueueList > 0 {
+		queue = queue.WithListEvery(c.Tuning.QueueList)
+	}
+	guard := health.NewGuard("redis", c.GateLimits, time.Now)
 	if topo := redisgate.NewTopology(rdb); topo != nil {
 		guard.WithTopology(topo.Classify)
 	}
-	gate := redisgate.New(rdb).WithReplication(c.replication)
+	gate := redisgate.New(rdb).WithReplication(c.Replication)
 	var once sync.Once
-	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+	return backend{gate: health.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
 		settle: func(ctx context.Context) (int, error) {
 			acts, err := activities(ctx)
 			if err != nil {
 				return 0, err
 			}
-			return gate.Settle(ctx, acts, settleAfter, time.Now())
+			return gate.Settle(ctx, acts, settleAfter, c.Now())
 		},
 		linger: 50 * time.Millisecond, userAtGate: true,
 		windows:  health.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  health.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
-		restocks: redisgate.NewRestocks(rdb), challenges: health.GuardChallenges(redisgate.NewChallenges(rdb), guard),
-		line:    health.GuardLine(redisgate.NewLine(rdb).WithReplication(c.replication), guard),
-		ranking: health.GuardRanking(redisgate.NewRanking(rdb, c.rankExactMax), guard),
+		restocks: redisgate.NewRestocks(rdb), challenges: health.GuardChallenges(c.wrapChallenges(redisgate.NewChallenges(rdb)), guard),
+		line:    health.GuardLine(redisgate.NewLine(rdb).WithReplication(c.Replication), guard),
+		ranking: health.GuardRanking(redisgate.NewRanking(rdb, c.RankExactMax), guard),
 		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
 }

@@ -1,8 +1,7 @@
-package main
+package node
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"seckill/internal/health"
@@ -50,9 +49,25 @@ type backend struct {
 // openBackend opens the embedded backend or, when SECKILL_REDIS is set, the distributed one.
 // store is the guarded database: the gate's and the line's lookups of activities go through its
 // breaker like the service's.
-func openBackend(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
-	if c.redis == "" {
-		return openEmbedded(ctx, c, store, log)
+func openBackend(ctx context.Context, c Config, store sale.Store, name string) (backend, error) {
+	if c.Redis == "" {
+		return openEmbedded(ctx, c, store)
 	}
-	return openDistributed(ctx, c, store, log)
+	return openDistributed(ctx, c, store, name)
+}
+
+// wrapGate puts c's wrapper on g, below the guard.
+func (c Config) wrapGate(g sale.Gate) sale.Gate {
+	if c.Wrap.Gate != nil {
+		return c.Wrap.Gate(g)
+	}
+	return g
+}
+
+// wrapChallenges puts c's wrapper on ch, below the guard.
+func (c Config) wrapChallenges(ch sale.Challenges) sale.Challenges {
+	if c.Wrap.Challenges != nil {
+		return c.Wrap.Challenges(ch)
+	}
+	return ch
 }

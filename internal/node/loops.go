@@ -1,13 +1,11 @@
-package main
+package node
 
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"seckill/internal/kafka"
-	"seckill/internal/metrics"
 	"seckill/internal/relay"
 	"seckill/internal/sale"
 	"seckill/internal/webhook"
@@ -15,17 +13,17 @@ import (
 )
 
 // sinks are the receivers of the order events the configuration names.
-func (c config) sinks() ([]relay.Sink, error) {
+func (c Config) sinks() ([]relay.Sink, error) {
 	var out []relay.Sink
-	for _, u := range c.webhooks {
-		s, err := webhook.New(u, []byte(c.webhookSecret))
+	for _, u := range c.Webhooks {
+		s, err := webhook.New(u, []byte(c.WebhookSecret))
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, s)
 	}
-	if len(c.kafkaBrokers) > 0 {
-		s, err := kafka.New(c.kafkaBrokers, c.kafkaTopic)
+	if len(c.KafkaBrokers) > 0 {
+		s, err := kafka.New(c.KafkaBrokers, c.KafkaTopic)
 		if err != nil {
 			return nil, err
 		}
@@ -34,49 +32,40 @@ func (c config) sinks() ([]relay.Sink, error) {
 	return out, nil
 }
 
-// startLoops starts, in wg until ctx ends, the node's background loops: on every node the cache
-// reloads, the restock announcements and the settling of sharded stocks' reservations; on a
-// worker node (role all or worker) the order worker, the lines' drainer, the payment-window
-// sweeper, the relays of the order events and the leased jobs (archive, the purge of the
-// delivered events, reconcile).
-func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db sale.Store, svc *sale.Service,
-	stats *metrics.Metrics, log *slog.Logger, sinks []relay.Sink) {
+// startLoops starts the node's background loops, until Close: on every node the cache reloads,
+// the restock announcements and the settling of sharded stocks' reservations; on a worker node
+// (role all or worker) the order worker, the lines' drainer, the payment-window sweeper, the
+// relays of the order events and the leased jobs (archive, the purge of the delivered events,
+// reconcile).
+func (n *Node) startLoops() {
+	c, b, svc, stats, log := n.Config, n.b, n.Service, n.Metrics, n.Config.Log
 	if b.restocks != nil {
-		wg.Go(func() { listenRestocks(ctx, svc, log) })
+		n.Go(func(ctx context.Context) { listenRestocks(ctx, svc, log) })
 	}
-	wg.Go(func() { reloadCaches(ctx, svc, log) })
+	n.Go(func(ctx context.Context) { reloadCaches(ctx, svc, log) })
 	if b.settle != nil {
-		wg.Go(func() { settleReservations(ctx, b.settle, log) })
+		n.Go(func(ctx context.Context) { settleReservations(ctx, b.settle, log) })
 	}
-	placed := func(ps []sale.Placement) {
-		stats.Placed(ps)
-		if err := svc.OrdersPlaced(ctx, ps); err != nil {
-			log.Warn("leaderboard", "err", err) // the database fallback still answers
-		}
-	}
-	if b.onPlaced != nil {
-		b.onPlaced(placed) // the orders the gate's commits place themselves (embedded)
-	}
-	if c.role == roleAPI {
+	if c.Role == RoleAPI {
+		n.placedBy(nil)
 		return
 	}
-	wg.Go(func() {
-		(&worker.Worker{Queue: b.queue, Store: db, Log: log, Batch: 256, Linger: b.linger, Placed: placed,
-			Buried: func(n int) { stats.Order("dead_lettered", n) }}).Run(ctx)
-	})
-	wg.Go(func() {
-		svc.NewDrainer(consumerName(), drainTick).Observe(stats.Admitted).Run(ctx, throttled(5*time.Second,
+	n.Go(func(ctx context.Context) { n.RunWorker(ctx, 256) })
+	n.Go(func(ctx context.Context) {
+		svc.NewDrainer(n.name, drainTick).Observe(stats.Admitted).Run(ctx, throttled(5*time.Second,
 			func(activityID string, err error, repeats int) {
 				log.Warn("drain the line", "activity", activityID, "err", err, "failed_rounds", repeats)
 			}))
 	})
-	wg.Go(func() {
-		(&worker.Sweeper{Service: svc, Log: log, Every: c.sweepEvery, Batch: 256,
-			Expired: func(n int) { stats.Order("expired", n) }}).Run(ctx)
-	})
-	for _, sink := range sinks {
-		wg.Go(func() {
-			(&relay.Relay{Store: db, Sink: sink, Lease: b.lease, Holder: consumerName(), Log: log,
+	if c.SweepEvery > 0 {
+		n.Go(func(ctx context.Context) {
+			(&worker.Sweeper{Service: svc, Log: log, Every: c.SweepEvery, Batch: 256,
+				Expired: func(n int) { stats.Order("expired", n) }}).Run(ctx)
+		})
+	}
+	for _, sink := range n.Sinks {
+		n.Go(func(ctx context.Context) {
+			(&relay.Relay{Store: n.DB, Sink: sink, Lease: b.lease, Holder: n.name, Log: log,
 				Delivered: func(sale.EventDelivery) { stats.Relayed("delivered") },
 				Failed: func(_ sale.EventDelivery, _ error, parked bool) {
 					if parked {
@@ -87,35 +76,63 @@ func startLoops(ctx context.Context, wg *sync.WaitGroup, c config, b backend, db
 				}}).Run(ctx)
 		})
 	}
-	if c.archiveAfter > 0 {
-		wg.Go(func() {
-			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: consumerName(), Every: min(archiveEvery, c.archiveAfter),
-				Keep: c.archiveAfter, Log: log}).Run(ctx)
+	if c.ArchiveAfter > 0 {
+		n.Go(func(ctx context.Context) {
+			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: n.name, Every: min(archiveEvery, c.ArchiveAfter),
+				Keep: c.ArchiveAfter, Log: log}).Run(ctx)
 		})
 	}
-	if c.eventsKeep > 0 {
-		wg.Go(func() {
-			(&worker.EventPurger{Service: svc, Lease: b.lease, Holder: consumerName(), Every: min(purgeEvery, c.eventsKeep),
-				Keep: c.eventsKeep, Log: log}).Run(ctx)
+	if c.EventsKeep > 0 {
+		n.Go(func(ctx context.Context) {
+			(&worker.EventPurger{Service: svc, Lease: b.lease, Holder: n.name, Every: min(purgeEvery, c.EventsKeep),
+				Keep: c.EventsKeep, Log: log}).Run(ctx)
 		})
 	}
-	if c.reconcileEvery > 0 {
-		wg.Go(func() {
-			(&worker.Reconciler{Service: svc, Lease: b.lease, Holder: consumerName(), Every: c.reconcileEvery,
-				Repair: c.reconcileRepair, Log: log, Checked: stats.Reconciled,
+	if c.ReconcileEvery > 0 {
+		n.Go(func(ctx context.Context) {
+			(&worker.Reconciler{Service: svc, Lease: b.lease, Holder: n.name, Every: c.ReconcileEvery,
+				Repair: c.ReconcileRepair, Log: log, Checked: stats.Reconciled,
 				Done: func(checked []string) { stats.ReconcileRound(checked, time.Now()) }}).Run(ctx)
 		})
 	}
 }
 
-// blocksEvery is how often a node reloads the blacklist and the activities: a change made
+// RunWorker turns the queue's grabs into orders, batch at most at a time, until ctx ends: the
+// worker of a worker node (Start runs it), or a suite's own.
+func (n *Node) RunWorker(ctx context.Context, batch int) {
+	placed := n.placedBy(ctx)
+	(&worker.Worker{Queue: n.Queue, Store: n.DB, Log: n.Config.Log, Batch: batch, Linger: n.b.linger, Placed: placed,
+		Buried: func(k int) { n.Metrics.Order("dead_lettered", k) }}).Run(ctx)
+}
+
+// placedBy returns what the orders placed are told to (the metrics, the leaderboards), and
+// registers it for the orders the gate's commits place themselves (embedded), once.
+func (n *Node) placedBy(ctx context.Context) func([]sale.Placement) {
+	if ctx == nil {
+		ctx = n.loops
+	}
+	placed := func(ps []sale.Placement) {
+		n.Metrics.Placed(ps)
+		if err := n.Service.OrdersPlaced(ctx, ps); err != nil {
+			n.Config.Log.Warn("leaderboard", "err", err) // the database fallback still answers
+		}
+	}
+	n.onPlaced.Do(func() {
+		if n.b.onPlaced != nil {
+			n.b.onPlaced(placed)
+		}
+	})
+	return placed
+}
+
+// ReloadEvery is how often a node reloads the blacklist and the activities: a change made
 // through another node (an entry, an activity with its own rate limits) takes effect here within it.
-const blocksEvery = 2 * time.Second
+const ReloadEvery = 2 * time.Second
 
 // reloadCaches keeps this node's copies of the blacklist and of the activities fresh until ctx
 // ends. A failed reload keeps the copy it had.
 func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
-	every(ctx, blocksEvery, func() {
+	every(ctx, ReloadEvery, func() {
 		if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("blacklist", "err", err)
 		}

@@ -1,0 +1,253 @@
+// Package node builds a seckill node, in one place, from one Config: the database and its guard,
+// the stock gate's backend (embedded, or Redis) and its guard, the sale service on them, the
+// metrics, and the background loops. cmd/seckill reads its settings into a Config and serves the
+// node's service over HTTP; the suites (internal/node/nodetest) and the bench build the node the
+// same way, with the same guards, so that what they test is what the binary runs.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"seckill/internal/health"
+	"seckill/internal/metrics"
+	"seckill/internal/ratelimit"
+	"seckill/internal/redisgate"
+	"seckill/internal/relay"
+	"seckill/internal/sale"
+	"seckill/internal/sqlstore"
+)
+
+// The roles of a node. A distributed deployment may run API nodes and worker nodes apart, so that
+// draining the queue never takes CPU from the crowd, and each kind scales (and fails) on its own.
+const (
+	RoleAll    = "all"    // the HTTP API, the queue's worker and the payment-window sweeper
+	RoleAPI    = "api"    // the HTTP API only
+	RoleWorker = "worker" // the worker and the sweeper; on the API's port only /healthz and /readyz
+)
+
+// Config is what a node is built from. The zero value of a tuning field takes the binary's
+// default (Defaults); cmd/seckill fills the rest from its settings.
+type Config struct {
+	DB    string // sqlite:PATH, mysql://... or postgres://...
+	Redis string // empty: the embedded gate
+	Role  string // RoleAll, RoleAPI or RoleWorker; empty: RoleAll
+
+	// Replication is how many Redis replicas must have a write before it is acknowledged.
+	Replication redisgate.Replication
+	// GateLimits and DBLimits are the guards' thresholds of the gate's backend and of the
+	// database.
+	GateLimits, DBLimits health.Thresholds
+	// ClaimIdle is how long a stream entry stays with a silent worker before another takes it.
+	ClaimIdle time.Duration
+	// RankExactMax is the most shares a red packet's leaderboard keeps exactly.
+	RankExactMax int64
+
+	// The background jobs (Start): the payment-window sweeper's period, the scheduled reconcile
+	// (0: off) and whether it repairs, how long a finished activity's hot state and a delivered
+	// event are kept (0: for ever).
+	SweepEvery      time.Duration
+	ReconcileEvery  time.Duration
+	ReconcileRepair bool
+	ArchiveAfter    time.Duration
+	EventsKeep      time.Duration
+
+	// The receivers of the order events: webhooks (each signed with WebhookSecret) and a Kafka
+	// topic.
+	Webhooks      []string
+	WebhookSecret string
+	KafkaBrokers  []string
+	KafkaTopic    string
+
+	// Log is the node's log (nil: nowhere); Now its clock (nil: time.Now).
+	Log *slog.Logger
+	Now func() time.Time
+
+	// Tuning: what a test sets apart from the binary's defaults, for speed, never for
+	// behaviour.
+	Tuning Tuning
+
+	// Wrap, when set, wraps the adapters below their guards: the faults a suite makes, as a
+	// dependency that fails would, and what it watches.
+	Wrap Wrap
+}
+
+// Tuning are the node's knobs that only change how soon things happen.
+type Tuning struct {
+	// SoldOutTTL is how long the node trusts a sold-out answer (see sale.Deps).
+	SoldOutTTL time.Duration
+	// ReconcilePause is a reconcile's wait between its two readings (see sale.Deps).
+	ReconcilePause time.Duration
+	// QueuePoll is how often the embedded queue looks for grabs without being woken, and
+	// QueueList how often the Redis queue lists the activities whose streams it reads.
+	QueuePoll, QueueList time.Duration
+	// GateBatch is the embedded gate's group commit size.
+	GateBatch int
+}
+
+// Wrap wraps the adapters of a node below their guards (nil: as they are).
+type Wrap struct {
+	Gate       func(sale.Gate) sale.Gate
+	Store      func(sale.Store) sale.Store
+	Challenges func(sale.Challenges) sale.Challenges
+}
+
+// The binary's defaults of the tuning knobs.
+const (
+	defaultQueuePoll = time.Second
+	defaultGateBatch = 512
+)
+
+// Node is a node built from its Config. Its loops run once Start is called; Close stops them
+// and closes what it opened.
+type Node struct {
+	Config  Config
+	Service *sale.Service
+	// Store is the database as it opened (for its own methods); DB the same behind its guard,
+	// as the service sees it.
+	Store *sqlstore.Store
+	DB    sale.Store
+	// Queue is the gate's queue of grabs on their way to orders; Gate the gate, Line the waiting
+	// lines and Ranking the red packets' leaderboards, behind their guard.
+	Queue   sale.Queue
+	Gate    sale.Gate
+	Line    sale.Line
+	Ranking sale.Ranking
+	// Monitor reads the guards' health; Metrics are the node's Prometheus metrics.
+	Monitor *health.Monitor
+	Metrics *metrics.Metrics
+	// Windows and Buckets keep the HTTP layer's rate limits (in the process, or on Redis);
+	// UserAtGate says the gate checks a grab's per-user rate in its own call.
+	Windows, Buckets ratelimit.Limiter
+	UserAtGate       bool
+	// Sinks are the receivers of the order events the configuration names.
+	Sinks []relay.Sink
+
+	b    backend
+	name string // this node's name among the consumers and lease holders
+	// loops is the context of the node's background loops, which Close cancels, then waits for
+	// them in wg.
+	loops  context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+	// onPlaced registers, once, what the orders the gate's commits place are told to.
+	onPlaced sync.Once
+}
+
+// Open builds the node of c: it opens the database and the gate's backend, builds the service
+// on them behind their guards, loads the activities into the gate and reads the blacklist. It
+// runs no loop yet (Start).
+func Open(ctx context.Context, c Config) (_ *Node, err error) {
+	if c.Role == "" {
+		c.Role = RoleAll
+	}
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	n := &Node{Config: c, name: consumerName()}
+	n.loops, n.stop = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	if n.Store, err = sqlstore.Open(ctx, c.DB); err != nil {
+		return nil, err
+	}
+	if n.Sinks, err = c.sinks(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, s := range n.Sinks {
+		names = append(names, s.Name())
+	}
+	n.Store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
+	dbGuard := health.NewGuard(health.Database, c.DBLimits, time.Now)
+	var store sale.Store = n.Store
+	if c.Wrap.Store != nil {
+		store = c.Wrap.Store(store)
+	}
+	n.DB = health.GuardStore(store, dbGuard)
+	if n.b, err = openBackend(ctx, c, n.DB, n.name); err != nil {
+		return nil, err
+	}
+	n.Gate, n.Queue, n.Line, n.Ranking = n.b.gate, n.b.queue, n.b.line, n.b.ranking
+	n.Windows, n.Buckets, n.UserAtGate = n.b.windows, n.b.buckets, n.b.userAtGate
+	n.Monitor = health.NewMonitor(n.b.guard, dbGuard)
+	n.Metrics = metrics.New().Watch(n.Monitor)
+	deps := sale.DepsOf(n.b.gate, n.b.queue, n.DB)
+	deps.Line, deps.Ranking, deps.Challenges, deps.Events = n.b.line, n.b.ranking, n.b.challenges, n.Metrics.Order
+	deps.Leaders = health.GuardLeaders(n.Store, dbGuard)
+	deps.Now, deps.ReconcilePause = c.Now, c.Tuning.ReconcilePause
+	deps.SoldOutTTL = c.Tuning.SoldOutTTL
+	if n.b.restocks != nil {
+		deps.Restocks = n.b.restocks
+		if deps.SoldOutTTL == 0 {
+			deps.SoldOutTTL = restockFlagTTL
+		}
+	}
+	n.Service = sale.NewService(deps)
+	n.Metrics.WatchLeaderboards(n.Service.LeaderboardUsages).WatchActivities(n.Service.Gauges)
+	if err := n.Service.Warm(ctx, c.Now().Add(-sale.MaxPayWindow)); err != nil {
+		return nil, err
+	}
+	if err := n.Service.ReloadBlocks(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Ping reports whether the database and the gate's backend answer.
+func (n *Node) Ping(ctx context.Context) error {
+	return errors.Join(n.Store.Ping(ctx), n.b.ping(ctx))
+}
+
+// Start runs the node's background loops, as its role asks (see startLoops), until Close.
+func (n *Node) Start() { n.startLoops() }
+
+// Go runs fn in the node's background, with the context Close cancels: a loop of the caller's
+// (the risk files' watcher, a suite's worker) that must stop before the node closes.
+func (n *Node) Go(fn func(ctx context.Context)) { n.wg.Go(func() { fn(n.loops) }) }
+
+// Close stops the loops (the worker finishes its batch, the sweeper its round), then closes the
+// gate's backend and the database, in that order. Closing twice is harmless.
+func (n *Node) Close() {
+	n.closed.Do(func() {
+		n.stop()
+		n.wg.Wait()
+		if n.b.close != nil {
+			n.b.close()
+		}
+		if n.Store != nil {
+			n.Store.Close()
+		}
+		for _, s := range n.Sinks {
+			if c, ok := s.(interface{ Close() }); ok {
+				c.Close() // a Kafka producer flushes
+			}
+		}
+	})
+}
+
+// Name is the node's name among the consumers of the queue and the holders of leases.
+func (n *Node) Name() string { return n.name }
+
+// consumerName names a node in the stream's consumer group and among lease holders: unique per
+// process and node.
+func consumerName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,135 @@
+package saletest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"seckill/internal/sale"
+)
+
+// Faults break an Env's gate on demand: what the service must survive when the gate fails
+// after the database has committed (Redis away between a cancel and its restock).
+type Faults struct {
+	releases  atomic.Int64
+	revisions atomic.Int64
+	repair    atomic.Pointer[func()]
+	warm      atomic.Pointer[func()]
+
+	mu          sync.Mutex
+	unplaceable map[string]bool // users whose grabs the database refuses for good
+}
+
+// Unplaceable makes the database refuse, for good, every batch with a grab of user in it, as it
+// refuses a grab of an activity that does not exist: the worker must dead-letter that grab alone.
+func (f *Faults) Unplaceable(user string) {
+	f.mu.Lock()
+	f.unplaceable[user] = true
+	f.mu.Unlock()
+}
+
+// NewFaults returns faults that break nothing until told to.
+func NewFaults() *Faults { return &Faults{unplaceable: map[string]bool{}} }
+
+// Gate returns g with f's faults: a node's gate adapter, below its guard.
+func (f *Faults) Gate(g sale.Gate) sale.Gate { return faultyGate{g, f} }
+
+// Store returns s with f's faults: a node's database, below its guard.
+func (f *Faults) Store(s sale.Store) sale.Store { return faultyStore{s, f} }
+
+type faultyStore struct {
+	sale.Store
+	f *Faults
+}
+
+func (s faultyStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for _, g := range gs {
+		if s.f.unplaceable[g.UserID] {
+			return nil, fmt.Errorf("%w: the test refuses grab %s", sale.ErrUnplaceable, g.Token)
+		}
+	}
+	return s.Store.PlaceOrders(ctx, gs)
+}
+
+// DuringRepair makes the next repair of the gate run f while it reads the database: traffic that
+// lands between a reconcile's reading and its writing. nil takes it back.
+func (f *Faults) DuringRepair(fn func()) {
+	if fn == nil {
+		f.repair.Store(nil)
+		return
+	}
+	f.repair.Store(&fn)
+}
+
+// BeforeWarm makes the next Warm of the gate run fn first, after its caller read the state it
+// stores: what another node does between a rebuild's reading and its writing.
+func (f *Faults) BeforeWarm(fn func()) { f.warm.Store(&fn) }
+
+// FailReleases makes the next n releases of the gate fail with ErrBusy, without calling it.
+func (f *Faults) FailReleases(n int64) { f.releases.Store(n) }
+
+// FailRevisions makes the next n revisions given to the gate fail with ErrBusy, without
+// calling it.
+func (f *Faults) FailRevisions(n int64) { f.revisions.Store(n) }
+
+// take reports whether a call counted by n is to fail, counting it.
+func take(n *atomic.Int64) bool {
+	for {
+		v := n.Load()
+		if v <= 0 {
+			return false
+		}
+		if n.CompareAndSwap(v, v-1) {
+			return true
+		}
+	}
+}
+
+type faultyGate struct {
+	sale.Gate
+	f *Faults
+}
+
+// Load runs the repair hook too: a reconcile that loads the gate whole, without Repair's check,
+// meets the same traffic.
+func (g faultyGate) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
+	if fn := g.f.repair.Swap(nil); fn != nil {
+		(*fn)()
+	}
+	return g.Gate.Load(ctx, a, st)
+}
+
+func (g faultyGate) Repair(ctx context.Context, a sale.Activity, read func(ctx context.Context, remaining int64) (sale.GateState, bool, error)) (bool, error) {
+	if fn := g.f.repair.Swap(nil); fn != nil {
+		inner := read
+		read = func(ctx context.Context, remaining int64) (sale.GateState, bool, error) {
+			(*fn)()
+			return inner(ctx, remaining)
+		}
+	}
+	return g.Gate.Repair(ctx, a, read)
+}
+
+func (g faultyGate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
+	if fn := g.f.warm.Swap(nil); fn != nil {
+		(*fn)()
+	}
+	return g.Gate.Warm(ctx, a, st)
+}
+
+func (g faultyGate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
+	if take(&g.f.releases) {
+		return fmt.Errorf("%w: the test refuses this release", sale.ErrBusy)
+	}
+	return g.Gate.Release(ctx, a, gr)
+}
+
+func (g faultyGate) Revise(ctx context.Context, a sale.Activity, add int64) error {
+	if take(&g.f.revisions) {
+		return fmt.Errorf("%w: the test refuses this revision", sale.ErrBusy)
+	}
+	return g.Gate.Revise(ctx, a, add)
+}
