@@ -82,17 +82,17 @@ func TestFeaturesOfAGrab(t *testing.T) {
 // shards' bound, and one address's users saturate at maxKeyUsers.
 func TestFeatureMemoryIsBounded(t *testing.T) {
 	f := NewFeatures(time.Minute, nil)
-	f.maxKeys = 100
+	f.windows.maxKeys = 100
 	for i := range 50_000 {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		f.Grab(Signal{IP: a, At: t0})
 	}
 	kept := 0
-	for i := range f.addrs {
-		kept += len(f.addrs[i].m)
+	for i := range f.windows.addrs {
+		kept += len(f.windows.addrs[i].m)
 	}
-	if kept == 0 || kept > shards*f.maxKeys {
-		t.Fatalf("%d addresses kept, the bound is %d", kept, shards*f.maxKeys)
+	if kept == 0 || kept > shards*f.windows.maxKeys {
+		t.Fatalf("%d addresses kept, the bound is %d", kept, shards*f.windows.maxKeys)
 	}
 	ip := netip.MustParseAddr("203.0.113.1")
 	var v Vector
