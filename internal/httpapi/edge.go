@@ -134,8 +134,10 @@ func override(node ratelimit.Rule, own int64) ratelimit.Rule {
 // vet asks the risk engine about a grab that passed the edge, with what its page measured: a
 // blocked one is refused, and one the engine wants challenged must carry a pass (which the gate
 // then checks). A decision of the trained model is logged with the features that moved it
-// most, so that an operator can see why (the client is not told). A degraded node skips the engine, its rules and its
-// model: the blacklist and the token are its whole defence, as the design documents have it.
+// most, so that an operator can see why (the client is not told). A degraded node skips the
+// engine, its rules and its model: the blacklist and the token are its whole defence, as the
+// design documents have it. Windows shared by the nodes (on Redis) that cannot count the grab
+// make it BUSY, as a rate limit that cannot be checked does: fail closed.
 func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (outcome string, err error) {
 	if s.risk == nil || s.health.Level() == health.Degraded {
 		return "", nil
@@ -145,7 +147,10 @@ func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (o
 	if s.risk.Features() { // the rules alone read no claims
 		sig.Claims = s.claims(r, now)
 	}
-	v := s.risk.Grab(sig)
+	v, err := s.risk.Grab(r.Context(), sig)
+	if err != nil {
+		return "", busy(err)
+	}
 	if v.Scored && v.ModelDecision != risk.Allow {
 		s.log.InfoContext(r.Context(), "risk model", "decision", v.ModelDecision.String(), "shadow", v.Shadow,
 			"score", v.Score, "model", v.Version, "top", v.TopFeatures(), "user", user, "ip", ip.String(), "activity", id)
@@ -161,6 +166,14 @@ func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (o
 		return "risk_challenge", fmt.Errorf("%w: %s asks for a challenge", sale.ErrChallengeRequired, by)
 	}
 	return "", nil
+}
+
+// busy is err as a BUSY answer (503): a dependency the check needs failed.
+func busy(err error) error {
+	if errors.Is(err, sale.ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", sale.ErrBusy, err)
 }
 
 // claims are what the identity provider's token of r says of the account, for the risk model.

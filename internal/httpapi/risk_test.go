@@ -159,3 +159,41 @@ func TestTheModelStandsAside(t *testing.T) {
 		}
 	})
 }
+
+// downWindows are risk windows shared by the nodes whose store is down.
+type downWindows struct{}
+
+func (downWindows) Count(context.Context, risk.Keys, time.Time) (risk.Seen, error) {
+	return risk.Seen{}, errors.New("risk windows: connection refused")
+}
+
+func (downWindows) Solved(context.Context, string, time.Duration, time.Time) error {
+	return errors.New("risk windows: connection refused")
+}
+
+// TestRiskWindowsDownIsBusy: when the windows the nodes share cannot count a grab, the grab is
+// 503 BUSY and takes nothing, as when a rate limit cannot be checked (fail closed); a right
+// answer whose solve cannot be recorded for the model is BUSY too.
+func TestRiskWindowsDownIsBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	writeModel(t, path, "m1")
+	e, err := risk.Open(risk.Options{Rules: []risk.Rule{&risk.AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}},
+		Features: risk.NewFeatures(time.Minute, nil), ModelPath: path, Windows: downWindows{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Risk = e })
+	id := f.create(bigItem)
+	before := f.holdings(id)
+	ann := f.user("ann")
+	if r := f.do("POST", "/api/activities/"+id+"/grab", ann, signalsOf(printA, 140)); r.status != http.StatusServiceUnavailable || r.code() != "BUSY" {
+		t.Fatalf("a grab the risk windows cannot count: %d %s, want 503 BUSY", r.status, r.raw)
+	}
+	if r := f.solveSlowly(id, ann); r.status != http.StatusServiceUnavailable || r.code() != "BUSY" {
+		t.Fatalf("an answer whose solve cannot be recorded: %d %s, want 503 BUSY", r.status, r.raw)
+	}
+	f.drain(id)
+	if after := f.holdings(id); after != before {
+		t.Fatalf("a grab refused BUSY wrote: %s -> %s", before, after)
+	}
+}
