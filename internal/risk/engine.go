@@ -126,8 +126,10 @@ type Engine struct {
 	features *Features
 	o        Options
 	scorer   atomic.Pointer[Scorer]
-	// counting says a rule reads the shared windows' counts (Options.Windows).
-	counting bool
+	// reads are the shared windows (Options.Windows) the rules read, and maxUsers the most
+	// users per address a rule or the features weigh.
+	reads    windowsRead
+	maxUsers int
 
 	mu     sync.Mutex
 	status ModelStatus
@@ -159,9 +161,12 @@ func Open(o Options) (*Engine, error) {
 		return nil, errors.New("risk: a model or a recorder needs the features")
 	}
 	e := &Engine{rules: o.Rules, features: o.Features, o: o}
+	e.maxUsers = maxKeyUsers
 	for _, r := range o.Rules {
-		if _, ok := r.(counts); ok && o.Windows != nil {
-			e.counting = true
+		if c, ok := r.(counts); ok && o.Windows != nil {
+			rd := c.reads()
+			e.reads.ip, e.reads.clicks = e.reads.ip || rd.ip, e.reads.clicks || rd.clicks
+			e.maxUsers = max(e.maxUsers, rd.users)
 		}
 	}
 	e.status = ModelStatus{Path: o.ModelPath, Shadow: o.Shadow}
@@ -274,8 +279,16 @@ func (e *Engine) Grab(ctx context.Context, s Signal) (Verdict, error) {
 	}
 	sc := e.scorer.Load()
 	features := sc != nil || e.o.Recorder != nil
-	if e.o.Windows != nil && (features || e.counting) {
-		seen, err := e.o.Windows.Count(ctx, keysOf(s, features), s.At)
+	if e.o.Windows != nil && (features || e.reads != windowsRead{}) {
+		k := keysOf(s, features) // the features read every window
+		if !features {           // the rules, those they read
+			if !e.reads.ip {
+				k.IP = ""
+			}
+			k.Clicks = k.Clicks && e.reads.clicks
+		}
+		k.MaxUsers = e.maxUsers
+		seen, err := e.o.Windows.Count(ctx, k, s.At)
 		if err != nil {
 			return Verdict{}, fmt.Errorf("risk windows: %w", err)
 		}

@@ -178,14 +178,14 @@ func (f *Features) Grab(s Signal) Vector {
 	return f.vector(s, &seen)
 }
 
-// keysOf are the keys s is counted under: its address and user and, with page, its page's
-// fingerprint and signals (what only the features read).
+// keysOf are the keys s is counted under: its address and user (and the user's clicks) and,
+// with page, its page's fingerprint and signals (what only the features read).
 func keysOf(s Signal, page bool) Keys {
 	var k Keys
 	if s.IP.IsValid() {
 		k.IP = s.IP.String()
 	}
-	k.User = s.User
+	k.User, k.Clicks = s.User, s.User != ""
 	if p := s.Page; p != nil && page {
 		k.Fingerprint = p.Fingerprint
 		if p.Moves > 0 { // a page that saw no movement sends the same zeros every time

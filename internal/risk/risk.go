@@ -68,8 +68,16 @@ type Rule interface {
 }
 
 // counts is implemented by the rules that count in windows (accounts per address, the cadence
-// of a user's clicks): given the shared windows' counts (Signal.Seen), they judge by them.
-type counts interface{ judgesSeen() }
+// of a user's clicks): given the shared windows' counts (Signal.Seen), they judge by them, and
+// say which windows they read, so that a grab is counted in those alone.
+type counts interface{ reads() windowsRead }
+
+// windowsRead are the windows a rule reads: the address's accounts (and how many of them it
+// weighs at most), the user's clicks.
+type windowsRead struct {
+	ip, clicks bool
+	users      int
+}
 
 // shards spreads a rule's state over locks, so the crowd rarely waits for itself.
 const shards = 64
@@ -104,7 +112,7 @@ func (r *AccountsPerIP) Name() string { return "accounts_per_ip" }
 // Answer implements Rule.
 func (r *AccountsPerIP) Answer(Signal) Decision { return Allow }
 
-func (r *AccountsPerIP) judgesSeen() {}
+func (r *AccountsPerIP) reads() windowsRead { return windowsRead{ip: true, users: r.BlockAt} }
 
 func (r *AccountsPerIP) decide(n int) Decision {
 	switch {
@@ -189,7 +197,7 @@ func (r *Cadence) Name() string { return "cadence" }
 // Answer implements Rule.
 func (r *Cadence) Answer(Signal) Decision { return Allow }
 
-func (r *Cadence) judgesSeen() {}
+func (r *Cadence) reads() windowsRead { return windowsRead{clicks: true} }
 
 // Grab implements Rule.
 func (r *Cadence) Grab(s Signal) Decision {

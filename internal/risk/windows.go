@@ -29,7 +29,12 @@ type Keys struct {
 	IP          string // the client's address
 	Fingerprint string // the page's device fingerprint
 	Replay      string // the digest of the page's exact signals (Page.digest: 12 bytes)
-	User        string
+	User        string // counted among the accounts of the address and of the fingerprint
+	// Clicks counts the grab among the User's clicks, and reads the user's last solve.
+	Clicks bool
+	// MaxUsers is how many distinct users are remembered per address or fingerprint (64 if
+	// zero): their count saturates there. The most a rule or the features weigh.
+	MaxUsers int
 }
 
 // MaxClicks is how many of a user's last clicks the windows keep: the features' cadence looks at
@@ -41,8 +46,7 @@ type Seen struct {
 	// IPRequests, FPRequests and Replays are the requests of the window before this one.
 	IPRequests, FPRequests, Replays int
 	// IPUsers and FPUsers are the distinct users of the window, this one's included (0 without
-	// a user). This process's memory remembers 64 per key (the features saturate there); Redis
-	// counts them with a HyperLogLog, exactly at these sizes and within 1 % beyond.
+	// a user), at most Keys.MaxUsers.
 	IPUsers, FPUsers int
 	// Clicks are the user's last clicks inside the window, Unix nanoseconds, newest first (this
 	// one among them); 0 past the last.
@@ -74,11 +78,19 @@ func SortClicks(c *[MaxClicks]int64) {
 	}
 }
 
-// The bounds of the memory windows.
+// The bounds of the windows.
 const (
-	maxKeyUsers  = 64     // distinct users remembered per address or fingerprint: beyond, it saturates
+	maxKeyUsers  = 64     // distinct users remembered per address or fingerprint unless Keys say more
 	maxShardKeys = 16_384 // keys per shard before the shard forgets everything (a flood of new keys)
 )
+
+// UsersKept is how many distinct users the windows remember per key for k: MaxUsers, or 64.
+func (k Keys) UsersKept() int {
+	if k.MaxUsers > 0 {
+		return k.MaxUsers
+	}
+	return maxKeyUsers
+}
 
 // memoryWindows keeps the windows in this process, sharded and bounded: a node's own.
 type memoryWindows struct {
@@ -117,15 +129,15 @@ func (w *memoryWindows) count(k Keys, at time.Time) Seen {
 	var s Seen
 	now := w.slice(at)
 	if k.Fingerprint != "" {
-		s.FPRequests, s.FPUsers = w.prints.add(k.Fingerprint, k.User, now, w.maxKeys)
+		s.FPRequests, s.FPUsers = w.prints.add(k.Fingerprint, k.User, now, w.maxKeys, k.UsersKept())
 	}
 	if k.Replay != "" {
-		s.Replays, _ = w.replays.add(k.Replay, "", now, w.maxKeys)
+		s.Replays, _ = w.replays.add(k.Replay, "", now, w.maxKeys, 0)
 	}
 	if k.IP != "" {
-		s.IPRequests, s.IPUsers = w.addrs.add(k.IP, k.User, now, w.maxKeys)
+		s.IPRequests, s.IPUsers = w.addrs.add(k.IP, k.User, now, w.maxKeys, k.UsersKept())
 	}
-	if k.User != "" {
+	if k.User != "" && k.Clicks {
 		ns := at.UnixNano()
 		w.user(k.User, now, func(u *userState) {
 			u.clicks[u.next] = ns
@@ -167,8 +179,9 @@ type counter struct {
 }
 
 // add counts a request of user (may be "") under key at slice now, and returns the requests
-// before this one and the distinct users, this one's included, of the window.
-func (k *keyed) add(key, user string, now int64, maxKeys int) (before, users int) {
+// before this one and the distinct users, this one's included, of the window (maxUsers of
+// them at most).
+func (k *keyed) add(key, user string, now int64, maxKeys, maxUsers int) (before, users int) {
 	sh := &k[shardOf(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -205,14 +218,14 @@ func (k *keyed) add(key, user string, now int64, maxKeys int) (before, users int
 	if c.users == nil {
 		c.users = map[string]int64{}
 	}
-	if _, ok := c.users[user]; !ok && len(c.users) >= maxKeyUsers {
+	if _, ok := c.users[user]; !ok && len(c.users) >= maxUsers {
 		for u, at := range c.users {
 			if now-at >= WindowSlices {
 				delete(c.users, u)
 			}
 		}
 	}
-	if _, ok := c.users[user]; ok || len(c.users) < maxKeyUsers {
+	if _, ok := c.users[user]; ok || len(c.users) < maxUsers {
 		c.users[user] = now
 	}
 	for _, at := range c.users {

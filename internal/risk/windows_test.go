@@ -148,3 +148,50 @@ func TestSharedWindowsThatFail(t *testing.T) {
 		t.Fatalf("rules that count nothing: %+v, %v, want allow without calling the windows", v, err)
 	}
 }
+
+// keysSeen records the keys of every count, on the windows it wraps.
+type keysSeen struct {
+	Windows
+	keys []Keys
+}
+
+func (w *keysSeen) Count(ctx context.Context, k Keys, at time.Time) (Seen, error) {
+	w.keys = append(w.keys, k)
+	return w.Windows.Count(ctx, k, at)
+}
+
+// TestEngineCountsWhatItReads: a grab is counted in the shared windows its rules read, and only
+// those (the cadence alone, a node's default, costs a user's window, not the address's); with a
+// model, in all of them. The windows remember as many accounts per address as the rules weigh
+// (64 at least, the features').
+func TestEngineCountsWhatItReads(t *testing.T) {
+	ip := netip.MustParseAddr("203.0.113.9")
+	s := Signal{IP: ip, User: "ann", At: t0, Page: human("00112233445566778899aabbccddeeff")}
+	for _, c := range []struct {
+		name string
+		o    Options
+		want Keys
+	}{
+		{"cadence", Options{Rules: []Rule{&Cadence{Slowest: time.Second, Jitter: 0.05}}}, Keys{User: "ann", Clicks: true, MaxUsers: 64}},
+		{"accounts per address", Options{Rules: []Rule{&AccountsPerIP{ChallengeAbove: 3, BlockAt: 6, Window: time.Minute}}},
+			Keys{IP: ip.String(), User: "ann", MaxUsers: 64}},
+		{"a block past 64 accounts", Options{Rules: []Rule{&AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}}},
+			Keys{IP: ip.String(), User: "ann", MaxUsers: 100}},
+		{"features", Options{Features: NewFeatures(0, nil), Rules: []Rule{&Cadence{Slowest: time.Second, Jitter: 0.05}},
+			Recorder: &Recorder{err: errDown}}, func() Keys { k := keysOf(s, true); k.MaxUsers = 64; return k }()}, // a recorder that writes nothing
+	} {
+		w := &keysSeen{Windows: NewMemoryWindows(0)}
+		c.o.Windows = w
+		e, err := Open(c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		judge(t, e, s)
+		if len(w.keys) != 1 || w.keys[0] != c.want {
+			t.Errorf("%s: counted under %+v, want once under %+v", c.name, w.keys, c.want)
+		}
+	}
+	if w := keysOf(s, true); w.Fingerprint == "" || w.Replay == "" || !w.Clicks || w.IP == "" {
+		t.Errorf("the features' keys %+v: want every window", w)
+	}
+}
