@@ -106,7 +106,8 @@ type memoryWindows struct {
 }
 
 // NewMemoryWindows returns windows of window (DefaultWindow if zero) in this process's memory,
-// bounded: 64 users remembered per key, and a shard flooded with new keys forgets them.
+// bounded: Keys.UsersKept users remembered per key, and a shard flooded with new keys forgets
+// them.
 func NewMemoryWindows(window time.Duration) Windows { return newMemoryWindows(window) }
 
 func newMemoryWindows(window time.Duration) *memoryWindows {
