@@ -9,6 +9,7 @@ import (
 	"seckill/internal/health"
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -18,7 +19,7 @@ const restockFlagTTL = 5 * time.Second
 
 // openDistributed builds the distributed backend on the Redis of SECKILL_REDIS (one server, a
 // Cluster or a Sentinel-watched master): the gate and its streams, the rate limits, challenges,
-// leaderboards, lines and leases, each behind the one breaker of Redis.
+// risk windows, leaderboards, lines and leases, each behind the one breaker of Redis.
 func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.Logger) (backend, error) {
 	redisgate.LogTo(log)
 	rdb, err := redisgate.Dial(ctx, c.redis)
@@ -34,8 +35,13 @@ func openDistributed(ctx context.Context, c config, store sale.Store, log *slog.
 		guard.WithTopology(topo.Classify)
 	}
 	gate := redisgate.New(rdb).WithReplication(c.replication)
+	var windows risk.Windows
+	if c.role != roleWorker { // a worker judges no grab
+		windows = health.GuardRiskWindows(redisgate.NewRiskWindows(rdb, risk.DefaultWindow), guard)
+	}
 	var once sync.Once
 	return backend{gate: health.GuardGate(gate, guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+		riskWindows: windows,
 		settle: func(ctx context.Context) (int, error) {
 			acts, err := activities(ctx)
 			if err != nil {

@@ -74,12 +74,6 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	rules, err := riskEngine(c)
-	if err != nil {
-		return err
-	}
-	defer rules.Close() // after the loops: the recording's last lines
-
 	store, err := sqlstore.Open(ctx, c.db)
 	if err != nil {
 		return err
@@ -104,6 +98,11 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer b.close()
+	rules, err := riskEngine(c, b.riskWindows) // on the backend's windows: Redis's are every node's
+	if err != nil {
+		return err
+	}
+	defer rules.Close() // after the loops: the recording's last lines
 	monitor := health.NewMonitor(b.guard, dbGuard)
 	stats := metrics.New().Watch(monitor)
 	deps := sale.DepsOf(b.gate, b.queue, db)
