@@ -20,7 +20,7 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	}
 	quiet := c
 	quiet.riskRecord = "" // check writes nothing
-	risky, err := riskEngine(quiet)
+	risky, err := riskEngine(quiet, nil)
 	if err != nil {
 		return err
 	}

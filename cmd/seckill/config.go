@@ -602,11 +602,12 @@ func onOff(val string) (bool, error) {
 }
 
 // riskEngine builds the risk engine of c: the rules switched on and, when configured, the
-// trained model, the networks and the recorder. Errors: a file that does not load. The caller
-// closes the recorder (the engine's Options say which).
-func riskEngine(c config) (*risk.Engine, error) {
+// trained model, the networks and the recorder, counting in windows (nil: the node's own
+// memory). Errors: a file that does not load. The caller closes the recorder (the engine's
+// Options say which).
+func riskEngine(c config, windows risk.Windows) (*risk.Engine, error) {
 	o := risk.Options{Rules: riskRules(c), ModelPath: c.riskModel, ChallengeAt: c.riskChallengeAt, BlockAt: c.riskBlockAt,
-		Shadow: c.riskShadow}
+		Shadow: c.riskShadow, Windows: windows}
 	var nets *risk.Networks
 	if c.riskNetworks != "" {
 		var err error

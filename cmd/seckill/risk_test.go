@@ -8,11 +8,15 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"seckill/internal/mysqltest"
+	"seckill/internal/redistest"
 	"seckill/internal/risk"
 )
 
@@ -229,6 +233,38 @@ func TestRiskGen(t *testing.T) {
 		{"risk", "gen", "--out", out, "--tabs", "0"}} {
 		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+// TestRiskWindowsSharedByNodes: two nodes on one Redis and one MariaDB with the rule of 2
+// accounts per address, and four accounts from one address (this test's) whose grabs the load
+// balancer sends to one node, then the other. Each node sees two of them; the windows are on
+// Redis, so the third and the fourth are challenged wherever they land.
+func TestRiskWindowsSharedByNodes(t *testing.T) {
+	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(),
+		"SECKILL_RISK_ACCOUNTS_PER_IP", "2", "SECKILL_RATE_USER", "0")
+	ctx, stop := context.WithCancel(context.Background())
+	a, doneA := launch(t, ctx, env)
+	b, doneB := launch(t, ctx, env)
+	defer func() {
+		stop()
+		for _, done := range []<-chan error{doneA, doneB} {
+			if err := <-done; err != nil {
+				t.Errorf("run: %v", err)
+			}
+		}
+	}()
+	nodes := []*client{newClient(t, a), newClient(t, b)}
+	id := nodes[0].createItem(10, 1, 15*time.Minute)
+	for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusForbidden, http.StatusForbidden} {
+		c := nodes[i%2]
+		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("acct-", i)), "")
+		if err != nil || status != want {
+			t.Errorf("account %d of one address, on node %d: %d %v %v, want %d", i+1, i%2, status, body, err, want)
+		}
+		if want == http.StatusForbidden && !strings.Contains(fmt.Sprint(body), "CHALLENGE_REQUIRED") {
+			t.Errorf("account %d of one address: %v, want CHALLENGE_REQUIRED", i+1, body)
 		}
 	}
 }

@@ -70,12 +70,6 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	rules, err := riskEngine(c)
-	if err != nil {
-		return err
-	}
-	defer rules.Close() // after the loops: the recording's last lines
-
 	nc := c.Config
 	nc.Log = log
 	n, err := node.Open(ctx, nc)
@@ -84,6 +78,11 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	}
 	defer n.Close() // its loops stop first, then the gate and its queue close, the database last
 	svc, stats := n.Service, n.Metrics
+	rules, err := riskEngine(c, n.RiskWindows) // on the backend's windows: Redis's are every node's
+	if err != nil {
+		return err
+	}
+	defer rules.Close() // after the loops: the recording's last lines
 	var demoEnded []string
 	if c.demo {
 		if demoEnded, err = seedDemo(ctx, svc, time.Now()); err != nil {

@@ -197,9 +197,6 @@ func (g *Guard) WithTopology(t Topology) *Guard {
 // errMoving marks, for the breaker, a topology event within the failover grace.
 var errMoving = errors.New("the dependency is changing its topology")
 
-// errNotProbe refuses a slow call while the breaker is not closed.
-var errNotProbe = errors.New("the breaker is not closed, and a slow call is no probe")
-
 // Failed reports whether err says the dependency failed, rather than answered: the sale's
 // answers (sold out, not found, ...) are successes for the breaker, and a caller that gave up
 // (context.Canceled) is neither.
@@ -247,12 +244,20 @@ func deadlineOf(within time.Duration) time.Duration {
 
 func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
-	if within == slowWithin && g.cb.State() != gobreaker.StateClosed {
-		// A slow call (a rebuild, a load, a repair: seconds to minutes) is no probe: a half-open
-		// breaker closes on 3 successes of at most 3 calls let through, so one slow call among
-		// them held it half-open, answering every other call BUSY ("too many requests"), for as
-		// long as it ran. The crowd's calls probe; slow calls wait for the breaker to close.
-		return zero, fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, errNotProbe)
+	if within == slowWithin && g.cb.State() == gobreaker.StateHalfOpen {
+		// A slow call (a rebuild, a load, a repair, a listing: seconds to minutes) is no probe:
+		// a half-open breaker closes on 3 successes of at most 3 calls let through, so one slow
+		// call among them held it half-open, answering every other call BUSY ("too many
+		// requests"), for as long as it ran. It runs beside the probes, its outcome counted in
+		// the record but not by the breaker; nor is it refused, as the calls that probe may
+		// wait for it (a queue that lists its streams before its worker places orders).
+		start := g.now()
+		v, _, err := retry(ctx, g, f)
+		g.record(start, g.now().Sub(start), Failed(err))
+		if Failed(err) && !errors.Is(err, sale.ErrBusy) {
+			err = fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
+		}
+		return v, err
 	}
 	done, err := g.cb.Allow()
 	if err != nil {

@@ -98,7 +98,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		if s.risk == nil || s.health.Level() == health.Degraded {
 			return nil
 		}
-		v := s.risk.Answer(risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Solve: solve})
+		v, err := s.risk.Answer(r.Context(), risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Solve: solve})
+		if err != nil {
+			return busy(err)
+		}
 		if v.Decision == risk.Block {
 			return fmt.Errorf("%w: answered in %v, faster than a person reads the picture (rule %s)", sale.ErrChallengeFailed,
 				solve.Round(time.Millisecond), v.Rule)

@@ -1,18 +1,24 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"seckill/internal/health"
 	"seckill/internal/httpapi"
+	"seckill/internal/metrics"
 	"seckill/internal/risk"
 	"seckill/internal/saletest"
 )
@@ -158,4 +164,124 @@ func TestTheModelStandsAside(t *testing.T) {
 			t.Fatalf("a grab without signals on a degraded node: %d %s, want the engine skipped", r.status, r.raw)
 		}
 	})
+}
+
+// downWindows are risk windows shared by the nodes whose store is down.
+type downWindows struct{}
+
+func (downWindows) Count(context.Context, risk.Keys, time.Time) (risk.Seen, error) {
+	return risk.Seen{}, errors.New("risk windows: connection refused")
+}
+
+func (downWindows) Solved(context.Context, string, time.Duration, time.Time) error {
+	return errors.New("risk windows: connection refused")
+}
+
+// TestRiskWindowsDownIsBusy: when the windows the nodes share cannot count a grab, the grab is
+// 503 BUSY and takes nothing, as when a rate limit cannot be checked (fail closed); a right
+// answer whose solve cannot be recorded for the model is BUSY too.
+func TestRiskWindowsDownIsBusy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	writeModel(t, path, "m1")
+	e, err := risk.Open(risk.Options{Rules: []risk.Rule{&risk.AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}},
+		Features: risk.NewFeatures(time.Minute, nil), ModelPath: path, Windows: downWindows{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) { c.Risk = e })
+	id := f.create(bigItem)
+	before := f.holdings(id)
+	ann := f.user("ann")
+	if r := f.do("POST", "/api/activities/"+id+"/grab", ann, signalsOf(printA, 140)); r.status != http.StatusServiceUnavailable || r.code() != "BUSY" {
+		t.Fatalf("a grab the risk windows cannot count: %d %s, want 503 BUSY", r.status, r.raw)
+	}
+	if r := f.solveSlowly(id, ann); r.status != http.StatusServiceUnavailable || r.code() != "BUSY" {
+		t.Fatalf("an answer whose solve cannot be recorded: %d %s, want 503 BUSY", r.status, r.raw)
+	}
+	f.drain(id)
+	if after := f.holdings(id); after != before {
+		t.Fatalf("a grab refused BUSY wrote: %s -> %s", before, after)
+	}
+}
+
+// syncBuffer is a log's output, written by the handlers and read by the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) lines(substr string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.b.String(), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestModelLogIsSampled: a flood of grabs the model challenges, and of grabs it blocks, within
+// one second, writes one log line of each, and the next second's first line of each says how
+// many were left out; the metrics count every one.
+func TestModelLogIsSampled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model.json")
+	writeModel(t, path, "m1")
+	e, err := risk.Open(risk.Options{Features: risk.NewFeatures(time.Minute, nil), ModelPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := metrics.New()
+	e.Observe = stats.Risk
+	var logged syncBuffer
+	var clock *saletest.Clock
+	f := newFixtureWith(t, func(c *httpapi.Config, cl *saletest.Clock) {
+		c.Risk, c.Log, clock = e, slog.New(slog.NewTextHandler(&logged, nil)), cl
+	})
+	id := f.create(bigItem)
+	grab := "/api/activities/" + id + "/grab"
+	const flood = 300
+	for i := range flood { // no signals: challenged
+		if r := f.do("POST", grab, f.user(fmt.Sprint("script-", i)), ""); r.code() != "CHALLENGE_REQUIRED" {
+			t.Fatalf("grab %d without signals: %d %s", i, r.status, r.raw)
+		}
+	}
+	for i := range flood { // one device: the fourth account is challenged, the fifth on blocked
+		if r := f.do("POST", grab, f.user(fmt.Sprint("farm-", i)), signalsOf(printA, 100+i)); i >= 4 && r.code() != "BLOCKED" {
+			t.Fatalf("account %d on one device: %d %s", i+1, r.status, r.raw)
+		}
+	}
+	challenges, blocks := logged.lines("decision=challenge"), logged.lines("decision=block")
+	if len(challenges) != 1 || len(blocks) != 1 || !strings.Contains(challenges[0], "suppressed=0") {
+		t.Fatalf("a second's flood logged %d challenges and %d blocks, want one of each:\n%s", len(challenges), len(blocks),
+			strings.Join(append(challenges, blocks...), "\n"))
+	}
+	clock.Advance(time.Second)
+	f.do("POST", grab, f.user("script-late"), "")
+	f.do("POST", grab, f.user("farm-late"), signalsOf(printA, 99))
+	challenges, blocks = logged.lines("decision=challenge"), logged.lines("decision=block")
+	// The challenges left out: the flood's but its first, and the farm's fourth account.
+	if len(challenges) != 2 || !strings.Contains(challenges[1], fmt.Sprintf("suppressed=%d", flood)) {
+		t.Errorf("the next second's challenge: %q, want it to count the %d left out", challenges, flood)
+	}
+	if len(blocks) != 2 || !strings.Contains(blocks[1], fmt.Sprintf("suppressed=%d", flood-4-1)) {
+		t.Errorf("the next second's block: %q, want it to count the %d left out", blocks, flood-4-1)
+	}
+	rec := httptest.NewRecorder()
+	stats.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, line := range []string{
+		fmt.Sprintf(`seckill_risk_model_decisions_total{decision="challenge",mode="enforce"} %d`, flood+2),
+		fmt.Sprintf(`seckill_risk_model_decisions_total{decision="block",mode="enforce"} %d`, flood-4+1),
+	} {
+		if !strings.Contains(rec.Body.String(), line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
 }

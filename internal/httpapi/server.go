@@ -102,6 +102,7 @@ type Server struct {
 	observe  Observer
 	health   *health.Monitor
 	risk     *risk.Engine
+	riskLog  riskLog // samples the model's log lines
 	provider *Provider
 	csrf     *http.CrossOriginProtection
 	live     *live.Tracker

@@ -6,6 +6,7 @@ import (
 
 	"seckill/internal/health"
 	"seckill/internal/ratelimit"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -44,6 +45,9 @@ type backend struct {
 	// userAtGate says the gate checks a grab's per-user rate in its own call (the Redis gate:
 	// one Redis call and one fsync wait a grab, not two; see httpapi.Limits.UserAtGate).
 	userAtGate bool
+	// riskWindows keeps the risk engine's windows for every node (distributed mode: on Redis);
+	// nil: each node's own memory, right for the one embedded node.
+	riskWindows risk.Windows
 }
 
 // openBackend opens the embedded backend or, when SECKILL_REDIS is set, the distributed one.

@@ -8,6 +8,7 @@ import (
 	"seckill/internal/health"
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -17,7 +18,7 @@ const restockFlagTTL = 5 * time.Second
 
 // openDistributed builds the distributed backend on the Redis of SECKILL_REDIS (one server, a
 // Cluster or a Sentinel-watched master): the gate and its streams, the rate limits, challenges,
-// leaderboards, lines and leases, each behind the one breaker of Redis.
+// risk windows, leaderboards, lines and leases, each behind the one breaker of Redis.
 func openDistributed(ctx context.Context, c Config, store sale.Store, name string) (backend, error) {
 	redisgate.LogTo(c.Log)
 	rdb, err := redisgate.Dial(ctx, c.Redis)
@@ -36,8 +37,13 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 		guard.WithTopology(topo.Classify)
 	}
 	gate := redisgate.New(rdb).WithReplication(c.Replication)
+	var windows risk.Windows
+	if c.Role != RoleWorker { // a worker judges no grab
+		windows = health.GuardRiskWindows(redisgate.NewRiskWindows(rdb, risk.DefaultWindow), guard)
+	}
 	var once sync.Once
 	return backend{gate: health.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+		riskWindows: windows,
 		settle: func(ctx context.Context) (int, error) {
 			acts, err := activities(ctx)
 			if err != nil {

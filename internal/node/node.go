@@ -21,6 +21,7 @@ import (
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
 	"seckill/internal/relay"
+	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
 )
@@ -127,6 +128,9 @@ type Node struct {
 	// UserAtGate says the gate checks a grab's per-user rate in its own call.
 	Windows, Buckets ratelimit.Limiter
 	UserAtGate       bool
+	// RiskWindows keeps the risk engine's windows for every node (distributed mode: on Redis,
+	// behind its guard); nil: each node's own memory, right for the one embedded node.
+	RiskWindows risk.Windows
 	// Sinks are the receivers of the order events the configuration names.
 	Sinks []relay.Sink
 
@@ -183,7 +187,7 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 		return nil, err
 	}
 	n.Gate, n.Queue, n.Line, n.Ranking = n.b.gate, n.b.queue, n.b.line, n.b.ranking
-	n.Windows, n.Buckets, n.UserAtGate = n.b.windows, n.b.buckets, n.b.userAtGate
+	n.Windows, n.Buckets, n.UserAtGate, n.RiskWindows = n.b.windows, n.b.buckets, n.b.userAtGate, n.b.riskWindows
 	n.Monitor = health.NewMonitor(n.b.guard, dbGuard)
 	n.Metrics = metrics.New().Watch(n.Monitor)
 	deps := sale.DepsOf(n.b.gate, n.b.queue, n.DB)

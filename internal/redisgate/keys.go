@@ -51,6 +51,21 @@ import (
 // An activity's waiting line has a hash tag of its own, {line:ID}, apart from its stock's slot
 // (see lineKeys). Challenges ("seckill:challenge:ID") and leases ("seckill:lease:NAME") are one
 // key each, with no hash tag.
+//
+// The risk windows (RiskWindows, riskwindows.go) are per client address, device fingerprint,
+// page signals and user, each with a hash tag of its own, apart from any activity; every key
+// expires a window and a slice (70 s) after it was last written:
+//
+//	{risk:ip:ADDR}            hash: slice -> the address's requests in it, the slices of the
+//	                          window (a slice is a sixth of it)
+//	{risk:ip:ADDR}:users      sorted set: user -> the last slice the user came from the address
+//	                          in, at most as many as the rules weigh (64 at least)
+//	{risk:fp:PRINT}           the same two per device fingerprint (the page's hex hash)
+//	{risk:fp:PRINT}:users
+//	{risk:rp:DIGEST}          hash: the requests of a page's exact signals (hex of 12 bytes)
+//	{risk:user:ID}            string: the user's last challenge solve (its slice and its length
+//	                          in ns, 8 bytes each, little endian; zeros: none), then the last 8
+//	                          clicks (Unix ns, 8 bytes each), newest first
 
 // actPrefix is the beginning of every key of id (an activity, or a shard of its stock named by
 // ShardID): "{act:ID}:", whose hash tag puts them in one slot.

@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -110,6 +111,11 @@ type Options struct {
 	Shadow bool
 	// Recorder, when set, is given every grab's features (SECKILL_RISK_RECORD).
 	Recorder *Recorder
+	// Windows, when set, keeps the windows of the features and of the rules that count
+	// (AccountsPerIP, Cadence) for every node of a cluster: the engine counts each grab there,
+	// once, and those rules judge by its counts (Signal.Seen) instead of their own memory. Nil:
+	// the features and the rules keep their own, in this process (one node).
+	Windows Windows
 }
 
 // Engine judges requests: with the rules, or with a trained model that takes over from them
@@ -120,6 +126,10 @@ type Engine struct {
 	features *Features
 	o        Options
 	scorer   atomic.Pointer[Scorer]
+	// reads are the shared windows (Options.Windows) the rules read, and maxUsers the most
+	// users per address a rule or the features weigh.
+	reads    windowsRead
+	maxUsers int
 
 	mu     sync.Mutex
 	status ModelStatus
@@ -151,6 +161,14 @@ func Open(o Options) (*Engine, error) {
 		return nil, errors.New("risk: a model or a recorder needs the features")
 	}
 	e := &Engine{rules: o.Rules, features: o.Features, o: o}
+	e.maxUsers = maxKeyUsers
+	for _, r := range o.Rules {
+		if c, ok := r.(counts); ok && o.Windows != nil {
+			rd := c.reads()
+			e.reads.ip, e.reads.clicks = e.reads.ip || rd.ip, e.reads.clicks || rd.clicks
+			e.maxUsers = max(e.maxUsers, rd.users)
+		}
+	}
 	e.status = ModelStatus{Path: o.ModelPath, Shadow: o.Shadow}
 	if o.ModelPath != "" {
 		if _, err := e.Reload(); err != nil {
@@ -252,16 +270,39 @@ func (e *Engine) Features() bool {
 	return e != nil && (e.scorer.Load() != nil || e.o.Recorder != nil)
 }
 
-// Grab judges a grab. A nil engine allows everything.
-func (e *Engine) Grab(s Signal) Verdict {
+// Grab judges a grab. A nil engine allows everything. With windows shared by the nodes
+// (Options.Windows), the grab is counted there first, in one call, when a rule or the features
+// read the counts. Errors: the shared windows failed, and the grab cannot be judged.
+func (e *Engine) Grab(ctx context.Context, s Signal) (Verdict, error) {
 	if e == nil {
-		return Verdict{}
+		return Verdict{}, nil
 	}
 	sc := e.scorer.Load()
-	if sc == nil && e.o.Recorder == nil {
-		return e.observe(e.rule(s, Rule.Grab))
+	features := sc != nil || e.o.Recorder != nil
+	if e.o.Windows != nil && (features || e.reads != windowsRead{}) {
+		k := keysOf(s, features) // the features read every window
+		if !features {           // the rules, those they read
+			if !e.reads.ip {
+				k.IP = ""
+			}
+			k.Clicks = k.Clicks && e.reads.clicks
+		}
+		k.MaxUsers = e.maxUsers
+		seen, err := e.o.Windows.Count(ctx, k, s.At)
+		if err != nil {
+			return Verdict{}, fmt.Errorf("risk windows: %w", err)
+		}
+		s.Seen = &seen
 	}
-	vec := e.features.Grab(s)
+	if !features {
+		return e.observe(e.rule(s, Rule.Grab)), nil
+	}
+	var vec Vector
+	if s.Seen != nil {
+		vec = e.features.vector(s, s.Seen)
+	} else {
+		vec = e.features.Grab(s)
+	}
 	var v Verdict
 	switch {
 	case sc == nil:
@@ -276,19 +317,24 @@ func (e *Engine) Grab(s Signal) Verdict {
 	if e.o.Recorder != nil {
 		e.o.Recorder.Record(s, &vec, v)
 	}
-	return e.observe(v)
+	return e.observe(v), nil
 }
 
 // Answer judges a right answer to a challenge: by the rules (the solve-time floor), with or
-// without a model, which weighs the solve time at the grab that follows.
-func (e *Engine) Answer(s Signal) Verdict {
+// without a model, which weighs the solve time at the grab that follows. Errors: the shared
+// windows failed to record the solve.
+func (e *Engine) Answer(ctx context.Context, s Signal) (Verdict, error) {
 	if e == nil {
-		return Verdict{}
+		return Verdict{}, nil
 	}
 	if e.features != nil && s.User != "" {
-		e.features.Solved(s.User, s.Solve, s.At)
+		if e.o.Windows == nil {
+			e.features.Solved(s.User, s.Solve, s.At)
+		} else if err := e.o.Windows.Solved(ctx, s.User, s.Solve, s.At); err != nil {
+			return Verdict{}, fmt.Errorf("risk windows: %w", err)
+		}
 	}
-	return e.observe(e.rule(s, Rule.Answer))
+	return e.observe(e.rule(s, Rule.Answer)), nil
 }
 
 func (e *Engine) rule(s Signal, ask func(Rule, Signal) Decision) Verdict {

@@ -1,6 +1,7 @@
 package risk
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"net/netip"
@@ -82,17 +83,17 @@ func TestFeaturesOfAGrab(t *testing.T) {
 // shards' bound, and one address's users saturate at maxKeyUsers.
 func TestFeatureMemoryIsBounded(t *testing.T) {
 	f := NewFeatures(time.Minute, nil)
-	f.maxKeys = 100
+	f.windows.maxKeys = 100
 	for i := range 50_000 {
 		a := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 		f.Grab(Signal{IP: a, At: t0})
 	}
 	kept := 0
-	for i := range f.addrs {
-		kept += len(f.addrs[i].m)
+	for i := range f.windows.addrs {
+		kept += len(f.windows.addrs[i].m)
 	}
-	if kept == 0 || kept > shards*f.maxKeys {
-		t.Fatalf("%d addresses kept, the bound is %d", kept, shards*f.maxKeys)
+	if kept == 0 || kept > shards*f.windows.maxKeys {
+		t.Fatalf("%d addresses kept, the bound is %d", kept, shards*f.windows.maxKeys)
 	}
 	ip := netip.MustParseAddr("203.0.113.1")
 	var v Vector
@@ -174,13 +175,13 @@ func TestEngineRunsTheModel(t *testing.T) {
 	}
 	e.Observe = func(v Verdict) { seen = append(seen, v) }
 	ip := netip.MustParseAddr("203.0.113.1")
-	v := e.Grab(Signal{IP: ip, User: "ann", At: t0, Page: human("")})
+	v := judge(t, e, Signal{IP: ip, User: "ann", At: t0, Page: human("")})
 	if v.Rule != "model" || !v.Scored || v.Decision != Allow || v.Version != "v1" || v.Score >= 0.6 {
 		t.Fatalf("a person's grab: %+v", v)
 	}
 	// A script with no signals, the third account on the address: log-odds 1 + 2·log 4 - 0.5·(-1).
-	e.Grab(Signal{IP: ip, User: "b1", At: t0})
-	v = e.Grab(Signal{IP: ip, User: "b2", At: t0})
+	judge(t, e, Signal{IP: ip, User: "b1", At: t0})
+	v = judge(t, e, Signal{IP: ip, User: "b2", At: t0})
 	if want := sigmoid(1 + 2*math.Log1p(3) + 0.5); math.Abs(v.Score-want) > 1e-12 || v.Decision != Block {
 		t.Fatalf("the third account, no signals: %+v, want a block at %v", v, want)
 	}
@@ -201,7 +202,7 @@ func TestEngineRunsTheModel(t *testing.T) {
 	if st := e.Status(); st.Version != "v1" || st.Error == "" {
 		t.Fatalf("after a broken file: %+v, want v1 with the error", st)
 	}
-	if v := e.Grab(Signal{IP: ip, User: "b3", At: t0}); v.Version != "v1" {
+	if v := judge(t, e, Signal{IP: ip, User: "b3", At: t0}); v.Version != "v1" {
 		t.Fatalf("scored by %q after a broken file, want v1", v.Version)
 	}
 	modelFile(t, path, "v2", 0)
@@ -238,7 +239,7 @@ func TestShadowMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := e.Grab(Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "bot", At: t0})
+	v := judge(t, e, Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "bot", At: t0})
 	if v.Decision != Allow || v.Rule != "" || !v.Scored || !v.Shadow || v.ModelDecision != Block || v.TopN == 0 {
 		t.Fatalf("shadow: %+v, want the rules' allow with the model's block beside it", v)
 	}
@@ -256,9 +257,9 @@ func TestRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Grab(Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "ann", Activity: "a1", At: t0, Page: human("")})
-	e.Answer(Signal{User: "bob", Activity: "a1", At: t0, Solve: 4 * time.Second}) // the solve is bob's next grab's feature
-	e.Grab(Signal{User: "bob", Activity: "a1", At: t0.Add(time.Second)})
+	judge(t, e, Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "ann", Activity: "a1", At: t0, Page: human("")})
+	answer(t, e, Signal{User: "bob", Activity: "a1", At: t0, Solve: 4 * time.Second}) // the solve is bob's next grab's feature
+	judge(t, e, Signal{User: "bob", Activity: "a1", At: t0.Add(time.Second)})
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func BenchmarkModelGrab(b *testing.B) {
 	s := Signal{IP: netip.MustParseAddr("203.0.113.1"), User: "ann", At: t0, Page: human("00112233445566778899aabbccddeeff")}
 	for b.Loop() {
 		s.At = s.At.Add(time.Millisecond)
-		e.Grab(s)
+		e.Grab(context.Background(), s)
 	}
 }
 

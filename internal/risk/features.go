@@ -1,21 +1,21 @@
 package risk
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
 )
 
 // The model's features: what the product page says of the click (Page, sent in the grab's
-// body), and what this node has seen around the request, in a sliding window: the requests and
-// distinct users of its client address and of its device fingerprint, the same page signals
-// seen again (a replay), the user's click cadence and last captcha solve time, whether the
-// address is a datacenter's or a proxy's (Networks), and the account claims of the identity
-// provider's token. Each is a number, so that a model file names the ones it weighs.
+// body), and what the nodes have seen around the request, in a sliding window (Windows): the
+// requests and distinct users of its client address and of its device fingerprint, the same
+// page signals seen again (a replay), the user's click cadence and last captcha solve time,
+// whether the address is a datacenter's or a proxy's (Networks), and the account claims of the
+// identity provider's token. Each is a number, so that a model file names the ones it weighs.
 
 // Page is what the product page measured of the pointer or touch movement before the click,
 // and its device fingerprint: a hint (a hash of what the browser tells any page), not an identity.
@@ -146,27 +146,14 @@ func (v *Vector) Map() map[string]float64 {
 	return m
 }
 
-// Features keeps what the features need of the requests this node has seen, bounded in memory,
-// and computes them. Its zero value is not usable: call NewFeatures.
+// Features computes the features of a grab from its signals and the windows' counts. By itself
+// it keeps the windows in this process (a node's own); an engine with windows shared by the
+// nodes (Options.Windows) counts there and gives it the counts. Its zero value is not usable:
+// call NewFeatures.
 type Features struct {
-	window   time.Duration
 	networks *Networks // nil: no address is a datacenter's
-	maxKeys  int       // per shard and kind: maxShardKeys
-
-	addrs, prints, replays keyed
-	users                  [shards]struct {
-		mu    sync.Mutex
-		m     map[string]*userState
-		swept int64
-	}
+	windows  *memoryWindows
 }
-
-// The window is kept in slices: a count is of the slices still inside it.
-const (
-	windowSlices = 6
-	maxKeyUsers  = 64     // distinct users remembered per address or fingerprint: beyond, it saturates
-	maxShardKeys = 16_384 // keys per shard before the shard forgets everything (a flood of new keys)
-)
 
 // DefaultWindow is the sliding window of the counts.
 const DefaultWindow = time.Minute
@@ -174,139 +161,43 @@ const DefaultWindow = time.Minute
 // NewFeatures returns the feature keeper over window (DefaultWindow if zero), looking addresses
 // up in networks (which may be nil).
 func NewFeatures(window time.Duration, networks *Networks) *Features {
-	if window <= 0 {
-		window = DefaultWindow
-	}
-	return &Features{window: window, networks: networks, maxKeys: maxShardKeys}
+	return &Features{networks: networks, windows: newMemoryWindows(window)}
 }
 
 // Networks returns the datacenter and proxy networks the features look addresses up in.
 func (f *Features) Networks() *Networks { return f.networks }
 
-// slice is the number of the window's slice t falls in.
-func (f *Features) slice(t time.Time) int64 { return t.UnixNano() / int64(f.window/windowSlices) }
-
-// keyed counts the requests and distinct users per key over the window.
-type keyed [shards]struct {
-	mu    sync.Mutex
-	m     map[string]*counter
-	swept int64
-}
-
-type counter struct {
-	at    [windowSlices]int64 // the slice each count is of
-	n     [windowSlices]uint32
-	users map[string]int64 // user -> the slice last seen in
-}
-
-// add counts a request of user (may be "") under key at slice now, and returns the requests
-// before this one and the distinct users, this one's included, of the window.
-func (k *keyed) add(key, user string, now int64, maxKeys int) (before, users int) {
-	sh := &k[shardOf(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil || len(sh.m) >= maxKeys && now-sh.swept < windowSlices {
-		sh.m = map[string]*counter{} // bounded: a flood of new keys forgets the shard
-		sh.swept = now
-	}
-	if now-sh.swept >= windowSlices { // forget the keys the window has left behind
-		for key, c := range sh.m {
-			if now-c.latest() >= windowSlices {
-				delete(sh.m, key)
-			}
-		}
-		sh.swept = now
-	}
-	c := sh.m[key]
-	if c == nil {
-		c = &counter{}
-		sh.m[key] = c
-	}
-	for i := range c.at {
-		if now-c.at[i] < windowSlices {
-			before += int(c.n[i])
-		}
-	}
-	i := now % windowSlices
-	if c.at[i] != now {
-		c.at[i], c.n[i] = now, 0
-	}
-	c.n[i]++
-	if user == "" {
-		return before, 0
-	}
-	if c.users == nil {
-		c.users = map[string]int64{}
-	}
-	if _, ok := c.users[user]; !ok && len(c.users) >= maxKeyUsers {
-		for u, at := range c.users {
-			if now-at >= windowSlices {
-				delete(c.users, u)
-			}
-		}
-	}
-	if _, ok := c.users[user]; ok || len(c.users) < maxKeyUsers {
-		c.users[user] = now
-	}
-	for _, at := range c.users {
-		if now-at < windowSlices {
-			users++
-		}
-	}
-	return before, users
-}
-
-func (c *counter) latest() int64 {
-	latest := c.at[0]
-	for _, at := range c.at[1:] {
-		latest = max(latest, at)
-	}
-	return latest
-}
-
-// userState is what the features keep of one user: the last clicks and challenge solve.
-type userState struct {
-	clicks   [8]int64 // unix nanoseconds, a ring
-	next     int
-	solve    time.Duration
-	solvedAt int64 // the slice
-}
-
-func (f *Features) user(id string, now int64, do func(u *userState)) {
-	sh := &f.users[shardOf(id)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m == nil || len(sh.m) >= f.maxKeys && now-sh.swept < windowSlices {
-		sh.m = map[string]*userState{}
-		sh.swept = now
-	}
-	if now-sh.swept >= windowSlices {
-		for id, u := range sh.m {
-			if now-f.sliceOfNanos(u.clicks[(u.next+len(u.clicks)-1)%len(u.clicks)]) >= windowSlices && now-u.solvedAt >= windowSlices {
-				delete(sh.m, id)
-			}
-		}
-		sh.swept = now
-	}
-	u := sh.m[id]
-	if u == nil {
-		u = &userState{solvedAt: math.MinInt64 / 2}
-		sh.m[id] = u
-	}
-	do(u)
-}
-
-func (f *Features) sliceOfNanos(ns int64) int64 { return ns / int64(f.window/windowSlices) }
-
-// Solved records that user solved a challenge in solve, at.
+// Solved records that user solved a challenge in solve, at, in this process's windows.
 func (f *Features) Solved(user string, solve time.Duration, at time.Time) {
-	f.user(user, f.slice(at), func(u *userState) { u.solve, u.solvedAt = solve, f.slice(at) })
+	f.windows.Solved(context.Background(), user, solve, at)
 }
 
-// Grab counts the grab s and returns its features.
+// Grab counts the grab s in this process's windows and returns its features.
 func (f *Features) Grab(s Signal) Vector {
+	seen := f.windows.count(keysOf(s, true), s.At)
+	return f.vector(s, &seen)
+}
+
+// keysOf are the keys s is counted under: its address and user (and the user's clicks) and,
+// with page, its page's fingerprint and signals (what only the features read).
+func keysOf(s Signal, page bool) Keys {
+	var k Keys
+	if s.IP.IsValid() {
+		k.IP = s.IP.String()
+	}
+	k.User, k.Clicks = s.User, s.User != ""
+	if p := s.Page; p != nil && page {
+		k.Fingerprint = p.Fingerprint
+		if p.Moves > 0 { // a page that saw no movement sends the same zeros every time
+			k.Replay = p.digest()
+		}
+	}
+	return k
+}
+
+// vector computes the features of s from what the windows hold of it once it was counted.
+func (f *Features) vector(s Signal, seen *Seen) Vector {
 	var v Vector
-	now := f.slice(s.At)
 	if p := s.Page; p != nil {
 		v[FeaturePage] = 1
 		v[FeatureMoves] = math.Log1p(float64(p.Moves))
@@ -319,32 +210,24 @@ func (f *Features) Grab(s Signal) Vector {
 		v[FeatureLoadToClick] = math.Log1p(p.LoadToClick.Seconds())
 		if p.Fingerprint != "" {
 			v[FeatureFingerprint] = 1
-			n, users := f.prints.add(p.Fingerprint, s.User, now, f.maxKeys)
-			v[FeatureFPRequests], v[FeatureFPUsers] = math.Log1p(float64(n+1)), math.Log1p(float64(users))
+			v[FeatureFPRequests], v[FeatureFPUsers] = math.Log1p(float64(seen.FPRequests+1)), logUsers(seen.FPUsers)
 		}
-		if p.Moves > 0 { // a page that saw no movement sends the same zeros every time
-			n, _ := f.replays.add(p.digest(), "", now, f.maxKeys)
-			v[FeatureReplays] = math.Log1p(float64(n))
+		if p.Moves > 0 {
+			v[FeatureReplays] = math.Log1p(float64(seen.Replays))
 		}
 	}
 	if s.IP.IsValid() {
-		n, users := f.addrs.add(s.IP.String(), s.User, now, f.maxKeys)
-		v[FeatureIPRequests], v[FeatureIPUsers] = math.Log1p(float64(n+1)), math.Log1p(float64(users))
+		v[FeatureIPRequests], v[FeatureIPUsers] = math.Log1p(float64(seen.IPRequests+1)), logUsers(seen.IPUsers)
 		if f.networks != nil && f.networks.Contains(s.IP) {
 			v[FeatureDatacenter] = 1
 		}
 	}
 	if s.User != "" {
-		at := s.At.UnixNano()
-		f.user(s.User, now, func(u *userState) {
-			u.clicks[u.next] = at
-			u.next = (u.next + 1) % len(u.clicks)
-			clicks, cadence := beatOf(u, f.sliceOfNanos, now)
-			v[FeatureUserClicks], v[FeatureCadence] = math.Log1p(float64(clicks)), cadence
-			if now-u.solvedAt < windowSlices {
-				v[FeatureSolved], v[FeatureSolveTime] = 1, math.Log1p(u.solve.Seconds())
-			}
-		})
+		clicks, cadence := beatOf(&seen.Clicks)
+		v[FeatureUserClicks], v[FeatureCadence] = math.Log1p(float64(clicks)), cadence
+		if seen.Solved {
+			v[FeatureSolved], v[FeatureSolveTime] = 1, math.Log1p(seen.Solve.Seconds())
+		}
 	}
 	if c := s.Claims; c.Known {
 		v[FeatureClaims] = 1
@@ -354,27 +237,28 @@ func (f *Features) Grab(s Signal) Vector {
 	return v
 }
 
-// beatOf returns the user's clicks in the window and how regular their intervals are: 1 minus
-// their spread over their mean, floored at 0, over at least 3 clicks (0 with fewer).
-func beatOf(u *userState, sliceOf func(int64) int64, now int64) (clicks int, cadence float64) {
-	n := len(u.clicks)
+// logUsers is the feature of a count of distinct users: saturated at the 64 a node's memory
+// remembers, which the models were trained on, whatever a shared store counts beyond.
+func logUsers(n int) float64 { return math.Log1p(float64(min(n, maxKeyUsers))) }
+
+// beatOf returns the user's clicks in the window (newest first, 0 past the last) and how regular
+// their intervals are: 1 minus their spread over their mean, floored at 0, over at least 3 clicks
+// (0 with fewer).
+func beatOf(c *[MaxClicks]int64) (clicks int, cadence float64) {
 	var sum, sumSq float64
-	intervals := 0
-	for i := 0; i < n; i++ { // newest first
-		cur := u.clicks[(u.next-1-i+2*n)%n]
-		if cur == 0 || now-sliceOf(cur) >= windowSlices {
+	for i, at := range c {
+		if at == 0 {
 			break
 		}
 		clicks++
 		if i == 0 {
 			continue
 		}
-		next := u.clicks[(u.next-i+2*n)%n]
-		d := float64(next - cur)
+		d := float64(c[i-1] - at)
 		sum += d
 		sumSq += d * d
-		intervals++
 	}
+	intervals := clicks - 1
 	if intervals < 2 {
 		return clicks, 0
 	}

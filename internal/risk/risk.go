@@ -2,13 +2,15 @@
 // challenge (the grab must carry a solved challenge's one-time pass) or block (this request is
 // refused). The rules here are the classic signals of scalping bots (OWASP OAT-005): many
 // accounts behind one address, clicks at a machine's regular cadence, and challenges solved
-// faster than a person reads them. They keep their state in this process, bounded in memory;
-// each node judges the traffic it sees.
+// faster than a person reads them. By themselves they keep their state in this process,
+// bounded in memory: one node judges the traffic it sees. A cluster's engine counts in windows
+// shared by the nodes (Windows, windows.go; on Redis in the distributed mode), and the rules
+// that count judge by those counts: a farm spread over the nodes is seen whole.
 //
 // A trained model (model.go: a logistic regression in a versioned JSON file) takes over from the
 // rules when one is configured: it scores the features of features.go, which the product page's
-// signals and this node's windows give, and the Engine (engine.go) acts on its score, or only
-// counts it in shadow mode.
+// signals and the windows give, and the Engine (engine.go) acts on its score, or only counts it
+// in shadow mode.
 package risk
 
 import (
@@ -51,6 +53,10 @@ type Signal struct {
 	Page *Page
 	// Claims are what the identity provider's token says of the account.
 	Claims Claims
+	// Seen, when set, is what the windows shared by the nodes hold of this grab once counted
+	// (the Engine sets it, see Options.Windows): the rules that count judge by it instead of
+	// their own memory, which sees only this node's part of the crowd.
+	Seen *Seen
 }
 
 // Rule judges requests. Grab sees every grab; Answer every right answer to a challenge. A rule
@@ -59,6 +65,18 @@ type Rule interface {
 	Name() string
 	Grab(s Signal) Decision
 	Answer(s Signal) Decision
+}
+
+// counts is implemented by the rules that count in windows (accounts per address, the cadence
+// of a user's clicks): given the shared windows' counts (Signal.Seen), they judge by them, and
+// say which windows they read, so that a grab is counted in those alone.
+type counts interface{ reads() windowsRead }
+
+// windowsRead are the windows a rule reads: the address's accounts (and how many of them it
+// weighs at most), the user's clicks.
+type windowsRead struct {
+	ip, clicks bool
+	users      int
 }
 
 // shards spreads a rule's state over locks, so the crowd rarely waits for itself.
@@ -71,7 +89,8 @@ func shardOf(key string) int { return int(maphash.String(seed, key) % shards) }
 // AccountsPerIP counts the distinct users seen grabbing from one client address within Window:
 // beyond ChallengeAbove of them every grab from the address needs a challenge, and from BlockAt
 // on it is blocked. Enable it only where clients reach the service directly: behind a NAT or a
-// CDN many honest users share an address.
+// CDN many honest users share an address. Given the shared windows' counts (Signal.Seen), it
+// counts the users of the address there, over their window, on every node at once.
 type AccountsPerIP struct {
 	ChallengeAbove, BlockAt int
 	Window                  time.Duration
@@ -93,10 +112,25 @@ func (r *AccountsPerIP) Name() string { return "accounts_per_ip" }
 // Answer implements Rule.
 func (r *AccountsPerIP) Answer(Signal) Decision { return Allow }
 
+func (r *AccountsPerIP) reads() windowsRead { return windowsRead{ip: true, users: r.BlockAt} }
+
+func (r *AccountsPerIP) decide(n int) Decision {
+	switch {
+	case n >= r.BlockAt:
+		return Block
+	case n > r.ChallengeAbove:
+		return Challenge
+	}
+	return Allow
+}
+
 // Grab implements Rule.
 func (r *AccountsPerIP) Grab(s Signal) Decision {
 	if !s.IP.IsValid() {
 		return Allow
+	}
+	if s.Seen != nil {
+		return r.decide(s.Seen.IPUsers)
 	}
 	sh := &r.shard[shardOf(s.IP.String())]
 	sh.mu.Lock()
@@ -132,18 +166,14 @@ func (r *AccountsPerIP) Grab(s Signal) Decision {
 	if _, ok := a.seen[s.User]; ok || len(a.seen) < r.BlockAt {
 		a.seen[s.User] = s.At
 	}
-	switch n := len(a.seen); {
-	case n >= r.BlockAt:
-		return Block
-	case n > r.ChallengeAbove:
-		return Challenge
-	}
-	return Allow
+	return r.decide(len(a.seen))
 }
 
 // Cadence challenges a user whose last Clicks grabs came at a machine's regular beat: intervals
 // under Slowest on average whose spread (standard deviation) is under Jitter of their mean.
-// People click irregularly; a script's timer does not.
+// People click irregularly; a script's timer does not. Given the shared windows' counts
+// (Signal.Seen), it looks at the user's clicks there, on whichever nodes they came to (at most
+// MaxClicks of them).
 type Cadence struct {
 	Clicks  int           // grabs looked at; 8 if zero
 	Slowest time.Duration // mean interval above which nobody is suspected
@@ -167,11 +197,16 @@ func (r *Cadence) Name() string { return "cadence" }
 // Answer implements Rule.
 func (r *Cadence) Answer(Signal) Decision { return Allow }
 
+func (r *Cadence) reads() windowsRead { return windowsRead{clicks: true} }
+
 // Grab implements Rule.
 func (r *Cadence) Grab(s Signal) Decision {
 	clicks := r.Clicks
 	if clicks < 3 {
 		clicks = 8
+	}
+	if s.Seen != nil {
+		return r.sharedBeat(s.Seen.Clicks[:min(clicks, MaxClicks)])
 	}
 	sh := &r.shard[shardOf(s.User)]
 	sh.mu.Lock()
@@ -205,7 +240,26 @@ func (r *Cadence) Grab(s Signal) Decision {
 		sum += d
 		sumSq += d * d
 	}
-	n := float64(clicks - 1)
+	return r.judge(sum, sumSq, clicks-1)
+}
+
+// sharedBeat judges the clicks of the shared windows (Unix nanoseconds, newest first), as Grab its own.
+func (r *Cadence) sharedBeat(at []int64) Decision {
+	var sum, sumSq float64
+	for i := 1; i < len(at); i++ {
+		if at[i] == 0 {
+			return Allow // not enough clicks yet
+		}
+		d := float64(at[i-1] - at[i])
+		sum += d
+		sumSq += d * d
+	}
+	return r.judge(sum, sumSq, len(at)-1)
+}
+
+// judge decides on the sum and the sum of squares of intervals of a user's clicks.
+func (r *Cadence) judge(sum, sumSq float64, intervals int) Decision {
+	n := float64(intervals)
 	mean := sum / n
 	if mean <= 0 || mean > float64(r.Slowest) {
 		return Allow

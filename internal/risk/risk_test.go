@@ -1,15 +1,17 @@
 package risk
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"seckill/internal/saletest"
 	"testing"
 	"time"
 )
 
-var t0 = saletest.T0
+// t0 is saletest.T0, which this package cannot import (saletest imports redisgate, which
+// imports risk).
+var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func TestAccountsPerIP(t *testing.T) {
 	r := &AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}
@@ -91,18 +93,38 @@ func TestEngineTakesTheWorstAndCountsIt(t *testing.T) {
 	e := New(&AccountsPerIP{ChallengeAbove: 1, BlockAt: 10, Window: time.Minute}, SolveTime{Fastest: time.Second})
 	e.Observe = func(v Verdict) { seen = append(seen, v) }
 	ip := netip.MustParseAddr("203.0.113.1")
-	e.Grab(Signal{IP: ip, User: "a", At: t0})
-	if v := e.Grab(Signal{IP: ip, User: "b", At: t0}); v != (Verdict{Decision: Challenge, Rule: "accounts_per_ip"}) {
+	judge(t, e, Signal{IP: ip, User: "a", At: t0})
+	if v := judge(t, e, Signal{IP: ip, User: "b", At: t0}); v != (Verdict{Decision: Challenge, Rule: "accounts_per_ip"}) {
 		t.Fatalf("second account: %+v", v)
 	}
-	if v := e.Answer(Signal{IP: ip, User: "b", Solve: time.Millisecond}); v != (Verdict{Decision: Block, Rule: "solve_time"}) {
+	if v := answer(t, e, Signal{IP: ip, User: "b", Solve: time.Millisecond}); v != (Verdict{Decision: Block, Rule: "solve_time"}) {
 		t.Fatalf("instant answer: %+v", v)
 	}
 	if len(seen) != 2 {
 		t.Fatalf("observed %v, want the two non-allow verdicts", seen)
 	}
 	var none *Engine
-	if v := none.Grab(Signal{}); v.Decision != Allow {
+	if v := judge(t, none, Signal{}); v.Decision != Allow {
 		t.Fatalf("a nil engine: %+v, want allow", v)
 	}
+}
+
+// judge is e's verdict on the grab s, which must not fail.
+func judge(t testing.TB, e *Engine, s Signal) Verdict {
+	t.Helper()
+	v, err := e.Grab(context.Background(), s)
+	if err != nil {
+		t.Fatalf("grab %+v: %v", s, err)
+	}
+	return v
+}
+
+// answer is e's verdict on the answer s, which must not fail.
+func answer(t testing.TB, e *Engine, s Signal) Verdict {
+	t.Helper()
+	v, err := e.Answer(context.Background(), s)
+	if err != nil {
+		t.Fatalf("answer %+v: %v", s, err)
+	}
+	return v
 }
