@@ -173,7 +173,7 @@ func settings(c *config) []setting {
 			count(&c.Replication.Replicas, 16, "a number of replicas from 0 to 16")},
 		{"risk-accounts-per-ip", "SECKILL_RISK_ACCOUNTS_PER_IP", "0", "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN",
 			count(&c.riskAccounts, 1_000_000, "a number of users, 0 for off")},
-		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
+		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs on this node came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
 		{"risk-min-solve", "SECKILL_RISK_MIN_SOLVE", "1s", "a challenge answered faster than this is refused; 0: off",
 			orOff(&c.riskMinSolve, 0, "a duration such as 1s, or 0 for off")},
 		{"risk-model", "SECKILL_RISK_MODEL", "", "a trained risk model `file` (seckill risk train) that scores every grab and takes over from the rules above; read again when it changes; empty: the rules alone", text(&c.riskModel)},

@@ -205,7 +205,7 @@ func (r *Cadence) Grab(s Signal) Decision {
 	if clicks < 3 {
 		clicks = 8
 	}
-	if s.Seen != nil {
+	if s.Seen != nil && s.Seen.Clicks[0] != 0 { // the windows counted this click among the user's
 		return r.sharedBeat(s.Seen.Clicks[:min(clicks, MaxClicks)])
 	}
 	sh := &r.shard[shardOf(s.User)]
