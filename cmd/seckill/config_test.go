@@ -16,6 +16,8 @@ import (
 	"seckill/internal/httpapi"
 
 	"seckill/internal/node"
+
+	"seckill/internal/e2etest"
 )
 
 // TestReadmeListsEverySetting holds the README's configuration table against serve's settings
@@ -176,7 +178,7 @@ func TestServeRefusesAnUnknownSetting(t *testing.T) {
 func TestBinaryRefusesAnUnknownSetting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, buildBinary(t))
+	cmd := exec.CommandContext(ctx, e2etest.Binary(t))
 	cmd.Dir = t.TempDir()
 	cmd.Env = []string{"SECKILL_ADDR=127.0.0.1:0", "SECKILL_METRICS_ADDR=127.0.0.1:0", "SECKILL_JWT_SECRT=" + testSecret}
 	out, err := cmd.CombinedOutput()
@@ -236,6 +238,6 @@ func TestDemoLoginOffWithAnAdminToken(t *testing.T) {
 	base := startRun(t, map[string]string{"SECKILL_ADDR": "127.0.0.1:0", "SECKILL_METRICS_ADDR": "127.0.0.1:0", "SECKILL_DB": sqliteDSN(t),
 		"SECKILL_ADMIN_TOKEN": testAdmin, "SECKILL_LOG_LEVEL": "warn"})
 	c := newClient(t, base)
-	c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusNotFound)
-	c.must("GET", "/api/activities/demo", "", "", http.StatusNotFound)
+	c.Must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusNotFound)
+	c.Must("GET", "/api/activities/demo", "", "", http.StatusNotFound)
 }

@@ -3,9 +3,6 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -16,74 +13,10 @@ import (
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 
-	"seckill/internal/testtier"
-
 	"seckill/internal/node"
+
+	"seckill/internal/e2etest"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// buildBinary compiles the program once per test run, as the crash tests need a real process to
-// kill.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	testtier.NeedsServer(t, "the built seckill binary")
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "seckill-bin")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "seckill")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
-// child is a seckill process started from the built binary.
-type child struct {
-	cmd  *exec.Cmd
-	base string
-}
-
-// startChild starts the built binary with env, and nothing else, as its environment (see
-// testEnv).
-func startChild(t *testing.T, env map[string]string) *child {
-	t.Helper()
-	cmd := exec.Command(buildBinary(t), "serve")
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &child{cmd: cmd}
-	t.Cleanup(func() { c.kill() })
-	c.base = waitListening(t, stdout)
-	return c
-}
-
-func (c *child) kill() {
-	if c.cmd.ProcessState == nil {
-		c.cmd.Process.Kill() // SIGKILL: no shutdown, no flush
-		c.cmd.Wait()
-	}
-}
 
 // TestKillNineMidSale kills the server with SIGKILL while a crowd is grabbing, restarts it on the
 // same database, and checks that every grab acknowledged before the kill became an order, that
@@ -91,9 +24,9 @@ func (c *child) kill() {
 func TestKillNineMidSale(t *testing.T) {
 	const stock = 300
 	env := testEnv(sqliteDSN(t))
-	first := startChild(t, env)
-	c := newClient(t, first.base)
-	id := c.createItem(stock, 1, 15*time.Minute)
+	first := e2etest.StartChild(t, env)
+	c := newClient(t, first.Base)
+	id := c.CreateItem(stock, 1, 15*time.Minute)
 
 	users := make([]string, 3000)
 	for i := range users {
@@ -106,32 +39,32 @@ func TestKillNineMidSale(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !killed.Load() && acked.Load() >= 100 {
-			first.kill()
+			first.Kill()
 			killed.Store(true)
 		}
 		return killed.Load()
 	}
 	// Count acknowledgements as they arrive so that the kill lands in the middle of the sale.
 	count := func(o outcome) {
-		if o.status == http.StatusAccepted {
+		if o.Status == http.StatusAccepted {
 			acked.Add(1)
 		}
 	}
-	outs := c.crowd(id, users, 0, 32, count, stopCrowd)
+	outs := c.Crowd(id, users, 0, 32, count, stopCrowd)
 	if !killed.Load() {
 		t.Fatalf("the sale ended (%d acknowledged) before the kill", acked.Load())
 	}
 	wins := map[string]string{}
 	for _, o := range outs {
-		if o.status == http.StatusAccepted {
-			wins[o.user] = o.token
+		if o.Status == http.StatusAccepted {
+			wins[o.User] = o.Token
 		}
 	}
 	t.Logf("killed with %d grabs acknowledged of %d answered clicks", len(wins), len(outs))
 
-	second := startChild(t, env)
-	c = newClient(t, second.base)
-	st := c.drained(id)
+	second := e2etest.StartChild(t, env)
+	c = newClient(t, second.Base)
+	st := c.Drained(id)
 	if got := st["orders"].(float64); got < float64(len(wins)) || got > stock {
 		t.Fatalf("after restart %v orders; %d were acknowledged, stock %d", got, len(wins), stock)
 	}
@@ -139,11 +72,11 @@ func TestKillNineMidSale(t *testing.T) {
 		t.Fatalf("the database refused grabs after the restart: %v", st)
 	}
 	for user, token := range wins {
-		o := c.must("GET", "/api/orders/"+token, c.token(user), "", http.StatusOK)
+		o := c.Must("GET", "/api/orders/"+token, c.Token(user), "", http.StatusOK)
 		if o["status"] != "CREATED" {
 			t.Fatalf("acknowledged grab %s of %s is %v after kill -9", token, user, o["status"])
 		}
-		if status, m, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token(user), ""); status != http.StatusConflict {
+		if status, m, _ := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(user), ""); status != http.StatusConflict {
 			t.Fatalf("%s won before the kill and grabbed again after it: %d %v", user, status, m)
 		}
 	}
@@ -152,12 +85,12 @@ func TestKillNineMidSale(t *testing.T) {
 	for i := range more {
 		more[i] = fmt.Sprint("after-", i)
 	}
-	for _, o := range c.crowd(id, more, 1, 32, nil, nil) {
-		if o.err != nil || (o.status != http.StatusAccepted && o.status != http.StatusConflict && o.status != http.StatusGone) {
-			t.Fatalf("grab after restart: %d %s %v", o.status, o.code, o.err)
+	for _, o := range c.Crowd(id, more, 1, 32, nil, nil) {
+		if o.Err != nil || (o.Status != http.StatusAccepted && o.Status != http.StatusConflict && o.Status != http.StatusGone) {
+			t.Fatalf("grab after restart: %d %s %v", o.Status, o.Code, o.Err)
 		}
 	}
-	st = c.drained(id)
+	st = c.Drained(id)
 	if st["created"] != float64(stock) || st["orders"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("after the sale: %v; want exactly %d orders, none failed, nothing left", st, stock)
 	}
@@ -174,20 +107,20 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role, "SECKILL_CLAIM_IDLE", "2s")
 	}
-	api := newClient(t, startChild(t, env(node.RoleAPI)).base)
-	id := api.createItem(users, 1, 15*time.Minute)
+	api := newClient(t, e2etest.StartChild(t, env(node.RoleAPI)).Base)
+	id := api.CreateItem(users, 1, 15*time.Minute)
 	names := make([]string, users)
 	for i := range names {
 		names[i] = fmt.Sprint("u", i)
 	}
 	wins := map[string]string{}
-	for _, o := range api.crowd(id, names, 0, 32, nil, nil) {
-		if o.err != nil || o.status != http.StatusAccepted {
-			t.Fatalf("grab by %s: %d %s %v", o.user, o.status, o.code, o.err)
+	for _, o := range api.Crowd(id, names, 0, 32, nil, nil) {
+		if o.Err != nil || o.Status != http.StatusAccepted {
+			t.Fatalf("grab by %s: %d %s %v", o.User, o.Status, o.Code, o.Err)
 		}
-		wins[o.user] = o.token
+		wins[o.User] = o.Token
 	}
-	if st := api.stats(id); st["pending_queue"] != float64(users) || st["orders"] != 0.0 {
+	if st := api.Stats(id); st["pending_queue"] != float64(users) || st["orders"] != 0.0 {
 		t.Fatalf("an API node placed orders or lost grabs: %v", st)
 	}
 
@@ -196,7 +129,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	first := startChild(t, env(node.RoleWorker))
+	first := e2etest.StartChild(t, env(node.RoleWorker))
 	var held int64 // entries delivered to the first worker and not acknowledged when it died
 	deadline := time.Now().Add(30 * time.Second)
 	for held == 0 {
@@ -204,11 +137,11 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 			t.Fatal("never caught the first worker holding unacknowledged grabs")
 		}
 		time.Sleep(5 * time.Millisecond)
-		if api.stats(id)["orders"] == 0.0 {
+		if api.Stats(id)["orders"] == 0.0 {
 			continue
 		}
 		// Freeze it to look at what it holds; let it go on if it was between two batches.
-		if err := first.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		if err := first.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
 		p, err := rdb.XPending(t.Context(), redisgate.StreamKey(id), redisgate.Group).Result()
@@ -216,23 +149,23 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		if held = p.Count; held == 0 {
-			first.cmd.Process.Signal(syscall.SIGCONT)
+			first.Signal(syscall.SIGCONT)
 		}
 	}
-	first.kill()
-	st := api.stats(id)
+	first.Kill()
+	st := api.Stats(id)
 	t.Logf("killed the first worker holding %d grabs; %v orders placed", held, st["orders"])
 	if st["orders"] == float64(users) {
 		t.Fatal("the first worker placed every order before it died: nothing left to take over")
 	}
 
-	startChild(t, env(node.RoleWorker))
-	st = api.drained(id)
+	e2etest.StartChild(t, env(node.RoleWorker))
+	st = api.Drained(id)
 	if st["orders"] != float64(users) || st["created"] != float64(users) || st["failed"] != 0.0 || st["remaining"] != 0.0 {
 		t.Fatalf("after the takeover: %v; want exactly %d orders, all created", st, users)
 	}
 	for user, token := range wins {
-		if o := api.must("GET", "/api/orders/"+token, api.token(user), "", http.StatusOK); o["status"] != "CREATED" {
+		if o := api.Must("GET", "/api/orders/"+token, api.Token(user), "", http.StatusOK); o["status"] != "CREATED" {
 			t.Fatalf("acknowledged grab %s of %s is %v", token, user, o["status"])
 		}
 	}

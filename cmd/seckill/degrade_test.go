@@ -23,12 +23,12 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"))
 	c := newClient(t, base)
-	id := c.createItem(stock, 1, 15*time.Minute)
+	id := c.CreateItem(stock, 1, 15*time.Minute)
 
 	winners := map[string]bool{}
 	grab := func(user string) (int, string) {
 		t.Helper()
-		status, body, err := c.callKeyed("POST", "/api/activities/"+id+"/grab", c.token(user), "key-"+user, "")
+		status, body, err := c.CallKeyed("POST", "/api/activities/"+id+"/grab", c.Token(user), "key-"+user, "")
 		if err != nil {
 			t.Fatalf("grab by %s: %v", user, err)
 		}
@@ -57,13 +57,13 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 			t.Fatalf("grab %d with Redis hung: %d %s after %v; want 503 BUSY within the 1 s deadline", i, status, code, took)
 		}
 	}
-	status, ready, err := c.call("GET", "/readyz", "", "")
+	status, ready, err := c.Call("GET", "/readyz", "", "")
 	if err != nil || status != http.StatusServiceUnavailable || ready["level"] != "degraded" {
 		t.Fatalf("/readyz with Redis hung: %d %v %v; want 503 and level degraded", status, ready, err)
 	}
 	// The stats are shed, never refused: the stock is known, the gate's numbers and the
 	// database's counts are not asked for.
-	status, st, err := c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+	status, st, err := c.Call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
 	if err != nil || status != http.StatusOK || st["stock"] != float64(stock) || fmt.Sprint(st["shed"]) != "[gate counts]" {
 		t.Fatalf("stats with Redis hung: %d %v %v; want 200 with the gate and the counts shed", status, st, err)
 	}
@@ -105,7 +105,7 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 			t.Fatalf("grab after the stock is gone: %d %s, want 410", status, code)
 		}
 	}
-	st = c.drained(id)
+	st = c.Drained(id)
 	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("stats after the sale: %v; want exactly %d orders, none left", st, stock)
 	}
@@ -116,10 +116,10 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 func TestRiskRulesInTheBinary(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_RISK_ACCOUNTS_PER_IP", "3"))
 	c := newClient(t, base)
-	id := c.createItem(100, 1, 15*time.Minute)
+	id := c.CreateItem(100, 1, 15*time.Minute)
 	var got []string
 	for i := range 15 {
-		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("farmed-", i)), "")
+		status, body, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(fmt.Sprint("farmed-", i)), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,13 +148,13 @@ func TestCancelWhileRedisIsAwayRestocks(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"))
 	c := newClient(t, base)
-	id := c.createItem(1, 1, 15*time.Minute)
-	o := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)
+	id := c.CreateItem(1, 1, 15*time.Minute)
+	o := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("alice"), "", http.StatusAccepted)
 	tok := o["order_token"].(string)
-	c.drained(id)
+	c.Drained(id)
 
 	rs.Pause(t)
-	status, body, err := c.call("POST", "/api/orders/"+tok+"/cancel", c.token("alice"), "")
+	status, body, err := c.Call("POST", "/api/orders/"+tok+"/cancel", c.Token("alice"), "")
 	if err != nil || status != http.StatusOK || body["status"] != "CANCELLED" {
 		t.Fatalf("cancel with Redis frozen: %d %v %v; want 200 CANCELLED: the cancel is the database's", status, body, err)
 	}
@@ -162,7 +162,7 @@ func TestCancelWhileRedisIsAwayRestocks(t *testing.T) {
 
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token("bob"), "")
+		status, body, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token("bob"), "")
 		if err == nil && status == http.StatusAccepted {
 			break
 		}
@@ -171,11 +171,11 @@ func TestCancelWhileRedisIsAwayRestocks(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if st := c.drained(id); st["orders"] != 2.0 || st["cancelled"] != 1.0 || st["created"] != 1.0 || st["remaining"] != 0.0 {
+	if st := c.Drained(id); st["orders"] != 2.0 || st["cancelled"] != 1.0 || st["created"] != 1.0 || st["remaining"] != 0.0 {
 		t.Fatalf("stats after the resale: %v; want alice's order cancelled and bob's created, none left", st)
 	}
 	// Given back once: alice may buy again, and finds it sold out.
-	if status, body, _ := c.call("POST", "/api/activities/"+id+"/grab", c.token("alice"), ""); status != http.StatusGone {
+	if status, body, _ := c.Call("POST", "/api/activities/"+id+"/grab", c.Token("alice"), ""); status != http.StatusGone {
 		t.Fatalf("alice grabs again: %d %v, want 410 SOLD_OUT (not ALREADY_BOUGHT: her unit was given back)", status, body)
 	}
 }

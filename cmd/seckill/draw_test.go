@@ -55,15 +55,15 @@ func TestDrawRecomputesTheOrder(t *testing.T) {
 func TestDrawChecksALotteryOfTheBinary(t *testing.T) {
 	c := newClient(t, startRun(t, testEnv(sqliteDSN(t))))
 	start := time.Now().Add(3 * time.Second).Truncate(time.Second)
-	id := c.createLined("lottery", 5, 1, start)
-	entries, _ := c.joins(id, names("u", 40), 8, nil)
+	id := createLined(c, "lottery", 5, 1, start)
+	entries, _ := joins(c, id, names("u", 40), 8, nil)
 	if len(entries) != 40 || !time.Now().Before(start) {
 		t.Fatalf("%d entries before %v", len(entries), start)
 	}
 	time.Sleep(time.Until(start))
-	c.answered(id)
-	line := c.must("GET", "/api/activities/"+id, "", "", http.StatusOK)["line"].(map[string]any)
-	resp, err := http.Get(c.base + line["entries_url"].(string))
+	answered(c, id)
+	line := c.Must("GET", "/api/activities/"+id, "", "", http.StatusOK)["line"].(map[string]any)
+	resp, err := http.Get(c.Base + line["entries_url"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestDrawChecksALotteryOfTheBinary(t *testing.T) {
 	drawn := strings.Fields(out.String())
 	var won []string
 	for u, tok := range entries {
-		if v := c.must("GET", "/api/queue/"+tok, c.token(u), "", http.StatusOK); v["status"] == "WON" {
+		if v := c.Must("GET", "/api/queue/"+tok, c.Token(u), "", http.StatusOK); v["status"] == "WON" {
 			won = append(won, tok)
 		} else if v["status"] != "NOT_DRAWN" {
 			t.Fatalf("entry of %s: %v", u, v)

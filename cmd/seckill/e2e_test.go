@@ -47,32 +47,32 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	const users, stock = 10_000, 100
 	base := startRun(t, testEnv(dsn, env...))
 	c := newClient(t, base)
-	id := c.createItem(stock, 1, 15*time.Minute)
+	id := c.CreateItem(stock, 1, 15*time.Minute)
 
 	names := make([]string, users)
 	for i := range names {
 		names[i] = fmt.Sprint("user-", i)
 	}
 	rand.New(rand.NewPCG(1, 2)).Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
-	outs := c.crowd(id, names, 1, 64, nil, nil)
-	outs = append(outs, c.crowd(id, names[:users/4], 0, 64, nil, nil)...) // a quarter click a third time
+	outs := c.Crowd(id, names, 1, 64, nil, nil)
+	outs = append(outs, c.Crowd(id, names[:users/4], 0, 64, nil, nil)...) // a quarter click a third time
 
 	winners := map[string]string{}
 	codes := map[string]int{}
 	for _, o := range outs {
-		if o.err != nil {
-			t.Fatalf("click by %s got no answer: %v", o.user, o.err)
+		if o.Err != nil {
+			t.Fatalf("click by %s got no answer: %v", o.User, o.Err)
 		}
-		switch o.status {
+		switch o.Status {
 		case http.StatusAccepted:
-			if prev, ok := winners[o.user]; ok {
-				t.Fatalf("%s won twice: %s and %s", o.user, prev, o.token)
+			if prev, ok := winners[o.User]; ok {
+				t.Fatalf("%s won twice: %s and %s", o.User, prev, o.Token)
 			}
-			winners[o.user] = o.token
+			winners[o.User] = o.Token
 		case http.StatusConflict, http.StatusGone:
-			codes[o.code]++
+			codes[o.Code]++
 		default:
-			t.Fatalf("click by %s: %d %s", o.user, o.status, o.code)
+			t.Fatalf("click by %s: %d %s", o.User, o.Status, o.Code)
 		}
 	}
 	if len(winners) != stock {
@@ -81,12 +81,12 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	if codes["SOLD_OUT"] == 0 || codes["ALREADY_BOUGHT"]+codes["SOLD_OUT"] != len(outs)-stock {
 		t.Fatalf("rejections %v do not account for the %d losing clicks", codes, len(outs)-stock)
 	}
-	st := c.drained(id)
+	st := c.Drained(id)
 	if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
 		t.Fatalf("stats after the sale: %v", st)
 	}
 	for user, token := range winners {
-		o := c.must("GET", "/api/orders/"+token, c.token(user), "", http.StatusOK)
+		o := c.Must("GET", "/api/orders/"+token, c.Token(user), "", http.StatusOK)
 		if o["status"] != "CREATED" {
 			t.Fatalf("%s's order %s is %v", user, token, o["status"])
 		}
@@ -96,16 +96,16 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	for user, token := range winners {
 		switch {
 		case n < 3:
-			c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusOK)
+			c.Must("POST", "/api/orders/"+token+"/pay", c.Token(user), "", http.StatusOK)
 			if n == 0 {
-				c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusOK)
+				c.Must("POST", "/api/orders/"+token+"/pay", c.Token(user), "", http.StatusOK)
 			}
 		case n < 5:
-			c.must("POST", "/api/orders/"+token+"/cancel", c.token(user), "", http.StatusOK)
+			c.Must("POST", "/api/orders/"+token+"/cancel", c.Token(user), "", http.StatusOK)
 		}
 		n++
 	}
-	if rec := c.must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
+	if rec := c.Must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
 		t.Fatalf("reconcile after the sale: %v", rec)
 	}
 	// The node's metrics count the same sale: its wins, its losing clicks, its orders.
@@ -170,12 +170,12 @@ func TestZeroSetupStart(t *testing.T) {
 		}
 	}
 	c := newClient(t, base)
-	login := c.must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusOK)
-	grab := c.must("POST", "/api/activities/demo/grab", login["token"].(string), "", http.StatusAccepted)
+	login := c.Must("POST", "/api/login", "", `{"user":"alice"}`, http.StatusOK)
+	grab := c.Must("POST", "/api/activities/demo/grab", login["token"].(string), "", http.StatusAccepted)
 	if grab["order_token"] == "" {
 		t.Fatalf("demo grab: %v", grab)
 	}
-	if st := c.must("GET", "/api/admin/activities/demo/stats", admin, "", http.StatusOK); st["stock"] != 100.0 {
+	if st := c.Must("GET", "/api/admin/activities/demo/stats", admin, "", http.StatusOK); st["stock"] != 100.0 {
 		t.Fatalf("demo stats: %v", st)
 	}
 	pages(t, base, admin)
@@ -317,7 +317,7 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	base, done := launch(t, ctx, env)
 	c := newClient(t, base)
-	id := c.createItem(5000, 1, 15*time.Minute)
+	id := c.CreateItem(5000, 1, 15*time.Minute)
 	users := make([]string, 4000)
 	for i := range users {
 		users[i] = fmt.Sprint("u", i)
@@ -329,8 +329,8 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 		}
 		return ctx.Err() != nil
 	}
-	outs := c.crowd(id, users, 0, 32, func(o outcome) {
-		if o.status == http.StatusAccepted {
+	outs := c.Crowd(id, users, 0, 32, func(o outcome) {
+		if o.Status == http.StatusAccepted {
 			acked.Add(1)
 		}
 	}, stopAt)
@@ -339,15 +339,15 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 	}
 
 	c = newClient(t, startRun(t, env))
-	c.drained(id)
+	c.Drained(id)
 	n := 0
 	for _, o := range outs {
-		if o.status != http.StatusAccepted {
+		if o.Status != http.StatusAccepted {
 			continue
 		}
 		n++
-		if got := c.must("GET", "/api/orders/"+o.token, c.token(o.user), "", http.StatusOK); got["status"] != "CREATED" {
-			t.Fatalf("grab %s acknowledged before shutdown is %v after restart", o.token, got["status"])
+		if got := c.Must("GET", "/api/orders/"+o.Token, c.Token(o.User), "", http.StatusOK); got["status"] != "CREATED" {
+			t.Fatalf("grab %s acknowledged before shutdown is %v after restart", o.Token, got["status"])
 		}
 	}
 	if n < 300 {
@@ -361,18 +361,18 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 func TestRateLimitIsSharedByTheNodes(t *testing.T) {
 	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(), "SECKILL_RATE_USER", "2")
 	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
-	id := a.createItem(100, 1, 15*time.Minute)
+	id := a.CreateItem(100, 1, 15*time.Minute)
 	grab := "/api/activities/" + id + "/grab"
-	a.must("POST", grab, a.token("alice"), "", http.StatusAccepted)
-	b.must("POST", grab, b.token("alice"), "", http.StatusConflict)
+	a.Must("POST", grab, a.Token("alice"), "", http.StatusAccepted)
+	b.Must("POST", grab, b.Token("alice"), "", http.StatusConflict)
 	// The gate's own call checks the bucket (one Redis call a grab): its refusal says when to
 	// come back, and the metrics name the user's limit.
-	req, err := http.NewRequest("POST", a.base+grab, nil)
+	req, err := http.NewRequest("POST", a.Base+grab, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+a.token("alice"))
-	resp, err := a.http.Do(req)
+	req.Header.Set("Authorization", "Bearer "+a.Token("alice"))
+	resp, err := a.HTTP().Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,13 +382,13 @@ func TestRateLimitIsSharedByTheNodes(t *testing.T) {
 		t.Fatalf("alice's third click in a second, on the first node again: %d, Retry-After %q, %s",
 			resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
-	if m := scrape(t, a.base); !strings.Contains(m, `seckill_grab_requests_total{outcome="rate_limited_user"} 1`) {
+	if m := scrape(t, a.Base); !strings.Contains(m, `seckill_grab_requests_total{outcome="rate_limited_user"} 1`) {
 		t.Errorf("the metrics do not count the refusal as the user's limit:\n%s", grepLines(m, "seckill_grab_requests_total"))
 	}
-	b.must("POST", grab, b.token("bob"), "", http.StatusAccepted)
+	b.Must("POST", grab, b.Token("bob"), "", http.StatusAccepted)
 	// The bucket is the activity's: alice's first click on another one passes.
-	other := a.createItem(100, 1, 15*time.Minute)
-	b.must("POST", "/api/activities/"+other+"/grab", b.token("alice"), "", http.StatusAccepted)
+	other := a.CreateItem(100, 1, 15*time.Minute)
+	b.Must("POST", "/api/activities/"+other+"/grab", b.Token("alice"), "", http.StatusAccepted)
 }
 
 // grepLines returns the lines of s that contain sub.
@@ -408,17 +408,17 @@ func grepLines(s, sub string) string {
 func TestBlacklistReachesEveryNode(t *testing.T) {
 	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
-	id := a.createItem(100, 1, 15*time.Minute)
+	id := a.CreateItem(100, 1, 15*time.Minute)
 	grab := "/api/activities/" + id + "/grab"
-	a.must("POST", "/api/admin/blocks", testAdmin, `{"kind":"user","value":"mallory","reason":"bot"}`, http.StatusCreated)
-	a.must("POST", grab, a.token("mallory"), "", http.StatusForbidden) // at once on the node that took it
+	a.Must("POST", "/api/admin/blocks", testAdmin, `{"kind":"user","value":"mallory","reason":"bot"}`, http.StatusCreated)
+	a.Must("POST", grab, a.Token("mallory"), "", http.StatusForbidden) // at once on the node that took it
 	time.Sleep(3 * node.ReloadEvery)
-	if m := b.must("POST", grab, b.token("mallory"), "", http.StatusForbidden); m["error"].(map[string]any)["code"] != "BLOCKED" {
+	if m := b.Must("POST", grab, b.Token("mallory"), "", http.StatusForbidden); m["error"].(map[string]any)["code"] != "BLOCKED" {
 		t.Fatalf("the other node: %v", m)
 	}
-	a.must("DELETE", "/api/admin/blocks/user/mallory", testAdmin, "", http.StatusNoContent)
+	a.Must("DELETE", "/api/admin/blocks/user/mallory", testAdmin, "", http.StatusNoContent)
 	time.Sleep(3 * node.ReloadEvery)
-	b.must("POST", grab, b.token("mallory"), "", http.StatusAccepted)
+	b.Must("POST", grab, b.Token("mallory"), "", http.StatusAccepted)
 }
 
 // TestRedPacketLeaderboardInTheBinary: the binary wires the leaderboard to its workers: after a
@@ -427,17 +427,17 @@ func TestRedPacketLeaderboardInTheBinary(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t)))
 	c := newClient(t, base)
 	now := time.Now().UTC()
-	id := c.must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
+	id := c.Must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
 		`{"name":"rain","kind":"redpacket","count":20,"total_cents":2000,"start_at":%q,"end_at":%q}`,
 		now.Add(-time.Second).Format(time.RFC3339), now.Add(time.Hour).Format(time.RFC3339)), http.StatusCreated)["id"].(string)
 	for i := range 30 {
-		status, _, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("u", i)), "")
+		status, _, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(fmt.Sprint("u", i)), "")
 		if err != nil || (status != http.StatusAccepted && status != http.StatusGone) {
 			t.Fatalf("grab %d: %d %v", i, status, err)
 		}
 	}
-	c.drained(id)
-	board := c.must("GET", "/api/activities/"+id+"/leaderboard?limit=100", "", "", http.StatusOK)
+	c.Drained(id)
+	board := c.Must("GET", "/api/activities/"+id+"/leaderboard?limit=100", "", "", http.StatusOK)
 	entries, _ := board["entries"].([]any)
 	if len(entries) != 20 || board["strategy"] != "exact" {
 		t.Fatalf("leaderboard after the rain: %v", board)

@@ -19,6 +19,8 @@ import (
 
 	"seckill/internal/relay"
 	"seckill/internal/signature"
+
+	"seckill/internal/e2etest"
 )
 
 // TestWebhooksReceiveTheOrderEvents runs a node with a webhook receiver on loopback that checks
@@ -57,14 +59,14 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 	t.Cleanup(rc.Close)
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret))
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Minute)
+	id := c.CreateItem(5, 1, time.Minute)
 	tokens := map[string]string{}
 	for _, u := range []string{"alice", "bob", "carol"} {
-		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+		tokens[u] = c.Must("POST", "/api/activities/"+id+"/grab", c.Token(u), "", http.StatusAccepted)["order_token"].(string)
 	}
-	c.drained(id)
-	c.must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.token("alice"), "", http.StatusOK)
-	c.must("POST", "/api/orders/"+tokens["bob"]+"/cancel", c.token("bob"), "", http.StatusOK)
+	c.Drained(id)
+	c.Must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.Token("alice"), "", http.StatusOK)
+	c.Must("POST", "/api/orders/"+tokens["bob"]+"/cancel", c.Token("bob"), "", http.StatusOK)
 
 	want := map[string][]string{
 		tokens["alice"]: {"order.created", "order.paid"},
@@ -98,7 +100,7 @@ func TestWebhooksReceiveTheOrderEvents(t *testing.T) {
 	}
 	// The relay records a delivery after the receiver's answer: wait for the last record.
 	for {
-		ds := c.must("GET", "/api/admin/deliveries?state=delivered", testAdmin, "", http.StatusOK)["deliveries"].([]any)
+		ds := c.Must("GET", "/api/admin/deliveries?state=delivered", testAdmin, "", http.StatusOK)["deliveries"].([]any)
 		if len(ds) == 5 {
 			for _, d := range ds {
 				if d.(map[string]any)["sink"] != rc.URL+"/hook" {
@@ -135,17 +137,17 @@ func TestDeliveredEventsArePurged(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret,
 		"SECKILL_EVENTS_KEEP", "1s"))
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Minute)
+	id := c.CreateItem(5, 1, time.Minute)
 	tokens := map[string]string{}
 	for _, u := range []string{"alice", "bob", "carol"} {
-		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+		tokens[u] = c.Must("POST", "/api/activities/"+id+"/grab", c.Token(u), "", http.StatusAccepted)["order_token"].(string)
 	}
-	c.drained(id)
-	c.must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.token("alice"), "", http.StatusOK)
+	c.Drained(id)
+	c.Must("POST", "/api/orders/"+tokens["alice"]+"/pay", c.Token("alice"), "", http.StatusOK)
 
 	deliveries := func() []any {
 		t.Helper()
-		return c.must("GET", "/api/admin/deliveries", testAdmin, "", http.StatusOK)["deliveries"].([]any)
+		return c.Must("GET", "/api/admin/deliveries", testAdmin, "", http.StatusOK)["deliveries"].([]any)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -165,7 +167,7 @@ func TestDeliveredEventsArePurged(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if o := c.must("GET", "/api/orders/"+tokens["alice"], c.token("alice"), "", http.StatusOK); o["status"] != "PAID" {
+	if o := c.Must("GET", "/api/orders/"+tokens["alice"], c.Token("alice"), "", http.StatusOK); o["status"] != "PAID" {
 		t.Fatalf("alice's order after the purge of its events: %v", o)
 	}
 }
@@ -182,10 +184,10 @@ func TestKafkaReceivesTheOrderEvents(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_KAFKA_BROKERS", strings.Join(cluster.ListenAddrs(), ","),
 		"SECKILL_KAFKA_TOPIC", "shop.orders"))
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Minute)
-	token := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)["order_token"].(string)
-	c.drained(id)
-	c.must("POST", "/api/orders/"+token+"/pay", c.token("alice"), "", http.StatusOK)
+	id := c.CreateItem(5, 1, time.Minute)
+	token := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("alice"), "", http.StatusAccepted)["order_token"].(string)
+	c.Drained(id)
+	c.Must("POST", "/api/orders/"+token+"/pay", c.Token("alice"), "", http.StatusOK)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumeTopics("shop.orders"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
@@ -249,20 +251,20 @@ func TestKillNineTheRelayMidDelivery(t *testing.T) {
 	t.Cleanup(rc.Close)
 	t.Cleanup(func() { closeOnce(release) })
 	env := testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", secret)
-	first := startChild(t, env)
-	c := newClient(t, first.base)
-	id := c.createItem(10, 1, time.Minute)
+	first := e2etest.StartChild(t, env)
+	c := newClient(t, first.Base)
+	id := c.CreateItem(10, 1, time.Minute)
 	users := []string{"u0", "u1", "u2", "u3", "u4", "u5"}
 	tokens := map[string]string{}
 	for _, u := range users {
-		tokens[u] = c.must("POST", "/api/activities/"+id+"/grab", c.token(u), "", http.StatusAccepted)["order_token"].(string)
+		tokens[u] = c.Must("POST", "/api/activities/"+id+"/grab", c.Token(u), "", http.StatusAccepted)["order_token"].(string)
 	}
-	c.drained(id)
+	c.Drained(id)
 	for i, u := range users {
 		if i%2 == 0 {
-			c.must("POST", "/api/orders/"+tokens[u]+"/pay", c.token(u), "", http.StatusOK)
+			c.Must("POST", "/api/orders/"+tokens[u]+"/pay", c.Token(u), "", http.StatusOK)
 		} else {
-			c.must("POST", "/api/orders/"+tokens[u]+"/cancel", c.token(u), "", http.StatusOK)
+			c.Must("POST", "/api/orders/"+tokens[u]+"/cancel", c.Token(u), "", http.StatusOK)
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -278,9 +280,9 @@ func TestKillNineTheRelayMidDelivery(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	first.kill()
+	first.Kill()
 	closeOnce(release)
-	startChild(t, env) // the same database, a new relay
+	e2etest.StartChild(t, env) // the same database, a new relay
 
 	deadline = time.Now().Add(30 * time.Second)
 	for {
@@ -361,13 +363,13 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", hookSecret,
 		"SECKILL_PAYMENT_SECRET", paySecret, "SECKILL_PAYMENT_URL", "https://pay.test/checkout", "SECKILL_SWEEP_EVERY", "100ms"))
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Second)
-	alice := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)["order_token"].(string)
-	bob := c.must("POST", "/api/activities/"+id+"/grab", c.token("bob"), "", http.StatusAccepted)["order_token"].(string)
-	carol := c.must("POST", "/api/activities/"+id+"/grab", c.token("carol"), "", http.StatusAccepted)["order_token"].(string)
-	c.drained(id)
+	id := c.CreateItem(5, 1, time.Second)
+	alice := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("alice"), "", http.StatusAccepted)["order_token"].(string)
+	bob := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("bob"), "", http.StatusAccepted)["order_token"].(string)
+	carol := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("carol"), "", http.StatusAccepted)["order_token"].(string)
+	c.Drained(id)
 	payment := func(user, token string) (id, payURL string) {
-		o := c.must("POST", "/api/orders/"+token+"/pay", c.token(user), "", http.StatusAccepted)
+		o := c.Must("POST", "/api/orders/"+token+"/pay", c.Token(user), "", http.StatusAccepted)
 		p := o["payment"].(map[string]any)
 		return p["payment_id"].(string), p["pay_url"].(string)
 	}
@@ -402,7 +404,7 @@ func TestPaymentProviderEndToEnd(t *testing.T) {
 	}
 	// bob's window (1 s) closes and the sweeper (every 100 ms) cancels his order first.
 	deadline := time.Now().Add(20 * time.Second)
-	for c.must("GET", "/api/orders/"+bob, c.token("bob"), "", http.StatusOK)["status"] != "CANCELLED" {
+	for c.Must("GET", "/api/orders/"+bob, c.Token("bob"), "", http.StatusOK)["status"] != "CANCELLED" {
 		if time.Now().After(deadline) {
 			t.Fatal("the sweeper never cancelled bob's order")
 		}
@@ -471,19 +473,19 @@ func TestKillNineMidPaymentCallbacks(t *testing.T) {
 	t.Cleanup(rc.Close)
 	env := testEnv(sqliteDSN(t), "SECKILL_WEBHOOK_URL", rc.URL+"/hook", "SECKILL_WEBHOOK_SECRET", hookSecret,
 		"SECKILL_PAYMENT_SECRET", paySecret, "SECKILL_PAYMENT_URL", "https://pay.test/checkout")
-	first := startChild(t, env)
-	c := newClient(t, first.base)
-	id := c.createItem(n, 1, 10*time.Minute)
+	first := e2etest.StartChild(t, env)
+	c := newClient(t, first.Base)
+	id := c.CreateItem(n, 1, 10*time.Minute)
 	type notice struct{ user, token, payment string }
 	notices := make([]notice, n)
 	for i := range notices {
 		user := fmt.Sprint("payer-", i)
-		tok := c.must("POST", "/api/activities/"+id+"/grab", c.token(user), "", http.StatusAccepted)["order_token"].(string)
+		tok := c.Must("POST", "/api/activities/"+id+"/grab", c.Token(user), "", http.StatusAccepted)["order_token"].(string)
 		notices[i] = notice{user: user, token: tok}
 	}
-	c.drained(id)
+	c.Drained(id)
 	for i, nt := range notices {
-		p := c.must("POST", "/api/orders/"+nt.token+"/pay", c.token(nt.user), "", http.StatusAccepted)["payment"].(map[string]any)
+		p := c.Must("POST", "/api/orders/"+nt.token+"/pay", c.Token(nt.user), "", http.StatusAccepted)["payment"].(map[string]any)
 		notices[i].payment = p["payment_id"].(string)
 	}
 	send := func(base string, nt notice) (int, error) {
@@ -506,8 +508,8 @@ func TestKillNineMidPaymentCallbacks(t *testing.T) {
 	for range 16 {
 		wg.Go(func() {
 			for nt := range work {
-				if status, err := send(first.base, nt); err == nil && status == http.StatusOK && answered.Add(1) == 30 {
-					once.Do(first.kill) // the callbacks on their way meet the kill
+				if status, err := send(first.Base, nt); err == nil && status == http.StatusOK && answered.Add(1) == 30 {
+					once.Do(first.Kill) // the callbacks on their way meet the kill
 				}
 			}
 		})
@@ -517,28 +519,28 @@ func TestKillNineMidPaymentCallbacks(t *testing.T) {
 	}
 	close(work)
 	wg.Wait()
-	once.Do(first.kill)
+	once.Do(first.Kill)
 	if a := answered.Load(); a < 30 || a >= n {
 		t.Fatalf("%d callbacks answered before the kill: it did not strike mid-way", a)
 	}
 
-	second := startChild(t, env)
-	c = newClient(t, second.base)
+	second := e2etest.StartChild(t, env)
+	c = newClient(t, second.Base)
 	for _, nt := range notices { // the provider's retries, of every notice
-		if status, err := send(second.base, nt); err != nil || status != http.StatusOK {
+		if status, err := send(second.Base, nt); err != nil || status != http.StatusOK {
 			t.Fatalf("payment %s again after the restart: %d, %v; want 200", nt.payment, status, err)
 		}
 	}
 	for _, nt := range notices {
-		if o := c.must("GET", "/api/orders/"+nt.token, c.token(nt.user), "", http.StatusOK); o["status"] != "PAID" {
+		if o := c.Must("GET", "/api/orders/"+nt.token, c.Token(nt.user), "", http.StatusOK); o["status"] != "PAID" {
 			t.Fatalf("order %s after the kill and the retries: %v; want PAID", nt.token, o["status"])
 		}
 	}
-	owed := c.must("GET", "/api/admin/payments?state=refund_pending", testAdmin, "", http.StatusOK)
+	owed := c.Must("GET", "/api/admin/payments?state=refund_pending", testAdmin, "", http.StatusOK)
 	if ps, _ := owed["payments"].([]any); len(ps) != 0 {
 		t.Fatalf("payments owed back after the retries: %v; want none (every notice came for its order, once paid)", ps)
 	}
-	if st := c.stats(id); st["paid"] != float64(n) {
+	if st := c.Stats(id); st["paid"] != float64(n) {
 		t.Fatalf("stats %v; want %d paid", st, n)
 	}
 	deadline := time.Now().Add(30 * time.Second)

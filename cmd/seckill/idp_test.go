@@ -50,7 +50,7 @@ func TestIdentityProviderTokenBuysAUnit(t *testing.T) {
 		"SECKILL_JWT_AUDIENCE", audience, "SECKILL_JWT_CREATED_CLAIM", "created_at", "SECKILL_JWT_TRUST_CLAIM", "trust",
 		"SECKILL_RISK_RECORD", record))
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Minute)
+	id := c.CreateItem(5, 1, time.Minute)
 
 	token := func(user, iss string) string {
 		now := time.Now()
@@ -64,21 +64,21 @@ func TestIdentityProviderTokenBuysAUnit(t *testing.T) {
 		return s
 	}
 	buyer := token("shopper-7", issuer)
-	grab := c.must("POST", "/api/activities/"+id+"/grab", buyer, "", http.StatusAccepted)
+	grab := c.Must("POST", "/api/activities/"+id+"/grab", buyer, "", http.StatusAccepted)
 	order := grab["order_token"].(string)
-	c.must("POST", "/api/activities/"+id+"/grab", token("mallory", "https://evil.test"), "", http.StatusUnauthorized)
-	c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)
+	c.Must("POST", "/api/activities/"+id+"/grab", token("mallory", "https://evil.test"), "", http.StatusUnauthorized)
+	c.Must("POST", "/api/activities/"+id+"/grab", c.Token("alice"), "", http.StatusAccepted)
 
-	st := c.drained(id)
+	st := c.Drained(id)
 	if st["orders"] != 2.0 || st["created"] != 2.0 {
 		t.Fatalf("stats after two grabs: %v; want 2 created orders", st)
 	}
-	o := c.must("GET", "/api/orders/"+order, buyer, "", http.StatusOK)
+	o := c.Must("GET", "/api/orders/"+order, buyer, "", http.StatusOK)
 	if o["status"] != "CREATED" || o["activity_id"] != id {
 		t.Fatalf("the provider's user's order: %v", o)
 	}
 	// Someone else's order is not theirs to read, whoever issued their token.
-	c.must("GET", "/api/orders/"+order, c.token("alice"), "", http.StatusNotFound)
+	c.Must("GET", "/api/orders/"+order, c.Token("alice"), "", http.StatusNotFound)
 
 	// The node writes its recording out every 2 s.
 	features := map[string]map[string]float64{}

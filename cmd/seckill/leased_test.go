@@ -31,13 +31,13 @@ func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	a, doneA := launch(t, ctx, env("SECKILL_RECONCILE_EVERY", "1s"))
 	b, doneB := launch(t, ctx, env("SECKILL_RECONCILE_EVERY", "1s"))
 	c := newClient(t, a)
-	id := c.createItem(10, 1, 15*time.Minute)
+	id := c.CreateItem(10, 1, 15*time.Minute)
 	for i := range 3 {
-		if status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("u", i)), ""); err != nil || status != http.StatusAccepted {
+		if status, body, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(fmt.Sprint("u", i)), ""); err != nil || status != http.StatusAccepted {
 			t.Fatalf("grab %d: %d %v %v", i, status, body, err)
 		}
 	}
-	c.drained(id)
+	c.Drained(id)
 	if _, err := servers.RedisCommand(rs.Addr(), "INCRBY", "{act:"+id+"}:stock", "2"); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	}
 	waitDrift("2", a, b)
 	time.Sleep(1500 * time.Millisecond) // another round or more: report only, nothing repaired
-	_, st, err := c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+	_, st, err := c.Call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
 	if err != nil || st["remaining"] != 9.0 {
 		t.Fatalf("stats after report-only rounds: %v, %v; want remaining 9, the drift left for an operator", st, err)
 	}
@@ -83,7 +83,7 @@ func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	repairer := startRun(t, env("SECKILL_RECONCILE_EVERY", "1s", "SECKILL_RECONCILE_REPAIR", "on"))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, st, err = c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+		_, st, err = c.Call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
 		if err == nil && st["remaining"] == 7.0 {
 			break
 		}
@@ -107,16 +107,16 @@ func TestArchiveDropsTheHotStateOfAFinishedSale(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0", "SECKILL_ARCHIVE_AFTER", "1s"))
 	c := newClient(t, base)
 	now := time.Now().UTC()
-	id := c.must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
+	id := c.Must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(
 		`{"name":"brief","kind":"item","stock":5,"price_cents":100,"start_at":%q,"end_at":%q,"pay_window_s":3}`,
 		now.Add(-time.Second).Format(time.RFC3339), now.Add(2*time.Second).Format(time.RFC3339)), http.StatusCreated)["id"].(string)
-	_, g, err := c.call("POST", "/api/activities/"+id+"/grab", c.token("buyer"), "")
+	_, g, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token("buyer"), "")
 	if err != nil || g["order_token"] == nil {
 		t.Fatalf("grab: %v, %v", g, err)
 	}
 	tok := g["order_token"].(string)
-	c.drained(id)
-	c.must("POST", "/api/orders/"+tok+"/pay", c.token("buyer"), "", http.StatusOK)
+	c.Drained(id)
+	c.Must("POST", "/api/orders/"+tok+"/pay", c.Token("buyer"), "", http.StatusOK)
 
 	keys := func() string {
 		t.Helper()
@@ -136,11 +136,11 @@ func TestArchiveDropsTheHotStateOfAFinishedSale(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	st := c.stats(id)
+	st := c.Stats(id)
 	if st["remaining"] != 4.0 || st["paid"] != 1.0 || st["stock"] != 5.0 {
 		t.Fatalf("stats of the archived sale: %v; want 4 remaining, 1 paid", st)
 	}
-	if o := c.must("GET", "/api/orders/"+tok, c.token("buyer"), "", http.StatusOK); o["status"] != "PAID" {
+	if o := c.Must("GET", "/api/orders/"+tok, c.Token("buyer"), "", http.StatusOK); o["status"] != "PAID" {
 		t.Fatalf("the archived sale's order: %v", o)
 	}
 	if k := keys(); k != "" {

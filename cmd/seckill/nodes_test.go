@@ -9,6 +9,8 @@ import (
 
 	"seckill/internal/mysqltest"
 	"seckill/internal/redistest"
+
+	"seckill/internal/e2etest"
 )
 
 // TestThreeNodesSellOneActivity runs three processes of the built binary on one Redis and one
@@ -19,9 +21,9 @@ func TestThreeNodesSellOneActivity(t *testing.T) {
 	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 	var clients []*client
 	for range 3 {
-		clients = append(clients, newClient(t, startChild(t, env).base))
+		clients = append(clients, newClient(t, e2etest.StartChild(t, env).Base))
 	}
-	id := clients[0].createItem(stock, 1, 15*time.Minute)
+	id := clients[0].CreateItem(stock, 1, 15*time.Minute)
 
 	// Node k takes the first click of the users i with i%3 == k, and the second click of those
 	// with i%3 == (k+2)%3.
@@ -36,7 +38,7 @@ func TestThreeNodesSellOneActivity(t *testing.T) {
 			}
 		}
 		wg.Go(func() {
-			got := c.crowd(id, mine, 0, 32, nil, nil)
+			got := c.Crowd(id, mine, 0, 32, nil, nil)
 			mu.Lock()
 			outs = append(outs, got...)
 			mu.Unlock()
@@ -47,22 +49,22 @@ func TestThreeNodesSellOneActivity(t *testing.T) {
 	winners := map[string]string{}
 	for _, o := range outs {
 		switch {
-		case o.err != nil:
-			t.Fatalf("click by %s got no answer: %v", o.user, o.err)
-		case o.status == http.StatusAccepted:
-			if prev, ok := winners[o.user]; ok {
-				t.Fatalf("%s won twice: %s and %s", o.user, prev, o.token)
+		case o.Err != nil:
+			t.Fatalf("click by %s got no answer: %v", o.User, o.Err)
+		case o.Status == http.StatusAccepted:
+			if prev, ok := winners[o.User]; ok {
+				t.Fatalf("%s won twice: %s and %s", o.User, prev, o.Token)
 			}
-			winners[o.user] = o.token
-		case o.status != http.StatusConflict && o.status != http.StatusGone:
-			t.Fatalf("click by %s: %d %s", o.user, o.status, o.code)
+			winners[o.User] = o.Token
+		case o.Status != http.StatusConflict && o.Status != http.StatusGone:
+			t.Fatalf("click by %s: %d %s", o.User, o.Status, o.Code)
 		}
 	}
 	if len(outs) != 2*users || len(winners) != stock {
 		t.Fatalf("%d clicks, %d winners; want %d clicks and %d winners", len(outs), len(winners), 2*users, stock)
 	}
 	for k, c := range clients { // every node drains and sees the same totals
-		st := c.drained(id)
+		st := c.Drained(id)
 		if st["orders"] != float64(stock) || st["created"] != float64(stock) || st["remaining"] != 0.0 {
 			t.Fatalf("node %d stats after the sale: %v", k, st)
 		}
@@ -71,7 +73,7 @@ func TestThreeNodesSellOneActivity(t *testing.T) {
 	for user, token := range winners {
 		c := clients[n%3] // any node answers for any order
 		n++
-		if o := c.must("GET", "/api/orders/"+token, c.token(user), "", http.StatusOK); o["status"] != "CREATED" {
+		if o := c.Must("GET", "/api/orders/"+token, c.Token(user), "", http.StatusOK); o["status"] != "CREATED" {
 			t.Fatalf("%s's order %s is %v", user, token, o["status"])
 		}
 	}

@@ -256,10 +256,10 @@ func TestRiskWindowsSharedByNodes(t *testing.T) {
 		}
 	}()
 	nodes := []*client{newClient(t, a), newClient(t, b)}
-	id := nodes[0].createItem(10, 1, 15*time.Minute)
+	id := nodes[0].CreateItem(10, 1, 15*time.Minute)
 	for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusForbidden, http.StatusForbidden} {
 		c := nodes[i%2]
-		status, body, err := c.call("POST", "/api/activities/"+id+"/grab", c.token(fmt.Sprint("acct-", i)), "")
+		status, body, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(fmt.Sprint("acct-", i)), "")
 		if err != nil || status != want {
 			t.Errorf("account %d of one address, on node %d: %d %v %v, want %d", i+1, i%2, status, body, err, want)
 		}

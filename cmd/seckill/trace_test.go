@@ -139,12 +139,12 @@ func traceOneGrab(t *testing.T, more []string, chain ...string) {
 		}
 	})
 	c := newClient(t, base)
-	id := c.createItem(5, 1, time.Minute)
-	m := c.must("POST", "/api/activities/"+id+"/grab", c.token("alice"), "", http.StatusAccepted)
-	if st := c.drained(id); st["orders"] != 1.0 {
+	id := c.CreateItem(5, 1, time.Minute)
+	m := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("alice"), "", http.StatusAccepted)
+	if st := c.Drained(id); st["orders"] != 1.0 {
 		t.Fatalf("one grab, stats %v", st)
 	}
-	if o := c.must("GET", "/api/orders/"+m["order_token"].(string), c.token("alice"), "", http.StatusOK); o["status"] != "CREATED" {
+	if o := c.Must("GET", "/api/orders/"+m["order_token"].(string), c.Token("alice"), "", http.StatusOK); o["status"] != "CREATED" {
 		t.Fatalf("alice's order: %v", o)
 	}
 

@@ -1,4 +1,4 @@
-package main
+package faults_test
 
 import (
 	"database/sql"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/e2etest"
 	"seckill/internal/mysqltest"
 	"seckill/internal/netfault"
 	"seckill/internal/redisgate"
@@ -68,7 +69,7 @@ func (s *crowdSale) run(conc int, max int64, stop <-chan struct{}) {
 				}
 				user := fmt.Sprint("u", n)
 				sent := time.Now()
-				status, body, err := s.c.callKeyed("POST", "/api/activities/"+s.id+"/grab", s.c.token(user), "k-"+user, "")
+				status, body, err := s.c.CallKeyed("POST", "/api/activities/"+s.id+"/grab", s.c.Token(user), "k-"+user, "")
 				at := time.Now()
 				s.mu.Lock()
 				s.answers[status]++
@@ -136,7 +137,7 @@ func (s *crowdSale) firstWinAfter(t time.Time) time.Time {
 // orders is how many the activity has.
 func (s *crowdSale) audit(t *testing.T) (lost []string, orders int, st map[string]any) {
 	t.Helper()
-	st = s.c.drained(s.id)
+	st = s.c.Drained(s.id)
 	driver, dsn := "sqlite", strings.TrimPrefix(s.dsn, "sqlite:")
 	if strings.HasPrefix(s.dsn, "mysql://") {
 		driver, dsn = "mysql", must(mysqltest.DriverDSN(s.dsn))
@@ -202,9 +203,9 @@ func (s *crowdSale) check(t *testing.T) {
 func TestClusterFailoverMidSale(t *testing.T) {
 	cluster := failoverCluster(t, false, 2)
 	dsn := sqliteDSN(t)
-	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"))
+	base := startNode(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"), "")
 	c := newClient(t, base)
-	id := c.createItem(1_000_000, 1, 15*time.Minute)
+	id := c.CreateItem(1_000_000, 1, 15*time.Minute)
 	slot, err := cluster.Slot("{act:" + id + "}")
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +235,7 @@ func TestClusterFailoverMidSale(t *testing.T) {
 	go func() {
 		defer close(statsDone)
 		for time.Since(killed) < 8*time.Second {
-			status, st, err := c.call("GET", "/api/admin/activities/"+id+"/stats", testAdmin, "")
+			status, st, err := c.Call("GET", "/api/admin/activities/"+id+"/stats", e2etest.Admin, "")
 			if err != nil || status != http.StatusOK {
 				statsErrs = append(statsErrs, fmt.Sprintf("%v: %d %v %v", time.Since(killed).Round(time.Millisecond), status, st, err))
 			}
@@ -266,7 +267,7 @@ func TestClusterFailoverMidSale(t *testing.T) {
 	// /readyz comes back to normal: every master answers, the breaker never opened.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, ready, err := c.call("GET", "/readyz", "", "")
+		status, ready, err := c.Call("GET", "/readyz", "", "")
 		if err == nil && status == http.StatusOK && ready["level"] == "normal" {
 			break
 		}
@@ -301,9 +302,9 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 			dsn := mysqltest.DSN(t)
 			env := testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0",
 				"SECKILL_REDIS_MIN_REPLICAS", replicas)
-			api := startRun(t, env, "-role", "api")
+			api := startNode(t, env, "api")
 			c := newClient(t, api)
-			id := c.createItem(1_000_000, 1, 15*time.Minute)
+			id := c.CreateItem(1_000_000, 1, 15*time.Minute)
 			slot, err := cluster.Slot("{act:" + id + "}")
 			if err != nil {
 				t.Fatal(err)
@@ -357,7 +358,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			stopCrowd()
 
-			startRun(t, env, "-role", "worker", "-addr", "127.0.0.1:0")
+			startNode(t, env, "worker")
 			lost, orders, st := s.audit(t)
 			t.Logf("%d clicks %v; %d acknowledged, %d of them while the replica was frozen; %d lost; %d orders, %d busy",
 				s.clicks.Load(), s.answers, len(s.acked), lagged, len(lost), orders, len(s.busy))
@@ -410,10 +411,10 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 	}
 	anon.Close()
 	dsn := sqliteDSN(t)
-	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", sentinels.Spec("app:app-secret@"),
-		"SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"))
+	base := startNode(t, testEnv(dsn, "SECKILL_REDIS", sentinels.Spec("app:app-secret@"),
+		"SECKILL_RATE_USER", "0", "SECKILL_REDIS_MIN_REPLICAS", "1"), "")
 	c := newClient(t, base)
-	id := c.createItem(1_000_000, 1, 15*time.Minute)
+	id := c.CreateItem(1_000_000, 1, 15*time.Minute)
 
 	s := newSale(c, id, dsn)
 	stop := make(chan struct{})
@@ -474,9 +475,9 @@ func (s *crowdSale) busySentAfter(t time.Time) int {
 func TestReshardMidSale(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	dsn := sqliteDSN(t)
-	base := startRun(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"))
+	base := startNode(t, testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0"), "")
 	c := newClient(t, base)
-	id := c.createItem(1_000_000, 1, 15*time.Minute)
+	id := c.CreateItem(1_000_000, 1, 15*time.Minute)
 	slot, err := cluster.Slot("{act:" + id + "}")
 	if err != nil {
 		t.Fatal(err)
@@ -553,9 +554,9 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 	}
 	defer toDB.Close()
 	u.Host = toDB.Addr()
-	base := startRun(t, testEnv(u.String(), "SECKILL_REDIS", "redis://"+toRedis.Addr()+"/0", "SECKILL_RATE_USER", "0"))
+	base := startNode(t, testEnv(u.String(), "SECKILL_REDIS", "redis://"+toRedis.Addr()+"/0", "SECKILL_RATE_USER", "0"), "")
 	c := newClient(t, base)
-	id := c.createItem(1_000_000, 5, 15*time.Minute)
+	id := c.CreateItem(1_000_000, 5, 15*time.Minute)
 
 	s := newSale(c, id, dsn)
 	stop := make(chan struct{})
