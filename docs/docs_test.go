@@ -1,0 +1,282 @@
+package docs
+
+import (
+	"encoding/xml"
+	"go/build"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// root is the repository's root, seen from this package's directory.
+const root = ".."
+
+// read returns the text of the file at rel, a path from the repository's root.
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// section returns the text of the section of doc that the heading line opens (given whole, as
+// "## Layout"), up to the next heading of its level or above outside a code block; it fails the
+// test if there is none.
+func section(t *testing.T, doc, name, heading string) string {
+	t.Helper()
+	level := strings.Index(heading, " ")
+	start := strings.Index(doc, "\n"+heading+"\n")
+	if start < 0 {
+		t.Fatalf("%s has no section %q", name, heading)
+	}
+	lines := strings.Split(doc[start+2+len(heading):], "\n")
+	inFence := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			inFence = !inFence
+		}
+		if n := strings.Index(l, " "); !inFence && n > 0 && n <= level && strings.Trim(l[:n], "#") == "" {
+			return strings.Join(lines[:i], "\n")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// goDirs are the directories under cmd/ and internal/ that hold Go code, from the root.
+func goDirs(t *testing.T) []string {
+	t.Helper()
+	var dirs []string
+	for _, top := range []string{"cmd", "internal"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".go") {
+				rel, _ := filepath.Rel(root, filepath.Dir(p))
+				if rel = filepath.ToSlash(rel); !slices.Contains(dirs, rel) {
+					dirs = append(dirs, rel)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(dirs) < 30 {
+		t.Fatalf("found %d directories of Go code: the walk looked in the wrong place", len(dirs))
+	}
+	return dirs
+}
+
+var (
+	layoutPath = regexp.MustCompile(`(?:cmd|internal|scripts|deploy|docs)/[\w./*-]*`)
+	layoutFile = regexp.MustCompile(`[\w*-]+\.(?:go|lua|sql|yaml|md|json)\b`)
+	grabFile   = regexp.MustCompile("`([a-z]+/[\\w.]+\\.(?:go|lua))`")
+)
+
+// TestArchitectureLayout holds docs/architecture.md's Layout to the tree: every directory of Go
+// code under cmd/ and internal/ has its row, every path the layout names exists, and every file
+// a row names is in that row's directories; every file of the grab's path exists.
+func TestArchitectureLayout(t *testing.T) {
+	doc := read(t, "docs/architecture.md")
+	layout := section(t, doc, "docs/architecture.md", "## Layout")
+	_, block, _ := strings.Cut(layout, "```\n")
+	block, _, _ = strings.Cut(block, "```")
+	if strings.Count(block, "\n") < 40 {
+		t.Fatalf("the Layout's block has %d lines: not the layout", strings.Count(block, "\n"))
+	}
+	named := map[string]bool{}
+	for _, p := range layoutPath.FindAllString(block, -1) {
+		p = strings.TrimRight(p, ".,;:")
+		named[strings.TrimSuffix(p, "/")] = true
+		if matches, _ := filepath.Glob(filepath.Join(root, p)); len(matches) == 0 {
+			t.Errorf("the layout names %s, which does not exist", p)
+		}
+	}
+	for _, dir := range goDirs(t) {
+		if !named[dir] {
+			t.Errorf("the layout has no row for %s/, a directory of Go code", dir)
+		}
+	}
+	// A row starts with its directories at the line's start; its files are theirs.
+	var rows [][]string
+	for _, line := range strings.Split(block, "\n") {
+		if line != "" && line[0] != ' ' {
+			rows = append(rows, nil)
+		}
+		if len(rows) > 0 {
+			rows[len(rows)-1] = append(rows[len(rows)-1], line)
+		}
+	}
+	for _, row := range rows {
+		var dirs []string
+		for _, f := range strings.Fields(row[0]) {
+			if strings.HasSuffix(f, "/") && layoutPath.MatchString(f) {
+				dirs = append(dirs, f)
+			}
+		}
+		text := layoutPath.ReplaceAllString(strings.Join(row, "\n"), "")
+		for _, at := range layoutFile.FindAllStringIndex(text, -1) {
+			file := text[at[0]:at[1]]
+			if at[0] > 0 && text[at[0]-1] == '/' { // a route, as /openapi.json
+				continue
+			}
+			if !inDirs(t, dirs, file) {
+				t.Errorf("the layout's row of %v names %s, which none of them holds", dirs, file)
+			}
+		}
+	}
+	grabPath := section(t, doc, "docs/architecture.md", "## A grab's path, file by file")
+	files := grabFile.FindAllStringSubmatch(grabPath, -1)
+	if len(files) < 10 {
+		t.Fatalf("the grab's path names %d files: not the path", len(files))
+	}
+	for _, m := range files {
+		if _, err := os.Stat(filepath.Join(root, "internal", m[1])); err != nil {
+			t.Errorf("the grab's path names %s, which is not internal/%s", m[1], m[1])
+		}
+	}
+}
+
+// inDirs reports whether a file whose name matches pattern is in one of dirs or below.
+func inDirs(t *testing.T, dirs []string, pattern string) bool {
+	t.Helper()
+	found := false
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if ok, _ := filepath.Match(pattern, d.Name()); ok {
+					found = true
+					return fs.SkipAll
+				}
+			}
+			return nil
+		})
+	}
+	return found
+}
+
+// picture is what docs/img/architecture.svg draws: its boxes (each some packages) and arrows.
+type picture struct {
+	Groups []struct {
+		Class    string `xml:"class,attr"`
+		Part     string `xml:"data-part,attr"`
+		Packages string `xml:"data-packages,attr"`
+		Apart    bool   `xml:"data-apart,attr"`
+	} `xml:"g"`
+	Paths []struct {
+		Class string `xml:"class,attr"`
+		From  string `xml:"data-from,attr"`
+		To    string `xml:"data-to,attr"`
+	} `xml:"path"`
+}
+
+// TestArchitecturePicture holds the picture of the README and docs/architecture.md to the code:
+// every package of Go code under cmd/ and internal/ is in one box; every arrow is an import of a
+// package of one box by a package of the other; every import between two boxes is an arrow, or
+// follows a way along the arrows (a box drawn apart, the tests', has its imports left out); and
+// the rules the picture shows hold: the domain imports nothing of the project, the edge no
+// adapter, an adapter no other adapter, and only the binary builds a node.
+func TestArchitecturePicture(t *testing.T) {
+	var pic picture
+	if err := xml.Unmarshal([]byte(read(t, "docs/img/architecture.svg")), &pic); err != nil {
+		t.Fatal(err)
+	}
+	part := map[string]string{} // package directory -> its box
+	apart := map[string]bool{}
+	for _, g := range pic.Groups {
+		if g.Class != "part" {
+			continue
+		}
+		apart[g.Part] = g.Apart
+		for _, p := range strings.Fields(g.Packages) {
+			if other, ok := part[p]; ok {
+				t.Errorf("%s is in two boxes, %s and %s", p, other, g.Part)
+			}
+			part[p] = g.Part
+		}
+	}
+	dirs := goDirs(t)
+	imports := map[[2]string]bool{} // box -> box, from the packages' own imports
+	for _, dir := range dirs {
+		box, ok := part[dir]
+		if !ok {
+			t.Errorf("%s is in no box of the picture", dir)
+			continue
+		}
+		pkg, err := build.Default.ImportDir(filepath.Join(root, dir), 0)
+		if err != nil {
+			if _, none := err.(*build.NoGoError); none { // test files only
+				continue
+			}
+			t.Fatal(err)
+		}
+		for _, imp := range pkg.Imports {
+			if to, ok := part[strings.TrimPrefix(imp, "seckill/")]; ok && strings.HasPrefix(imp, "seckill/") && to != box {
+				imports[[2]string{box, to}] = true
+			}
+		}
+	}
+	for p, box := range part {
+		if !slices.Contains(dirs, p) {
+			t.Errorf("the picture's box %s holds %s, which is no directory of Go code", box, p)
+		}
+	}
+	arrows := map[string][]string{}
+	for _, a := range pic.Paths {
+		if a.Class != "arrow" {
+			continue
+		}
+		arrows[a.From] = append(arrows[a.From], a.To)
+		if !imports[[2]string{a.From, a.To}] {
+			t.Errorf("the picture draws %s -> %s, but no package of %s imports one of %s", a.From, a.To, a.From, a.To)
+		}
+	}
+	if len(arrows) < 5 {
+		t.Fatalf("the picture has arrows from %d boxes: not the picture", len(arrows))
+	}
+	reaches := func(from, to string) bool {
+		seen, next := map[string]bool{}, slices.Clone(arrows[from])
+		for len(next) > 0 {
+			b := next[len(next)-1]
+			next = next[:len(next)-1]
+			if b == to {
+				return true
+			}
+			if !seen[b] {
+				seen[b] = true
+				next = append(next, arrows[b]...)
+			}
+		}
+		return false
+	}
+	for imp := range imports {
+		if !apart[imp[0]] && !apart[imp[1]] && !reaches(imp[0], imp[1]) {
+			t.Errorf("%s imports %s, which the picture's arrows do not reach", imp[0], imp[1])
+		}
+	}
+	adapters := []string{"memory", "redisgate", "sqlstore"}
+	for imp := range imports {
+		from, to := imp[0], imp[1]
+		switch {
+		case from == "sale":
+			t.Errorf("the domain imports %s: it imports the standard library only", to)
+		case from == "httpapi" && (slices.Contains(adapters, to) || to == "node"):
+			t.Errorf("the edge imports %s: it knows no adapter", to)
+		case slices.Contains(adapters, from) && slices.Contains(adapters, to):
+			t.Errorf("the adapter %s imports the adapter %s", from, to)
+		case to == "node" && from != "cmd" && !apart[from]:
+			t.Errorf("%s imports node: only the binary builds a node", from)
+		}
+	}
+}
