@@ -48,6 +48,65 @@ func section(t *testing.T, doc, name, heading string) string {
 	return strings.Join(lines, "\n")
 }
 
+var (
+	benchSection = regexp.MustCompile(`(?m)^## (\d+)\. `)
+	// "BENCHMARKS §6", "docs/BENCHMARKS.md §6" and "§6 of docs/BENCHMARKS.md" cite a section.
+	citation      = regexp.MustCompile(`BENCHMARKS(?:\.md)? §(\d+)|§(\d+) of docs/BENCHMARKS\.md`)
+	selfCitation  = regexp.MustCompile(`§(\d+)`)
+	citingSources = []string{".go", ".sql", ".lua", ".yaml", ".md", ".sh"}
+)
+
+// TestBenchmarksSectionsCited: every section of docs/BENCHMARKS.md that the code, the scripts
+// or a document cites ("BENCHMARKS §N") exists, and so does every section BENCHMARKS.md cites
+// itself ("§N"), so that a renumbered section cannot leave a citation pointing elsewhere.
+func TestBenchmarksSectionsCited(t *testing.T) {
+	bench := read(t, "docs/BENCHMARKS.md")
+	sections := map[string]bool{}
+	for _, m := range benchSection.FindAllStringSubmatch(bench, -1) {
+		sections[m[1]] = true
+	}
+	if len(sections) < 10 {
+		t.Fatalf("docs/BENCHMARKS.md has sections %v: the headings are no longer '## N. '", sections)
+	}
+	for _, m := range selfCitation.FindAllStringSubmatch(bench, -1) {
+		if !sections[m[1]] {
+			t.Errorf("docs/BENCHMARKS.md cites its §%s, which does not exist", m[1])
+		}
+	}
+	cited := 0
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if base := d.Name(); p != root && (strings.HasPrefix(base, ".") || base == "artifacts" || base == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !slices.Contains(citingSources, filepath.Ext(p)) {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, m := range citation.FindAllStringSubmatch(string(b), -1) {
+			cited++
+			if n := m[1] + m[2]; !sections[n] {
+				t.Errorf("%s cites BENCHMARKS §%s, which does not exist", p, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 10 {
+		t.Fatalf("found %d citations of BENCHMARKS: the pattern no longer finds them", cited)
+	}
+}
+
 // goDirs are the directories under cmd/ and internal/ that hold Go code, from the root.
 func goDirs(t *testing.T) []string {
 	t.Helper()
