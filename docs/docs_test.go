@@ -2,14 +2,17 @@ package docs
 
 import (
 	"encoding/xml"
+	"fmt"
 	"go/build"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // root is the repository's root, seen from this package's directory.
@@ -46,6 +49,121 @@ func section(t *testing.T, doc, name, heading string) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// documents are the Markdown files a reader finds: the README and every document in docs/.
+func documents(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob("*.md")
+	if err != nil || len(docs) < 6 {
+		t.Fatalf("docs/*.md: %v, %v", docs, err)
+	}
+	files := []string{"README.md"}
+	for _, d := range docs {
+		files = append(files, "docs/"+d)
+	}
+	return files
+}
+
+// TestReadmeIsAMap holds the README to what it is for: a map of at most 300 lines whose Quick
+// start is two commands that work on a fresh machine, with a link to every document.
+func TestReadmeIsAMap(t *testing.T) {
+	readme := read(t, "README.md")
+	if n := strings.Count(readme, "\n"); n > 300 {
+		t.Errorf("README.md has %d lines; the map keeps to 300, the rest belongs in docs/", n)
+	}
+	quick := section(t, readme, "README.md", "## Quick start")
+	_, block, ok := strings.Cut(quick, "```sh\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
+		t.Fatalf("README's Quick start has no sh block:\n%s", quick)
+	}
+	var commands []string
+	for _, line := range strings.Split(block, "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		if cmd = strings.TrimSpace(cmd); cmd != "" {
+			commands = append(commands, cmd)
+		}
+	}
+	if want := []string{"go run ./cmd/seckill", "make test"}; !slices.Equal(commands, want) {
+		t.Errorf("README's Quick start runs %q; want exactly %q", commands, want)
+	}
+	for _, doc := range []string{"docs/operating.md", "docs/integrating.md", "docs/architecture.md",
+		"docs/testing.md", "docs/BENCHMARKS.md", "docs/CAPACITY.md", "docs/img/architecture.svg"} {
+		if !strings.Contains(readme, "]("+doc+")") {
+			t.Errorf("README.md does not link %s", doc)
+		}
+	}
+}
+
+var (
+	link    = regexp.MustCompile(`\]\(([^)\s]+)\)|<img src="([^"]+)"`)
+	fence   = regexp.MustCompile("(?ms)^```.*?^```")
+	heading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	// A path of the tree as the documents name it, in backquotes.
+	treePath = regexp.MustCompile("`((?:cmd|internal|scripts|deploy|docs)/[^`\\s]*)`")
+)
+
+// anchors are the ids GitHub gives the headings of a Markdown text: lower case, spaces as
+// hyphens, punctuation dropped, a repeated one numbered.
+func anchors(text string) map[string]bool {
+	ids := map[string]bool{}
+	for _, m := range heading.FindAllStringSubmatch(fence.ReplaceAllString(text, ""), -1) {
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsNumber(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteByte('-')
+			}
+		}
+		base := b.String()
+		id := base
+		for n := 1; ids[id]; n++ {
+			id = fmt.Sprintf("%s-%d", base, n)
+		}
+		ids[id] = true
+	}
+	return ids
+}
+
+// TestDocsLinksResolve: every relative link of the README and the documents reaches a file
+// that exists, and a link to a heading (#anchor) reaches a heading that exists; every path of the
+// tree a document names in backquotes exists.
+func TestDocsLinksResolve(t *testing.T) {
+	checked := 0
+	for _, name := range documents(t) {
+		text := read(t, name)
+		for _, m := range link.FindAllStringSubmatch(fence.ReplaceAllString(text, ""), -1) {
+			target := m[1] + m[2]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			rel := path.Join(path.Dir(name), file)
+			if file == "" {
+				rel = name
+			}
+			if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
+				t.Errorf("%s links %s: %s does not exist", name, target, rel)
+				continue
+			}
+			checked++
+			if anchor != "" && !anchors(read(t, rel))[anchor] {
+				t.Errorf("%s links %s: %s has no heading #%s", name, target, rel, anchor)
+			}
+		}
+		for _, m := range treePath.FindAllStringSubmatch(text, -1) {
+			p := strings.TrimRight(m[1], ".,:;")
+			if matches, _ := filepath.Glob(filepath.Join(root, p)); len(matches) == 0 {
+				t.Errorf("%s names %s, which does not exist", name, p)
+			}
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("checked %d links: the pattern no longer finds them", checked)
+	}
 }
 
 var (
