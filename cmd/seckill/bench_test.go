@@ -47,7 +47,7 @@ func checkFlash(t *testing.T, res benchResult, history []bench.Record, users, du
 	}
 }
 
-// TestBenchEmbedded: the README's bench command on the in-process embedded server, 20,000 users
+// TestBenchEmbedded: docs/testing.md's bench command on the in-process embedded server, 20,000 users
 // with a second click each on a stock of 500.
 func TestBenchEmbedded(t *testing.T) {
 	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64")

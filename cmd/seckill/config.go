@@ -66,7 +66,7 @@ type config struct {
 // setting is one line of serve's configuration: a flag, the environment variable that gives its
 // default, the default when neither is set, the help, and how its text lands in a config. The
 // table below is the one list of serve's settings: the flags, their environment variables and
-// the README's configuration table are all checked against it.
+// docs/operating.md's configuration table are all checked against it.
 type setting struct {
 	flag, env, def, help string
 	set                  func(c *config, v string) error

@@ -20,23 +20,30 @@ import (
 	"seckill/internal/e2etest"
 )
 
-// TestReadmeListsEverySetting holds the README's configuration table against serve's settings
-// table: every setting has its row with its flag, its environment variable and its default, and
-// every row is a setting.
-func TestReadmeListsEverySetting(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// operatingDoc returns the section "## heading" of docs/operating.md, the operator's document.
+func operatingDoc(t *testing.T, heading string) string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/operating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(readme)
-	start := strings.Index(text, "\n## Configuration\n")
+	text := string(doc)
+	start := strings.Index(text, "\n## "+heading+"\n")
 	if start < 0 {
-		t.Fatal("README.md has no Configuration section")
+		t.Fatalf("docs/operating.md has no %s section", heading)
 	}
 	text = text[start+1:]
 	if end := strings.Index(text[3:], "\n## "); end >= 0 {
 		text = text[:end+3]
 	}
+	return text
+}
+
+// TestOperatingDocListsEverySetting holds docs/operating.md's configuration table against
+// serve's settings table: every setting has its row with its flag, its environment variable and
+// its default, and every row is a setting.
+func TestOperatingDocListsEverySetting(t *testing.T) {
+	text := operatingDoc(t, "Configuration")
 	row := regexp.MustCompile("(?m)^\\| `-([a-z-]+)` \\| `?([A-Z_]*)`? \\|.*\\| ([^|]*) \\|$")
 	rows := map[string][]string{}
 	for _, m := range row.FindAllStringSubmatch(text, -1) {
@@ -46,26 +53,52 @@ func TestReadmeListsEverySetting(t *testing.T) {
 	for _, s := range table {
 		r, ok := rows[s.flag]
 		if !ok {
-			t.Errorf("README's configuration table has no row for -%s (%s)", s.flag, s.env)
+			t.Errorf("docs/operating.md's configuration table has no row for -%s (%s)", s.flag, s.env)
 			continue
 		}
 		if r[0] != s.env {
-			t.Errorf("README: -%s has the variable %q, the binary reads %s", s.flag, r[0], s.env)
+			t.Errorf("docs/operating.md: -%s has the variable %q, the binary reads %s", s.flag, r[0], s.env)
 		}
 		def := strings.TrimSpace(r[1])
 		if strings.HasPrefix(def, "`") && def != "`"+s.def+"`" {
-			t.Errorf("README: -%s defaults to %s, the binary to %q", s.flag, def, s.def)
+			t.Errorf("docs/operating.md: -%s defaults to %s, the binary to %q", s.flag, def, s.def)
 		}
 		if s.def == "" && strings.HasPrefix(def, "`") {
-			t.Errorf("README: -%s defaults to %s, the binary to nothing", s.flag, def)
+			t.Errorf("docs/operating.md: -%s defaults to %s, the binary to nothing", s.flag, def)
 		}
 		delete(rows, s.flag)
 	}
 	for flag := range rows {
-		t.Errorf("README lists -%s, which serve does not have", flag)
+		t.Errorf("docs/operating.md lists -%s, which serve does not have", flag)
 	}
 	if len(table) < 25 {
-		t.Fatalf("the settings table has %d settings: the README's rows were not all read", len(table))
+		t.Fatalf("the settings table has %d settings: the document's rows were not all read", len(table))
+	}
+}
+
+// TestOperatingDocListsEveryCommand holds docs/operating.md's commands table against the
+// binary's usage: every command has its row, and every row is a command.
+func TestOperatingDocListsEveryCommand(t *testing.T) {
+	_, commands, ok := strings.Cut(usage, "Commands:\n")
+	if !ok {
+		t.Fatalf("the usage has no Commands: list:\n%s", usage)
+	}
+	want := regexp.MustCompile(`(?m)^  ([a-z]+) `).FindAllStringSubmatch(commands, -1)
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([a-z]+)` \\|").FindAllStringSubmatch(operatingDoc(t, "Commands"), -1) {
+		rows[m[1]] = true
+	}
+	for _, m := range want {
+		if !rows[m[1]] {
+			t.Errorf("docs/operating.md's commands table has no row for %s", m[1])
+		}
+		delete(rows, m[1])
+	}
+	for cmd := range rows {
+		t.Errorf("docs/operating.md lists the command %s, which the binary does not have", cmd)
+	}
+	if len(want) < 7 {
+		t.Fatalf("the usage lists %d commands: they were not all read", len(want))
 	}
 }
 

@@ -208,7 +208,7 @@ func riskTrain(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, n := range names {
 		if _, ok := risk.FeatureIndex(n); !ok {
-			return fmt.Errorf("risk train: %s: feature %q is not one a node computes (see the README's list)", *in, n)
+			return fmt.Errorf("risk train: %s: feature %q is not one a node computes (see docs/operating.md's list)", *in, n)
 		}
 	}
 	m, err := risk.Fit(names, rows, bots, risk.FitOptions{Version: *version, L2: *l2, ChallengeAt: *challenge, BlockAt: *block,

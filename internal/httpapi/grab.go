@@ -26,7 +26,7 @@ type GrabBody struct {
 }
 
 // Signals is the product page's summary of the pointer or touch movement between its load and
-// the click, and its device fingerprint (see the README: what goes in; a hint, not an identity).
+// the click, and its device fingerprint (see docs/operating.md, the risk rules: what goes in; a hint, not an identity).
 type Signals struct {
 	Moves            int     `json:"moves"`
 	PathPx           float64 `json:"path_px"`

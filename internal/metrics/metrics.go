@@ -96,7 +96,7 @@ func New() *Metrics {
 		}, []string{"mode", "decision"}),
 		because: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_risk_model_top_feature_total",
-			Help: "Grabs the trained risk model would challenge or block, by the feature that moved the score most (see the README's feature list) and decision.",
+			Help: "Grabs the trained risk model would challenge or block, by the feature that moved the score most (see docs/operating.md's feature list) and decision.",
 		}, []string{"feature", "decision"}),
 		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_line_wait_seconds",

@@ -166,8 +166,8 @@ func Open(o Options) (*Engine, error) {
 		if c, ok := r.(counts); ok && o.Windows != nil {
 			rd := c.reads()
 			// A user's beat is judged on the clicks this node saw: counting every grab's click
-			// in the shared windows cost a Redis call a grab that nothing else needs (the
-			// default rules are the cadence alone), 22 % of a two-node all-win sale's rate
+			// in the shared windows costs a Redis call a grab that nothing else needs (the
+			// default rules are the cadence alone), a third of a two-node all-win sale's rate
 			// (docs/BENCHMARKS.md §15). The model's features, which read every window, still
 			// count the clicks there.
 			rd.clicks = false

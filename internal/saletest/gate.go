@@ -186,8 +186,8 @@ func gateSpendPass(t *testing.T, g sale.Gate) {
 	}
 }
 
-// gateKeyRemembersWins: an idempotency key remembers a win, not a refusal (README, "What an
-// Idempotency-Key remembers"): a key refused SOLD_OUT wins once a unit comes back, and then
+// gateKeyRemembersWins: an idempotency key remembers a win, not a refusal (docs/integrating.md,
+// "Idempotency"): a key refused SOLD_OUT wins once a unit comes back, and then
 // answers that win again without taking a second unit.
 func gateKeyRemembersWins(t *testing.T, g sale.Gate) {
 	ctx := context.Background()

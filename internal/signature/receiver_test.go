@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// The receiver's check, as the README shows it to a shop (standard library only): the test
-// below holds the README's copy to this one, and this one to Sign.
+// The receiver's check, as docs/integrating.md shows it to a shop (standard library only): the
+// test below holds the document's copy to this one, and this one to Sign.
 
 // BEGIN receiver
 // verify reports whether header (the Seckill-Signature value) signs body with secret, made
@@ -47,19 +47,19 @@ func verify(secret, header string, body []byte, now time.Time) bool {
 
 // END receiver
 
-func TestTheReadmesReceiver(t *testing.T) {
+func TestTheIntegratingDocsReceiver(t *testing.T) {
 	src, err := os.ReadFile("receiver_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, code, _ := strings.Cut(string(src), "// BEGIN receiver\n")
 	code, _, _ = strings.Cut(code, "\n// END receiver")
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/integrating.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), code) {
-		t.Errorf("README.md does not show the receiver's check as internal/signature/receiver_test.go has it:\n%s", code)
+	if !strings.Contains(string(doc), code) {
+		t.Errorf("docs/integrating.md does not show the receiver's check as internal/signature/receiver_test.go has it:\n%s", code)
 	}
 	now := time.Now()
 	body := []byte(`{"id":"g1.paid","type":"order.paid"}`)

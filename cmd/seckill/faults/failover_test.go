@@ -194,7 +194,7 @@ func (s *crowdSale) check(t *testing.T) {
 // are served throughout (shed while the gate cannot answer), /readyz comes back to normal, and
 // every grab acknowledged, before or after, becomes exactly one order.
 //
-// That last promise is SECKILL_REDIS_MIN_REPLICAS=1's (see the README's guarantees), so the node
+// That last promise is SECKILL_REDIS_MIN_REPLICAS=1's (see docs/operating.md's guarantees), so the node
 // runs with it, and each master has two replicas: the one left follows the promoted one, and
 // grabs wait for it. Without it the kill, some 0.3 s into the sale and before the worker has
 // placed anything, races asynchronous replication: on a loaded machine the promoted replica
