@@ -101,25 +101,15 @@ type Archiver struct {
 const ArchiveLease = "archive"
 
 // Run archives every Every until ctx ends.
-func (a *Archiver) Run(ctx context.Context) {
-	for sleep(ctx, a.Every) {
-		a.Round(ctx)
-	}
-}
+func (a *Archiver) Run(ctx context.Context) { a.job().run(ctx) }
 
 // Round archives what is due if this node holds the lease; it returns how many it archived.
-func (a *Archiver) Round(ctx context.Context) int {
-	if !hold(ctx, a.Lease, ArchiveLease, a.Holder, a.Every, a.Log) {
-		return 0
-	}
-	n, err := a.Service.ArchiveDue(ctx, a.Keep)
-	if err != nil && !errors.Is(err, context.Canceled) {
-		a.Log.Warn("archive", "err", err)
-	}
-	if n > 0 {
-		a.Log.Info("archived activities", "count", n)
-	}
-	return n
+func (a *Archiver) Round(ctx context.Context) int { return a.job().round(ctx) }
+
+func (a *Archiver) job() leasedJob {
+	return leasedJob{lease: a.Lease, name: ArchiveLease, holder: a.Holder, every: a.Every, log: a.Log,
+		what: "archive", did: "archived activities",
+		do: func(ctx context.Context) (int, error) { return a.Service.ArchiveDue(ctx, a.Keep) }}
 }
 
 // EventPurger deletes, every Every, the order events that every sink took more than Keep ago,
@@ -142,25 +132,48 @@ type EventPurger struct {
 const EventsLease = "events"
 
 // Run purges every Every until ctx ends.
-func (p *EventPurger) Run(ctx context.Context) {
-	for sleep(ctx, p.Every) {
-		p.Round(ctx)
+func (p *EventPurger) Run(ctx context.Context) { p.job().run(ctx) }
+
+// Round purges what is due if this node holds the lease; it returns how many events it deleted.
+func (p *EventPurger) Round(ctx context.Context) int { return p.job().round(ctx) }
+
+func (p *EventPurger) job() leasedJob {
+	return leasedJob{lease: p.Lease, name: EventsLease, holder: p.Holder, every: p.Every, log: p.Log,
+		what: "purge the order events", did: "purged delivered order events", done: p.Purged,
+		do: func(ctx context.Context) (int, error) { return p.Service.PurgeEvents(ctx, p.Keep) }}
+}
+
+// leasedJob is a job one node of many runs every every, the one holding the lease name: each
+// round does do, logs what it did (did) or why it failed (what), and tells done how many.
+type leasedJob struct {
+	lease     sale.Lease
+	name      string
+	holder    string
+	every     time.Duration
+	log       *slog.Logger
+	what, did string
+	do        func(ctx context.Context) (int, error)
+	done      func(n int)
+}
+
+func (j leasedJob) run(ctx context.Context) {
+	for sleep(ctx, j.every) {
+		j.round(ctx)
 	}
 }
 
-// Round purges what is due if this node holds the lease; it returns how many events it deleted.
-func (p *EventPurger) Round(ctx context.Context) int {
-	if !hold(ctx, p.Lease, EventsLease, p.Holder, p.Every, p.Log) {
+func (j leasedJob) round(ctx context.Context) int {
+	if !hold(ctx, j.lease, j.name, j.holder, j.every, j.log) {
 		return 0
 	}
-	n, err := p.Service.PurgeEvents(ctx, p.Keep)
+	n, err := j.do(ctx)
 	if err != nil && !errors.Is(err, context.Canceled) {
-		p.Log.Warn("purge the order events", "err", err)
+		j.log.Warn(j.what, "err", err)
 	}
 	if n > 0 {
-		p.Log.Info("purged delivered order events", "count", n)
-		if p.Purged != nil {
-			p.Purged(n)
+		j.log.Info(j.did, "count", n)
+		if j.done != nil {
+			j.done(n)
 		}
 	}
 	return n
