@@ -302,17 +302,7 @@ func TestQueueCountsEveryShardWhenTheFirstIsLost(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	rdb := dial(t, cluster.Seeds())
 	g := New(rdb)
-	master := func(key string) int {
-		slot, err := cluster.Slot(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := cluster.MasterOf(slot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	master := func(key string) int { return cluster.MasterOfKey(t, key) }
 	var a sale.Activity
 	first, elsewhere := -1, 0
 	for i := 0; elsewhere == 0; i++ {

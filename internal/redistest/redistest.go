@@ -218,6 +218,20 @@ func (c *Cluster) Reshard(t testing.TB, to, slots int) {
 	}
 }
 
+// MasterOfKey is the index (for Node) of the master that serves key's slot.
+func (c *Cluster) MasterOfKey(t testing.TB, key string) int {
+	t.Helper()
+	slot, err := c.Slot(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.MasterOf(slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // Node returns node i for fault tests: of a cluster of three masters without replicas, 0 to 2.
 // A node killed and restarted keeps its place in the cluster (nodes.conf is kept) but not its
 // data unless it has AOF; call WaitOK after restarting it.

@@ -73,15 +73,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	}
 	defer rdb.Close()
 	master := func(a sale.Activity, i int64) int {
-		slot, err := cluster.Slot(redisgate.StreamKey(redisgate.ShardID(a.ID, i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := cluster.MasterOf(slot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
+		return cluster.MasterOfKey(t, redisgate.StreamKey(redisgate.ShardID(a.ID, i)))
 	}
 	var a sale.Activity
 	lost := -1
