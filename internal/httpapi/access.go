@@ -150,11 +150,11 @@ type AuditEntryResponse struct {
 	Status int       `json:"status"`
 }
 
-// auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxAuditPage,
-// default 50).
+// auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxPage, defaultPage
+// when left out).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, before := queryInt(q.Get("limit"), 50), queryInt64(q.Get("before"))
+	limit, before := queryInt(q.Get("limit"), defaultPage), queryInt64(q.Get("before"))
 	es, err := s.svc.AuditLog(r.Context(), before, limit)
 	if err != nil {
 		s.writeError(w, r, err)

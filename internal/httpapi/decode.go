@@ -264,6 +264,9 @@ func (e EditActivityRequest) Edit() (sale.ActivityEdit, error) {
 	return out, nil
 }
 
+// defaultPage is the page of a list that names no ?limit= (the service bounds it: sale.MaxPage).
+const defaultPage = 50
+
 // queryInt is a query parameter's integer: def when it is left out, -1 when it is not one (a
 // limit the service refuses, with its message).
 func queryInt(v string, def int) int {

@@ -163,10 +163,10 @@ type PaymentsResponse struct {
 	Payments []*PaymentResponse `json:"payments"`
 }
 
-// payments lists payments: ?state=, ?order_token=, ?limit= (1 to 500, default 50).
+// payments lists payments: ?state=, ?order_token=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
 func (s *Server) payments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: queryInt(q.Get("limit"), 50)}
+	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: queryInt(q.Get("limit"), defaultPage)}
 	ps, err := s.svc.Payments(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)

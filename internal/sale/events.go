@@ -117,15 +117,13 @@ type EventStore interface {
 	PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (deleted int, next int64, err error)
 }
 
-// MaxDeliveryPage bounds the deliveries one read returns.
-const MaxDeliveryPage = 500
-
-// Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxDeliveryPage).
+// Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxPage).
 // Errors: ErrInvalid, ErrBusy.
 func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error) {
+	if err := checkPage(f.Limit, f.Before, "seq"); err != nil {
+		return nil, err
+	}
 	switch {
-	case f.Limit < 1 || f.Limit > MaxDeliveryPage || f.Before < 0:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive seq", ErrInvalid, MaxDeliveryPage)
 	case f.State != "" && f.State != DeliveryPending && f.State != DeliveryDelivered && f.State != DeliveryParked:
 		return nil, fmt.Errorf("%w: state must be %s, %s or %s", ErrInvalid, DeliveryPending, DeliveryDelivered, DeliveryParked)
 	case s.outbox == nil:

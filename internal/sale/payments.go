@@ -136,9 +136,6 @@ type PaymentStore interface {
 // amount is not refused: the money is owed back.)
 var ErrAmountMismatch = errors.New("the amount is not the payment's")
 
-// MaxPaymentPage bounds the payments one read returns.
-const MaxPaymentPage = 500
-
 // StartPayment starts paying userID's order ref through the provider: the buyer pays at the
 // provider, and the order becomes PAID when its callback says so (Settle). Asking again before
 // the provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order
@@ -196,7 +193,7 @@ func (s *Service) Payment(ctx context.Context, id string) (Payment, error) {
 	return s.payments.Payment(ctx, id)
 }
 
-// Payments lists payments, newest first (f.Limit 1 to MaxPaymentPage). Errors: ErrInvalid,
+// Payments lists payments, newest first (f.Limit 1 to MaxPage). Errors: ErrInvalid,
 // ErrBusy.
 func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, error) {
 	switch f.State {
@@ -204,9 +201,10 @@ func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, err
 	default:
 		return nil, fmt.Errorf("%w: state must be started, succeeded, failed, refund_pending or refunded", ErrInvalid)
 	}
+	if err := checkPage(f.Limit, 0, ""); err != nil {
+		return nil, err
+	}
 	switch {
-	case f.Limit < 1 || f.Limit > MaxPaymentPage:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxPaymentPage)
 	case f.OrderToken != "" && !ValidID(f.OrderToken):
 		return nil, fmt.Errorf("%w: order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
 	case s.payments == nil:
