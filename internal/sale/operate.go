@@ -37,9 +37,9 @@ func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 	case f.ActivityID == "" && f.UserID == "":
 		return nil, fmt.Errorf("%w: name the user or the activity", ErrInvalid)
 	case f.ActivityID != "" && !ValidID(f.ActivityID):
-		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return nil, badID("activity")
 	case f.UserID != "" && !ValidUserID(f.UserID):
-		return nil, fmt.Errorf("%w: user must be 1 to %d printable ASCII characters", ErrInvalid, MaxIDLen)
+		return nil, BadUserID("user")
 	}
 	if err := checkPage(f.Limit, f.Before, "order id"); err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int)
 // first. Errors: ErrInvalid, ErrBusy.
 func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]DeadLetter, error) {
 	if id != "" && !ValidID(id) {
-		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return nil, badID("activity")
 	}
 	if err := checkPage(limit, 0, ""); err != nil {
 		return nil, err

@@ -156,7 +156,7 @@ func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment
 func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
 	switch {
 	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
-		return Settlement{}, fmt.Errorf("%w: payment_id and order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return Settlement{}, badID("payment_id and order_token")
 	case n.AmountCents < 0:
 		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
 	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
@@ -206,7 +206,7 @@ func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, err
 	}
 	switch {
 	case f.OrderToken != "" && !ValidID(f.OrderToken):
-		return nil, fmt.Errorf("%w: order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return nil, badID("order_token")
 	case s.payments == nil:
 		return nil, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
 	}

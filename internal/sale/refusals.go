@@ -20,3 +20,13 @@ func checkPage(limit int, before int64, beforeWhat string) error {
 	}
 	return fmt.Errorf("%w: limit must be 1 to %d and before a positive %s", ErrInvalid, MaxPage, beforeWhat)
 }
+
+// badID is the refusal of an id that ValidID refuses; field names it ("activity", "order_token").
+func badID(field string) error {
+	return fmt.Errorf("%w: %s must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, field, MaxIDLen)
+}
+
+// BadUserID is the refusal of a user id that ValidUserID refuses; field names it ("user").
+func BadUserID(field string) error {
+	return fmt.Errorf("%w: %s must be 1 to %d printable ASCII characters", ErrInvalid, field, MaxUserIDLen)
+}
