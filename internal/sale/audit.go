@@ -2,7 +2,6 @@ package sale
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -30,7 +29,7 @@ const (
 // Audit records e in the audit log, its texts cut to the log's bounds. Errors: ErrBusy.
 func (s *Service) Audit(ctx context.Context, e AuditEntry) error {
 	if s.audit == nil {
-		return fmt.Errorf("%w: this node has no audit log", ErrBusy)
+		return errNoAudit
 	}
 	e.Actor, e.Action = cut(e.Actor, MaxAuditActor), cut(e.Action, MaxAuditAction)
 	e.Target, e.Remote = cut(e.Target, MaxAuditTarget), cut(e.Remote, MaxAuditRemote)
@@ -48,7 +47,7 @@ func (s *Service) AuditLog(ctx context.Context, before int64, limit int) ([]Audi
 		return nil, err
 	}
 	if s.audit == nil {
-		return nil, fmt.Errorf("%w: this node has no audit log", ErrBusy)
+		return nil, errNoAudit
 	}
 	return s.audit.Entries(ctx, before, limit)
 }

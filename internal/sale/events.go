@@ -127,7 +127,7 @@ func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDeli
 	case f.State != "" && f.State != DeliveryPending && f.State != DeliveryDelivered && f.State != DeliveryParked:
 		return nil, fmt.Errorf("%w: state must be %s, %s or %s", ErrInvalid, DeliveryPending, DeliveryDelivered, DeliveryParked)
 	case s.outbox == nil:
-		return nil, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+		return nil, errNoOutbox
 	}
 	return s.outbox.Deliveries(ctx, f)
 }
@@ -139,7 +139,7 @@ func (s *Service) Replay(ctx context.Context, sink, id string) (EventDelivery, e
 	case sink == "" || id == "":
 		return EventDelivery{}, fmt.Errorf("%w: a replay names the sink and the event_id", ErrInvalid)
 	case s.outbox == nil:
-		return EventDelivery{}, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+		return EventDelivery{}, errNoOutbox
 	}
 	return s.outbox.Replay(ctx, sink, id, s.now())
 }

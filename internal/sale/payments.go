@@ -142,7 +142,7 @@ var ErrAmountMismatch = errors.New("the amount is not the payment's")
 // is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
 func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment, error) {
 	if s.payments == nil {
-		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Payment{}, errNoPayments
 	}
 	o, err := s.placed(ctx, userID, ref)
 	if err != nil {
@@ -162,7 +162,7 @@ func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, erro
 	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
 		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
 	case s.payments == nil:
-		return Settlement{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Settlement{}, errNoPayments
 	}
 	// Not on the request's context: a provider that hangs up has still told us.
 	st, err := s.payments.Settle(context.WithoutCancel(ctx), n, s.now())
@@ -188,7 +188,7 @@ func (s *Service) Payment(ctx context.Context, id string) (Payment, error) {
 	case !ValidID(id):
 		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
 	case s.payments == nil:
-		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Payment{}, errNoPayments
 	}
 	return s.payments.Payment(ctx, id)
 }
@@ -208,7 +208,7 @@ func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, err
 	case f.OrderToken != "" && !ValidID(f.OrderToken):
 		return nil, badID("order_token")
 	case s.payments == nil:
-		return nil, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return nil, errNoPayments
 	}
 	return s.payments.Payments(ctx, f)
 }
