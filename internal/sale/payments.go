@@ -152,15 +152,17 @@ func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment
 }
 
 // Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
-// Errors: ErrInvalid, ErrNotFound, ErrAmountMismatch, ErrInvalidState, ErrBusy.
+// It is the one check of a notice: its outcome first (what a callback's status is refused for
+// before anything else it says), then its ids and amount. Errors: ErrInvalid, ErrNotFound,
+// ErrAmountMismatch, ErrInvalidState, ErrBusy.
 func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
 	switch {
+	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
+		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
 	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
 		return Settlement{}, badID("payment_id and order_token")
 	case n.AmountCents < 0:
 		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
-	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
-		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
 	case s.payments == nil:
 		return Settlement{}, errNoPayments
 	}
