@@ -17,6 +17,7 @@ import (
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
+	"seckill/internal/sqlstore"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -139,7 +140,7 @@ func (s *crowdSale) audit(t *testing.T) (lost []string, orders int, st map[strin
 	st = s.c.drained(s.id)
 	driver, dsn := "sqlite", strings.TrimPrefix(s.dsn, "sqlite:")
 	if strings.HasPrefix(s.dsn, "mysql://") {
-		driver, dsn = "mysql", must(mysqltest.DriverDSN(s.dsn))
+		driver, dsn = "mysql", must(sqlstore.MySQLDriverDSN(s.dsn))
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -610,7 +611,7 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 	t.Logf("%d clicks: %v; %d acknowledged, %d busy: %v", s.clicks.Load(), s.answers, len(s.acked), len(s.busy), s.reasons)
 	s.check(t)
 
-	db, err := sql.Open("mysql", must(mysqltest.DriverDSN(dsn)))
+	db, err := sql.Open("mysql", must(sqlstore.MySQLDriverDSN(dsn)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,12 +16,7 @@
 package mysqltest
 
 import (
-	"fmt"
-	"net/url"
-	"strings"
 	"testing"
-
-	"github.com/go-sql-driver/mysql"
 
 	"seckill/internal/dbtest"
 	"seckill/internal/servers"
@@ -34,24 +29,6 @@ var shared = dbtest.New("mysqltest", "MariaDB", "mariadb-server", servers.StartM
 func DSN(t testing.TB) string {
 	t.Helper()
 	return shared.DSN(t)
-}
-
-// DriverDSN converts seckill's mysql://user:pass@host:port/db form into the
-// user:pass@tcp(host:port)/db form of github.com/go-sql-driver/mysql.
-func DriverDSN(dsn string) (string, error) {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "", fmt.Errorf("parse dsn: %w", err)
-	}
-	if u.Scheme != "mysql" || u.Host == "" {
-		return "", fmt.Errorf("dsn %q: want mysql://user:pass@host:port/db", dsn)
-	}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.Net, cfg.Addr = "tcp", u.Host
-	cfg.DBName = strings.Trim(u.Path, "/")
-	return cfg.FormatDSN(), nil
 }
 
 // Stop stops the shared server, if one was started, and removes its temp dir. Call it from

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"seckill/internal/mysqltest"
+	"seckill/internal/sqlstore"
 )
 
 func TestMain(m *testing.M) {
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 // open opens the database named by a seckill DSN and closes it when t ends.
 func open(t *testing.T, dsn string) *sql.DB {
 	t.Helper()
-	driverDSN, err := mysqltest.DriverDSN(dsn)
+	driverDSN, err := sqlstore.MySQLDriverDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,20 +91,4 @@ func TestKillRestartKeepsData(t *testing.T) {
 	}
 	server.Restart(t)
 	wantItem(t, open(t, dsn), "survivor")
-}
-
-func TestDriverDSN(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"mysql://root@127.0.0.1:3306/shop", "root@tcp(127.0.0.1:3306)/shop"},
-		{"mysql://u:p%40ss@db:13306/x", "u:p@ss@tcp(db:13306)/x"},
-	}
-	for _, tt := range tests {
-		got, err := mysqltest.DriverDSN(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("DriverDSN(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
-		}
-	}
-	if _, err := mysqltest.DriverDSN("postgres://x@y/z"); err == nil {
-		t.Error("DriverDSN accepted a postgres DSN")
-	}
 }
