@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/bench"
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 
@@ -166,7 +166,7 @@ func TestBenchEmbedded(t *testing.T) {
 // TestBenchRedisMariaDB: the same on an in-process server in distributed mode.
 func TestBenchRedisMariaDB(t *testing.T) {
 	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64",
-		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t))
 	checkFlash(t, res, history, 20000, 1, 500)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
@@ -179,7 +179,7 @@ func TestBenchRedisMariaDB(t *testing.T) {
 func TestBenchShardedStockOnACluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	res, history := runBench(t, noEnv, "--users", "6000", "--stock", "300", "--concurrency", "64", "--stock-shards", "3",
-		"--redis", cluster.Seeds(), "--db", mysqltest.DSN(t))
+		"--redis", cluster.Seeds(), "--db", dbtest.MySQLDSN(t))
 	checkFlash(t, res, history, 6000, 1, 300)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
@@ -344,7 +344,7 @@ func TestBenchOperator(t *testing.T) {
 	bin := buildBinary(t)
 	for name, args := range map[string]func(t *testing.T) []string{
 		"redis": func(t *testing.T) []string {
-			return []string{"--spawn", "2", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "2", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t)}
 		},
 		"embedded": func(t *testing.T) []string { return []string{"--spawn", "1"} },
 	} {
@@ -394,13 +394,13 @@ func TestBenchFaults(t *testing.T) {
 		{"embedded api", func(t *testing.T) []string { return []string{"--spawn", "1", "--kill", "api"} }, 1,
 			[]string{"bench", "all"}, bench.Setup{DB: "sqlite", Roles: []string{"all"}}},
 		{"redis api", func(t *testing.T) []string {
-			return []string{"--spawn", "2", "--kill", "api", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "2", "--kill", "api", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t)}
 		}, 2, []string{"bench", "all", "redis"}, bench.Setup{Redis: "given", DB: "given", Roles: []string{"all", "all"}}},
 		{"redis worker", func(t *testing.T) []string {
-			return []string{"--spawn", "1", "--kill", "worker", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "1", "--kill", "worker", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t)}
 		}, 1, []string{"bench", "api", "worker", "redis"}, bench.Setup{Redis: "given", DB: "given", Roles: []string{"api", "worker"}}},
 		{"spawned redis", func(t *testing.T) []string {
-			return []string{"--redis", "spawn", "--kill", "redis", "--db", mysqltest.DSN(t)}
+			return []string{"--redis", "spawn", "--kill", "redis", "--db", dbtest.MySQLDSN(t)}
 		}, 1, []string{"bench+server", "redis"}, bench.Setup{Redis: "spawn", DB: "given", Fsync: "always", InProcess: true}},
 		{"spawned db", func(t *testing.T) []string {
 			return []string{"--redis", "spawn", "--db", "spawn:mariadb", "--db-outage", "3s"}
@@ -475,7 +475,7 @@ func TestBenchRedisFaults(t *testing.T) {
 		{"netem", []string{"--redis", "spawn", "--netem", "reset", "--fault-for", "2s"}, usual},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			args := append(tc.args, "--fault", tc.fault, "--db", mysqltest.DSN(t), "--at", tc.crowd.at, "--users", "8000", "--dup", "0",
+			args := append(tc.args, "--fault", tc.fault, "--db", dbtest.MySQLDSN(t), "--at", tc.crowd.at, "--users", "8000", "--dup", "0",
 				"--stock", tc.crowd.stock, "--concurrency", "32", "--arrival", tc.crowd.ramp)
 			stock, _ := strconv.ParseInt(tc.crowd.stock, 10, 64)
 			res, history := runBench(t, noEnv, args...)
@@ -513,7 +513,7 @@ func TestBenchAdmission(t *testing.T) {
 	t.Run("queue on Redis and MariaDB", func(t *testing.T) {
 		res, _ := runBench(t, noEnv, "--admission", "queue", "--users", "4000", "--dup", "1", "--stock", "300",
 			"--pre-queue", "1s", "--admit-rate", "1000", "--concurrency", "32",
-			"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+			"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t))
 		l := res.Line
 		if !res.OK || res.Mode != "redis" || l == nil || l.Winners != 300 || l.Early == 0 || !l.OK() {
 			t.Fatalf("result %+v line %+v", res, l)

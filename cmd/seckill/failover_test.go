@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/netfault"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
@@ -299,7 +299,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 	for _, replicas := range []string{"0", "1"} {
 		t.Run("min replicas "+replicas, func(t *testing.T) {
 			cluster := failoverCluster(t, true, 1)
-			dsn := mysqltest.DSN(t)
+			dsn := dbtest.MySQLDSN(t)
 			env := testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0",
 				"SECKILL_REDIS_MIN_REPLICAS", replicas)
 			api := startRun(t, env, "-role", "api")
@@ -543,7 +543,7 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer toRedis.Close()
-	dsn := mysqltest.DSN(t)
+	dsn := dbtest.MySQLDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)

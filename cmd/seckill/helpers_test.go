@@ -17,8 +17,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/contract"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 
 	"seckill/internal/testtier"
 )
@@ -324,7 +323,6 @@ func startRun(t *testing.T, env map[string]string, args ...string) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	os.Exit(code)
 }

@@ -12,10 +12,9 @@ import (
 	"testing"
 
 	"seckill/internal/contract"
+	"seckill/internal/dbtest"
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
 	"seckill/internal/saletest"
 )
 
@@ -25,8 +24,7 @@ import (
 // have drifted as one undocumented.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
 		if _, unseen := contract.Seen(); len(unseen) > 0 {
 			fmt.Fprintf(os.Stderr, "contract: the suite never exercised these operations of the OpenAPI document: %s\n",
