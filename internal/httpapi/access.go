@@ -160,13 +160,10 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := AuditResponse{Entries: make([]AuditEntryResponse, len(es))}
-	for i, e := range es {
-		resp.Entries[i] = AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
+	var resp AuditResponse
+	resp.Entries, resp.Next = page(es, limit, func(e sale.AuditEntry) AuditEntryResponse {
+		return AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			Remote: e.Remote, Status: e.Status}
-	}
-	if len(es) == limit {
-		resp.Next = es[len(es)-1].ID
-	}
+	}, func(e sale.AuditEntry) int64 { return e.ID })
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -74,13 +74,8 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := DeliveriesResponse{Deliveries: make([]DeliveryResponse, len(ds))}
-	for i, d := range ds {
-		resp.Deliveries[i] = deliveryOf(d)
-	}
-	if len(ds) == f.Limit {
-		resp.Next = ds[len(ds)-1].Seq
-	}
+	var resp DeliveriesResponse
+	resp.Deliveries, resp.Next = page(ds, f.Limit, deliveryOf, func(d sale.EventDelivery) int64 { return d.Seq })
 	writeJSON(w, http.StatusOK, resp)
 }
 

@@ -113,13 +113,8 @@ func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := OrdersResponse{Orders: make([]AdminOrderResponse, len(os))}
-	for i, o := range os {
-		resp.Orders[i] = adminOrder(o)
-	}
-	if len(os) == f.Limit {
-		resp.Next = os[len(os)-1].ID
-	}
+	var resp OrdersResponse
+	resp.Orders, resp.Next = page(os, f.Limit, adminOrder, func(o sale.Order) int64 { return o.ID })
 	writeJSON(w, http.StatusOK, resp)
 }
 
