@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"seckill/internal/bench"
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 
@@ -72,7 +72,7 @@ func TestBenchEmbedded(t *testing.T) {
 // TestBenchRedisMariaDB: the same on an in-process server in distributed mode.
 func TestBenchRedisMariaDB(t *testing.T) {
 	res, history := runBench(t, noEnv, "--users", "20000", "--stock", "500", "--concurrency", "64",
-		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+		"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t))
 	checkFlash(t, res, history, 20000, 1, 500)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
@@ -85,7 +85,7 @@ func TestBenchRedisMariaDB(t *testing.T) {
 func TestBenchShardedStockOnACluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	res, history := runBench(t, noEnv, "--users", "6000", "--stock", "300", "--concurrency", "64", "--stock-shards", "3",
-		"--redis", cluster.Seeds(), "--db", mysqltest.DSN(t))
+		"--redis", cluster.Seeds(), "--db", dbtest.MySQLDSN(t))
 	checkFlash(t, res, history, 6000, 1, 300)
 	if res.Mode != "redis" {
 		t.Fatalf("mode %q", res.Mode)
@@ -260,7 +260,7 @@ func TestBenchAdmission(t *testing.T) {
 	t.Run("queue on Redis and MariaDB", func(t *testing.T) {
 		res, _ := runBench(t, noEnv, "--admission", "queue", "--users", "4000", "--dup", "1", "--stock", "300",
 			"--pre-queue", "1s", "--admit-rate", "1000", "--concurrency", "32",
-			"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t))
+			"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t))
 		l := res.Line
 		if !res.OK || res.Mode != "redis" || l == nil || l.Winners != 300 || l.Early == 0 || !l.OK() {
 			t.Fatalf("result %+v line %+v", res, l)

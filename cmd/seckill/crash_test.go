@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 
@@ -103,7 +103,7 @@ func TestKillNineMidSale(t *testing.T) {
 // exactly one order.
 func TestKillNineWorkerMidDrain(t *testing.T) {
 	const users = 10_000
-	dsn, srv := mysqltest.DSN(t), redistest.Start(t, redistest.Options{})
+	dsn, srv := dbtest.MySQLDSN(t), redistest.Start(t, redistest.Options{})
 	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role, "SECKILL_CLAIM_IDLE", "2s")
 	}

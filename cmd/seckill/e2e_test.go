@@ -18,8 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"seckill/internal/browsertest"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 
 	"seckill/internal/node"
@@ -31,16 +30,16 @@ import (
 func TestFlashCrowd(t *testing.T) { flashCrowd(t, sqliteDSN(t)) }
 
 // The same crowd with the store and the queue on MariaDB, then PostgreSQL (one node, no Redis).
-func TestFlashCrowdOnMariaDB(t *testing.T)  { flashCrowd(t, mysqltest.DSN(t)) }
-func TestFlashCrowdOnPostgres(t *testing.T) { flashCrowd(t, pgtest.DSN(t)) }
+func TestFlashCrowdOnMariaDB(t *testing.T)  { flashCrowd(t, dbtest.MySQLDSN(t)) }
+func TestFlashCrowdOnPostgres(t *testing.T) { flashCrowd(t, dbtest.PostgresDSN(t)) }
 
 // The distributed mode: Redis gate and streams with MariaDB, then a Redis Cluster with PostgreSQL.
 func TestFlashCrowdRedisMariaDB(t *testing.T) {
-	flashCrowd(t, mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
+	flashCrowd(t, dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 }
 
 func TestFlashCrowdClusterPostgres(t *testing.T) {
-	flashCrowd(t, pgtest.DSN(t), "SECKILL_REDIS", redistest.StartCluster(t).Seeds())
+	flashCrowd(t, dbtest.PostgresDSN(t), "SECKILL_REDIS", redistest.StartCluster(t).Seeds())
 }
 
 func flashCrowd(t *testing.T, dsn string, env ...string) {
@@ -359,7 +358,7 @@ func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
 // by the grab's own script, so spreading clicks over two nodes gains nothing; the bucket is the
 // activity's, and its refusal is a 429 with Retry-After, counted as the user's limit.
 func TestRateLimitIsSharedByTheNodes(t *testing.T) {
-	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(), "SECKILL_RATE_USER", "2")
+	env := testEnv(dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(), "SECKILL_RATE_USER", "2")
 	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
 	id := a.CreateItem(100, 1, 15*time.Minute)
 	grab := "/api/activities/" + id + "/grab"
@@ -406,7 +405,7 @@ func grepLines(s, sub string) string {
 // has reloaded the blacklist (every node.ReloadEvery), and unblocked the same way. The test waits
 // three reload periods rather than probing, since a probe before the reload would be a real grab.
 func TestBlacklistReachesEveryNode(t *testing.T) {
-	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
+	env := testEnv(dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
 	id := a.CreateItem(100, 1, 15*time.Minute)
 	grab := "/api/activities/" + id + "/grab"

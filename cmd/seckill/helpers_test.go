@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/dbtest"
 	"seckill/internal/e2etest"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
 
 	"seckill/internal/testtier"
 )
@@ -127,7 +126,6 @@ func startRun(t *testing.T, env map[string]string, args ...string) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	os.Exit(code)
 }

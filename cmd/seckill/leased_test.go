@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
 )
@@ -22,7 +22,7 @@ import (
 // then reads 0.
 func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
-	dsn := mysqltest.DSN(t)
+	dsn := dbtest.MySQLDSN(t)
 	env := func(more ...string) map[string]string {
 		return testEnv(dsn, append([]string{"SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"}, more...)...)
 	}

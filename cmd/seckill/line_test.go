@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 
@@ -209,7 +209,7 @@ func TestKillNineTheLineEmbedded(t *testing.T) {
 // out: every acknowledged ticket is answered, and the winners are exactly the draw's first ones.
 func TestKillNineTheDrainerOnRedis(t *testing.T) {
 	const stock = 300
-	dsn, srv := mysqltest.DSN(t), redistest.Start(t, redistest.Options{})
+	dsn, srv := dbtest.MySQLDSN(t), redistest.Start(t, redistest.Options{})
 	env := func(role string) map[string]string {
 		return testEnv(dsn, "SECKILL_REDIS", srv.URL(), "SECKILL_ROLE", role)
 	}

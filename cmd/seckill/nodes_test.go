@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 
 	"seckill/internal/e2etest"
@@ -18,7 +18,7 @@ import (
 // 500: exactly 500 users win, once each, and the database ends with exactly 500 orders.
 func TestThreeNodesSellOneActivity(t *testing.T) {
 	const users, stock = 20_000, 500
-	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
+	env := testEnv(dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 	var clients []*client
 	for range 3 {
 		clients = append(clients, newClient(t, e2etest.StartChild(t, env).Base))

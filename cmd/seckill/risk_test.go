@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 	"seckill/internal/risk"
 )
@@ -242,7 +242,7 @@ func TestRiskGen(t *testing.T) {
 // balancer sends to one node, then the other. Each node sees two of them; the windows are on
 // Redis, so the third and the fourth are challenged wherever they land.
 func TestRiskWindowsSharedByNodes(t *testing.T) {
-	env := testEnv(mysqltest.DSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(),
+	env := testEnv(dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL(),
 		"SECKILL_RISK_ACCOUNTS_PER_IP", "2", "SECKILL_RATE_USER", "0")
 	ctx, stop := context.WithCancel(context.Background())
 	a, doneA := launch(t, ctx, env)

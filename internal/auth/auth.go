@@ -84,7 +84,7 @@ const leeway = 5 * time.Second
 // Mint returns a token for user valid until now+ttl.
 func (t *Tokens) Mint(user string, now time.Time, ttl time.Duration) (string, error) {
 	if !ValidUser(user) {
-		return "", fmt.Errorf("%w: user id must be 1-%d printable ASCII characters", sale.ErrInvalid, MaxUserLen)
+		return "", sale.BadUserID("user id")
 	}
 	claims := jwt.RegisteredClaims{
 		Subject:   user,

@@ -150,23 +150,20 @@ type AuditEntryResponse struct {
 	Status int       `json:"status"`
 }
 
-// auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxAuditPage,
-// default 50).
+// auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxPage, defaultPage
+// when left out).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	limit, before := queryInt(q.Get("limit"), 50), queryInt64(q.Get("before"))
+	limit, before := queryInt(q.Get("limit"), defaultPage), queryInt64(q.Get("before"))
 	es, err := s.svc.AuditLog(r.Context(), before, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := AuditResponse{Entries: make([]AuditEntryResponse, len(es))}
-	for i, e := range es {
-		resp.Entries[i] = AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
+	var resp AuditResponse
+	resp.Entries, resp.Next = page(es, limit, func(e sale.AuditEntry) AuditEntryResponse {
+		return AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			Remote: e.Remote, Status: e.Status}
-	}
-	if len(es) == limit {
-		resp.Next = es[len(es)-1].ID
-	}
+	}, func(e sale.AuditEntry) int64 { return e.ID })
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -12,10 +12,10 @@ import (
 	"testing"
 
 	"seckill/internal/contract"
+	"seckill/internal/dbtest"
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
 
@@ -25,8 +25,7 @@ import (
 // have drifted as one undocumented.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
 		if _, unseen := contract.Seen(); len(unseen) > 0 {
 			fmt.Fprintf(os.Stderr, "contract: the suite never exercised these operations of the OpenAPI document: %s\n",
@@ -61,6 +60,40 @@ func TestOpenAPIDocument(t *testing.T) {
 	slices.Sort(served)
 	if !slices.Equal(documented, served) {
 		t.Fatalf("the document's operations differ from the server's routes:\ndocumented %q\nserved     %q", documented, served)
+	}
+}
+
+// TestOpenAPIPageLimits: the document bounds every list's ?limit= as the service does, by the
+// one rule of a page (sale.MaxPage), and a leaderboard's by sale.MaxBoard.
+func TestOpenAPIPageLimits(t *testing.T) {
+	doc, err := contract.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				if p.Value == nil || p.Value.In != "query" || p.Value.Name != "limit" {
+					continue
+				}
+				n++
+				want := float64(sale.MaxPage)
+				if strings.HasSuffix(path, "/leaderboard") {
+					want = float64(sale.MaxBoard)
+				}
+				var lo, hi float64
+				if s := p.Value.Schema.Value; s.Min != nil && s.Max != nil {
+					lo, hi = *s.Min, *s.Max
+				}
+				if lo != 1 || hi != want {
+					t.Errorf("%s %s: ?limit= is %v to %v, want 1 to %v", method, path, lo, hi, want)
+				}
+			}
+		}
+	}
+	if n < 7 {
+		t.Errorf("the document has %d ?limit= parameters, want the 7 lists'", n)
 	}
 }
 

@@ -264,6 +264,23 @@ func (e EditActivityRequest) Edit() (sale.ActivityEdit, error) {
 	return out, nil
 }
 
+// defaultPage is the page of a list that names no ?limit= (the service bounds it: sale.MaxPage).
+const defaultPage = 50
+
+// page answers a page of a list read back from its newest (?before=): each of xs as of has it,
+// and next, the key (of key) of its last, to ask for the page before it, when the page is full
+// (there may be more; 0, left out of the answer, when there are no more).
+func page[T, R any](xs []T, limit int, of func(T) R, key func(T) int64) (out []R, next int64) {
+	out = make([]R, len(xs))
+	for i, x := range xs {
+		out[i] = of(x)
+	}
+	if len(xs) == limit {
+		next = key(xs[len(xs)-1])
+	}
+	return out, next
+}
+
 // queryInt is a query parameter's integer: def when it is left out, -1 when it is not one (a
 // limit the service refuses, with its message).
 func queryInt(v string, def int) int {

@@ -64,23 +64,18 @@ func deliveryOf(d sale.EventDelivery) DeliveryResponse {
 }
 
 // deliveries lists the order events' deliveries: ?state=pending|delivered|parked, ?sink=,
-// ?limit= (1 to 500, default 50), ?before= (the next of the page before).
+// ?limit= (1 to sale.MaxPage, defaultPage when left out), ?before= (the next of the page before).
 func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.DeliveryFilter{Sink: q.Get("sink"), State: sale.DeliveryState(q.Get("state")), Limit: queryInt(q.Get("limit"), 50),
+	f := sale.DeliveryFilter{Sink: q.Get("sink"), State: sale.DeliveryState(q.Get("state")), Limit: queryInt(q.Get("limit"), defaultPage),
 		Before: queryInt64(q.Get("before"))}
 	ds, err := s.svc.Deliveries(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := DeliveriesResponse{Deliveries: make([]DeliveryResponse, len(ds))}
-	for i, d := range ds {
-		resp.Deliveries[i] = deliveryOf(d)
-	}
-	if len(ds) == f.Limit {
-		resp.Next = ds[len(ds)-1].Seq
-	}
+	var resp DeliveriesResponse
+	resp.Deliveries, resp.Next = page(ds, f.Limit, deliveryOf, func(d sale.EventDelivery) int64 { return d.Seq })
 	writeJSON(w, http.StatusOK, resp)
 }
 

@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/dbtest"
 	"seckill/internal/httpapi"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
 	"seckill/internal/saletest"
 )
 
@@ -35,8 +34,8 @@ var injections = []string{
 func TestSQLInjectionInEveryField(t *testing.T) {
 	for name, dsn := range map[string]func(t *testing.T) string{
 		"SQLite":     func(*testing.T) string { return "" },
-		"MariaDB":    func(t *testing.T) string { return mysqltest.DSN(t) },
-		"PostgreSQL": func(t *testing.T) string { return pgtest.DSN(t) },
+		"MariaDB":    func(t *testing.T) string { return dbtest.MySQLDSN(t) },
+		"PostgreSQL": func(t *testing.T) string { return dbtest.PostgresDSN(t) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixtureOn(t, dsn(t), func(c *httpapi.Config, _ *saletest.Clock) {})

@@ -62,7 +62,7 @@ type ActivitiesResponse struct {
 }
 
 // allActivities lists activities for an operator: ?since= (RFC 3339: those that end after it;
-// left out, all), ?limit= (1 to 500, default 100), the latest start first. No gate is asked.
+// left out, all), ?limit= (1 to sale.MaxPage, default 100), the latest start first. No gate is asked.
 func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var since time.Time
@@ -102,24 +102,19 @@ type OrdersResponse struct {
 	Next   int64                `json:"next,omitempty"`
 }
 
-// orders lists a user's or an activity's orders: ?user=, ?activity=, ?limit= (1 to 500, default
-// 50), ?before= (the next of the page before).
+// orders lists a user's or an activity's orders: ?user=, ?activity=, ?limit= (1 to sale.MaxPage,
+// defaultPage when left out), ?before= (the next of the page before).
 func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: queryInt(q.Get("limit"), 50),
+	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: queryInt(q.Get("limit"), defaultPage),
 		Before: queryInt64(q.Get("before"))}
 	os, err := s.svc.Orders(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := OrdersResponse{Orders: make([]AdminOrderResponse, len(os))}
-	for i, o := range os {
-		resp.Orders[i] = adminOrder(o)
-	}
-	if len(os) == f.Limit {
-		resp.Next = os[len(os)-1].ID
-	}
+	var resp OrdersResponse
+	resp.Orders, resp.Next = page(os, f.Limit, adminOrder, func(o sale.Order) int64 { return o.ID })
 	writeJSON(w, http.StatusOK, resp)
 }
 
@@ -183,10 +178,10 @@ type DeadLettersResponse struct {
 	DeadLetters []DeadLetterResponse `json:"dead_letters"`
 }
 
-// deadLetters lists dead letters: ?activity=, ?limit= (1 to 500, default 50).
+// deadLetters lists dead letters: ?activity=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), queryInt(q.Get("limit"), 50))
+	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), queryInt(q.Get("limit"), defaultPage))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

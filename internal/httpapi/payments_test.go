@@ -117,6 +117,11 @@ func TestPaymentsThroughAProvider(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", bad.name, r.status, r.raw, bad.status, bad.code)
 		}
 	}
+	// The status is refused before anything else the notice says (the service's one check).
+	if r := f.callback(callbackBody(alice, "not an id", -1, "pending"), paymentSecret, now); r.status != 400 ||
+		!strings.Contains(r.raw, "status must be succeeded, failed or refunded") {
+		t.Errorf("an unknown status of a bad id and amount: %d %s", r.status, r.raw)
+	}
 	// An altered body under a good signature of the first.
 	altered := strings.Replace(good, "99900", "99800", 1)
 	if r := f.do("POST", "/api/payments/callback", "", altered, signature.Header, signature.Sign(paymentSecret, now, []byte(good))); r.status != 401 ||

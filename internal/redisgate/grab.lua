@@ -103,6 +103,12 @@ local current = redis.call('GET', KEYS[9]) or '1'
 
 -- The users' request buckets (GCRA, in µs on Redis's clock), read once each and written back
 -- at the end: a later grab of the batch by the same user sees what the earlier ones spent.
+-- The same algorithm as the edge's buckets (ratelimit.RedisBuckets, go-redis/redis_rate), on
+-- purpose not shared with them: this is another bucket, of the grabs of one activity admitted
+-- directly, on the activity's slot ({act:ID}:rate:USER), so that the grab's one call checks it;
+-- redis_rate's keys (rate:user:...) have no hash tag and keep the requests the gate does not see
+-- (challenges, lines, every activity's node-wide budget). A request is checked in one or the
+-- other, never both: httpapi's edge chooses (Limits.UserAtGate).
 local clock
 local tats, spent = {}, {}
 local function overRate(g)

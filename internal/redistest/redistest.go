@@ -1,6 +1,6 @@
 // Package redistest starts real redis-server processes for integration tests.
 //
-// Redis starts in well under a second, so unlike mysqltest and pgtest there is no shared server:
+// Redis starts in well under a second, so unlike dbtest's databases there is no shared server:
 // every call to Start (or StartCluster) starts new servers, in temp dirs of the test, on free
 // loopback ports, and stops them when the test ends. The package never skips: if a server cannot
 // start, the test fails with the tail of the server's log. The servers are started with

@@ -2,7 +2,6 @@ package sale
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -27,13 +26,10 @@ const (
 	MaxAuditRemote = 64
 )
 
-// MaxAuditPage bounds the entries one read of the audit log returns.
-const MaxAuditPage = 500
-
 // Audit records e in the audit log, its texts cut to the log's bounds. Errors: ErrBusy.
 func (s *Service) Audit(ctx context.Context, e AuditEntry) error {
 	if s.audit == nil {
-		return fmt.Errorf("%w: this node has no audit log", ErrBusy)
+		return errNoAudit
 	}
 	e.Actor, e.Action = cut(e.Actor, MaxAuditActor), cut(e.Action, MaxAuditAction)
 	e.Target, e.Remote = cut(e.Target, MaxAuditTarget), cut(e.Remote, MaxAuditRemote)
@@ -44,14 +40,14 @@ func (s *Service) Audit(ctx context.Context, e AuditEntry) error {
 	return s.audit.Record(ctx, e)
 }
 
-// AuditLog returns up to limit (1 to MaxAuditPage) entries of the audit log older than the
+// AuditLog returns up to limit (1 to MaxPage) entries of the audit log older than the
 // entry before (0: the newest), the newest first. Errors: ErrInvalid, ErrBusy.
 func (s *Service) AuditLog(ctx context.Context, before int64, limit int) ([]AuditEntry, error) {
-	if limit < 1 || limit > MaxAuditPage || before < 0 {
-		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive entry id", ErrInvalid, MaxAuditPage)
+	if err := checkPage(limit, before, "entry id"); err != nil {
+		return nil, err
 	}
 	if s.audit == nil {
-		return nil, fmt.Errorf("%w: this node has no audit log", ErrBusy)
+		return nil, errNoAudit
 	}
 	return s.audit.Entries(ctx, before, limit)
 }

@@ -57,7 +57,7 @@ func (b Block) Normalize() (Block, error) {
 	switch b.Kind {
 	case BlockUser:
 		if !ValidUserID(b.Value) {
-			return bad(fmt.Sprintf("a blocked user id is 1-%d printable ASCII characters", MaxUserIDLen))
+			return Block{}, BadUserID("a blocked user id")
 		}
 	case BlockIP:
 		p, err := ParseNetwork(b.Value)

@@ -117,19 +117,17 @@ type EventStore interface {
 	PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (deleted int, next int64, err error)
 }
 
-// MaxDeliveryPage bounds the deliveries one read returns.
-const MaxDeliveryPage = 500
-
-// Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxDeliveryPage).
+// Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxPage).
 // Errors: ErrInvalid, ErrBusy.
 func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error) {
+	if err := checkPage(f.Limit, f.Before, "seq"); err != nil {
+		return nil, err
+	}
 	switch {
-	case f.Limit < 1 || f.Limit > MaxDeliveryPage || f.Before < 0:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive seq", ErrInvalid, MaxDeliveryPage)
 	case f.State != "" && f.State != DeliveryPending && f.State != DeliveryDelivered && f.State != DeliveryParked:
 		return nil, fmt.Errorf("%w: state must be %s, %s or %s", ErrInvalid, DeliveryPending, DeliveryDelivered, DeliveryParked)
 	case s.outbox == nil:
-		return nil, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+		return nil, errNoOutbox
 	}
 	return s.outbox.Deliveries(ctx, f)
 }
@@ -141,7 +139,7 @@ func (s *Service) Replay(ctx context.Context, sink, id string) (EventDelivery, e
 	case sink == "" || id == "":
 		return EventDelivery{}, fmt.Errorf("%w: a replay names the sink and the event_id", ErrInvalid)
 	case s.outbox == nil:
-		return EventDelivery{}, fmt.Errorf("%w: this node has no outbox", ErrBusy)
+		return EventDelivery{}, errNoOutbox
 	}
 	return s.outbox.Replay(ctx, sink, id, s.now())
 }

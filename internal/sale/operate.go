@@ -30,9 +30,6 @@ type OrderFilter struct {
 	Limit      int
 }
 
-// MaxOrderPage bounds the orders (and dead letters, and activities) one read returns.
-const MaxOrderPage = 500
-
 // Orders lists orders for an operator: a user's (the support desk's first question), or an
 // activity's. Errors: ErrInvalid, ErrBusy.
 func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
@@ -40,11 +37,12 @@ func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 	case f.ActivityID == "" && f.UserID == "":
 		return nil, fmt.Errorf("%w: name the user or the activity", ErrInvalid)
 	case f.ActivityID != "" && !ValidID(f.ActivityID):
-		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return nil, badID("activity")
 	case f.UserID != "" && !ValidUserID(f.UserID):
-		return nil, fmt.Errorf("%w: user must be 1 to %d printable ASCII characters", ErrInvalid, MaxIDLen)
-	case f.Limit < 1 || f.Limit > MaxOrderPage || f.Before < 0:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d and before a positive order id", ErrInvalid, MaxOrderPage)
+		return nil, BadUserID("user")
+	}
+	if err := checkPage(f.Limit, f.Before, "order id"); err != nil {
+		return nil, err
 	}
 	return s.orders.Orders(ctx, f)
 }
@@ -61,8 +59,8 @@ func (s *Service) ExportOrders(ctx context.Context, id string, fn func(Order) er
 // AllActivities lists up to limit activities that end after since (the zero time: all, ended
 // ones included), the latest start first: the operator's list. Errors: ErrInvalid, ErrBusy.
 func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int) ([]Activity, error) {
-	if limit < 1 || limit > MaxOrderPage {
-		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxOrderPage)
+	if err := checkPage(limit, 0, ""); err != nil {
+		return nil, err
 	}
 	acts, err := s.activities.Activities(ctx, since)
 	if err != nil {
@@ -80,11 +78,11 @@ func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int)
 // DeadLetters lists up to limit dead letters of activity id ("": every activity's), the newest
 // first. Errors: ErrInvalid, ErrBusy.
 func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]DeadLetter, error) {
-	switch {
-	case id != "" && !ValidID(id):
-		return nil, fmt.Errorf("%w: activity must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
-	case limit < 1 || limit > MaxOrderPage:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxOrderPage)
+	if id != "" && !ValidID(id) {
+		return nil, badID("activity")
+	}
+	if err := checkPage(limit, 0, ""); err != nil {
+		return nil, err
 	}
 	return s.orders.DeadLetters(ctx, id, limit)
 }

@@ -136,16 +136,13 @@ type PaymentStore interface {
 // amount is not refused: the money is owed back.)
 var ErrAmountMismatch = errors.New("the amount is not the payment's")
 
-// MaxPaymentPage bounds the payments one read returns.
-const MaxPaymentPage = 500
-
 // StartPayment starts paying userID's order ref through the provider: the buyer pays at the
 // provider, and the order becomes PAID when its callback says so (Settle). Asking again before
 // the provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order
 // is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
 func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment, error) {
 	if s.payments == nil {
-		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Payment{}, errNoPayments
 	}
 	o, err := s.placed(ctx, userID, ref)
 	if err != nil {
@@ -155,17 +152,19 @@ func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment
 }
 
 // Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
-// Errors: ErrInvalid, ErrNotFound, ErrAmountMismatch, ErrInvalidState, ErrBusy.
+// It is the one check of a notice: its outcome first (what a callback's status is refused for
+// before anything else it says), then its ids and amount. Errors: ErrInvalid, ErrNotFound,
+// ErrAmountMismatch, ErrInvalidState, ErrBusy.
 func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
 	switch {
-	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
-		return Settlement{}, fmt.Errorf("%w: payment_id and order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
-	case n.AmountCents < 0:
-		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
 	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
 		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
+	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
+		return Settlement{}, badID("payment_id and order_token")
+	case n.AmountCents < 0:
+		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
 	case s.payments == nil:
-		return Settlement{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Settlement{}, errNoPayments
 	}
 	// Not on the request's context: a provider that hangs up has still told us.
 	st, err := s.payments.Settle(context.WithoutCancel(ctx), n, s.now())
@@ -191,12 +190,12 @@ func (s *Service) Payment(ctx context.Context, id string) (Payment, error) {
 	case !ValidID(id):
 		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
 	case s.payments == nil:
-		return Payment{}, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return Payment{}, errNoPayments
 	}
 	return s.payments.Payment(ctx, id)
 }
 
-// Payments lists payments, newest first (f.Limit 1 to MaxPaymentPage). Errors: ErrInvalid,
+// Payments lists payments, newest first (f.Limit 1 to MaxPage). Errors: ErrInvalid,
 // ErrBusy.
 func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, error) {
 	switch f.State {
@@ -204,13 +203,14 @@ func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, err
 	default:
 		return nil, fmt.Errorf("%w: state must be started, succeeded, failed, refund_pending or refunded", ErrInvalid)
 	}
+	if err := checkPage(f.Limit, 0, ""); err != nil {
+		return nil, err
+	}
 	switch {
-	case f.Limit < 1 || f.Limit > MaxPaymentPage:
-		return nil, fmt.Errorf("%w: limit must be 1 to %d", ErrInvalid, MaxPaymentPage)
 	case f.OrderToken != "" && !ValidID(f.OrderToken):
-		return nil, fmt.Errorf("%w: order_token must be 1 to %d letters, digits, '-' or '_'", ErrInvalid, MaxIDLen)
+		return nil, badID("order_token")
 	case s.payments == nil:
-		return nil, fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
+		return nil, errNoPayments
 	}
 	return s.payments.Payments(ctx, f)
 }

@@ -135,7 +135,7 @@ func (a Activity) Validate() error {
 	}
 	switch {
 	case !ValidID(a.ID):
-		return bad("id must be 1-%d letters, digits, '-' or '_'", MaxIDLen)
+		return badID("id")
 	case strings.TrimSpace(a.Name) == "":
 		return bad("name is required")
 	case utf8.RuneCountInString(a.Name) > MaxNameLen || !utf8.ValidString(a.Name):

@@ -117,7 +117,7 @@ func EventPurge(t *testing.T, env Env) {
 	}
 	left := func() []string {
 		t.Helper()
-		ds, err := svc.Deliveries(ctx, sale.DeliveryFilter{Sink: Sink, Limit: sale.MaxDeliveryPage})
+		ds, err := svc.Deliveries(ctx, sale.DeliveryFilter{Sink: Sink, Limit: sale.MaxPage})
 		if err != nil {
 			t.Fatal(err)
 		}

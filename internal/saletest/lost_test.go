@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
@@ -64,7 +63,7 @@ func grabThrough(t *testing.T, env saletest.Env, id, prefix string, max int) int
 func TestRevisionWhileAShardIsLost(t *testing.T) {
 	ctx := context.Background()
 	cluster := redistest.StartCluster(t)
-	dsn := pgtest.DSN(t)
+	dsn := dbtest.PostgresDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, cluster.Seeds(), dsn), nodetest.Distributed(t, clock, cluster.Seeds(), dsn)
 	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
@@ -125,7 +124,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 // loaded, stores nothing over it: the unit sells again.
 func TestRestockMeetsARebuild(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.MySQLDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 1, time.Hour)

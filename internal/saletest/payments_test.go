@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -31,12 +30,12 @@ func TestPaymentCallbacksRaceTheSweeper(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { callbacksRaceTheSweeper(t, nodetest.Embedded) })
 	t.Run("mariadb", func(t *testing.T) {
 		callbacksRaceTheSweeper(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, dbtest.MySQLDSN(t))
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		callbacksRaceTheSweeper(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), dbtest.PostgresDSN(t))
 		})
 	})
 }

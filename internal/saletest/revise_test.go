@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -22,7 +21,7 @@ import (
 // very next grab, its copy still saying the sale is on.
 func TestOperatorChangesReachEveryNode(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.PostgresDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 2, time.Minute)
@@ -89,7 +88,7 @@ func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 	for name, newEnv := range map[string]saletest.NewEnv{
 		"embedded": nodetest.Embedded,
 		"redis": func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), dbtest.PostgresDSN(t))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -137,7 +136,7 @@ func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 // the edit.
 func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.PostgresDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "sharded", Kind: sale.KindItem, Stock: 6, PriceCents: 100,
@@ -185,7 +184,7 @@ func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
 // of the activity still says the sale is on, gives no ticket: its line holds the end itself.
 func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.PostgresDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a, err := one.Service.CreateActivity(ctx, sale.Activity{Name: "queue", Kind: sale.KindItem, Stock: 5, PriceCents: 100,
@@ -214,7 +213,7 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 // predates both, refuses every grab ENDED.
 func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"}), mysqltest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"}), dbtest.MySQLDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, srv.URL(), dsn), nodetest.Distributed(t, clock, srv.URL(), dsn)
 	a := createItem(t, one.Service, clock, "", 1, time.Minute)

@@ -13,8 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
@@ -34,8 +33,7 @@ func TestMain(m *testing.M) {
 		flag.Set("rapid.checks", raceChecks)
 	}
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	os.Exit(code)
 }
 
@@ -52,7 +50,7 @@ func TestEmbeddedProperty(t *testing.T) {
 // MariaDB, then on PostgreSQL, each started by its harness.
 func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
+		return nodetest.EmbeddedOn(t, c, dbtest.MySQLDSN(t))
 	})
 }
 
@@ -60,25 +58,25 @@ func TestEmbeddedPropertyOnMariaDB(t *testing.T) {
 // Redis gate on a three-master cluster.
 func TestDistributedPropertyMariaDB(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), dbtest.MySQLDSN(t))
 	})
 }
 
 func TestDistributedPropertyPostgres(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), pgtest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), dbtest.PostgresDSN(t))
 	})
 }
 
 func TestDistributedPropertyCluster(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), mysqltest.DSN(t))
+		return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), dbtest.MySQLDSN(t))
 	})
 }
 
 func TestEmbeddedPropertyOnPostgres(t *testing.T) {
 	saletest.Property(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-		return nodetest.EmbeddedOn(t, c, pgtest.DSN(t))
+		return nodetest.EmbeddedOn(t, c, dbtest.PostgresDSN(t))
 	})
 }
 
@@ -89,7 +87,7 @@ func TestConcurrentSweepersRestockOnce(t *testing.T) {
 	t.Run("embedded", func(t *testing.T) { concurrentSweepers(t, nodetest.Embedded) })
 	// Two nodes on one Redis and one PostgreSQL: the sweepers of both race.
 	t.Run("two redis nodes", func(t *testing.T) {
-		srv, dsn := redistest.Start(t, redistest.Options{}), pgtest.DSN(t)
+		srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.PostgresDSN(t)
 		node := func(t testing.TB, c *saletest.Clock) saletest.Env { return nodetest.Distributed(t, c, srv.URL(), dsn) }
 		concurrentSweepers(t, node, node)
 	})
@@ -168,7 +166,7 @@ func TestRedisDataLossRebuildsTheGate(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), dbtest.MySQLDSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	won := 0
@@ -212,7 +210,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{AOF: true, Fsync: "always"})
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, srv.URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), dbtest.MySQLDSN(t))
 	const stock = 300
 	a := createItem(t, env.Service, clock, "", stock, time.Minute)
 	var mu sync.Mutex
@@ -282,7 +280,7 @@ func TestRedisKillNineWithAOFAlways(t *testing.T) {
 func TestDatabaseOutage(t *testing.T) {
 	ctx := context.Background()
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, redistest.Start(t, redistest.Options{}).URL(), dbtest.MySQLDSN(t))
 	a := createItem(t, env.Service, clock, "", 1000, time.Hour)
 	acked := map[string]string{}
 	grab := func(user string) {
@@ -298,7 +296,7 @@ func TestDatabaseOutage(t *testing.T) {
 	}
 	env.Drain(a.ID)
 
-	db := mysqltest.Server(t)
+	db := dbtest.MariaDB(t)
 	db.Kill()
 	down := time.Now()
 	for u := 0; time.Since(down) < 30*time.Second; u++ {
@@ -332,7 +330,7 @@ func TestDatabaseOutage(t *testing.T) {
 func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
-	dsn := mysqltest.DSN(t)
+	dsn := dbtest.MySQLDSN(t)
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -401,7 +399,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), dbtest.PostgresDSN(t))
 	const stock = 10
 	a := createItem(t, env.Service, clock, "", stock, time.Hour)
 	for u := range 3 {
@@ -453,7 +451,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 // dead_letters table, moved to the activity's dead-letter stream, and counted in the stats.
 func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.MySQLDSN(t)
 	store, err := sqlstore.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -564,7 +562,7 @@ func createItem(t *testing.T, svc *sale.Service, clock *saletest.Clock, id strin
 // RestockFlagTTL), so the unit sells again through any node.
 func TestSoldOutFlagsClearedOnRestockEverywhere(t *testing.T) {
 	ctx := context.Background()
-	srv, dsn := redistest.Start(t, redistest.Options{}), mysqltest.DSN(t)
+	srv, dsn := redistest.Start(t, redistest.Options{}), dbtest.MySQLDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	var nodes []saletest.Env
 	for range 3 {
@@ -612,7 +610,7 @@ func TestChallengeJourney(t *testing.T) {
 		saletest.ChallengeJourney(t, nodetest.Embedded(t, saletest.NewClock(t0)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.ChallengeJourney(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), mysqltest.DSN(t)))
+		saletest.ChallengeJourney(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), dbtest.MySQLDSN(t)))
 	})
 }
 
@@ -621,10 +619,10 @@ func TestLeaderboard(t *testing.T) {
 	t0 := saletest.T0
 	t.Run("Embedded", func(t *testing.T) { saletest.LeaderboardTests(t, nodetest.Embedded(t, saletest.NewClock(t0))) })
 	t.Run("Redis", func(t *testing.T) {
-		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.Start(t, redistest.Options{}).URL(), dbtest.MySQLDSN(t)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+		saletest.LeaderboardTests(t, nodetest.Distributed(t, saletest.NewClock(t0), redistest.StartCluster(t).Seeds(), dbtest.PostgresDSN(t)))
 	})
 }
 
@@ -634,7 +632,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	ctx := context.Background()
 	srv := redistest.Start(t, redistest.Options{})
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, srv.URL(), pgtest.DSN(t))
+	env := nodetest.Distributed(t, clock, srv.URL(), dbtest.PostgresDSN(t))
 	a, err := env.Service.CreateActivity(ctx, sale.Activity{Name: "rain", Kind: sale.KindRedPacket, Stock: 10,
 		TotalCents: 1000, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour})
 	if err != nil {
@@ -684,7 +682,7 @@ func shardedSale(t *testing.T, stock int64) (*redistest.Cluster, saletest.Env, s
 	t.Helper()
 	cluster := redistest.StartCluster(t)
 	clock := saletest.NewClock(saletest.T0)
-	env := nodetest.Distributed(t, clock, cluster.Seeds(), mysqltest.DSN(t))
+	env := nodetest.Distributed(t, clock, cluster.Seeds(), dbtest.MySQLDSN(t))
 	a, err := env.Service.CreateActivity(context.Background(), sale.Activity{Name: "hot", Kind: sale.KindItem, Stock: stock,
 		PerUserLimit: 1, StartAt: clock.Now(), EndAt: clock.Now().Add(time.Hour), PayWindow: time.Hour,
 		Admission: sale.AdmitDirect, StockShards: 3})
@@ -804,12 +802,12 @@ func TestEmbeddedAdmission(t *testing.T) { saletest.AdmissionTests(t, nodetest.E
 func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
 	t.Run("MariaDB", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.EmbeddedOn(t, c, mysqltest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, dbtest.MySQLDSN(t))
 		})
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.EmbeddedOn(t, c, pgtest.DSN(t))
+			return nodetest.EmbeddedOn(t, c, dbtest.PostgresDSN(t))
 		})
 	})
 }
@@ -819,12 +817,12 @@ func TestEmbeddedAdmissionOnServerDatabases(t *testing.T) {
 func TestDistributedAdmission(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.Start(t, redistest.Options{}).URL(), dbtest.MySQLDSN(t))
 		})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		saletest.AdmissionTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
-			return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), pgtest.DSN(t))
+			return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), dbtest.PostgresDSN(t))
 		})
 	})
 }
@@ -902,10 +900,10 @@ func TestLostShardIsRebuilt(t *testing.T) {
 func TestArchive(t *testing.T) {
 	t.Run("Embedded", func(t *testing.T) { saletest.Archive(t, nodetest.Embedded(t, saletest.NewClock(saletest.T0))) })
 	t.Run("Redis", func(t *testing.T) {
-		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.Start(t, redistest.Options{}).URL(), mysqltest.DSN(t)))
+		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.Start(t, redistest.Options{}).URL(), dbtest.MySQLDSN(t)))
 	})
 	t.Run("Cluster", func(t *testing.T) {
-		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), pgtest.DSN(t)))
+		saletest.Archive(t, nodetest.Distributed(t, saletest.NewClock(saletest.T0), redistest.StartCluster(t).Seeds(), dbtest.PostgresDSN(t)))
 	})
 }
 
@@ -914,6 +912,6 @@ func TestArchive(t *testing.T) {
 func TestEventPurge(t *testing.T) {
 	t.Run("Embedded", func(t *testing.T) { saletest.EventPurge(t, nodetest.Embedded(t, saletest.NewClock(saletest.T0))) })
 	t.Run("Postgres", func(t *testing.T) {
-		saletest.EventPurge(t, nodetest.EmbeddedOn(t, saletest.NewClock(saletest.T0), pgtest.DSN(t)))
+		saletest.EventPurge(t, nodetest.EmbeddedOn(t, saletest.NewClock(saletest.T0), dbtest.PostgresDSN(t)))
 	})
 }

@@ -20,8 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pressly/goose/v3"
 
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
+	"seckill/internal/dbtest"
 	"seckill/internal/sale"
 
 	"seckill/internal/saletest"
@@ -34,14 +33,13 @@ var backends = []struct {
 	dsn  func(t *testing.T) string
 }{
 	{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "seckill.db") }},
-	{"mariadb", func(t *testing.T) string { return mysqltest.DSN(t) }},
-	{"postgres", func(t *testing.T) string { return pgtest.DSN(t) }},
+	{"mariadb", func(t *testing.T) string { return dbtest.MySQLDSN(t) }},
+	{"postgres", func(t *testing.T) string { return dbtest.PostgresDSN(t) }},
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	os.Exit(code)
 }
 
@@ -811,8 +809,8 @@ func BenchmarkPlaceOrders(b *testing.B) {
 		dsn  func(b *testing.B) string
 	}{
 		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "seckill.db") }},
-		{"mariadb", func(b *testing.B) string { return mysqltest.DSN(b) }},
-		{"postgres", func(b *testing.B) string { return pgtest.DSN(b) }},
+		{"mariadb", func(b *testing.B) string { return dbtest.MySQLDSN(b) }},
+		{"postgres", func(b *testing.B) string { return dbtest.PostgresDSN(b) }},
 	} {
 		for _, run := range []struct {
 			lots  bool

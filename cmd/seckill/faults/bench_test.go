@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"seckill/internal/bench"
+	"seckill/internal/dbtest"
 	"seckill/internal/e2etest"
-	"seckill/internal/mysqltest"
 	"seckill/internal/redistest"
 )
 
@@ -26,7 +26,7 @@ func TestBenchOperator(t *testing.T) {
 	bin := e2etest.Binary(t)
 	for name, args := range map[string]func(t *testing.T) []string{
 		"redis": func(t *testing.T) []string {
-			return []string{"--spawn", "2", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "2", "--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.MySQLDSN(t)}
 		},
 		"embedded": func(t *testing.T) []string { return []string{"--spawn", "1"} },
 	} {
@@ -78,13 +78,13 @@ func TestBenchFaults(t *testing.T) {
 		{"redis api", func(t *testing.T) []string {
 			// bench starts the Redis (its CPU is counted among bench's own processes', which a
 			// server the test started is not)
-			return []string{"--spawn", "2", "--kill", "api", "--redis", "spawn", "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "2", "--kill", "api", "--redis", "spawn", "--db", dbtest.MySQLDSN(t)}
 		}, 2, []string{"bench", "all", "redis"}, bench.Setup{Redis: "spawn", DB: "given", Fsync: "always", Roles: []string{"all", "all"}}},
 		{"redis worker", func(t *testing.T) []string {
-			return []string{"--spawn", "1", "--kill", "worker", "--redis", "spawn", "--db", mysqltest.DSN(t)}
+			return []string{"--spawn", "1", "--kill", "worker", "--redis", "spawn", "--db", dbtest.MySQLDSN(t)}
 		}, 1, []string{"bench", "api", "worker", "redis"}, bench.Setup{Redis: "spawn", DB: "given", Fsync: "always", Roles: []string{"api", "worker"}}},
 		{"spawned redis", func(t *testing.T) []string {
-			return []string{"--redis", "spawn", "--kill", "redis", "--db", mysqltest.DSN(t)}
+			return []string{"--redis", "spawn", "--kill", "redis", "--db", dbtest.MySQLDSN(t)}
 		}, 1, []string{"bench+server", "redis"}, bench.Setup{Redis: "spawn", DB: "given", Fsync: "always", InProcess: true}},
 		{"spawned db", func(t *testing.T) []string {
 			return []string{"--redis", "spawn", "--db", "spawn:mariadb", "--db-outage", "3s"}
@@ -159,7 +159,7 @@ func TestBenchRedisFaults(t *testing.T) {
 		{"netem", []string{"--redis", "spawn", "--netem", "reset", "--fault-for", "2s"}, usual},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
-			args := append(tc.args, "--fault", tc.fault, "--db", mysqltest.DSN(t), "--at", tc.crowd.at, "--users", "8000", "--dup", "0",
+			args := append(tc.args, "--fault", tc.fault, "--db", dbtest.MySQLDSN(t), "--at", tc.crowd.at, "--users", "8000", "--dup", "0",
 				"--stock", tc.crowd.stock, "--concurrency", "32", "--arrival", tc.crowd.ramp)
 			stock, _ := strconv.ParseInt(tc.crowd.stock, 10, 64)
 			res, history := e2etest.BenchBinary(t, args...)

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/dbtest"
 	"seckill/internal/e2etest"
-	"seckill/internal/mysqltest"
 	"seckill/internal/netfault"
 	"seckill/internal/redisgate"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
+	"seckill/internal/sqlstore"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -140,7 +141,7 @@ func (s *crowdSale) audit(t *testing.T) (lost []string, orders int, st map[strin
 	st = s.c.Drained(s.id)
 	driver, dsn := "sqlite", strings.TrimPrefix(s.dsn, "sqlite:")
 	if strings.HasPrefix(s.dsn, "mysql://") {
-		driver, dsn = "mysql", must(mysqltest.DriverDSN(s.dsn))
+		driver, dsn = "mysql", must(sqlstore.MySQLDriverDSN(s.dsn))
 	}
 	db, err := sql.Open(driver, dsn)
 	if err != nil {
@@ -299,7 +300,7 @@ func TestReplicaLagLosesNoAcknowledgedGrab(t *testing.T) {
 	for _, replicas := range []string{"0", "1"} {
 		t.Run("min replicas "+replicas, func(t *testing.T) {
 			cluster := failoverCluster(t, true, 1)
-			dsn := mysqltest.DSN(t)
+			dsn := dbtest.MySQLDSN(t)
 			env := testEnv(dsn, "SECKILL_REDIS", cluster.Seeds(), "SECKILL_RATE_USER", "0",
 				"SECKILL_REDIS_MIN_REPLICAS", replicas)
 			api := startNode(t, env, "api")
@@ -543,7 +544,7 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer toRedis.Close()
-	dsn := mysqltest.DSN(t)
+	dsn := dbtest.MySQLDSN(t)
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -611,7 +612,7 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 	t.Logf("%d clicks: %v; %d acknowledged, %d busy: %v", s.clicks.Load(), s.answers, len(s.acked), len(s.busy), s.reasons)
 	s.check(t)
 
-	db, err := sql.Open("mysql", must(mysqltest.DriverDSN(dsn)))
+	db, err := sql.Open("mysql", must(sqlstore.MySQLDriverDSN(dsn)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,8 @@ import (
 
 	_ "modernc.org/sqlite" // the suites read the nodes' SQLite databases
 
+	"seckill/internal/dbtest"
 	"seckill/internal/e2etest"
-	"seckill/internal/mysqltest"
-	"seckill/internal/pgtest"
 )
 
 type (
@@ -39,7 +38,6 @@ func startNode(t *testing.T, env map[string]string, role string) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	mysqltest.Stop()
-	pgtest.Stop()
+	dbtest.StopAll()
 	os.Exit(code)
 }
