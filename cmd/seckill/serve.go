@@ -124,7 +124,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	api := httpapi.New(httpapi.Config{
 		Pages: pages, PagePatterns: web.Patterns,
 		Observe: stats,
-		Service: svc, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: n.Monitor,
+		Service: svc, Features: n.Features, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: n.Monitor,
 		Risk: rules, Provider: c.payments(),
 		Ready: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready

@@ -58,7 +58,7 @@ func riskSite(t *testing.T, o risk.Options) (string, *auth.Tokens) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httpapi.New(httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: riskAdmin, Ready: env.Store.Ping,
+	api := httpapi.New(httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: riskAdmin, Ready: env.Store.Ping,
 		Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns, Risk: e,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	srv := httptest.NewServer(api)

@@ -391,19 +391,19 @@ func (x guardedLeaderStore) TopGrabs(ctx context.Context, activityID string, n i
 }
 
 // GuardChallenges returns p with every call guarded by guard.
-func GuardChallenges(p sale.Challenges, guard *Guard) sale.Challenges {
-	return guardedChallenges{p, guard.callee(p)}
+func GuardChallenges(p sale.ChallengeStore, guard *Guard) sale.ChallengeStore {
+	return guardedChallengeStore{p, guard.callee(p)}
 }
 
-type guardedChallenges struct {
-	p     sale.Challenges
+type guardedChallengeStore struct {
+	p     sale.ChallengeStore
 	guard *Guard
 }
 
-func (x guardedChallenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
+func (x guardedChallengeStore) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Put(ctx, c, ttl) })
 }
 
-func (x guardedChallenges) Take(ctx context.Context, id string) (sale.Challenge, error) {
+func (x guardedChallengeStore) Take(ctx context.Context, id string) (sale.Challenge, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Challenge, error) { return x.p.Take(ctx, id) })
 }

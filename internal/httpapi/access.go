@@ -46,7 +46,7 @@ func (s *Server) admin(need Role, h http.HandlerFunc) http.HandlerFunc {
 		a := s.admins[found]
 		if need == RoleOperator && a.Role != RoleOperator {
 			s.writeError(w, r, fmt.Errorf("%w: the admin token %q may only read", sale.ErrForbidden, a.Name))
-			s.audit(r, a, http.StatusForbidden, "")
+			s.record(r, a, http.StatusForbidden, "")
 			return
 		}
 		if need == RoleViewer {
@@ -56,7 +56,7 @@ func (s *Server) admin(need Role, h http.HandlerFunc) http.HandlerFunc {
 		note := &auditNote{}
 		sw := &statusWriter{ResponseWriter: w}
 		h(sw, r.WithContext(context.WithValue(r.Context(), auditKey{}, note)))
-		s.audit(r, a, sw.status(), note.target)
+		s.record(r, a, sw.status(), note.target)
 	}
 }
 
@@ -76,9 +76,13 @@ func noteTarget(r *http.Request, target string) {
 // auditWithin bounds an audit log write: it outlives the request, not the node.
 const auditWithin = 2 * time.Second
 
-// audit records a's request r, answered status, in the audit log. A log that cannot be written
-// is reported in the node's log: the action itself is done (or refused) already.
-func (s *Server) audit(r *http.Request, a Admin, status int, target string) {
+// record records a's request r, answered status, in the audit log (a node without one keeps
+// none). A log that cannot be written is reported in the node's log: the action itself is done
+// (or refused) already.
+func (s *Server) record(r *http.Request, a Admin, status int, target string) {
+	if s.audit == nil {
+		return
+	}
 	if target == "" {
 		target = r.PathValue("id")
 		if kind := r.PathValue("kind"); kind != "" {
@@ -89,7 +93,7 @@ func (s *Server) audit(r *http.Request, a Admin, status int, target string) {
 	defer cancel()
 	e := sale.AuditEntry{Actor: a.Name, Action: r.Method + " " + routeOf(r), Target: target,
 		Remote: s.clientIP(r).String(), Status: status}
-	if err := s.svc.Audit(ctx, e); err != nil {
+	if err := s.audit.Record(ctx, e); err != nil {
 		s.log.WarnContext(r.Context(), "audit log", "err", err, "actor", e.Actor, "action", e.Action, "target", e.Target)
 	}
 }
@@ -155,7 +159,7 @@ type AuditEntryResponse struct {
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, before := queryInt(q.Get("limit"), defaultPage), queryInt64(q.Get("before"))
-	es, err := s.svc.AuditLog(r.Context(), before, limit)
+	es, err := s.audit.Entries(r.Context(), before, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

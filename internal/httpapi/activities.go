@@ -89,7 +89,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	}
 	view := publicView(a, rem, soldOut, s.svc.Now())
 	if a.Lined() {
-		st, err := s.svc.LineState(r.Context(), a)
+		st, err := s.lines.LineState(r.Context(), a)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -117,7 +117,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	tokens, err := s.svc.Entries(r.Context(), a)
+	tokens, err := s.lines.Entries(r.Context(), a)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -118,7 +118,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 		st, err := s.svc.Stats(ctx, id)
 		if err == nil {
 			resp := statsResponse(st, level)
-			if u, err := s.svc.LeaderboardUsage(ctx, id); err == nil {
+			if u, err := s.boards.Usage(ctx, id); err == nil {
 				resp.Leaderboard = &BoardUsageResponse{ActivityID: u.ActivityID, Strategy: u.Strategy, Bytes: u.Bytes}
 			}
 			return resp, nil
@@ -144,7 +144,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 		resp.Shed = append(resp.Shed, "counts")
 		return resp, nil
 	}
-	switch c, err := s.svc.Counts(ctx, id); {
+	switch c, err := s.operator.Counts(ctx, id); {
 	case err == nil:
 		resp.Orders, resp.Created, resp.Paid, resp.Cancelled = &c.Orders, &c.Created, &c.Paid, &c.Cancelled
 		resp.Expired, resp.Failed, resp.DeadLetters = &c.Expired, &c.Failed, &c.DeadLetters

@@ -41,7 +41,7 @@ func (s *Server) addBlock(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteTarget(r, string(b.Kind)+":"+b.Value)
-	if b, err = s.svc.Block(r.Context(), b); err != nil {
+	if b, err = s.blocks.Add(r.Context(), b); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -62,7 +62,7 @@ func blockResponse(b sale.Block) BlockResponse {
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
-	bs, err := s.svc.Blocks(r.Context())
+	bs, err := s.blocks.List(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -75,7 +75,7 @@ func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) removeBlock(w http.ResponseWriter, r *http.Request) {
-	if err := s.svc.Unblock(r.Context(), sale.BlockKind(r.PathValue("kind")), r.PathValue("value")); err != nil {
+	if err := s.blocks.Remove(r.Context(), sale.BlockKind(r.PathValue("kind")), r.PathValue("value")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

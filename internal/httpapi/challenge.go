@@ -62,7 +62,7 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 		s.refuseChallenge(w, r, "", err)
 		return
 	}
-	c, err := s.svc.Challenge(r.Context(), id, user)
+	c, err := s.challenges.Challenge(r.Context(), id, user)
 	if err != nil {
 		s.refuseChallenge(w, r, "", err)
 		return
@@ -94,7 +94,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ip := s.clientIP(r)
-	p, err := s.svc.Answer(r.Context(), id, user, req.ChallengeID, *req.Answer, func(solve time.Duration) error {
+	p, err := s.challenges.Answer(r.Context(), id, user, req.ChallengeID, *req.Answer, func(solve time.Duration) error {
 		if s.risk == nil || s.health.Level() == health.Degraded {
 			return nil
 		}

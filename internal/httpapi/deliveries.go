@@ -69,7 +69,7 @@ func (s *Server) deliveries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sale.DeliveryFilter{Sink: q.Get("sink"), State: sale.DeliveryState(q.Get("state")), Limit: queryInt(q.Get("limit"), defaultPage),
 		Before: queryInt64(q.Get("before"))}
-	ds, err := s.svc.Deliveries(r.Context(), f)
+	ds, err := s.outbox.Deliveries(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -87,7 +87,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteTarget(r, req.EventID+" to "+req.Sink)
-	d, err := s.svc.Replay(r.Context(), req.Sink, req.EventID)
+	d, err := s.outbox.Replay(r.Context(), req.Sink, req.EventID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -275,13 +275,13 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, 
 			return "", rate, limitOutcome(err, "ip"), err
 		}
 	}
-	if s.svc.IPBlocked(ip) {
+	if s.blocks != nil && s.blocks.IPBlocked(ip) {
 		return "", rate, "blocked_ip", sale.ErrBlocked
 	}
 	if user, err = s.authenticate(r); err != nil {
 		return "", rate, "", err
 	}
-	if s.svc.UserBlocked(user) {
+	if s.blocks != nil && s.blocks.UserBlocked(user) {
 		return "", rate, "blocked_user", sale.ErrBlocked
 	}
 	if err := s.limit(w, r, s.limits.Local, "node:"+id, s.limits.PerNode); err != nil {

@@ -31,6 +31,7 @@ type fixture struct {
 	h       http.Handler // srv, its exchanges checked against the OpenAPI document
 	srv     *httpapi.Server
 	svc     *sale.Service
+	lines   *sale.Lines
 	store   sale.Store
 	tokens  *auth.Tokens
 	clock   *saletest.Clock
@@ -61,7 +62,7 @@ func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: adminToken,
+	c := httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: adminToken,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
 	set(&c, clock)
 	srv := httpapi.New(c)
@@ -71,7 +72,7 @@ func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *s
 	default:
 		h = contract.Handler(t, h, contract.Everything)
 	}
-	return &fixture{t: t, h: h, srv: srv, svc: env.Service, store: env.Store, tokens: tokens, clock: clock,
+	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, store: env.Store, tokens: tokens, clock: clock,
 		answers: env.Answers}
 }
 

@@ -33,7 +33,7 @@ func (s *Server) leaderboard(w http.ResponseWriter, r *http.Request) {
 	if s.shedLeaderboard(w, r) {
 		return
 	}
-	b, err := s.svc.Leaderboard(r.Context(), r.PathValue("id"), n)
+	b, err := s.boards.Leaderboard(r.Context(), r.PathValue("id"), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -46,7 +46,7 @@ func (s *Server) rank(w http.ResponseWriter, r *http.Request, user string) {
 	if s.shedLeaderboard(w, r) {
 		return
 	}
-	b, err := s.svc.Rank(r.Context(), r.PathValue("id"), user)
+	b, err := s.boards.Rank(r.Context(), r.PathValue("id"), user)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -65,7 +65,7 @@ func (s *Server) ticket(w http.ResponseWriter, r *http.Request, user string) {
 		s.writeError(w, r, err)
 		return
 	}
-	v, err := s.svc.Ticket(r.Context(), user, r.PathValue("token"))
+	v, err := s.lines.Ticket(r.Context(), user, r.PathValue("token"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -91,7 +91,7 @@ func TestQueueOverHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := f.svc.NewDrainer("test", 100*time.Millisecond)
+	d := f.lines.NewDrainer("test", 100*time.Millisecond)
 	for range 2 {
 		if _, err := d.Round(context.Background(), a); err != nil {
 			t.Fatal(err)

@@ -26,7 +26,7 @@ func (s *Server) addStock(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	noteTarget(r, id)
-	a, err := s.svc.AddStock(r.Context(), id, req.Add)
+	a, err := s.operator.AddStock(r.Context(), id, req.Add)
 	s.revised(w, r, a, err)
 }
 
@@ -38,7 +38,7 @@ func (s *Server) endActivity(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	noteTarget(r, id)
-	a, err := s.svc.EndActivity(r.Context(), id)
+	a, err := s.operator.EndActivity(r.Context(), id)
 	s.revised(w, r, a, err)
 }
 
@@ -73,7 +73,7 @@ func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	acts, err := s.svc.AllActivities(r.Context(), since, queryInt(q.Get("limit"), 100))
+	acts, err := s.operator.AllActivities(r.Context(), since, queryInt(q.Get("limit"), 100))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -108,7 +108,7 @@ func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sale.OrderFilter{UserID: q.Get("user"), ActivityID: q.Get("activity"), Limit: queryInt(q.Get("limit"), defaultPage),
 		Before: queryInt64(q.Get("before"))}
-	os, err := s.svc.Orders(r.Context(), f)
+	os, err := s.operator.Orders(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,7 +140,7 @@ func (s *Server) exportOrders(w http.ResponseWriter, r *http.Request) {
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	err := s.svc.ExportOrders(r.Context(), id, func(o sale.Order) error {
+	err := s.operator.ExportOrders(r.Context(), id, func(o sale.Order) error {
 		cw.Write([]string{strconv.FormatInt(o.ID, 10), o.Token, csvSafe(o.UserID), string(o.Status), strconv.FormatInt(o.AmountCents, 10),
 			csvSafe(o.Reason), stamp(o.CreatedAt), stamp(o.ExpiresAt), stamp(o.ClosedAt)})
 		return cw.Error()
@@ -181,7 +181,7 @@ type DeadLettersResponse struct {
 // deadLetters lists dead letters: ?activity=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	ds, err := s.svc.DeadLetters(r.Context(), q.Get("activity"), queryInt(q.Get("limit"), defaultPage))
+	ds, err := s.operator.DeadLetters(r.Context(), q.Get("activity"), queryInt(q.Get("limit"), defaultPage))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -217,7 +217,7 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noteTarget(r, req.Token)
-	p, err := s.svc.ReplayDeadLetter(r.Context(), req.Token)
+	p, err := s.operator.ReplayDeadLetter(r.Context(), req.Token)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -240,6 +240,6 @@ func (s *Server) editActivity(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := s.svc.EditActivity(r.Context(), id, e)
+	a, err := s.operator.EditActivity(r.Context(), id, e)
 	s.revised(w, r, a, err)
 }

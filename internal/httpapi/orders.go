@@ -45,7 +45,7 @@ func (s *Server) order(w http.ResponseWriter, r *http.Request, user string) {
 
 // pay pays the buyer's order, or, with a payment provider, starts its payment there.
 func (s *Server) pay(w http.ResponseWriter, r *http.Request, user string) {
-	if s.provider != nil {
+	if s.payments != nil {
 		s.startPayment(w, r, user)
 		return
 	}

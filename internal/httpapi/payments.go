@@ -26,9 +26,6 @@ type Provider struct {
 	Now func() time.Time
 }
 
-// errNoProvider answers a callback to a node that takes no payments through a provider.
-var errNoProvider = fmt.Errorf("%w: this node takes no payment callbacks (SECKILL_PAYMENT_SECRET is not set)", sale.ErrNotFound)
-
 // PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
 // the payment is started; ReceivedCents what the provider took (what a refund gives back), and
 // RefundReason why it is owed back.
@@ -94,7 +91,7 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.svc.StartPayment(r.Context(), user, r.PathValue("ref"))
+	p, err := s.payments.Start(r.Context(), user, r.PathValue("ref"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -114,10 +111,6 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 // notice of money taken is answered 200 whatever it names: kept, or recorded as owed back (see
 // sale.PaymentStore.Settle), so that the provider stops sending it.
 func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
-	if s.provider == nil {
-		s.writeError(w, r, errNoProvider)
-		return
-	}
 	body, err := io.ReadAll(r.Body) // bounded by ServeHTTP's MaxBytesReader
 	if err != nil {
 		s.writeError(w, r, decodeError(err))
@@ -142,7 +135,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) settle(w http.ResponseWriter, r *http.Request, n sale.PaymentNotice) {
-	st, err := s.svc.Settle(r.Context(), n)
+	st, err := s.payments.Settle(r.Context(), n)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -161,10 +154,10 @@ type PaymentsResponse struct {
 }
 
 // payments lists payments: ?state=, ?order_token=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
-func (s *Server) payments(w http.ResponseWriter, r *http.Request) {
+func (s *Server) paymentList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sale.PaymentFilter{State: sale.PaymentState(q.Get("state")), OrderToken: q.Get("order_token"), Limit: queryInt(q.Get("limit"), defaultPage)}
-	ps, err := s.svc.Payments(r.Context(), f)
+	ps, err := s.payments.List(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -185,7 +178,7 @@ func (s *Server) refunded(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	noteTarget(r, id)
-	p, err := s.svc.Payment(r.Context(), id)
+	p, err := s.payments.Payment(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -35,7 +35,12 @@ const LoginTTL = 24 * time.Hour
 // Config is what a Server needs.
 type Config struct {
 	Service *sale.Service
-	Tokens  *auth.Tokens
+	// Features are the services beside the core one (see internal/sale), each served only when
+	// set: their routes are the server's only then, and a node without one says nothing of it.
+	// Payments needs Provider, the provider the buyers pay at.
+	sale.Features
+
+	Tokens *auth.Tokens
 	// AdminToken is the operator token named "admin"; Admins are more admin tokens, each with
 	// its name and role.
 	AdminToken string
@@ -89,26 +94,34 @@ type Limits struct {
 
 // Server serves the API.
 type Server struct {
-	svc      *sale.Service
-	tokens   *auth.Tokens
-	admins   []Admin
-	devLogin bool
-	ready    func(ctx context.Context) error
-	log      *slog.Logger
-	mux      *http.ServeMux
-	ids      *idSource
-	limits   Limits
-	trusted  []netip.Prefix
-	observe  Observer
-	health   *health.Monitor
-	risk     *risk.Engine
-	riskLog  riskLog // samples the model's log lines
-	provider *Provider
-	csrf     *http.CrossOriginProtection
-	live     *live.Tracker
-	streams  atomic.Int32  // live streams open
-	stop     chan struct{} // closed by StopStreams
-	stopOnce sync.Once
+	svc        *sale.Service
+	operator   *sale.Operator
+	payments   *sale.Payments
+	outbox     *sale.Outbox
+	lines      *sale.Lines
+	boards     *sale.Boards
+	challenges *sale.Challenges
+	blocks     *sale.Blocks
+	audit      *sale.Audit
+	tokens     *auth.Tokens
+	admins     []Admin
+	devLogin   bool
+	ready      func(ctx context.Context) error
+	log        *slog.Logger
+	mux        *http.ServeMux
+	ids        *idSource
+	limits     Limits
+	trusted    []netip.Prefix
+	observe    Observer
+	health     *health.Monitor
+	risk       *risk.Engine
+	riskLog    riskLog // samples the model's log lines
+	provider   *Provider
+	csrf       *http.CrossOriginProtection
+	live       *live.Tracker
+	streams    atomic.Int32  // live streams open
+	stop       chan struct{} // closed by StopStreams
+	stopOnce   sync.Once
 }
 
 // New returns a Server.
@@ -121,6 +134,11 @@ func New(c Config) *Server {
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
 		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk, provider: c.Provider,
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
+	s.operator, s.outbox, s.lines, s.boards = c.Operator, c.Outbox, c.Lines, c.Boards
+	s.challenges, s.blocks, s.audit = c.Challenges, c.Blocks, c.Audit
+	if c.Provider != nil {
+		s.payments = c.Payments
+	}
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
@@ -160,7 +178,7 @@ type route struct {
 }
 
 func (s *Server) routes() []route {
-	return []route{
+	rs := []route{
 		{"GET /healthz", s.healthz},
 		{"GET /readyz", s.readyz},
 		{"GET /openapi.json", s.openapi},
@@ -168,41 +186,66 @@ func (s *Server) routes() []route {
 		{"POST /api/login", s.login},
 
 		{"POST /api/admin/activities", s.admin(RoleOperator, s.createActivity)},
-		{"GET /api/admin/activities", s.admin(RoleViewer, s.allActivities)},
-		{"GET /api/admin/activities/{id}/orders.csv", s.admin(RoleViewer, s.exportOrders)},
-		{"GET /api/admin/orders", s.admin(RoleViewer, s.orders)},
-		{"GET /api/admin/dead-letters", s.admin(RoleViewer, s.deadLetters)},
-		{"POST /api/admin/dead-letters/replay", s.admin(RoleOperator, s.replayDeadLetter)},
 		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
 		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
-		{"PATCH /api/admin/activities/{id}", s.admin(RoleOperator, s.editActivity)},
-		{"POST /api/admin/activities/{id}/stock", s.admin(RoleOperator, s.addStock)},
-		{"POST /api/admin/activities/{id}/end", s.admin(RoleOperator, s.endActivity)},
 		{"GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events)},
-		{"POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock)},
-		{"GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks)},
-		{"DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock)},
-		{"GET /api/admin/audit", s.admin(RoleViewer, s.auditLog)},
-		{"GET /api/admin/deliveries", s.admin(RoleViewer, s.deliveries)},
-		{"POST /api/admin/deliveries/replay", s.admin(RoleOperator, s.replay)},
-		{"GET /api/admin/payments", s.admin(RoleViewer, s.payments)},
-		{"POST /api/admin/payments/{id}/refunded", s.admin(RoleOperator, s.refunded)},
 
 		{"GET /api/activities", s.activities},
 		{"GET /api/activities/{id}", s.activity},
 		{"POST /api/activities/{id}/grab", s.grab},
 		{"POST /api/activities/{id}/grab/{pass}", s.grab},
-		{"GET /api/activities/{id}/leaderboard", s.leaderboard},
-		{"GET /api/activities/{id}/rank", s.user(s.rank)},
-		{"POST /api/activities/{id}/challenge", s.challenge},
-		{"POST /api/activities/{id}/challenge/answer", s.answer},
-		{"GET /api/activities/{id}/entries", s.entries},
-		{"GET /api/queue/{token}", s.user(s.ticket)},
 		{"GET /api/orders/{ref}", s.user(s.order)},
 		{"POST /api/orders/{ref}/pay", s.user(s.pay)},
 		{"POST /api/orders/{ref}/cancel", s.user(s.cancel)},
-		{"POST /api/payments/callback", s.paymentCallback},
 	}
+	// Each feature's routes, when the node has it.
+	if s.operator != nil {
+		rs = append(rs,
+			route{"GET /api/admin/activities", s.admin(RoleViewer, s.allActivities)},
+			route{"GET /api/admin/activities/{id}/orders.csv", s.admin(RoleViewer, s.exportOrders)},
+			route{"GET /api/admin/orders", s.admin(RoleViewer, s.orders)},
+			route{"GET /api/admin/dead-letters", s.admin(RoleViewer, s.deadLetters)},
+			route{"POST /api/admin/dead-letters/replay", s.admin(RoleOperator, s.replayDeadLetter)},
+			route{"PATCH /api/admin/activities/{id}", s.admin(RoleOperator, s.editActivity)},
+			route{"POST /api/admin/activities/{id}/stock", s.admin(RoleOperator, s.addStock)},
+			route{"POST /api/admin/activities/{id}/end", s.admin(RoleOperator, s.endActivity)})
+	}
+	if s.blocks != nil {
+		rs = append(rs,
+			route{"POST /api/admin/blocks", s.admin(RoleOperator, s.addBlock)},
+			route{"GET /api/admin/blocks", s.admin(RoleViewer, s.listBlocks)},
+			route{"DELETE /api/admin/blocks/{kind}/{value...}", s.admin(RoleOperator, s.removeBlock)})
+	}
+	if s.audit != nil {
+		rs = append(rs, route{"GET /api/admin/audit", s.admin(RoleViewer, s.auditLog)})
+	}
+	if s.outbox != nil {
+		rs = append(rs,
+			route{"GET /api/admin/deliveries", s.admin(RoleViewer, s.deliveries)},
+			route{"POST /api/admin/deliveries/replay", s.admin(RoleOperator, s.replay)})
+	}
+	if s.payments != nil {
+		rs = append(rs,
+			route{"GET /api/admin/payments", s.admin(RoleViewer, s.paymentList)},
+			route{"POST /api/admin/payments/{id}/refunded", s.admin(RoleOperator, s.refunded)},
+			route{"POST /api/payments/callback", s.paymentCallback})
+	}
+	if s.boards != nil {
+		rs = append(rs,
+			route{"GET /api/activities/{id}/leaderboard", s.leaderboard},
+			route{"GET /api/activities/{id}/rank", s.user(s.rank)})
+	}
+	if s.challenges != nil {
+		rs = append(rs,
+			route{"POST /api/activities/{id}/challenge", s.challenge},
+			route{"POST /api/activities/{id}/challenge/answer", s.answer})
+	}
+	if s.lines != nil {
+		rs = append(rs,
+			route{"GET /api/activities/{id}/entries", s.entries},
+			route{"GET /api/queue/{token}", s.user(s.ticket)})
+	}
+	return rs
 }
 
 // ServeHTTP gives every request an id, bounds its body, recovers from panics, logs, and turns

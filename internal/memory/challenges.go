@@ -8,7 +8,7 @@ import (
 	"seckill/internal/sale"
 )
 
-var _ sale.Challenges = (*Challenges)(nil)
+var _ sale.ChallengeStore = (*Challenges)(nil)
 
 // Challenges keeps the challenges handed out by this process. They are not worth a disk write:
 // after a restart a user simply asks for a new one.
@@ -30,7 +30,7 @@ func NewChallenges(limit int) *Challenges {
 	return &Challenges{byID: map[string]kept{}, limit: limit}
 }
 
-// Put implements sale.Challenges.
+// Put implements sale.ChallengeStore.
 func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -49,7 +49,7 @@ func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duratio
 	return nil
 }
 
-// Take implements sale.Challenges.
+// Take implements sale.ChallengeStore.
 func (s *Challenges) Take(ctx context.Context, id string) (sale.Challenge, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

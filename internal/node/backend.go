@@ -27,7 +27,7 @@ type backend struct {
 	// restocks tells the other nodes of a restock (distributed mode; nil: one node).
 	restocks sale.Restocks
 	// challenges keeps the anti-bot questions until they are answered.
-	challenges sale.Challenges
+	challenges sale.ChallengeStore
 	// settle finishes the grabs of sharded stocks left half-way (distributed mode; nil: none).
 	settle func(ctx context.Context) (int, error)
 	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
@@ -69,7 +69,7 @@ func (c Config) wrapGate(g sale.Gate) sale.Gate {
 }
 
 // wrapChallenges puts c's wrapper on ch, below the guard.
-func (c Config) wrapChallenges(ch sale.Challenges) sale.Challenges {
+func (c Config) wrapChallenges(ch sale.ChallengeStore) sale.ChallengeStore {
 	if c.Wrap.Challenges != nil {
 		return c.Wrap.Challenges(ch)
 	}

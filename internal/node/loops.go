@@ -42,7 +42,7 @@ func (n *Node) startLoops() {
 	if b.restocks != nil {
 		n.Go(func(ctx context.Context) { listenRestocks(ctx, svc, log) })
 	}
-	n.Go(func(ctx context.Context) { reloadCaches(ctx, svc, log) })
+	n.Go(func(ctx context.Context) { reloadCaches(ctx, svc, n.Blocks, log) })
 	if b.settle != nil {
 		n.Go(func(ctx context.Context) { settleReservations(ctx, b.settle, log) })
 	}
@@ -52,7 +52,7 @@ func (n *Node) startLoops() {
 	}
 	n.Go(func(ctx context.Context) { n.RunWorker(ctx, 256) })
 	n.Go(func(ctx context.Context) {
-		svc.NewDrainer(n.name, drainTick).Observe(stats.Admitted).Run(ctx, throttled(5*time.Second,
+		n.Lines.NewDrainer(n.name, drainTick).Observe(stats.Admitted).Run(ctx, throttled(5*time.Second,
 			func(activityID string, err error, repeats int) {
 				log.Warn("drain the line", "activity", activityID, "err", err, "failed_rounds", repeats)
 			}))
@@ -82,9 +82,9 @@ func (n *Node) startLoops() {
 				Keep: c.ArchiveAfter, Log: log}).Run(ctx)
 		})
 	}
-	if c.EventsKeep > 0 {
+	if c.EventsKeep > 0 && n.Outbox != nil {
 		n.Go(func(ctx context.Context) {
-			(&worker.EventPurger{Service: svc, Lease: b.lease, Holder: n.name, Every: min(purgeEvery, c.EventsKeep),
+			(&worker.EventPurger{Outbox: n.Outbox, Lease: b.lease, Holder: n.name, Every: min(purgeEvery, c.EventsKeep),
 				Keep: c.EventsKeep, Log: log}).Run(ctx)
 		})
 	}
@@ -113,7 +113,7 @@ func (n *Node) placedBy(ctx context.Context) func([]sale.Placement) {
 	}
 	placed := func(ps []sale.Placement) {
 		n.Metrics.Placed(ps)
-		if err := n.Service.OrdersPlaced(ctx, ps); err != nil {
+		if err := n.Boards.OrdersPlaced(ctx, ps); err != nil {
 			n.Config.Log.Warn("leaderboard", "err", err) // the database fallback still answers
 		}
 	}
@@ -131,9 +131,9 @@ const ReloadEvery = 2 * time.Second
 
 // reloadCaches keeps this node's copies of the blacklist and of the activities fresh until ctx
 // ends. A failed reload keeps the copy it had.
-func reloadCaches(ctx context.Context, svc *sale.Service, log *slog.Logger) {
+func reloadCaches(ctx context.Context, svc *sale.Service, blocks *sale.Blocks, log *slog.Logger) {
 	every(ctx, ReloadEvery, func() {
-		if err := svc.ReloadBlocks(ctx); err != nil && ctx.Err() == nil {
+		if err := blocks.Reload(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("blacklist", "err", err)
 		}
 		if err := svc.ReloadActivities(ctx); err != nil && ctx.Err() == nil {

@@ -97,7 +97,7 @@ type Tuning struct {
 type Wrap struct {
 	Gate       func(sale.Gate) sale.Gate
 	Store      func(sale.Store) sale.Store
-	Challenges func(sale.Challenges) sale.Challenges
+	Challenges func(sale.ChallengeStore) sale.ChallengeStore
 }
 
 // The binary's defaults of the tuning knobs.
@@ -111,6 +111,9 @@ const (
 type Node struct {
 	Config  Config
 	Service *sale.Service
+	// Features are the services beside the core one (see internal/sale): Outbox is nil on a
+	// node with no receiver of the order events, Lines on one without a line.
+	sale.Features
 	// Store is the database as it opened (for its own methods); DB the same behind its guard,
 	// as the service sees it.
 	Store *sqlstore.Store
@@ -191,8 +194,7 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	n.Monitor = health.NewMonitor(n.b.guard, dbGuard)
 	n.Metrics = metrics.New().Watch(n.Monitor)
 	deps := sale.DepsOf(n.b.gate, n.b.queue, n.DB)
-	deps.Line, deps.Ranking, deps.Challenges, deps.Events = n.b.line, n.b.ranking, n.b.challenges, n.Metrics.Order
-	deps.Leaders = health.GuardLeaders(n.Store, dbGuard)
+	deps.Line, deps.Ranking, deps.Events = n.b.line, n.b.ranking, n.Metrics.Order
 	deps.Now, deps.ReconcilePause = c.Now, c.Tuning.ReconcilePause
 	deps.SoldOutTTL = c.Tuning.SoldOutTTL
 	if n.b.restocks != nil {
@@ -202,11 +204,23 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 		}
 	}
 	n.Service = sale.NewService(deps)
-	n.Metrics.WatchLeaderboards(n.Service.LeaderboardUsages).WatchActivities(n.Service.Gauges)
+	// The features beside the core, each on its own ports. The outbox's is its operators'
+	// view, of a node that has receivers to send to.
+	n.Operator = sale.NewOperator(n.Service)
+	n.Payments = sale.NewPayments(n.Service, n.DB)
+	n.Lines = sale.NewLines(n.Service)
+	n.Boards = sale.NewBoards(n.Service, health.GuardLeaders(n.Store, dbGuard))
+	n.Challenges = sale.NewChallenges(n.Service, n.b.challenges)
+	n.Blocks = sale.NewBlocks(n.DB, c.Now)
+	n.Audit = sale.NewAudit(n.DB, c.Now)
+	if len(n.Sinks) > 0 {
+		n.Outbox = sale.NewOutbox(n.DB, c.Now)
+	}
+	n.Metrics.WatchLeaderboards(n.Boards.Usages).WatchActivities(n.Service.Gauges)
 	if err := n.Service.Warm(ctx, c.Now().Add(-sale.MaxPayWindow)); err != nil {
 		return nil, err
 	}
-	if err := n.Service.ReloadBlocks(ctx); err != nil {
+	if err := n.Blocks.Reload(ctx); err != nil {
 		return nil, err
 	}
 	return n, nil

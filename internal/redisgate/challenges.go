@@ -13,7 +13,7 @@ import (
 	"seckill/internal/sale"
 )
 
-var _ sale.Challenges = (*Challenges)(nil)
+var _ sale.ChallengeStore = (*Challenges)(nil)
 
 // Challenges keeps the challenges handed out by every node in Redis, so a user may ask one node
 // and answer another. Each is one key with the challenge's lifetime; GETDEL makes every challenge
@@ -23,7 +23,7 @@ type Challenges struct{ rdb redis.UniversalClient }
 // NewChallenges returns a challenge store on rdb.
 func NewChallenges(rdb redis.UniversalClient) *Challenges { return &Challenges{rdb: rdb} }
 
-// Put implements sale.Challenges.
+// Put implements sale.ChallengeStore.
 func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
 	v := c.ActivityID + "\n" + c.UserID + "\n" + strconv.FormatInt(c.Answer, 10) + "\n" +
 		strconv.FormatInt(c.IssuedAt.UnixMilli(), 10)
@@ -33,7 +33,7 @@ func (s *Challenges) Put(ctx context.Context, c sale.Challenge, ttl time.Duratio
 	return nil
 }
 
-// Take implements sale.Challenges.
+// Take implements sale.ChallengeStore.
 func (s *Challenges) Take(ctx context.Context, id string) (sale.Challenge, error) {
 	v, err := s.rdb.GetDel(ctx, challengeKey(id)).Result()
 	if errors.Is(err, redis.Nil) {

@@ -26,30 +26,38 @@ const (
 	MaxAuditRemote = 64
 )
 
-// Audit records e in the audit log, its texts cut to the log's bounds. Errors: ErrBusy.
-func (s *Service) Audit(ctx context.Context, e AuditEntry) error {
-	if s.audit == nil {
-		return errNoAudit
+// Audit is the audit log of the admin actions: a feature of its own, on its store.
+type Audit struct {
+	store AuditStore
+	now   func() time.Time
+}
+
+// NewAudit returns the audit log kept by store, on the clock now (nil: time.Now).
+func NewAudit(store AuditStore, now func() time.Time) *Audit {
+	if now == nil {
+		now = time.Now
 	}
+	return &Audit{store: store, now: now}
+}
+
+// Record records e in the audit log, its texts cut to the log's bounds. Errors: ErrBusy.
+func (s *Audit) Record(ctx context.Context, e AuditEntry) error {
 	e.Actor, e.Action = cut(e.Actor, MaxAuditActor), cut(e.Action, MaxAuditAction)
 	e.Target, e.Remote = cut(e.Target, MaxAuditTarget), cut(e.Remote, MaxAuditRemote)
 	if e.At.IsZero() {
 		e.At = s.now()
 	}
 	e.At = e.At.UTC().Truncate(time.Millisecond)
-	return s.audit.Record(ctx, e)
+	return s.store.Record(ctx, e)
 }
 
-// AuditLog returns up to limit (1 to MaxPage) entries of the audit log older than the
-// entry before (0: the newest), the newest first. Errors: ErrInvalid, ErrBusy.
-func (s *Service) AuditLog(ctx context.Context, before int64, limit int) ([]AuditEntry, error) {
+// Entries returns up to limit (1 to MaxPage) entries of the audit log older than the entry
+// before (0: the newest), the newest first. Errors: ErrInvalid, ErrBusy.
+func (s *Audit) Entries(ctx context.Context, before int64, limit int) ([]AuditEntry, error) {
 	if err := checkPage(limit, before, "entry id"); err != nil {
 		return nil, err
 	}
-	if s.audit == nil {
-		return nil, errNoAudit
-	}
-	return s.audit.Entries(ctx, before, limit)
+	return s.store.Entries(ctx, before, limit)
 }
 
 // cut is s shortened to at most n bytes, on a rune boundary.

@@ -152,9 +152,27 @@ func (l *Blocklist) IPBlocked(ip netip.Addr, now time.Time) bool {
 	return false
 }
 
-// Block adds b to the blacklist (replacing the entry of the same kind and value) and reloads this
+// Blocks is the blacklist: the operators' entries, kept by the database, and this node's copy of
+// those in force, which the edge asks on every request. A feature of its own: it needs only its
+// store and a clock.
+type Blocks struct {
+	store   BlockStore
+	now     func() time.Time
+	blocked Blocklist // this node's copy
+}
+
+// NewBlocks returns the blacklist kept by store, on the clock now (nil: time.Now). Its copy is
+// empty until Reload.
+func NewBlocks(store BlockStore, now func() time.Time) *Blocks {
+	if now == nil {
+		now = time.Now
+	}
+	return &Blocks{store: store, now: now}
+}
+
+// Add adds b to the blacklist (replacing the entry of the same kind and value) and reloads this
 // node's copy; the other nodes reload theirs within their refresh period. Errors: ErrInvalid.
-func (s *Service) Block(ctx context.Context, b Block) (Block, error) {
+func (s *Blocks) Add(ctx context.Context, b Block) (Block, error) {
 	b, err := b.Normalize()
 	if err != nil {
 		return Block{}, err
@@ -167,33 +185,33 @@ func (s *Service) Block(ctx context.Context, b Block) (Block, error) {
 	if !b.Until.IsZero() {
 		b.Until = b.Until.UTC().Truncate(time.Millisecond)
 	}
-	if err := s.blocks.AddBlock(ctx, b); err != nil {
+	if err := s.store.AddBlock(ctx, b); err != nil {
 		return Block{}, err
 	}
-	return b, s.ReloadBlocks(ctx)
+	return b, s.Reload(ctx)
 }
 
-// Unblock removes the entry of kind and value (for an IP, the address or network as it was
+// Remove removes the entry of kind and value (for an IP, the address or network as it was
 // given or in canonical form). Errors: ErrInvalid, ErrNotFound.
-func (s *Service) Unblock(ctx context.Context, kind BlockKind, value string) error {
+func (s *Blocks) Remove(ctx context.Context, kind BlockKind, value string) error {
 	b, err := Block{Kind: kind, Value: value}.Normalize()
 	if err != nil {
 		return err
 	}
-	if err := s.blocks.RemoveBlock(ctx, b.Kind, b.Value); err != nil {
+	if err := s.store.RemoveBlock(ctx, b.Kind, b.Value); err != nil {
 		return err
 	}
-	return s.ReloadBlocks(ctx)
+	return s.Reload(ctx)
 }
 
-// Blocks lists the blacklist's entries in force.
-func (s *Service) Blocks(ctx context.Context) ([]Block, error) {
-	return s.blocks.Blocks(ctx, s.now())
+// List lists the blacklist's entries in force.
+func (s *Blocks) List(ctx context.Context) ([]Block, error) {
+	return s.store.Blocks(ctx, s.now())
 }
 
-// ReloadBlocks replaces this node's copy of the blacklist with the database's.
-func (s *Service) ReloadBlocks(ctx context.Context) error {
-	bs, err := s.blocks.Blocks(ctx, s.now())
+// Reload replaces this node's copy of the blacklist with the database's.
+func (s *Blocks) Reload(ctx context.Context) error {
+	bs, err := s.store.Blocks(ctx, s.now())
 	if err != nil {
 		return fmt.Errorf("reload the blacklist: %w", err)
 	}
@@ -202,11 +220,11 @@ func (s *Service) ReloadBlocks(ctx context.Context) error {
 }
 
 // UserBlocked reports whether this node's copy of the blacklist refuses user now.
-func (s *Service) UserBlocked(user string) bool {
+func (s *Blocks) UserBlocked(user string) bool {
 	return s.blocked.nUsers.Load() > 0 && s.blocked.UserBlocked(user, s.now())
 }
 
 // IPBlocked reports whether this node's copy of the blacklist refuses a client address now.
-func (s *Service) IPBlocked(ip netip.Addr) bool {
+func (s *Blocks) IPBlocked(ip netip.Addr) bool {
 	return s.blocked.nNets.Load() > 0 && s.blocked.IPBlocked(ip, s.now())
 }

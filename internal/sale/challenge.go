@@ -58,7 +58,8 @@ func NewQuestion() (string, int64) {
 
 // Challenge puts a new question to userID for an activity that has not ended. Errors:
 // ErrNotFound, ErrEnded, ErrBusy.
-func (s *Service) Challenge(ctx context.Context, activityID, userID string) (Challenge, error) {
+func (ch *Challenges) Challenge(ctx context.Context, activityID, userID string) (Challenge, error) {
+	s := ch.core
 	a, err := s.Activity(ctx, activityID)
 	if err != nil {
 		return Challenge{}, err
@@ -67,12 +68,12 @@ func (s *Service) Challenge(ctx context.Context, activityID, userID string) (Cha
 	if errors.Is(a.Open(now), ErrEnded) {
 		return Challenge{}, ErrEnded
 	}
-	if s.challenges == nil {
+	if ch.store == nil {
 		return Challenge{}, fmt.Errorf("%w: no challenge store", ErrBusy)
 	}
 	q, answer := NewQuestion()
 	c := Challenge{ID: NewToken("c"), ActivityID: a.ID, UserID: userID, Question: q, Answer: answer, IssuedAt: now}
-	if err := s.challenges.Put(ctx, c, ChallengeTTL); err != nil {
+	if err := ch.store.Put(ctx, c, ChallengeTTL); err != nil {
 		return Challenge{}, fmt.Errorf("challenge for %s: %w", a.ID, err)
 	}
 	return c, nil
@@ -85,7 +86,8 @@ func (s *Service) Challenge(ctx context.Context, activityID, userID string) (Cha
 // ErrNotFound (no such activity), ErrNotStarted, ErrEnded (the challenge is kept), ErrChallengeFailed
 // (a wrong answer, or a challenge unknown, expired, spent, or put to another user or for another
 // activity), ErrBusy.
-func (s *Service) Answer(ctx context.Context, activityID, userID, id string, answer int64, vet func(solve time.Duration) error) (Pass, error) {
+func (ch *Challenges) Answer(ctx context.Context, activityID, userID, id string, answer int64, vet func(solve time.Duration) error) (Pass, error) {
+	s := ch.core
 	a, err := s.Activity(ctx, activityID)
 	if err != nil {
 		return Pass{}, err
@@ -94,13 +96,13 @@ func (s *Service) Answer(ctx context.Context, activityID, userID, id string, ans
 	if err := a.Open(now); err != nil && !(a.Lined() && errors.Is(err, ErrNotStarted)) {
 		return Pass{}, err
 	}
-	if s.challenges == nil {
+	if ch.store == nil {
 		return Pass{}, fmt.Errorf("%w: no challenge store", ErrBusy)
 	}
 	if id == "" || len(id) > MaxChallengeIDLen || strings.ContainsAny(id, "\n\x00") {
 		return Pass{}, fmt.Errorf("%w: unknown challenge", ErrChallengeFailed)
 	}
-	c, err := s.challenges.Take(ctx, id)
+	c, err := ch.store.Take(ctx, id)
 	switch {
 	case errors.Is(err, ErrNotFound) || err == nil && now.Sub(c.IssuedAt) > ChallengeTTL:
 		return Pass{}, fmt.Errorf("%w: the challenge is unknown, expired or answered already", ErrChallengeFailed)
@@ -121,4 +123,16 @@ func (s *Service) Answer(ctx context.Context, activityID, userID, id string, ans
 		return Pass{}, fmt.Errorf("pass for %s: %w", a.ID, err)
 	}
 	return p, nil
+}
+
+// Challenges are the anti-bot challenges a buyer solves for a one-time path to grab through: a
+// feature of its own, on its store and the core service's passes.
+type Challenges struct {
+	core  *Service
+	store ChallengeStore
+}
+
+// NewChallenges returns the challenges of core's activities, kept by store.
+func NewChallenges(core *Service, store ChallengeStore) *Challenges {
+	return &Challenges{core: core, store: store}
 }

@@ -53,7 +53,8 @@ const (
 
 // NewDrainer returns a drainer for s's lines, known to the others as holder, that runs a round
 // every tick.
-func (s *Service) NewDrainer(holder string, tick time.Duration) *Drainer {
+func (l *Lines) NewDrainer(holder string, tick time.Duration) *Drainer {
+	s := l.core
 	return &Drainer{svc: s, holder: holder, tick: tick, lines: map[string]*draining{}}
 }
 

@@ -117,56 +117,66 @@ type EventStore interface {
 	PurgeDelivered(ctx context.Context, before time.Time, after int64, limit int) (deleted int, next int64, err error)
 }
 
+// Outbox is the order events' outbox as its operators see it: its deliveries, replayed or
+// purged. A feature of its own, on its store (the relays, internal/relay, send what it holds).
+type Outbox struct {
+	store EventStore
+	now   func() time.Time
+}
+
+// NewOutbox returns the outbox kept by store, on the clock now (nil: time.Now).
+func NewOutbox(store EventStore, now func() time.Time) *Outbox {
+	if now == nil {
+		now = time.Now
+	}
+	return &Outbox{store: store, now: now}
+}
+
 // Deliveries lists the outbox's deliveries, newest first (f.Limit 1 to MaxPage).
 // Errors: ErrInvalid, ErrBusy.
-func (s *Service) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error) {
+func (s *Outbox) Deliveries(ctx context.Context, f DeliveryFilter) ([]EventDelivery, error) {
 	if err := checkPage(f.Limit, f.Before, "seq"); err != nil {
 		return nil, err
 	}
 	switch {
 	case f.State != "" && f.State != DeliveryPending && f.State != DeliveryDelivered && f.State != DeliveryParked:
 		return nil, fmt.Errorf("%w: state must be %s, %s or %s", ErrInvalid, DeliveryPending, DeliveryDelivered, DeliveryParked)
-	case s.outbox == nil:
-		return nil, errNoOutbox
 	}
-	return s.outbox.Deliveries(ctx, f)
+	return s.store.Deliveries(ctx, f)
 }
 
 // Replay sends the event id to sink again: a parked delivery, or one a receiver lost. Errors:
 // ErrInvalid, ErrNotFound, ErrBusy.
-func (s *Service) Replay(ctx context.Context, sink, id string) (EventDelivery, error) {
-	switch {
-	case sink == "" || id == "":
+func (s *Outbox) Replay(ctx context.Context, sink, id string) (EventDelivery, error) {
+	if sink == "" || id == "" {
 		return EventDelivery{}, fmt.Errorf("%w: a replay names the sink and the event_id", ErrInvalid)
-	case s.outbox == nil:
-		return EventDelivery{}, errNoOutbox
 	}
-	return s.outbox.Replay(ctx, sink, id, s.now())
+	return s.store.Replay(ctx, sink, id, s.now())
 }
 
 // PurgeBatch is how many events one PurgeDelivered looks at, each batch a short transaction of
 // its own (SQLite has one writer, which the grabs' commits wait for); purgeBatches bounds a
-// PurgeEvents call, which the next call goes on from.
+// Purge call, which the next call goes on from.
 const (
 	PurgeBatch   = 500
 	purgeBatches = 200
 )
 
-// PurgeEvents deletes the order events that every sink they were written for took more than keep
+// Purge deletes the order events that every sink they were written for took more than keep
 // ago, with their deliveries, oldest first, at most 100,000 a call, and reports how many it
 // deleted. An event that some sink has not taken (pending, or parked until an operator replays
 // it), or took within keep (a receiver that lost it may be sent it again), stays. A sink dropped
 // from the configuration still holds back the events written for it that it never took: no
 // node can tell a sink removed for good from one another node still relays.
-func (s *Service) PurgeEvents(ctx context.Context, keep time.Duration) (int, error) {
-	if s.outbox == nil || keep <= 0 {
+func (s *Outbox) Purge(ctx context.Context, keep time.Duration) (int, error) {
+	if keep <= 0 {
 		return 0, nil
 	}
 	before := s.now().Add(-keep)
 	total := 0
 	var after int64
 	for range purgeBatches {
-		n, next, err := s.outbox.PurgeDelivered(ctx, before, after, PurgeBatch)
+		n, next, err := s.store.PurgeDelivered(ctx, before, after, PurgeBatch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("purge the order events: %w", err)

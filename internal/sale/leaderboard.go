@@ -47,31 +47,42 @@ const MaxBoard = 100
 // ErrApproximate says a leaderboard is kept as a histogram: it ranks, but has no top.
 var ErrApproximate = errors.New("the leaderboard is approximate")
 
+// Boards are the red packets' leaderboards (手气榜): answered by the ranking kept beside the gate
+// (the core service's, which loads it), or by the database's index of the orders when the
+// ranking is approximate or cannot answer. A feature of its own.
+type Boards struct {
+	core    *Service
+	leaders LeaderStore
+}
+
+// NewBoards returns the leaderboards of core's red packets, the database answering through
+// leaders.
+func NewBoards(core *Service, leaders LeaderStore) *Boards {
+	return &Boards{core: core, leaders: leaders}
+}
+
 // redPacket returns the red packet id, or an error if it is not one.
-func (s *Service) redPacket(ctx context.Context, id string) (Activity, error) {
-	a, err := s.Activity(ctx, id)
+func (b *Boards) redPacket(ctx context.Context, id string) (Activity, error) {
+	a, err := b.core.Activity(ctx, id)
 	if err != nil {
 		return Activity{}, err
 	}
 	if a.Kind != KindRedPacket {
 		return Activity{}, fmt.Errorf("%w: activity %s is not a red packet: it has no leaderboard", ErrNotFound, id)
 	}
-	if s.leaders == nil {
-		return Activity{}, fmt.Errorf("%w: no leaderboard store", ErrBusy)
-	}
 	return a, nil
 }
 
 // Leaderboard returns the first n of a red packet's leaderboard: from the exact leaderboard, or
 // from the database when the leaderboard is approximate or cannot answer.
-func (s *Service) Leaderboard(ctx context.Context, id string, n int) (Board, error) {
-	a, err := s.redPacket(ctx, id)
+func (b *Boards) Leaderboard(ctx context.Context, id string, n int) (Board, error) {
+	a, err := b.redPacket(ctx, id)
 	if err != nil {
 		return Board{}, err
 	}
 	n = min(max(n, 1), MaxBoard)
-	if s.ranking != nil {
-		top, err := s.ranking.Top(ctx, a.ID, n)
+	if ranking := b.core.ranking; ranking != nil {
+		top, err := ranking.Top(ctx, a.ID, n)
 		if err == nil {
 			return Board{Entries: top, Exact: true, Strategy: RankExact}, nil
 		}
@@ -79,7 +90,7 @@ func (s *Service) Leaderboard(ctx context.Context, id string, n int) (Board, err
 			return Board{}, err
 		}
 	}
-	top, err := s.leaders.TopGrabs(ctx, a.ID, n)
+	top, err := b.leaders.TopGrabs(ctx, a.ID, n)
 	if err != nil {
 		return Board{}, err
 	}
@@ -88,18 +99,18 @@ func (s *Service) Leaderboard(ctx context.Context, id string, n int) (Board, err
 
 // Rank returns userID's standing on a red packet's leaderboard (their largest share). Errors:
 // ErrNotFound (not a red packet, or no share placed for the user yet).
-func (s *Service) Rank(ctx context.Context, id, userID string) (Board, error) {
-	a, err := s.redPacket(ctx, id)
+func (b *Boards) Rank(ctx context.Context, id, userID string) (Board, error) {
+	a, err := b.redPacket(ctx, id)
 	if err != nil {
 		return Board{}, err
 	}
-	g, err := s.leaders.BestGrab(ctx, a.ID, userID)
+	g, err := b.leaders.BestGrab(ctx, a.ID, userID)
 	if err != nil {
 		return Board{}, err
 	}
 	st := Standing{UserID: userID, AmountCents: g.AmountCents, GrabbedAt: g.At}
-	if s.ranking != nil {
-		r, bound, strategy, err := s.ranking.Rank(ctx, g)
+	if ranking := b.core.ranking; ranking != nil {
+		r, bound, strategy, err := ranking.Rank(ctx, g)
 		if err == nil {
 			st.Rank = r
 			return Board{Entries: []Standing{st}, Exact: bound == 0, Bound: bound, Strategy: strategy}, nil
@@ -108,7 +119,7 @@ func (s *Service) Rank(ctx context.Context, id, userID string) (Board, error) {
 			return Board{}, err
 		}
 	}
-	if st.Rank, err = s.leaders.RankOf(ctx, g); err != nil {
+	if st.Rank, err = b.leaders.RankOf(ctx, g); err != nil {
 		return Board{}, err
 	}
 	return Board{Entries: []Standing{st}, Exact: true, Strategy: RankDatabase}, nil
@@ -117,7 +128,10 @@ func (s *Service) Rank(ctx context.Context, id, userID string) (Board, error) {
 // OrdersPlaced puts the red-packet shares of newly created orders on their leaderboards. The
 // worker calls it after each batch; a failure is the leaderboard's, not the order's, and the
 // database fallback still answers.
-func (s *Service) OrdersPlaced(ctx context.Context, ps []Placement) error {
+func (b *Boards) OrdersPlaced(ctx context.Context, ps []Placement) error { return b.core.rank(ctx, ps) }
+
+// rank puts the red-packet shares of the orders ps placed on their leaderboards.
+func (s *Service) rank(ctx context.Context, ps []Placement) error {
 	if s.ranking == nil {
 		return nil
 	}
@@ -169,17 +183,17 @@ type BoardUsage struct {
 	Bytes      int64
 }
 
-// LeaderboardUsage names the strategy of a red packet's leaderboard and the memory it holds.
-func (s *Service) LeaderboardUsage(ctx context.Context, id string) (BoardUsage, error) {
-	a, err := s.redPacket(ctx, id)
+// Usage names the strategy of a red packet's leaderboard and the memory it holds.
+func (b *Boards) Usage(ctx context.Context, id string) (BoardUsage, error) {
+	a, err := b.redPacket(ctx, id)
 	if err != nil {
 		return BoardUsage{}, err
 	}
 	u := BoardUsage{ActivityID: a.ID, Strategy: RankDatabase}
-	if s.ranking == nil {
+	if b.core.ranking == nil {
 		return u, nil
 	}
-	strategy, n, err := s.ranking.Usage(ctx, a.ID)
+	strategy, n, err := b.core.ranking.Usage(ctx, a.ID)
 	switch {
 	case err == nil:
 		u.Strategy, u.Bytes = strategy, n
@@ -189,15 +203,15 @@ func (s *Service) LeaderboardUsage(ctx context.Context, id string) (BoardUsage, 
 	return u, nil
 }
 
-// LeaderboardUsages reports the leaderboards of every red packet this node knows that has not
-// ended, for the metrics.
-func (s *Service) LeaderboardUsages(ctx context.Context) []BoardUsage {
+// Usages reports the leaderboards of every red packet this node knows that has not ended, for
+// the metrics.
+func (b *Boards) Usages(ctx context.Context) []BoardUsage {
 	var out []BoardUsage
-	now := s.now()
-	s.acts.Range(func(_, v any) bool {
+	now := b.core.now()
+	b.core.acts.Range(func(_, v any) bool {
 		a := v.(Activity)
 		if a.Kind == KindRedPacket && now.Before(a.EndAt) {
-			if u, err := s.LeaderboardUsage(ctx, a.ID); err == nil {
+			if u, err := b.Usage(ctx, a.ID); err == nil {
 				out = append(out, u)
 			}
 		}

@@ -125,7 +125,8 @@ type TicketView struct {
 // challenge) is spent first, whatever comes next; an activity that requires a challenge takes no
 // join without one. Errors: ErrNotFound, ErrNotLined, ErrEnded (after the end; a lottery's
 // entries also close at the start), ErrSoldOut, ErrChallengeRequired, ErrQueueFull, ErrBusy.
-func (s *Service) Join(ctx context.Context, activityID, userID, pass string) (TicketView, bool, error) {
+func (l *Lines) Join(ctx context.Context, activityID, userID, pass string) (TicketView, bool, error) {
+	s := l.core
 	a, err := s.Activity(ctx, activityID)
 	if err != nil {
 		return TicketView{}, false, err
@@ -165,7 +166,8 @@ func (s *Service) join(ctx context.Context, a Activity, userID, pass string) (Ti
 
 // Ticket returns userID's ticket token. Errors: ErrNotFound (also for another user's ticket),
 // ErrBusy.
-func (s *Service) Ticket(ctx context.Context, userID, token string) (TicketView, error) {
+func (l *Lines) Ticket(ctx context.Context, userID, token string) (TicketView, error) {
+	s := l.core
 	if _, ok := TicketActivity(token); !ok || s.line == nil {
 		return TicketView{}, ErrNotFound
 	}
@@ -218,7 +220,8 @@ func view(a Activity, t Ticket, st LineState, now time.Time) TicketView {
 }
 
 // LineState returns the state of a's line. Errors: ErrNotLined, ErrBusy.
-func (s *Service) LineState(ctx context.Context, a Activity) (LineState, error) {
+func (l *Lines) LineState(ctx context.Context, a Activity) (LineState, error) {
+	s := l.core
 	if !a.Lined() || s.line == nil {
 		return LineState{}, ErrNotLined
 	}
@@ -232,11 +235,12 @@ func (s *Service) LineState(ctx context.Context, a Activity) (LineState, error) 
 //
 // The entries never change once drawn: the node keeps them, sorted, so that a crowd checking the
 // draw costs one read of the line, not one each.
-func (s *Service) Entries(ctx context.Context, a Activity) ([]string, error) {
+func (l *Lines) Entries(ctx context.Context, a Activity) ([]string, error) {
+	s := l.core
 	if v, ok := s.entries.Load(a.ID); ok {
 		return v.([]string), nil
 	}
-	st, err := s.LineState(ctx, a)
+	st, err := l.LineState(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -263,4 +267,18 @@ func lineStats(a Activity, st LineState) *LineStats {
 		ls.WaitS = float64(ls.Waiting) / rate
 	}
 	return ls
+}
+
+// Lines are the waiting lines of queue and lottery activities as their buyers and operators see
+// them: a ticket, a line's state, a lottery's entries, the drainer that admits the line to the
+// gate. A feature of its own, on the core service's line (which a buyer's click joins, and the
+// archive drops).
+type Lines struct{ core *Service }
+
+// NewLines returns the lines of core's activities; nil when core has no line.
+func NewLines(core *Service) *Lines {
+	if core.line == nil {
+		return nil
+	}
+	return &Lines{core: core}
 }

@@ -32,7 +32,8 @@ type OrderFilter struct {
 
 // Orders lists orders for an operator: a user's (the support desk's first question), or an
 // activity's. Errors: ErrInvalid, ErrBusy.
-func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
+func (o *Operator) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
+	s := o.core
 	switch {
 	case f.ActivityID == "" && f.UserID == "":
 		return nil, fmt.Errorf("%w: name the user or the activity", ErrInvalid)
@@ -49,7 +50,8 @@ func (s *Service) Orders(ctx context.Context, f OrderFilter) ([]Order, error) {
 
 // ExportOrders calls fn with every order of activity id, the oldest first: the export an
 // operator hands to finance. Errors: ErrNotFound, ErrBusy, and fn's.
-func (s *Service) ExportOrders(ctx context.Context, id string, fn func(Order) error) error {
+func (o *Operator) ExportOrders(ctx context.Context, id string, fn func(Order) error) error {
+	s := o.core
 	if _, err := s.Activity(ctx, id); err != nil {
 		return err
 	}
@@ -58,7 +60,8 @@ func (s *Service) ExportOrders(ctx context.Context, id string, fn func(Order) er
 
 // AllActivities lists up to limit activities that end after since (the zero time: all, ended
 // ones included), the latest start first: the operator's list. Errors: ErrInvalid, ErrBusy.
-func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int) ([]Activity, error) {
+func (o *Operator) AllActivities(ctx context.Context, since time.Time, limit int) ([]Activity, error) {
+	s := o.core
 	if err := checkPage(limit, 0, ""); err != nil {
 		return nil, err
 	}
@@ -77,7 +80,8 @@ func (s *Service) AllActivities(ctx context.Context, since time.Time, limit int)
 
 // DeadLetters lists up to limit dead letters of activity id ("": every activity's), the newest
 // first. Errors: ErrInvalid, ErrBusy.
-func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]DeadLetter, error) {
+func (o *Operator) DeadLetters(ctx context.Context, id string, limit int) ([]DeadLetter, error) {
+	s := o.core
 	if id != "" && !ValidID(id) {
 		return nil, badID("activity")
 	}
@@ -95,7 +99,8 @@ func (s *Service) DeadLetters(ctx context.Context, id string, limit int) ([]Dead
 // next sweep before its buyer could pay. Errors: ErrNotFound, ErrInvalid (a dead letter
 // kept without its grab, from before grabs were kept, or one the database refuses still:
 // ErrUnplaceable too), ErrBusy.
-func (s *Service) ReplayDeadLetter(ctx context.Context, token string) (Placement, error) {
+func (o *Operator) ReplayDeadLetter(ctx context.Context, token string) (Placement, error) {
+	s := o.core
 	if token == "" || len(token) > MaxIDLen {
 		return Placement{}, fmt.Errorf("dead letter %q: %w", token, ErrNotFound)
 	}
@@ -110,6 +115,14 @@ func (s *Service) ReplayDeadLetter(ctx context.Context, token string) (Placement
 		s.event("created", 1)
 	}
 	// Best effort: a red packet's leaderboard that misses it is fixed by the next load.
-	s.OrdersPlaced(ctx, []Placement{p})
+	s.rank(ctx, []Placement{p})
 	return p, nil
 }
+
+// Operator is what an operator does to the sale besides creating it: add stock, edit or end an
+// activity (a revision the gate is given), read every activity, the orders and the dead
+// letters, replay a dead letter. A feature of its own, on the core service.
+type Operator struct{ core *Service }
+
+// NewOperator returns the operator's controls of core's sales.
+func NewOperator(core *Service) *Operator { return &Operator{core: core} }

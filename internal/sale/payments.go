@@ -136,26 +136,36 @@ type PaymentStore interface {
 // amount is not refused: the money is owed back.)
 var ErrAmountMismatch = errors.New("the amount is not the payment's")
 
-// StartPayment starts paying userID's order ref through the provider: the buyer pays at the
-// provider, and the order becomes PAID when its callback says so (Settle). Asking again before
-// the provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order
-// is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
-func (s *Service) StartPayment(ctx context.Context, userID, ref string) (Payment, error) {
-	if s.payments == nil {
-		return Payment{}, errNoPayments
-	}
-	o, err := s.placed(ctx, userID, ref)
+// Payments are the payments of orders through a provider: a feature of its own, built on a node
+// that has a provider (without one, the pay call pays: Service.Pay). It reads the orders through
+// the core service and keeps the payments in its store.
+type Payments struct {
+	core  *Service
+	store PaymentStore
+}
+
+// NewPayments returns the payments of core's orders, kept by store.
+func NewPayments(core *Service, store PaymentStore) *Payments {
+	return &Payments{core: core, store: store}
+}
+
+// Start starts paying userID's order ref through the provider: the buyer pays at the provider,
+// and the order becomes PAID when its callback says so (Settle). Asking again before the
+// provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order is
+// not awaiting payment, its window has closed, or it is still being created), ErrBusy.
+func (s *Payments) Start(ctx context.Context, userID, ref string) (Payment, error) {
+	o, err := s.core.placed(ctx, userID, ref)
 	if err != nil {
 		return Payment{}, err
 	}
-	return s.payments.StartPayment(ctx, o.Token, NewToken("pay_"), s.now())
+	return s.store.StartPayment(ctx, o.Token, NewToken("pay_"), s.core.now())
 }
 
 // Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
 // It is the one check of a notice: its outcome first (what a callback's status is refused for
 // before anything else it says), then its ids and amount. Errors: ErrInvalid, ErrNotFound,
 // ErrAmountMismatch, ErrInvalidState, ErrBusy.
-func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
+func (s *Payments) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
 	switch {
 	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
 		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
@@ -163,41 +173,35 @@ func (s *Service) Settle(ctx context.Context, n PaymentNotice) (Settlement, erro
 		return Settlement{}, badID("payment_id and order_token")
 	case n.AmountCents < 0:
 		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
-	case s.payments == nil:
-		return Settlement{}, errNoPayments
 	}
 	// Not on the request's context: a provider that hangs up has still told us.
-	st, err := s.payments.Settle(context.WithoutCancel(ctx), n, s.now())
+	st, err := s.store.Settle(context.WithoutCancel(ctx), n, s.core.now())
 	if err != nil || !st.Changed {
 		return st, err
 	}
 	switch st.Payment.State {
 	case PaymentSucceeded:
-		s.event("paid", 1)
+		s.core.event("paid", 1)
 	case PaymentFailed:
-		s.event("payment_failed", 1)
+		s.core.event("payment_failed", 1)
 	case PaymentRefundPending:
-		s.event("refund_requested", 1)
+		s.core.event("refund_requested", 1)
 	case PaymentRefunded:
-		s.event("refunded", 1)
+		s.core.event("refunded", 1)
 	}
 	return st, nil
 }
 
 // Payment returns payment id. Errors: ErrNotFound, ErrBusy.
-func (s *Service) Payment(ctx context.Context, id string) (Payment, error) {
-	switch {
-	case !ValidID(id):
+func (s *Payments) Payment(ctx context.Context, id string) (Payment, error) {
+	if !ValidID(id) {
 		return Payment{}, fmt.Errorf("payment %q: %w", id, ErrNotFound)
-	case s.payments == nil:
-		return Payment{}, errNoPayments
 	}
-	return s.payments.Payment(ctx, id)
+	return s.store.Payment(ctx, id)
 }
 
-// Payments lists payments, newest first (f.Limit 1 to MaxPage). Errors: ErrInvalid,
-// ErrBusy.
-func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, error) {
+// List lists payments, newest first (f.Limit 1 to MaxPage). Errors: ErrInvalid, ErrBusy.
+func (s *Payments) List(ctx context.Context, f PaymentFilter) ([]Payment, error) {
 	switch f.State {
 	case "", PaymentStarted, PaymentSucceeded, PaymentFailed, PaymentRefundPending, PaymentRefunded:
 	default:
@@ -206,11 +210,8 @@ func (s *Service) Payments(ctx context.Context, f PaymentFilter) ([]Payment, err
 	if err := checkPage(f.Limit, 0, ""); err != nil {
 		return nil, err
 	}
-	switch {
-	case f.OrderToken != "" && !ValidID(f.OrderToken):
+	if f.OrderToken != "" && !ValidID(f.OrderToken) {
 		return nil, badID("order_token")
-	case s.payments == nil:
-		return nil, errNoPayments
 	}
-	return s.payments.Payments(ctx, f)
+	return s.store.Payments(ctx, f)
 }

@@ -382,9 +382,9 @@ type LeaderStore interface {
 	BestGrab(ctx context.Context, activityID, userID string) (Grab, error)
 }
 
-// Challenges keeps the challenges handed out until they are answered. Every challenge is tried
-// once: Take removes it, so guessing its answer costs a new challenge per guess.
-type Challenges interface {
+// ChallengeStore keeps the challenges handed out until they are answered. Every challenge is
+// tried once: Take removes it, so guessing its answer costs a new challenge per guess.
+type ChallengeStore interface {
 	// Put keeps c for ttl.
 	Put(ctx context.Context, c Challenge, ttl time.Duration) error
 	// Take removes the challenge id and returns it. Errors: ErrNotFound (unknown, expired or

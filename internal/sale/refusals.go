@@ -30,12 +30,3 @@ func badID(field string) error {
 func BadUserID(field string) error {
 	return fmt.Errorf("%w: %s must be 1 to %d printable ASCII characters", ErrInvalid, field, MaxUserIDLen)
 }
-
-// The answers of a node that runs without an adapter (a node with no provider, a store with no
-// audit log or no outbox): the service is there, that part of it is not. ErrBusy, as an adapter
-// that is away.
-var (
-	errNoPayments = fmt.Errorf("%w: this node takes no payments through a provider", ErrBusy)
-	errNoAudit    = fmt.Errorf("%w: this node has no audit log", ErrBusy)
-	errNoOutbox   = fmt.Errorf("%w: this node has no outbox", ErrBusy)
-)

@@ -33,7 +33,8 @@ type Revision struct {
 // go on sale at once on every node, whose sold-out flags are cleared. An item only (a red
 // packet's shares are split once, at its creation), and not once it has ended. Errors:
 // ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy.
-func (s *Service) AddStock(ctx context.Context, id string, n int64) (Activity, error) {
+func (o *Operator) AddStock(ctx context.Context, id string, n int64) (Activity, error) {
+	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		switch {
 		case a.Kind != KindItem:
@@ -52,7 +53,8 @@ func (s *Service) AddStock(ctx context.Context, id string, n int64) (Activity, e
 // ErrEnded from the moment the gate has the revision. Orders already placed keep their payment
 // windows. An activity that has not started never opens (its start moves to the end). Errors:
 // ErrNotFound, ErrInvalidState (ended already, or archived), ErrBusy.
-func (s *Service) EndActivity(ctx context.Context, id string) (Activity, error) {
+func (o *Operator) EndActivity(ctx context.Context, id string) (Activity, error) {
+	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		now := s.now().UTC().Truncate(time.Millisecond)
 		if !now.Before(a.EndAt) {
@@ -267,7 +269,8 @@ type ActivityEdit struct {
 // grabbed already: its name, its rate limits and its end (to a time still to come; ending it now
 // is EndActivity). The change reaches every node's gate as any revision does. Errors: ErrInvalid,
 // ErrNotFound, ErrInvalidState (started, or ended), ErrBusy.
-func (s *Service) EditActivity(ctx context.Context, id string, e ActivityEdit) (Activity, error) {
+func (o *Operator) EditActivity(ctx context.Context, id string, e ActivityEdit) (Activity, error) {
+	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		now := s.now()
 		started := !now.Before(a.StartAt)

@@ -6,31 +6,28 @@ import (
 	"time"
 )
 
-// The use cases of a sale each have a file: activities.go (create one, the node's one activity
-// cache), grab.go (a buyer's click: a unit or a place in the line), orders.go (look up, pay,
-// cancel, sweep, the durable restock), recovery.go (warm and rebuild the gate, reconcile it),
-// archive.go, stats.go, and the features beside them (line.go, leaderboard.go, challenge.go,
-// block.go). The ports the service needs are in ports.go.
+// The core of a sale is the Service: its activities (activities.go, the node's one activity
+// cache), a buyer's click (grab.go: a unit or a place in the line), orders (orders.go: look up,
+// pay, cancel, sweep, the durable restock), the gate's recovery (recovery.go: warm, rebuild,
+// reconcile; revise.go: the revisions it is owed), the archive and the counters. Each feature
+// beside it is a service of its own, on its own ports, built by the node only when what it
+// needs is configured: Operator (operate.go, revise.go), Payments (payments.go), Outbox
+// (events.go), Lines (line.go, drain.go), Boards (leaderboard.go), Challenges (challenge.go),
+// Blocks (block.go) and Audit (audit.go). The ports are in ports.go.
 
-// Deps is what a Service runs on, each port the part of its adapter the service needs (a gate
-// adapter is both Inventory and Passes, the database every store). The first six are required;
-// a nil optional port turns its feature off, as its comment says.
+// Deps is what the core Service runs on, each port the part of its adapter the service needs (a
+// gate adapter is both Inventory and Passes, the database every store). The first five are
+// required; a nil optional port turns off what its comment says.
 type Deps struct {
 	Inventory  Inventory
 	Passes     Passes
 	Backlog    Backlog
 	Activities ActivityStore
 	Orders     OrderStore
-	Blocks     BlockStore
-	Audit      AuditStore       // the admin actions' log; nil: none (Audit answers ErrBusy)
-	Outbox     EventStore       // the outbox of order events; nil: none (Deliveries answers ErrBusy)
-	Payments   PaymentStore     // payments through a provider; nil: none (StartPayment answers ErrBusy)
 	Now        func() time.Time // the clock; nil: time.Now
 
-	Line       Line        // the waiting lines of queue and lottery activities; nil: none can be created
-	Ranking    Ranking     // red packets' leaderboards beside the gate; nil: none
-	Leaders    LeaderStore // the database's leaderboards, when Ranking cannot answer; nil: none
-	Challenges Challenges  // nil: every challenge asked for is ErrBusy
+	Line    Line    // the waiting lines of queue and lottery activities; nil: none can be created
+	Ranking Ranking // red packets' leaderboards beside the gate; nil: none (the database answers)
 
 	// Restocks announces every restock to the other nodes and hears theirs (see ListenRestocks);
 	// nil: this node is the only one. SoldOutTTL is how long the node trusts a sold-out answer of
@@ -52,7 +49,7 @@ type Deps struct {
 // DepsOf is the Deps of a service on one gate, one queue and one database, each adapter giving
 // every port it implements; the optional ports are left for the caller to set.
 func DepsOf(g Gate, q Queue, db Store) Deps {
-	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db, Blocks: db, Audit: db, Outbox: db, Payments: db}
+	return Deps{Inventory: g, Passes: g, Backlog: q, Activities: db, Orders: db}
 }
 
 // Service runs sales on its Deps. It is what the HTTP layer and the workers call. Besides its
@@ -64,15 +61,9 @@ type Service struct {
 	backlog    Backlog
 	activities ActivityStore
 	orders     OrderStore
-	blocks     BlockStore
-	audit      AuditStore
-	outbox     EventStore
-	payments   PaymentStore
 	now        func() time.Time
 	line       Line
 	ranking    Ranking
-	leaders    LeaderStore
-	challenges Challenges
 	restocks   Restocks
 	event      func(name string, n int)
 
@@ -87,8 +78,6 @@ type Service struct {
 	// sold-out flag that turns the crowd away before it costs a token check or a gate call.
 	soldOut sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
 
-	blocked Blocklist // this node's copy of the blacklist
-
 	warming    flights  // the rebuilds of activities the gate lost, one at a time per activity
 	refreshing flights  // the reads of activities the gate holds another revision of, likewise
 	entries    sync.Map // activity id -> []string, a drawn line's entries, sorted (they never change)
@@ -102,8 +91,7 @@ const SoldOutTTL = time.Second
 // NewService returns a Service running on d.
 func NewService(d Deps) *Service {
 	s := &Service{inventory: d.Inventory, passes: d.Passes, backlog: d.Backlog, activities: d.Activities,
-		orders: d.Orders, blocks: d.Blocks, audit: d.Audit, outbox: d.Outbox, payments: d.Payments, now: d.Now, line: d.Line, ranking: d.Ranking,
-		leaders: d.Leaders, challenges: d.Challenges, restocks: d.Restocks, event: d.Events,
+		orders: d.Orders, now: d.Now, line: d.Line, ranking: d.Ranking, restocks: d.Restocks, event: d.Events,
 		soldOutTTL: d.SoldOutTTL, reconcilePause: d.ReconcilePause, misses: newMisses(maxMisses)}
 	if s.now == nil {
 		s.now = time.Now
@@ -131,3 +119,16 @@ func (s *Service) ListenRestocks(ctx context.Context) error {
 
 // Now returns the service's clock reading.
 func (s *Service) Now() time.Time { return s.now() }
+
+// Features are the services beside the core one, as a node builds them: each nil when the node
+// has it not (see each type).
+type Features struct {
+	Operator   *Operator
+	Payments   *Payments
+	Outbox     *Outbox
+	Lines      *Lines
+	Boards     *Boards
+	Challenges *Challenges
+	Blocks     *Blocks
+	Audit      *Audit
+}

@@ -70,7 +70,8 @@ func (s *Service) Stats(ctx context.Context, id string) (Stats, error) {
 
 // Counts is the part of Stats the database knows: the activity's orders by state and its dead
 // letters, what a node whose gate is away still answers.
-func (s *Service) Counts(ctx context.Context, id string) (Counts, error) {
+func (o *Operator) Counts(ctx context.Context, id string) (Counts, error) {
+	s := o.core
 	if _, err := s.Activity(ctx, id); err != nil {
 		return Counts{}, err
 	}

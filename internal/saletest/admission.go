@@ -38,7 +38,7 @@ func lineActivity(t *testing.T, env Env, stock int64, admission sale.Admission) 
 // drainAll runs the drainer a round every 100 ms of the test's clock until nobody waits.
 func drainAll(t *testing.T, env Env, a sale.Activity) {
 	t.Helper()
-	d := env.Service.NewDrainer("test", 100*time.Millisecond)
+	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
 	for round := 0; ; round++ {
 		env.Clock.Advance(100 * time.Millisecond)
 		if _, err := d.Round(context.Background(), a); err != nil {
@@ -68,7 +68,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	var early, late []string
 	owner := map[string]string{}
 	for i := range 40 {
-		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("e%d", i), "")
+		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("e%d", i), "")
 		if err != nil || !fresh || v.Outcome != sale.OutcomeWaiting || v.Position != 0 || !v.Early {
 			t.Fatalf("early join %d: %+v fresh=%v, %v", i, v, fresh, err)
 		}
@@ -79,19 +79,19 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 		owner[v.Token] = v.UserID
 		env.Clock.Advance(time.Second / 4)
 	}
-	if v, fresh, err := svc.Join(ctx, a.ID, "e7", ""); err != nil || fresh || v.Token != early[7] {
+	if v, fresh, err := env.Lines.Join(ctx, a.ID, "e7", ""); err != nil || fresh || v.Token != early[7] {
 		t.Fatalf("e7 again: %+v fresh=%v %v, want its ticket back", v, fresh, err)
 	}
 	env.Clock.Advance(time.Minute)
 	for i := range 30 {
-		v, fresh, err := svc.Join(ctx, a.ID, fmt.Sprintf("l%d", i), "")
+		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("l%d", i), "")
 		if err != nil || !fresh || v.Early || v.Position != int64(41+i) {
 			t.Fatalf("late join %d: %+v fresh=%v, %v, want position %d", i, v, fresh, err, 41+i)
 		}
 		late = append(late, v.Token)
 		owner[v.Token] = v.UserID
 	}
-	if _, err := svc.Ticket(ctx, "l0", early[0]); !errors.Is(err, sale.ErrNotFound) {
+	if _, err := env.Lines.Ticket(ctx, "l0", early[0]); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("another user's ticket: %v, want ErrNotFound", err)
 	}
 	drainAll(t, env, a)
@@ -99,7 +99,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	order := append(sale.DrawOrder(a.Seed, early), late...)
 	won := 0
 	for place, tok := range order {
-		v, err := svc.Ticket(ctx, owner[tok], tok)
+		v, err := env.Lines.Ticket(ctx, owner[tok], tok)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	if won != 20 || st.Orders != 20 || st.Remaining != 0 || st.Line.Joined != 70 || st.Line.Answered != 70 {
 		t.Fatalf("won %d, stats %+v line %+v", won, st, st.Line)
 	}
-	if _, _, err := svc.Join(ctx, a.ID, "after", ""); !errors.Is(err, sale.ErrSoldOut) {
+	if _, _, err := env.Lines.Join(ctx, a.ID, "after", ""); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("join after the sell-out: %v, want ErrSoldOut", err)
 	}
 }
@@ -139,23 +139,23 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 	owner := map[string]string{}
 	var entries []string
 	for i := range 35 {
-		v, _, err := svc.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		entries = append(entries, v.Token)
 		owner[v.Token] = v.UserID
 	}
-	if _, err := svc.Entries(ctx, a); !errors.Is(err, sale.ErrNotStarted) {
+	if _, err := env.Lines.Entries(ctx, a); !errors.Is(err, sale.ErrNotStarted) {
 		t.Fatalf("entries before the draw: %v, want ErrNotStarted", err)
 	}
 	env.Clock.Advance(time.Minute)
-	if _, _, err := svc.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
+	if _, _, err := env.Lines.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("an entry after the start: %v, want ErrEnded", err)
 	}
 	drainAll(t, env, a)
 
-	published, err := svc.Entries(ctx, a)
+	published, err := env.Lines.Entries(ctx, a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 	}
 	winners := sale.Winners(a.Seed, published, int(a.Stock))
 	for _, tok := range entries {
-		v, err := svc.Ticket(ctx, owner[tok], tok)
+		v, err := env.Lines.Ticket(ctx, owner[tok], tok)
 		if err != nil {
 			t.Fatal(err)
 		}

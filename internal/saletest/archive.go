@@ -53,7 +53,7 @@ func Archive(t *testing.T, env Env) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := svc.Join(ctx, line.ID, "q1", ""); err != nil {
+	if _, _, err := env.Lines.Join(ctx, line.ID, "q1", ""); err != nil {
 		t.Fatalf("join the line: %v", err)
 	}
 	acts := []sale.Activity{item, sharded, packet, line}
@@ -100,7 +100,7 @@ func Archive(t *testing.T, env Env) {
 	if o, err := svc.Order(ctx, "u2", unpaid.Token); err != nil || o.Status != sale.StatusCancelled {
 		t.Fatalf("u2's order: %+v, %v", o, err)
 	}
-	b, err := svc.Leaderboard(ctx, packet.ID, 10)
+	b, err := env.Boards.Leaderboard(ctx, packet.ID, 10)
 	if err != nil || b.Strategy != sale.RankDatabase || len(b.Entries) != 1 || b.Entries[0].UserID != "r1" {
 		t.Fatalf("leaderboard of the archived red packet: %+v, %v; want r1's share, from the database", b, err)
 	}

@@ -10,25 +10,25 @@ import (
 	"seckill/internal/sale"
 )
 
-// Answers is a sale.Challenges that remembers the answer of every challenge put through it, so a
+// Answers is a sale.ChallengeStore that remembers the answer of every challenge put through it, so a
 // test can solve what a person would read off the image.
 type Answers struct {
-	sale.Challenges
+	sale.ChallengeStore
 	mu      sync.Mutex
 	answers map[string]int64
 }
 
 // NewAnswers wraps c.
-func NewAnswers(c sale.Challenges) *Answers {
-	return &Answers{Challenges: c, answers: map[string]int64{}}
+func NewAnswers(c sale.ChallengeStore) *Answers {
+	return &Answers{ChallengeStore: c, answers: map[string]int64{}}
 }
 
-// Put implements sale.Challenges.
+// Put implements sale.ChallengeStore.
 func (a *Answers) Put(ctx context.Context, c sale.Challenge, ttl time.Duration) error {
 	a.mu.Lock()
 	a.answers[c.ID] = c.Answer
 	a.mu.Unlock()
-	return a.Challenges.Put(ctx, c, ttl)
+	return a.ChallengeStore.Put(ctx, c, ttl)
 }
 
 // Of returns the answer of challenge id.
@@ -60,7 +60,7 @@ func ChallengeJourney(t *testing.T, env Env) {
 	a, b := act("guarded"), act("other")
 	ask := func(user string) sale.Challenge {
 		t.Helper()
-		c, err := svc.Challenge(ctx, a.ID, user)
+		c, err := env.Challenges.Challenge(ctx, a.ID, user)
 		if err != nil {
 			t.Fatalf("challenge for %s: %v", user, err)
 		}
@@ -70,43 +70,43 @@ func ChallengeJourney(t *testing.T, env Env) {
 		return c
 	}
 	early := ask("alice")
-	if _, err := svc.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil); !errors.Is(err, sale.ErrNotStarted) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil); !errors.Is(err, sale.ErrNotStarted) {
 		t.Fatalf("answer before the start: got %v, want ErrNotStarted", err)
 	}
 	clock.Advance(time.Minute)
 	// The challenge fetched early is still good once the sale opens.
-	pass, err := svc.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil)
+	pass, err := env.Challenges.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil)
 	if err != nil {
 		t.Fatalf("right answer: %v", err)
 	}
 	if pass.Token == "" || !pass.ExpiresAt.Equal(clock.Now().Add(sale.PassTTL)) || pass.Solve != time.Minute {
 		t.Fatalf("pass %+v, want a token expiring in %v and a solve time of 1m", pass, sale.PassTTL)
 	}
-	if _, err := svc.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "alice", early.ID, env.Answers.Of(t, early.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("the same challenge answered twice: got %v, want ErrChallengeFailed", err)
 	}
 
 	wrong := ask("bob")
-	if _, err := svc.Answer(ctx, a.ID, "bob", wrong.ID, env.Answers.Of(t, wrong.ID)+1, nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "bob", wrong.ID, env.Answers.Of(t, wrong.ID)+1, nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("wrong answer: got %v, want ErrChallengeFailed", err)
 	}
-	if _, err := svc.Answer(ctx, a.ID, "bob", wrong.ID, env.Answers.Of(t, wrong.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "bob", wrong.ID, env.Answers.Of(t, wrong.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("the right answer after a wrong one: got %v, want ErrChallengeFailed (one try)", err)
 	}
 	stolen := ask("carol")
-	if _, err := svc.Answer(ctx, a.ID, "mallory", stolen.ID, env.Answers.Of(t, stolen.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "mallory", stolen.ID, env.Answers.Of(t, stolen.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("carol's challenge answered by mallory: got %v, want ErrChallengeFailed", err)
 	}
 	elsewhere := ask("dave")
-	if _, err := svc.Answer(ctx, b.ID, "dave", elsewhere.ID, env.Answers.Of(t, elsewhere.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, b.ID, "dave", elsewhere.ID, env.Answers.Of(t, elsewhere.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("a challenge of one activity answered for another: got %v, want ErrChallengeFailed", err)
 	}
 	stale := ask("erin")
 	clock.Advance(sale.ChallengeTTL + time.Second)
-	if _, err := svc.Answer(ctx, a.ID, "erin", stale.ID, env.Answers.Of(t, stale.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "erin", stale.ID, env.Answers.Of(t, stale.ID), nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("an expired challenge: got %v, want ErrChallengeFailed", err)
 	}
-	if _, err := svc.Answer(ctx, a.ID, "erin", "c-made-up", 3, nil); !errors.Is(err, sale.ErrChallengeFailed) {
+	if _, err := env.Challenges.Answer(ctx, a.ID, "erin", "c-made-up", 3, nil); !errors.Is(err, sale.ErrChallengeFailed) {
 		t.Fatalf("a made-up challenge: got %v, want ErrChallengeFailed", err)
 	}
 
@@ -119,7 +119,7 @@ func ChallengeJourney(t *testing.T, env Env) {
 		t.Fatalf("an expired pass: got %v, want ErrChallengeRequired", err)
 	}
 	c := ask("alice")
-	pass, err = svc.Answer(ctx, a.ID, "alice", c.ID, env.Answers.Of(t, c.ID), nil)
+	pass, err = env.Challenges.Answer(ctx, a.ID, "alice", c.ID, env.Answers.Of(t, c.ID), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

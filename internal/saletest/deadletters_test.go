@@ -30,14 +30,14 @@ func TestReplayedDeadLetterOpensItsWindowAtTheReplay(t *testing.T) {
 		grabs[u] = g
 	}
 	env.Drain(a.ID)
-	if ds, err := env.Service.DeadLetters(ctx, a.ID, 10); err != nil || len(ds) != 2 {
+	if ds, err := env.Operator.DeadLetters(ctx, a.ID, 10); err != nil || len(ds) != 2 {
 		t.Fatalf("dead letters: %+v, %v; want both grabs", ds, err)
 	}
 
 	clock.Advance(30 * time.Minute) // the database is fixed, and an operator replays them
 	replayed := clock.Now()
 	for u, g := range grabs {
-		p, err := env.Service.ReplayDeadLetter(ctx, g.Token)
+		p, err := env.Operator.ReplayDeadLetter(ctx, g.Token)
 		if err != nil || p.Order.Status != sale.StatusCreated || !p.Order.ExpiresAt.Equal(replayed.Add(time.Minute)) {
 			t.Fatalf("the replay of %s's grab: %+v, %v; want it CREATED, payable until %s", u, p.Order, err, replayed.Add(time.Minute))
 		}

@@ -111,13 +111,13 @@ func EventPurge(t *testing.T, env Env) {
 	}
 	purge := func(when string, want int) {
 		t.Helper()
-		if got, err := svc.PurgeEvents(ctx, keep); err != nil || got != want {
+		if got, err := env.Outbox.Purge(ctx, keep); err != nil || got != want {
 			t.Fatalf("%s: purged %d, %v; want %d", when, got, err, want)
 		}
 	}
 	left := func() []string {
 		t.Helper()
-		ds, err := svc.Deliveries(ctx, sale.DeliveryFilter{Sink: Sink, Limit: sale.MaxPage})
+		ds, err := env.Outbox.Deliveries(ctx, sale.DeliveryFilter{Sink: Sink, Limit: sale.MaxPage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func EventPurge(t *testing.T, env Env) {
 	if got := left(); !slices.Equal(got, want) {
 		t.Fatalf("left after the purge: %v; want only %v, which the sink has not taken", got, want)
 	}
-	if _, err := svc.Replay(ctx, Sink, sale.EventID(gs[1].Token, sale.EventCreated)); !errors.Is(err, sale.ErrNotFound) {
+	if _, err := env.Outbox.Replay(ctx, Sink, sale.EventID(gs[1].Token, sale.EventCreated)); !errors.Is(err, sale.ErrNotFound) {
 		t.Fatalf("replay of a purged event: %v, want ErrNotFound", err)
 	}
 	clock.Advance(30 * 24 * time.Hour)

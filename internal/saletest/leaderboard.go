@@ -77,7 +77,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 			t.Fatalf("the shares won sum to %d, want 100000", sum)
 		}
 		env.Drain(a.ID)
-		board, err := env.Service.Leaderboard(ctx, a.ID, sale.MaxBoard)
+		board, err := env.Boards.Leaderboard(ctx, a.ID, sale.MaxBoard)
 		if err != nil || board.Strategy != sale.RankExact || !board.Exact {
 			t.Fatalf("leaderboard: %+v, %v; want the exact one", board, err)
 		}
@@ -89,7 +89,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 			t.Fatalf("the exact top and the database's differ:\n%v\n%v", board.Entries, db)
 		}
 		for user, g := range won {
-			r, err := env.Service.Rank(ctx, a.ID, user)
+			r, err := env.Boards.Rank(ctx, a.ID, user)
 			if err != nil || r.Strategy != sale.RankExact || len(r.Entries) != 1 {
 				t.Fatalf("rank of %s: %+v, %v", user, r, err)
 			}
@@ -101,7 +101,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 				t.Fatalf("rank of %s: %+v, the database says %d", user, r.Entries[0], want)
 			}
 		}
-		if _, err := env.Service.Rank(ctx, a.ID, "nobody"); !errors.Is(err, sale.ErrNotFound) {
+		if _, err := env.Boards.Rank(ctx, a.ID, "nobody"); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("rank of a user without a share: %v, want ErrNotFound", err)
 		}
 	})
@@ -112,7 +112,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 			t.Fatalf("%d winners, want %d", len(won), a.Stock)
 		}
 		env.Drain(a.ID)
-		board, err := env.Service.Leaderboard(ctx, a.ID, 10)
+		board, err := env.Boards.Leaderboard(ctx, a.ID, 10)
 		if err != nil || board.Strategy != sale.RankDatabase || len(board.Entries) != 10 {
 			t.Fatalf("leaderboard of a histogram: %+v, %v; want the database's top 10", board, err)
 		}
@@ -121,7 +121,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 			if n++; n > 300 {
 				break
 			}
-			r, err := env.Service.Rank(ctx, a.ID, user)
+			r, err := env.Boards.Rank(ctx, a.ID, user)
 			if err != nil || r.Strategy != sale.RankApprox {
 				t.Fatalf("rank of %s: %+v, %v", user, r, err)
 			}
@@ -140,7 +140,7 @@ func LeaderboardTests(t *testing.T, env Env) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.Service.Leaderboard(ctx, a.ID, 10); !errors.Is(err, sale.ErrNotFound) {
+		if _, err := env.Boards.Leaderboard(ctx, a.ID, 10); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("leaderboard of an item: %v, want ErrNotFound", err)
 		}
 	})

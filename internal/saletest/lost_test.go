@@ -105,7 +105,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	cluster.Node(lost).Kill()
 	cluster.Node(lost).Restart(t)
 	cluster.WaitOK(t)
-	b, err := one.Service.AddStock(ctx, a.ID, 3)
+	b, err := one.Operator.AddStock(ctx, a.ID, 3)
 	if err != nil || b.Revision != 2 {
 		t.Fatalf("AddStock with a shard lost = %+v, %v", b, err)
 	}

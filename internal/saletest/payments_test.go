@@ -50,7 +50,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 	clock.Advance(30 * time.Second)
 	payments := map[string]sale.Payment{} // order token -> its payment
 	for tok, user := range users {
-		p, err := env.Service.StartPayment(ctx, user, tok)
+		p, err := env.Payments.Start(ctx, user, tok)
 		if err != nil {
 			t.Fatalf("start a payment: %v", err)
 		}
@@ -78,7 +78,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 					if group == racing {
 						time.Sleep(wait)
 					}
-					_, err := env.Service.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
+					_, err := env.Payments.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
 						Outcome: sale.OutcomeSucceeded})
 					if err != nil {
 						t.Errorf("callback of %s: %v", p.ID, err)
@@ -115,7 +115,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := env.Service.Payment(ctx, payments[tok].ID)
+		p, err := env.Payments.Payment(ctx, payments[tok].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 	}
 	t.Logf("%d payments kept, %d to give back; of those racing the sweepers, %d kept and %d to give back",
 		kept, refunds, raced[early], raced[late])
-	pending, err := env.Service.Payments(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: stock})
+	pending, err := env.Payments.List(ctx, sale.PaymentFilter{State: sale.PaymentRefundPending, Limit: stock})
 	if err != nil || len(pending) != refunds {
 		t.Fatalf("refunds pending listed: %d, %v; want %d", len(pending), err, refunds)
 	}
@@ -173,13 +173,13 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 
 	// The operator gives the money back: the orders end REFUNDED.
 	for _, p := range pending {
-		st, err := env.Service.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
+		st, err := env.Payments.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
 			Outcome: sale.OutcomeRefunded})
 		if err != nil || st.Order.Status != sale.StatusRefunded || st.Payment.State != sale.PaymentRefunded {
 			t.Fatalf("refund of %s: order %s, payment %s, %v", p.ID, st.Order.Status, st.Payment.State, err)
 		}
 	}
-	c, err := env.Service.Counts(ctx, a.ID)
+	c, err := env.Operator.Counts(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

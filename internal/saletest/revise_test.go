@@ -38,7 +38,7 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 		t.Fatalf("a third grab: %v, want sold out", err)
 	}
 
-	b, err := one.Service.AddStock(ctx, a.ID, 3)
+	b, err := one.Operator.AddStock(ctx, a.ID, 3)
 	if err != nil || b.Stock != 5 || b.Revision != 2 {
 		t.Fatalf("AddStock = %+v, %v", b, err)
 	}
@@ -62,7 +62,7 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 		t.Fatalf("node two's copy after its grabs: %+v; want revision 2 of 5 units", got)
 	}
 
-	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := two.Service.Known(a.ID); got.Revision != 2 || !clock.Now().Before(got.EndAt) {
@@ -72,7 +72,7 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 		t.Fatalf("node two's first grab after the end: %v, want ErrEnded", err)
 	}
 	one.Drain(a.ID)
-	c, err := one.Service.Counts(ctx, a.ID)
+	c, err := one.Operator.Counts(ctx, a.ID)
 	if err != nil || c.Created != 4 {
 		t.Fatalf("counts %+v, %v; want the 4 units sold, no more", c, err)
 	}
@@ -97,7 +97,7 @@ func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 			env := newEnv(t, clock)
 			a := createItem(t, env.Service, clock, "", 1, time.Minute)
 			env.Faults.FailRevisions(2)
-			if _, err := env.Service.AddStock(ctx, a.ID, 2); err != nil {
+			if _, err := env.Operator.AddStock(ctx, a.ID, 2); err != nil {
 				t.Fatalf("AddStock with the gate away: %v; want it made", err)
 			}
 			if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 1 {
@@ -149,7 +149,7 @@ func TestEditBeforeTheStartReachesEveryNode(t *testing.T) {
 		t.Fatalf("a grab before the start: %v", err) // node two has read the activity now
 	}
 	stock, price, limit := int64(4), int64(250), int64(2)
-	if _, err := one.Service.EditActivity(ctx, a.ID, sale.ActivityEdit{Stock: &stock, PriceCents: &price, PerUserLimit: &limit}); err != nil {
+	if _, err := one.Operator.EditActivity(ctx, a.ID, sale.ActivityEdit{Stock: &stock, PriceCents: &price, PerUserLimit: &limit}); err != nil {
 		t.Fatal(err)
 	}
 	if rem, err := one.Service.Remaining(ctx, a.ID); err != nil || rem != 4 {
@@ -192,16 +192,16 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := two.Service.Join(ctx, a.ID, "early", ""); err != nil {
+	if _, _, err := two.Lines.Join(ctx, a.ID, "early", ""); err != nil {
 		t.Fatalf("a join before the end: %v", err) // node two has its copy now
 	}
-	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := two.Service.Known(a.ID); !clock.Now().Before(got.EndAt) {
 		t.Fatalf("node two's copy: %+v; want the one from before the end", got)
 	}
-	if _, _, err := two.Service.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
+	if _, _, err := two.Lines.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("a join through node two after the end: %v, want ErrEnded", err)
 	}
 }
@@ -222,7 +222,7 @@ func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 	}
 
 	srv.Pause(t)
-	added, err := one.Service.AddStock(ctx, a.ID, 2)
+	added, err := one.Operator.AddStock(ctx, a.ID, 2)
 	if err != nil || added.Revision != 2 {
 		t.Fatalf("AddStock with Redis stopped: %+v, %v; want it made, the gate owed it", added, err)
 	}
@@ -245,7 +245,7 @@ func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 	}
 
 	srv.Pause(t)
-	if _, err := one.Service.EndActivity(ctx, a.ID); err != nil {
+	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
 		t.Fatalf("EndActivity with Redis stopped: %v; want it made, the gate owed it", err)
 	}
 	srv.Resume(t)

@@ -54,9 +54,11 @@ func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // Env is one wiring of a sale under test.
 type Env struct {
 	Service *sale.Service
-	Store   sale.Store
-	Queue   sale.Queue
-	Clock   *Clock
+	// The features beside the core service, as the node builds them.
+	sale.Features
+	Store sale.Store
+	Queue sale.Queue
+	Clock *Clock
 	// Drain returns once every acknowledged grab of the activity has its order.
 	Drain func(activityID string)
 	// Answers knows the answer of every challenge the service put.

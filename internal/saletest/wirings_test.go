@@ -644,7 +644,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 		}
 	}
 	env.Drain(a.ID)
-	before, err := env.Service.Leaderboard(ctx, a.ID, 10)
+	before, err := env.Boards.Leaderboard(ctx, a.ID, 10)
 	if err != nil || len(before.Entries) != 4 {
 		t.Fatalf("leaderboard: %+v, %v", before, err)
 	}
@@ -667,7 +667,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	if err != nil || !rec.Repaired || rec.Drift != -1 {
 		t.Fatalf("reconcile: %+v, %v; want a drift of -1 repaired", rec, err)
 	}
-	after, err := env.Service.Leaderboard(ctx, a.ID, 10)
+	after, err := env.Boards.Leaderboard(ctx, a.ID, 10)
 	if err != nil || fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("leaderboard after the repair: %+v, %v; want %+v", after, err, before)
 	}

@@ -65,7 +65,7 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handl
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := httpapi.Config{Service: env.Service, Tokens: tokens, AdminToken: admin, DevLogin: true,
+	c := httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: admin, DevLogin: true,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns}
 	set(&c)
 	api := httpapi.New(c)
@@ -596,18 +596,18 @@ func TestDashboardOperatorControls(t *testing.T) {
 	}
 	s.env.Drain(a.ID)
 	// bob's payment comes after his order was cancelled: a refund to make.
-	bobs, err := svc.Orders(ctx, sale.OrderFilter{UserID: "bob", Limit: 1})
+	bobs, err := s.env.Operator.Orders(ctx, sale.OrderFilter{UserID: "bob", Limit: 1})
 	if err != nil || len(bobs) != 1 {
 		t.Fatalf("bob's order: %v, %v", bobs, err)
 	}
-	p, err := svc.StartPayment(ctx, "bob", bobs[0].Token)
+	p, err := s.env.Payments.Start(ctx, "bob", bobs[0].Token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Cancel(ctx, "bob", bobs[0].Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
+	if _, err := s.env.Payments.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
 		Outcome: sale.OutcomeSucceeded}); err != nil {
 		t.Fatal(err)
 	}

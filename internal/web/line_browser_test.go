@@ -28,7 +28,7 @@ func (s *site) drain() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.env.Service.NewDrainer("page", 100*time.Millisecond).Run(ctx, func(id string, err error) {
+		s.env.Lines.NewDrainer("page", 100*time.Millisecond).Run(ctx, func(id string, err error) {
 			s.t.Errorf("drain %s: %v", id, err)
 		})
 	}()
@@ -82,7 +82,7 @@ func TestWaitingLineOnThePage(t *testing.T) {
 	b.WaitFor(`["Your turn: you won", "Sold out before your turn"].includes(document.getElementById("line-status").textContent)`,
 		15*time.Second, "the line's answer")
 	tok := browsertest.Eval[string](b, `localStorage.getItem("seckill.ticket.`+a.ID+`.alice")`)
-	v, err := s.env.Service.Ticket(context.Background(), "alice", tok)
+	v, err := s.env.Lines.Ticket(context.Background(), "alice", tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestLotteryOnThePage(t *testing.T) {
 	b.WaitFor(`["Drawn: you won", "Not drawn"].includes(document.getElementById("line-status").textContent)`,
 		30*time.Second, "the draw's answer")
 	tok := browsertest.Eval[string](b, `localStorage.getItem("seckill.ticket.`+a.ID+`.alice")`)
-	v, err := s.env.Service.Ticket(context.Background(), "alice", tok)
+	v, err := s.env.Lines.Ticket(context.Background(), "alice", tok)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,17 +113,17 @@ func (a *Archiver) job() leasedJob {
 }
 
 // EventPurger deletes, every Every, the order events that every sink took more than Keep ago,
-// with their deliveries (Service.PurgeEvents): the outbox keeps what is not yet delivered
+// with their deliveries (Outbox.Purge): the outbox keeps what is not yet delivered
 // everywhere and what a receiver might still ask for again. One node of many does it, the one
 // holding the lease "events"; a round that outlasts the lease and meets another node's is
 // harmless, each delete checking again what it deletes.
 type EventPurger struct {
-	Service *sale.Service
-	Lease   sale.Lease
-	Holder  string
-	Every   time.Duration
-	Keep    time.Duration
-	Log     *slog.Logger
+	Outbox *sale.Outbox
+	Lease  sale.Lease
+	Holder string
+	Every  time.Duration
+	Keep   time.Duration
+	Log    *slog.Logger
 	// Purged, when set, is told how many events each round deleted (metrics).
 	Purged func(n int)
 }
@@ -140,7 +140,7 @@ func (p *EventPurger) Round(ctx context.Context) int { return p.job().round(ctx)
 func (p *EventPurger) job() leasedJob {
 	return leasedJob{lease: p.Lease, name: EventsLease, holder: p.Holder, every: p.Every, log: p.Log,
 		what: "purge the order events", did: "purged delivered order events", done: p.Purged,
-		do: func(ctx context.Context) (int, error) { return p.Service.PurgeEvents(ctx, p.Keep) }}
+		do: func(ctx context.Context) (int, error) { return p.Outbox.Purge(ctx, p.Keep) }}
 }
 
 // leasedJob is a job one node of many runs every every, the one holding the lease name: each

@@ -109,7 +109,7 @@ func TestEventPurgerOneNodeAtATime(t *testing.T) {
 	lease := memory.NewLease(time.Now)
 	var purged []int
 	node := func(name string) *worker.EventPurger {
-		return &worker.EventPurger{Service: env.Service, Lease: lease, Holder: name, Every: time.Minute, Keep: time.Hour,
+		return &worker.EventPurger{Outbox: env.Outbox, Lease: lease, Holder: name, Every: time.Minute, Keep: time.Hour,
 			Log: slog.New(slog.DiscardHandler), Purged: func(n int) { purged = append(purged, n) }}
 	}
 	if n := node("a").Round(ctx); n != 2 {
@@ -121,7 +121,7 @@ func TestEventPurgerOneNodeAtATime(t *testing.T) {
 	if n := node("a").Round(ctx); n != 0 || len(purged) != 1 {
 		t.Fatalf("a second round purged %d (rounds told: %v); want nothing left to purge", n, purged)
 	}
-	left, err := env.Service.Deliveries(ctx, sale.DeliveryFilter{Limit: 10})
+	left, err := env.Outbox.Deliveries(ctx, sale.DeliveryFilter{Limit: 10})
 	if err != nil || len(left) != 1 || left[0].ID != ds[2].ID || left[0].State != sale.DeliveryPending {
 		t.Fatalf("left: %+v, %v; want %s, pending", left, err, ds[2].ID)
 	}

@@ -60,7 +60,7 @@ var ports = []port{
 	{iface: "Ranking", fn: "GuardRanking", doc: "returns p with every call guarded by guard (the leaderboards kept on Redis).",
 		slow: map[string]string{"Load": "loading grows with the red packet's shares"}},
 	{iface: "LeaderStore", fn: "GuardLeaders", doc: "returns p with every call guarded by guard (the database's leaderboard queries)."},
-	{iface: "Challenges", fn: "GuardChallenges", doc: "returns p with every call guarded by guard."},
+	{iface: "ChallengeStore", fn: "GuardChallenges", doc: "returns p with every call guarded by guard."},
 }
 
 func main() {

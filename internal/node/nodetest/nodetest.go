@@ -95,15 +95,18 @@ func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *n
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
 	c.Tuning.ReconcilePause, c.Tuning.QueuePoll, c.Tuning.GateBatch = 5*time.Millisecond, 50*time.Millisecond, 64
 	c.Wrap = node.Wrap{Gate: faults.Gate, Store: faults.Store,
-		Challenges: func(ch sale.Challenges) sale.Challenges { answers = saletest.NewAnswers(ch); return answers }}
+		Challenges: func(ch sale.ChallengeStore) sale.ChallengeStore { answers = saletest.NewAnswers(ch); return answers }}
 	n, err := node.Open(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
 	n.Store.EmitTo(saletest.Sink) // every suite's orders write their events, as a node with a webhook would
-	return saletest.Env{Service: n.Service, Store: n.Store, Queue: n.Queue, Clock: clock, Drain: drainer(t, n.Queue, n.Store),
-		Faults: faults, Answers: answers}, n
+	// The suites' events go to their own sink, with no relay: they read the outbox themselves.
+	features := n.Features
+	features.Outbox = sale.NewOutbox(n.Store, clock.Now)
+	return saletest.Env{Service: n.Service, Features: features,
+		Store: n.Store, Queue: n.Queue, Clock: clock, Drain: drainer(t, n.Queue, n.Store), Faults: faults, Answers: answers}, n
 }
 
 // drainWithin bounds a wait for a queue to drain: a liveness bound, not a speed test (a full
