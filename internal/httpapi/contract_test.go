@@ -63,6 +63,33 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 }
 
+// TestOpenAPIFeatures: the document marks each route of a feature with its name (x-feature),
+// and no route of the core: what it says a node without the feature lacks is what the server
+// leaves out.
+func TestOpenAPIFeatures(t *testing.T) {
+	doc, err := contract.Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for pattern, want := range httpapi.FeatureOf() {
+		method, path, _ := strings.Cut(strings.ReplaceAll(pattern, "...}", "}"), " ")
+		item := doc.Paths.Value(path)
+		if item == nil || item.GetOperation(method) == nil {
+			t.Errorf("%s is not in the document", pattern)
+			continue
+		}
+		got, _ := item.GetOperation(method).Extensions["x-feature"].(string)
+		if got != want {
+			t.Errorf("%s: x-feature %q, want %q", pattern, got, want)
+		}
+		seen[want] = true
+	}
+	if len(seen) != 1+8 {
+		t.Errorf("the routes belong to %d features and the core, want the 8 of sale.Features: %v", len(seen)-1, seen)
+	}
+}
+
 // TestOpenAPIPageLimits: the document bounds every list's ?limit= as the service does, by the
 // one rule of a page (sale.MaxPage), and a leaderboard's by sale.MaxBoard.
 func TestOpenAPIPageLimits(t *testing.T) {

@@ -21,6 +21,25 @@ func Patterns() []string {
 	return out
 }
 
+// FeatureOf is the feature of each route's pattern ("" for the core's): the feature without
+// which the server has no such route (the field of sale.Features, in lower case).
+func FeatureOf() map[string]string {
+	out := map[string]string{}
+	for _, rt := range (&Server{}).routes() {
+		out[rt.pattern] = ""
+	}
+	for name, s := range map[string]*Server{"operator": {operator: &sale.Operator{}}, "payments": {payments: &sale.Payments{}},
+		"outbox": {outbox: &sale.Outbox{}}, "lines": {lines: &sale.Lines{}}, "boards": {boards: &sale.Boards{}},
+		"challenges": {challenges: &sale.Challenges{}}, "blocks": {blocks: &sale.Blocks{}}, "audit": {audit: &sale.Audit{}}} {
+		for _, rt := range s.routes() {
+			if _, core := out[rt.pattern]; !core {
+				out[rt.pattern] = name
+			}
+		}
+	}
+	return out
+}
+
 // CodesByStatus are the error codes the server answers with each status: the error classes',
 // the mux's 404 and 405, and the recovered panic's 500.
 func CodesByStatus() map[int][]string {

@@ -189,6 +189,7 @@ func (s *Server) routes() []route {
 		{"GET /api/admin/activities/{id}/stats", s.admin(RoleViewer, s.stats)},
 		{"POST /api/admin/activities/{id}/reconcile", s.admin(RoleOperator, s.reconcile)},
 		{"GET /api/admin/activities/{id}/events", s.admin(RoleViewer, s.events)},
+		{"GET /api/admin/features", s.admin(RoleViewer, s.features)},
 
 		{"GET /api/activities", s.activities},
 		{"GET /api/activities/{id}", s.activity},
@@ -246,6 +247,26 @@ func (s *Server) routes() []route {
 			route{"GET /api/queue/{token}", s.user(s.ticket)})
 	}
 	return rs
+}
+
+// FeaturesResponse is the answer to GET /api/admin/features: which of the features beside the
+// core this node serves (sale.Features). A node without one has none of its routes (404), so a
+// page asks first: the dashboard says "no outbox on this node" rather than failing a call.
+type FeaturesResponse struct {
+	Operator   bool `json:"operator"`
+	Payments   bool `json:"payments"` // with a payment provider
+	Outbox     bool `json:"outbox"`
+	Lines      bool `json:"lines"`
+	Boards     bool `json:"boards"`
+	Challenges bool `json:"challenges"`
+	Blocks     bool `json:"blocks"`
+	Audit      bool `json:"audit"`
+}
+
+func (s *Server) features(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil,
+		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil,
+		Blocks: s.blocks != nil, Audit: s.audit != nil})
 }
 
 // ServeHTTP gives every request an id, bounds its body, recovers from panics, logs, and turns

@@ -433,6 +433,13 @@ func TestDashboardLive(t *testing.T) {
 		browsertest.Eval[string](b, `localStorage.getItem("seckill.admin") || ""`) != "" {
 		t.Error("the admin token must live in the session storage only")
 	}
+	// A node without a payment provider has no payments' routes: the desk does not call them,
+	// and says why there is nothing to refund.
+	b.WaitFor(`document.querySelector("#refunds tbody").textContent.startsWith("No payment provider on this node")`, 10*time.Second,
+		"the refunds table without a provider")
+	if got := b.Text("dead"); !strings.Contains(got, "None.") {
+		t.Errorf("the dead letters of a node with none: %q", got)
+	}
 
 	// The form refuses what the API would, field by field, and creates nothing.
 	b.Do(submit("create"))
@@ -586,7 +593,10 @@ func TestPayingAtTheProvider(t *testing.T) {
 // a late payment refunded, and ends the sale; each reaches the service.
 func TestDashboardOperatorControls(t *testing.T) {
 	ctx := context.Background()
-	s := newSite(t)
+	// Refunds are a payment provider's: the node has one.
+	s := newSiteWith(t, func(c *httpapi.Config) {
+		c.Provider = &httpapi.Provider{Secret: []byte("a provider's secret, 32 bytes ok"), CheckoutURL: "https://pay.example.com/checkout"}
+	}, nil)
 	svc := s.env.Service
 	a := s.create(sale.Activity{Name: "Console", Kind: sale.KindItem, Stock: 2, PriceCents: 49_900}, -time.Second)
 	for _, u := range []string{"alice", "bob"} {

@@ -8,6 +8,7 @@
   const { api, errorCode, money, $, el } = seckill;
   const TOKEN = "seckill.admin";
   let stream = null; // the AbortController of the open live stream
+  let features = {}; // what this node serves (GET /api/admin/features): no route for the rest
 
   const token = () => sessionStorage.getItem(TOKEN) || "";
 
@@ -17,13 +18,14 @@
     if (ev) ev.preventDefault();
     const t = ev ? $("token").value.trim() : token();
     if (!t) return;
-    const r = await api("GET", "/api/admin/blocks", { token: t });
+    const r = await api("GET", "/api/admin/features", { token: t });
     if (r.status !== 200) {
       sessionStorage.removeItem(TOKEN);
       $("auth-error").textContent = r.status === 401 ? "That token is not the admin token." :
         "Could not check the token (" + (errorCode(r) || r.status) + ").";
       return;
     }
+    features = r.body;
     sessionStorage.setItem(TOKEN, t);
     $("token").value = "";
     $("auth-error").textContent = "";
@@ -262,30 +264,35 @@
   }
 
   async function loadSupport() {
+    // A feature the node does not serve has no route: it is not asked, and its table says so.
+    const get = (feature, path) => features[feature] ? api("GET", path, { token: token() }) : null;
     const [dead, parked, refunds] = await Promise.all([
-      api("GET", "/api/admin/dead-letters", { token: token() }),
-      api("GET", "/api/admin/deliveries?state=parked", { token: token() }),
-      api("GET", "/api/admin/payments?state=refund_pending", { token: token() }),
+      get("operator", "/api/admin/dead-letters"),
+      get("outbox", "/api/admin/deliveries?state=parked"),
+      get("payments", "/api/admin/payments?state=refund_pending"),
     ]);
     const empty = (cols, text) => el("tr", {}, Object.assign(el("td", { class: "muted", text }), { colSpan: cols }));
-    const ds = dead.status === 200 ? dead.body.dead_letters : [];
+    const none = (r, absent) => !r ? absent : r.status === 200 ? "None." : "Could not load (" + (errorCode(r) || r.status) + ").";
+    const ds = dead && dead.status === 200 ? dead.body.dead_letters : [];
     $("dead").tBodies[0].replaceChildren(...(ds.length ? ds.map((d) => el("tr", {},
       el("td", { text: d.token }), el("td", { text: d.activity_id }), el("td", { text: d.user }), el("td", { text: d.reason }),
       el("td", {}, d.grabbed_at ? act("Replay", "POST", "/api/admin/dead-letters/replay", { token: d.token },
-        (b) => "Replayed " + d.token + ": order " + b.order.status + ".") : "kept without its grab"))) : [empty(5, "None.")]));
-    const ps = parked.status === 200 ? parked.body.deliveries : [];
+        (b) => "Replayed " + d.token + ": order " + b.order.status + ".") : "kept without its grab"))) :
+      [empty(5, none(dead, "No operator's desk on this node."))]));
+    const ps = parked && parked.status === 200 ? parked.body.deliveries : [];
     $("parked").tBodies[0].replaceChildren(...(ps.length ? ps.map((p) => el("tr", {},
       el("td", { text: p.event_id }), el("td", { text: p.sink }), el("td", { class: "num", text: String(p.attempts) }),
       el("td", { text: p.last_error || "" }),
       el("td", {}, act("Replay", "POST", "/api/admin/deliveries/replay", { sink: p.sink, event_id: p.event_id },
-        () => "Event " + p.event_id + " is due again.")))) : [empty(5, parked.status === 200 ? "None." : "No outbox on this node.")]));
-    const rs = refunds.status === 200 ? refunds.body.payments : [];
+        () => "Event " + p.event_id + " is due again.")))) :
+      [empty(5, none(parked, "No outbox on this node: no receiver of the order events is configured."))]));
+    const rs = refunds && refunds.status === 200 ? refunds.body.payments : [];
     $("refunds").tBodies[0].replaceChildren(...(rs.length ? rs.map((p) => el("tr", {},
       el("td", { text: p.payment_id }), el("td", { text: p.order_token }), el("td", { text: (p.refund_reason || "").replaceAll("_", " ") }),
       el("td", { class: "num", text: money(p.received_cents) }),
       el("td", {}, act("Mark refunded", "POST", "/api/admin/payments/" + encodeURIComponent(p.payment_id) + "/refunded", undefined,
         (b) => "Payment " + p.payment_id + " refunded: " + (b.order ? "order " + b.order.status : "no order of ours") + ".")))) :
-      [empty(5, "None.")]));
+      [empty(5, none(refunds, "No payment provider on this node: buyers pay with the pay call, and no money comes to refund."))]));
   }
 
   async function reconcile() {
