@@ -37,12 +37,12 @@ type PassResponse struct {
 // rate-limited client gets no challenge either) and returns its user; ok is false when it has
 // answered the refusal.
 func (s *Server) challengeEdge(w http.ResponseWriter, r *http.Request, id string) (user string, ok bool) {
-	user, _, outcome, err := s.edge(w, r, id, false, false)
+	c, outcome, err := s.edge(w, r, id, false, false)
 	if err != nil {
 		s.refuseChallenge(w, r, outcome, err)
 		return "", false
 	}
-	return user, true
+	return c.user, true
 }
 
 // refuseChallenge answers err to a challenge request and counts it (as outcome if set).

@@ -311,19 +311,3 @@ func queryInt64(v string) int64 {
 type LoginRequest struct {
 	User string `json:"user"`
 }
-
-// maxIdempotencyKey bounds the Idempotency-Key header.
-const maxIdempotencyKey = 128
-
-func idempotencyKey(r *http.Request) (string, error) {
-	k := r.Header.Get("Idempotency-Key")
-	if len(k) > maxIdempotencyKey {
-		return "", fmt.Errorf("%w: Idempotency-Key is over %d bytes", sale.ErrInvalid, maxIdempotencyKey)
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < '!' || k[i] > '~' {
-			return "", fmt.Errorf("%w: Idempotency-Key must be printable ASCII without spaces", sale.ErrInvalid)
-		}
-	}
-	return k, nil
-}

@@ -7,12 +7,9 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"seckill/internal/health"
 	"seckill/internal/ratelimit"
-	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
@@ -66,12 +63,6 @@ func limitOutcome(err error, which string) string {
 		return "rate_limited_node"
 	}
 	return "rate_limited_" + which
-}
-
-// outcomeOf names an error for the metrics: its stable code, in lower case.
-func outcomeOf(err error) string {
-	_, code := Classify(err)
-	return strings.ToLower(code)
 }
 
 // Observer is told what the edge endpoints did, for the metrics: every grab's outcome and
@@ -132,121 +123,25 @@ func override(node ratelimit.Rule, own int64) ratelimit.Rule {
 	return ratelimit.Rule{PerSecond: r, Burst: r}
 }
 
-// vet asks the risk engine about a grab that passed the edge, with what its page measured: a
-// blocked one is refused, and one the engine wants challenged must carry a pass (which the gate
-// then checks). A decision of the trained model is logged with the features that moved it
-// most, so that an operator can see why (the client is not told): a line a second of each kind
-// at most (riskLog), with the number of its kind left out since the line before. A degraded
-// node skips the engine, its rules and its model: the blacklist and the token are its whole
-// defence, as the design documents have it. Windows shared by the nodes (on Redis) that cannot count the grab
-// make it BUSY, as a rate limit that cannot be checked does: fail closed.
-func (s *Server) vet(r *http.Request, id, user, pass string, page *risk.Page) (outcome string, err error) {
-	if s.risk == nil || s.health.Level() == health.Degraded {
-		return "", nil
-	}
-	ip, now := s.clientIP(r), s.svc.Now()
-	sig := risk.Signal{IP: ip, User: user, Activity: id, At: now, Page: page}
-	if s.risk.Features() { // the rules alone read no claims
-		sig.Claims = s.claims(r, now)
-	}
-	v, err := s.risk.Grab(r.Context(), sig)
-	if err != nil {
-		return "", busy(err)
-	}
-	if v.Scored && v.ModelDecision != risk.Allow {
-		if ok, suppressed := s.riskLog.take(v, now); ok {
-			s.log.InfoContext(r.Context(), "risk model", "decision", v.ModelDecision.String(), "shadow", v.Shadow,
-				"score", v.Score, "model", v.Version, "top", v.TopFeatures(), "user", user, "ip", ip.String(), "activity", id,
-				"suppressed", suppressed)
-		}
-	}
-	by := "the risk rule " + v.Rule
-	if v.Rule == "model" { // why stays in the log: a client told which features weigh learns to fake them
-		by = "the risk model"
-	}
-	switch {
-	case v.Decision == risk.Block:
-		return "risk_block", fmt.Errorf("%w: refused by %s", sale.ErrBlocked, by)
-	case v.Decision == risk.Challenge && pass == "":
-		return "risk_challenge", fmt.Errorf("%w: %s asks for a challenge", sale.ErrChallengeRequired, by)
-	}
-	return "", nil
-}
-
-// riskLogEvery is how often, at most, a line is logged of the risk model's challenges, and of
-// its blocks, in each mode.
-const riskLogEvery = time.Second
-
-// riskLog samples the log lines of the risk model's decisions: under a bot flood a line per
-// refusal would be the node's whole log. It lets one line through per riskLogEvery for each
-// decision (challenge, block) and mode (enforce, shadow), and counts the others, which the next
-// line of its kind reports as "suppressed". The metrics count every decision.
-type riskLog struct {
-	kinds [2][2]sampled // [shadow][decision: challenge, block]
-}
-
-type sampled struct {
-	next       atomic.Int64 // Unix ns from which the next line may be written
-	suppressed atomic.Int64 // the decisions not logged since the last line
-}
-
-// take reports whether the decision of v, at now, is logged, and how many of its kind were not
-// since the last line that was.
-func (l *riskLog) take(v risk.Verdict, now time.Time) (ok bool, suppressed int64) {
-	shadow, d := 0, 0
-	if v.Shadow {
-		shadow = 1
-	}
-	if v.ModelDecision == risk.Block {
-		d = 1
-	}
-	k := &l.kinds[shadow][d]
-	next, t := k.next.Load(), now.UnixNano()
-	early := t < next && next-t <= int64(riskLogEvery) // (a clock set back by more starts again)
-	if early || !k.next.CompareAndSwap(next, t+int64(riskLogEvery)) {
-		k.suppressed.Add(1)
-		return false, 0
-	}
-	return true, k.suppressed.Swap(0)
-}
-
-// busy is err as a BUSY answer (503): a dependency the check needs failed.
-func busy(err error) error {
-	if errors.Is(err, sale.ErrBusy) {
-		return err
-	}
-	return fmt.Errorf("%w: %v", sale.ErrBusy, err)
-}
-
-// claims are what the identity provider's token of r says of the account, for the risk model.
-// The token was verified by the edge: this is a lookup in the tokens' memory.
-func (s *Server) claims(r *http.Request, now time.Time) risk.Claims {
-	tok, ok := bearer(r)
-	if !ok {
-		return risk.Claims{}
-	}
-	id, err := s.tokens.Identify(tok)
-	if err != nil || id.Created.IsZero() && !id.HasTrust {
-		return risk.Claims{}
-	}
-	c := risk.Claims{Known: true, Trust: id.Trust}
-	if !id.Created.IsZero() {
-		c.AccountAge = max(0, now.Sub(id.Created))
-	}
-	return c
+// caller is who a request comes from, as the edge found: the user its token names, the token,
+// the client's address, and for a grab the user's rate left to the gate to check.
+type caller struct {
+	user, token string
+	ip          netip.Addr
+	rate        sale.UserRate
 }
 
 // edge runs the layers in front of the gate for a request about activity id, cheapest first:
 // the local sold-out flag (unless retry, a request that may be owed an earlier answer), the
 // client IP's rate limit and block, the user's token and block, the activity's limit on this
 // node (in memory), the user's and the activity's rate limits (on Redis in the distributed
-// mode). It returns the user, or the error to answer with and, when the error alone does
+// mode). It returns the caller, or the error to answer with and, when the error alone does
 // not say which layer refused, the outcome to count. For a grab (grab true) of an activity
 // admitted directly, a gate that checks the user's rate itself (Limits.UserAtGate) is left
-// that check: the rule comes back as rate, for the grab to carry.
-func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, grab bool) (user string, rate sale.UserRate, outcome string, err error) {
+// that check: the rule comes back as the caller's rate, for the grab to carry.
+func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, grab bool) (c caller, outcome string, err error) {
 	if !retry && s.svc.SoldOut(id) {
-		return "", rate, "sold_out_edge", sale.ErrSoldOut
+		return c, "sold_out_edge", sale.ErrSoldOut
 	}
 	// An activity may set its own limits; it is known here once this node has read it.
 	perIP, perUser, perAct := s.limits.PerIP, s.limits.PerUser, s.limits.PerActivity
@@ -266,48 +161,53 @@ func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, 
 		userKey = "user:" + id + ":" // its own budget, apart from the node's
 	}
 	if grab && s.limits.UserAtGate && known && !a.Lined() && !perUser.Off() {
-		rate = sale.UserRate{PerSecond: int64(perUser.PerSecond), Burst: int64(max(perUser.Burst, 1))}
+		c.rate = sale.UserRate{PerSecond: int64(perUser.PerSecond), Burst: int64(max(perUser.Burst, 1))}
 		perUser = ratelimit.Rule{} // the gate's call checks it
 	}
-	ip := s.clientIP(r)
+	c.ip = s.clientIP(r)
 	if !perIP.Off() {
-		if err := s.limit(w, r, s.limits.Windows, "ip:"+ip.String(), perIP); err != nil {
-			return "", rate, limitOutcome(err, "ip"), err
+		if err := s.limit(w, r, s.limits.Windows, "ip:"+c.ip.String(), perIP); err != nil {
+			return c, limitOutcome(err, "ip"), err
 		}
 	}
-	if s.blocks != nil && s.blocks.IPBlocked(ip) {
-		return "", rate, "blocked_ip", sale.ErrBlocked
+	if s.blocks != nil && s.blocks.IPBlocked(c.ip) {
+		return c, "blocked_ip", sale.ErrBlocked
 	}
-	if user, err = s.authenticate(r); err != nil {
-		return "", rate, "", err
+	if c.user, c.token, err = s.authenticate(r); err != nil {
+		return c, "", err
 	}
-	if s.blocks != nil && s.blocks.UserBlocked(user) {
-		return "", rate, "blocked_user", sale.ErrBlocked
+	if s.blocks != nil && s.blocks.UserBlocked(c.user) {
+		return c, "blocked_user", sale.ErrBlocked
 	}
 	if err := s.limit(w, r, s.limits.Local, "node:"+id, s.limits.PerNode); err != nil {
-		return "", rate, limitOutcome(err, "node"), err
+		return c, limitOutcome(err, "node"), err
 	}
-	if err := s.limit(w, r, s.limits.Buckets, userKey+user, perUser); err != nil {
-		return "", rate, limitOutcome(err, "user"), err
+	if err := s.limit(w, r, s.limits.Buckets, userKey+c.user, perUser); err != nil {
+		return c, limitOutcome(err, "user"), err
 	}
 	if err := s.limit(w, r, s.limits.Buckets, "act:"+id, perAct); err != nil {
-		return "", rate, limitOutcome(err, "activity"), err
+		return c, limitOutcome(err, "activity"), err
 	}
-	return user, rate, "", nil
+	return c, "", nil
 }
 
-// authenticate returns the user of the request's bearer token. Errors: sale.ErrUnauthorized.
-func (s *Server) authenticate(r *http.Request) (string, error) {
+// authenticate returns the user of the request's bearer token, and the token. Errors:
+// sale.ErrUnauthorized.
+func (s *Server) authenticate(r *http.Request) (user, token string, err error) {
 	tok, ok := bearer(r)
 	if !ok {
-		return "", errNoBearer
+		return "", "", errNoBearer
 	}
-	return s.tokens.Verify(tok)
+	user, err = s.tokens.Verify(tok)
+	return user, tok, err
 }
 
-func outcomeOr(outcome string, err error) string {
-	if outcome != "" {
-		return outcome
+// bearer is the token of r's Authorization header, if it has one.
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
+		return "", false
 	}
-	return outcomeOf(err)
+	tok := strings.TrimSpace(h[7:])
+	return tok, tok != ""
 }

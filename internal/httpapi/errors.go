@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"seckill/internal/sale"
 	"seckill/internal/signature"
@@ -159,4 +161,26 @@ func logLevelFor(status int) slog.Level {
 		return slog.LevelWarn
 	}
 	return slog.LevelDebug
+}
+
+// busy is err as a BUSY answer (503): a dependency the check needs failed.
+func busy(err error) error {
+	if errors.Is(err, sale.ErrBusy) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", sale.ErrBusy, err)
+}
+
+// outcomeOf names an error for the metrics: its stable code, in lower case.
+func outcomeOf(err error) string {
+	_, code := Classify(err)
+	return strings.ToLower(code)
+}
+
+// outcomeOr is outcome, or if it is empty the outcome of err.
+func outcomeOr(outcome string, err error) string {
+	if outcome != "" {
+		return outcome
+	}
+	return outcomeOf(err)
 }

@@ -77,7 +77,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	pass := r.PathValue("pass")
-	user, rate, name, err := s.edge(w, r, id, key != "", true)
+	c, name, err := s.edge(w, r, id, key != "", true)
 	var body GrabBody
 	if err == nil {
 		err = decodeEmpty(w, r, &body)
@@ -87,11 +87,11 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		page, err = body.page()
 	}
 	if err == nil {
-		name, err = s.vet(r, id, user, pass, page)
+		name, err = s.vet(r, id, c, pass, page)
 	}
 	var e sale.Entry
 	if err == nil {
-		e, err = s.svc.Enter(r.Context(), sale.GrabRequest{ActivityID: id, UserID: user, IdempotencyKey: key, Pass: pass, UserRate: rate})
+		e, err = s.svc.Enter(r.Context(), sale.GrabRequest{ActivityID: id, UserID: c.user, IdempotencyKey: key, Pass: pass, UserRate: c.rate})
 	}
 	if th := (sale.Throttled{}); errors.As(err, &th) { // the user's rate, checked by the gate
 		w.Header()["Retry-After"] = retryAfterHeader(th.RetryAfter)
@@ -112,4 +112,20 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	outcome = outcomeOr(name, err)
 	s.writeError(w, r, err)
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header.
+const maxIdempotencyKey = 128
+
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) > maxIdempotencyKey {
+		return "", fmt.Errorf("%w: Idempotency-Key is over %d bytes", sale.ErrInvalid, maxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < '!' || k[i] > '~' {
+			return "", fmt.Errorf("%w: Idempotency-Key must be printable ASCII without spaces", sale.ErrInvalid)
+		}
+	}
+	return k, nil
 }

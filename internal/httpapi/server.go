@@ -402,22 +402,13 @@ type userHandler func(w http.ResponseWriter, r *http.Request, user string)
 // user authenticates a user's bearer token before h.
 func (s *Server) user(h userHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		user, err := s.authenticate(r)
+		user, _, err := s.authenticate(r)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		h(w, r, user)
 	}
-}
-
-func bearer(r *http.Request) (string, bool) {
-	h := r.Header.Get("Authorization")
-	if len(h) < 7 || !strings.EqualFold(h[:7], "bearer ") {
-		return "", false
-	}
-	tok := strings.TrimSpace(h[7:])
-	return tok, tok != ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

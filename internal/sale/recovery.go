@@ -1,11 +1,20 @@
 package sale
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
+
+// The gate's recovery: the node keeps the gate in step with the database. An activity the gate
+// lost is rebuilt from the database and the queue (Warm, warmOne, rebuild), and the revisions
+// it is owed are given to it in order (giveRevisions, ReviseOwed), as is the newer copy a grab
+// refused as stale asks for (fresher). The operator's changes that make revisions are in
+// revise.go; the reconciliation that compares the gate with the database is in reconcile.go.
 
 // Warm loads every activity that has not ended by since into the gate, from the database and
 // the queue, unless the gate holds it already or it is archived: on start, this rebuilds what a
@@ -101,134 +110,140 @@ func (s *Service) gateState(ctx context.Context, a Activity) (GateState, []Grab,
 	return st, unacked, err
 }
 
-// Reconciliation compares the gate with the database for one activity.
-type Reconciliation struct {
-	OK                bool
-	Stock             int64
-	GateRemaining     int64
-	ExpectedRemaining int64 // stock less what the database and queue hold
-	Held              int64
-	Drift             int64 // gate_remaining - expected_remaining
-	Repaired          bool
-	Outcome           string // ReconcileOK, ReconcileDrift, ReconcileRepaired or ReconcileUnsettled
-	Note              string
-}
-
-// The outcomes of a reconciliation.
-const (
-	ReconcileOK        = "ok"        // the gate agrees with the database and the queue
-	ReconcileDrift     = "drift"     // a drift seen twice at rest, not repaired (Check)
-	ReconcileRepaired  = "repaired"  // a drift seen twice at rest, repaired (Reconcile)
-	ReconcileUnsettled = "unsettled" // grabs moved the gate while it was read: nothing concluded
-	ReconcileArchived  = "archived"  // the activity's hot state is archived: nothing to compare
-)
-
-// Reconcile compares the gate's remaining units with what the database and the queue say, and
-// repairs the gate when the two disagree. A grab in flight (taken by the gate, not yet durable)
-// looks like drift for a moment, so the comparison is made twice, Deps.ReconcilePause apart, and
-// only a drift seen both times with the gate standing still is repaired; the repair itself reads
-// the database once more and is made only if nothing moved in the gate meanwhile (Gate.Repair),
-// so that a reconcile under live traffic never erases a grab.
-func (s *Service) Reconcile(ctx context.Context, id string) (Reconciliation, error) {
-	return s.reconcile(ctx, id, true)
-}
-
-// Check is Reconcile without the repair: it reports a drift seen twice at rest, and leaves the
-// gate as it is (Note says so).
-func (s *Service) Check(ctx context.Context, id string) (Reconciliation, error) {
-	return s.reconcile(ctx, id, false)
-}
-
-func (s *Service) reconcile(ctx context.Context, id string, repair bool) (Reconciliation, error) {
-	if _, err := s.Activity(ctx, id); err != nil {
-		return Reconciliation{}, err
-	}
-	// On the activity as the database has it, its revisions given to the gate first: a copy
-	// out of date would count the stock it had.
-	if err := s.giveRevisions(ctx, id); err != nil {
-		return Reconciliation{}, fmt.Errorf("reconcile %s: %w", id, err)
-	}
-	a, err := s.activities.Activity(ctx, id)
+// giveRevisions gives the gate the revisions of activity id it is owed, in order, and tells
+// every node that its units may be back on sale.
+func (s *Service) giveRevisions(ctx context.Context, id string) error {
+	owed, err := s.activities.Unrevised(ctx, id, maxOwedRevisions)
 	if err != nil {
-		return Reconciliation{}, err
+		return err
 	}
-	s.remember(a)
-	var rec Reconciliation
-	for round := 0; round < 2; round++ {
-		if round > 0 {
-			select {
-			case <-ctx.Done():
-				return Reconciliation{}, ctx.Err()
-			case <-time.After(s.reconcilePause):
-			}
-		}
-		before, err := s.inventory.Remaining(ctx, a)
-		if absent(err) {
-			if fresh, ferr := s.activities.Activity(ctx, id); ferr == nil && fresh.Archived() {
-				s.remember(fresh)
-				return Reconciliation{OK: true, Outcome: ReconcileArchived, Stock: a.Stock,
-					Note: "archived: the gate holds nothing of it, the database alone answers"}, nil
-			}
-		}
-		if err != nil {
-			return Reconciliation{}, err
-		}
-		st, _, err := s.gateState(ctx, a)
-		if err != nil {
-			return Reconciliation{}, err
-		}
-		after, err := s.inventory.Remaining(ctx, a)
-		if err != nil {
-			return Reconciliation{}, err
-		}
-		prev := rec.Drift
-		rec = s.compare(a, st, after)
-		if before != after {
-			rec.Outcome, rec.Note = ReconcileUnsettled, "grabs are in flight; the gate was not compared at rest, try again"
-			return rec, nil
-		}
-		if rec.Drift == 0 {
-			rec.OK, rec.Outcome = true, ReconcileOK
-			return rec, nil
-		}
-		if round > 0 && rec.Drift != prev {
-			rec.Outcome, rec.Note = ReconcileUnsettled, "the drift moved between two readings; not repaired, try again"
-			return rec, nil
-		}
-	}
-	if !repair {
-		rec.Outcome, rec.Note = ReconcileDrift, "drift seen twice with the gate at rest; report only, not repaired"
-		return rec, nil
-	}
-	drift := rec.Drift
-	var queued []Grab
-	var st GateState
-	repaired, err := s.inventory.Repair(ctx, a, func(ctx context.Context, remaining int64) (GateState, bool, error) {
-		var err error
-		if st, queued, err = s.gateState(ctx, a); err != nil {
-			return GateState{}, false, err
-		}
-		rec = s.compare(a, st, remaining)
-		return st, rec.Drift == drift, nil
-	})
-	switch {
-	case errors.Is(err, ErrChanged) || err == nil && !repaired:
-		rec.Outcome, rec.Note = ReconcileUnsettled, "the gate moved while the repair read the database; not repaired, try again"
-		return rec, nil
-	case err != nil:
-		return rec, fmt.Errorf("repair gate of %s: %w", id, err)
-	}
-	if err := s.loadRanking(ctx, a, st, queued); err != nil {
-		return rec, fmt.Errorf("repair the leaderboard of %s: %w", id, err)
-	}
-	rec.Repaired, rec.Outcome = true, ReconcileRepaired
-	rec.Note = "the gate (and a red packet's leaderboard) was repaired from the database and the queue"
-	return rec, nil
+	_, err = s.give(ctx, owed)
+	return err
 }
 
-// compare is a reconciliation of a's gate, holding remaining units, with st.
-func (s *Service) compare(a Activity, st GateState, remaining int64) Reconciliation {
-	want := st.Remaining(a)
-	return Reconciliation{Stock: a.Stock, GateRemaining: remaining, ExpectedRemaining: want,
-		Held: int64(len(st.Held)), Drift: remaining - want}
+// maxOwedRevisions bounds the revisions read at once: a handful, owed only while the gate was
+// away.
+const maxOwedRevisions = 100
+
+// give gives the gate the revisions of owed, each activity's in the order of their numbers, and
+// reports how many it gave. A revision the gate cannot take (it is away, or does not hold the
+// activity: a rebuild gives it then) stays owed, and so do the later ones of its activity; the
+// other activities' are given still, and the errors are returned together.
+func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
+	owed = slices.Clone(owed)
+	slices.SortFunc(owed, func(a, b Revision) int {
+		return cmp.Or(strings.Compare(a.ActivityID, b.ActivityID), cmp.Compare(a.Revision, b.Revision))
+	})
+	n := 0
+	var errs []error
+	stuck := ""
+	for _, r := range owed {
+		if r.ActivityID == stuck {
+			continue
+		}
+		if err := s.giveRevision(ctx, r); err != nil {
+			stuck = r.ActivityID
+			errs = append(errs, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
 }
+
+// giveRevision gives the gate revision r and records it given; it stays owed unless the gate
+// took it (or the activity is archived: its gate is gone). Every node's sold-out flag goes:
+// units may be back, and a flag would hide an end.
+func (s *Service) giveRevision(ctx context.Context, r Revision) error {
+	a, err := s.activities.Activity(ctx, r.ActivityID)
+	if err != nil {
+		return err
+	}
+	if !a.Archived() {
+		err := s.giveOne(ctx, a, r)
+		if errors.Is(err, ErrChanged) && !r.Reload {
+			// The gate holds an older revision than the one before r (a replica promoted that
+			// had not seen it): it is made again from the database, at a's revision.
+			err = s.giveOne(ctx, a, Revision{ActivityID: r.ActivityID, Revision: r.Revision, Reload: true})
+		}
+		if err != nil {
+			return err
+		}
+		if a.Lined() && s.line != nil {
+			// The line checks the end itself: a node whose copy predates it issues no ticket.
+			if err := s.line.Revise(ctx, a); err != nil {
+				return fmt.Errorf("the line: %w", err)
+			}
+		}
+	}
+	if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
+		return fmt.Errorf("record it given: %w", err)
+	}
+	s.flagSoldOut(r.ActivityID, time.Time{})
+	if s.restocks != nil {
+		s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
+	}
+	return nil
+}
+
+// giveOne gives the gate revision r of a (a as the database has it now, at r's revision or a
+// later one). A reload is a repair on a: the gate made to hold what the database and the queue
+// say (before the start, nothing), at a's revision, provided nothing moved in it meanwhile.
+func (s *Service) giveOne(ctx context.Context, a Activity, r Revision) error {
+	if !r.Reload {
+		a.Revision = r.Revision
+		return s.inventory.Revise(ctx, a, r.Add)
+	}
+	_, err := s.inventory.Repair(ctx, a, func(ctx context.Context, _ int64) (GateState, bool, error) {
+		st, _, err := s.gateState(ctx, a)
+		return st, err == nil, err
+	})
+	return err
+}
+
+// ReviseOwed gives the gate up to limit revisions it is owed (their activity changed while it
+// was away) and returns how many it gave. Every node's sweeper runs it; two giving the same
+// revision give it once. An activity the gate lost is rebuilt first: the rebuild gives its
+// revisions.
+func (s *Service) ReviseOwed(ctx context.Context, limit int) (int, error) {
+	owed, err := s.activities.Unrevised(ctx, "", limit)
+	if err != nil {
+		return 0, fmt.Errorf("owed revisions: %w", err)
+	}
+	n, err := s.give(ctx, owed)
+	if n > 0 {
+		s.event("revision_owed", n)
+	}
+	if err != nil {
+		return n, fmt.Errorf("owed revisions: %w", err)
+	}
+	return n, nil
+}
+
+// fresher answers a grab that the gate refused as stale (ErrStale): it returns the node's copy
+// of the activity if it is newer than a, or else reads the activity again and gives the gate the
+// revisions it lacks, once per activity however many grabs ask together, and returns the copy
+// then. The refresh is not bound to ctx: a caller who hangs up must not fail the others'.
+func (s *Service) fresher(ctx context.Context, a Activity) (Activity, error) {
+	if k := s.newest(a); k.Revision > a.Revision {
+		return k, nil
+	}
+	err := s.refreshing.do(ctx, a.ID, func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshWithin)
+		defer cancel()
+		fresh, err := s.activities.Activity(ctx, a.ID)
+		if err != nil {
+			return err
+		}
+		s.remember(fresh)
+		return s.giveRevisions(ctx, a.ID)
+	})
+	if k := s.newest(a); k.Revision > a.Revision {
+		return k, nil // newer, whether or not the gate could be given what it lacks
+	}
+	return a, err
+}
+
+// refreshWithin bounds a shared refresh of an activity: a read of the database and the gate's
+// revisions.
+const refreshWithin = 5 * time.Second

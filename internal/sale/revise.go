@@ -1,19 +1,17 @@
 package sale
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 )
 
 // An operator changes a running activity (stock added, the sale ended early) by revising it:
 // the database stores the new revision and records that the gate is owed it, in one
 // transaction; then the gate is given it (Inventory.Revise). A gate that cannot take it at once
-// (Redis away) is given it later, by ReviseOwed, or by the first grab that finds it behind.
+// (Redis away) is given it later, by ReviseOwed, or by the first grab that finds it behind (the
+// giving is the gate's recovery, recovery.go).
 // Every node's copy of the activity may be out of date meanwhile: the gate refuses a grab made
 // on another revision than its own (ErrStale), and the node reads the activity again first. So
 // a change holds on every node from the moment the gate has it.
@@ -108,147 +106,9 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 	}
 }
 
-// giveRevisions gives the gate the revisions of activity id it is owed, in order, and tells
-// every node that its units may be back on sale.
-func (s *Service) giveRevisions(ctx context.Context, id string) error {
-	owed, err := s.activities.Unrevised(ctx, id, maxOwedRevisions)
-	if err != nil {
-		return err
-	}
-	_, err = s.give(ctx, owed)
-	return err
-}
-
 // giveWithin bounds how long an operator's change waits for the gate to take it before it is
 // left to the sweepers.
 const giveWithin = 2 * time.Second
-
-// maxOwedRevisions bounds the revisions read at once: a handful, owed only while the gate was
-// away.
-const maxOwedRevisions = 100
-
-// give gives the gate the revisions of owed, each activity's in the order of their numbers, and
-// reports how many it gave. A revision the gate cannot take (it is away, or does not hold the
-// activity: a rebuild gives it then) stays owed, and so do the later ones of its activity; the
-// other activities' are given still, and the errors are returned together.
-func (s *Service) give(ctx context.Context, owed []Revision) (int, error) {
-	owed = slices.Clone(owed)
-	slices.SortFunc(owed, func(a, b Revision) int {
-		return cmp.Or(strings.Compare(a.ActivityID, b.ActivityID), cmp.Compare(a.Revision, b.Revision))
-	})
-	n := 0
-	var errs []error
-	stuck := ""
-	for _, r := range owed {
-		if r.ActivityID == stuck {
-			continue
-		}
-		if err := s.giveRevision(ctx, r); err != nil {
-			stuck = r.ActivityID
-			errs = append(errs, fmt.Errorf("revision %d of %s: %w", r.Revision, r.ActivityID, err))
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
-}
-
-// giveRevision gives the gate revision r and records it given; it stays owed unless the gate
-// took it (or the activity is archived: its gate is gone). Every node's sold-out flag goes:
-// units may be back, and a flag would hide an end.
-func (s *Service) giveRevision(ctx context.Context, r Revision) error {
-	a, err := s.activities.Activity(ctx, r.ActivityID)
-	if err != nil {
-		return err
-	}
-	if !a.Archived() {
-		err := s.giveOne(ctx, a, r)
-		if errors.Is(err, ErrChanged) && !r.Reload {
-			// The gate holds an older revision than the one before r (a replica promoted that
-			// had not seen it): it is made again from the database, at a's revision.
-			err = s.giveOne(ctx, a, Revision{ActivityID: r.ActivityID, Revision: r.Revision, Reload: true})
-		}
-		if err != nil {
-			return err
-		}
-		if a.Lined() && s.line != nil {
-			// The line checks the end itself: a node whose copy predates it issues no ticket.
-			if err := s.line.Revise(ctx, a); err != nil {
-				return fmt.Errorf("the line: %w", err)
-			}
-		}
-	}
-	if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
-		return fmt.Errorf("record it given: %w", err)
-	}
-	s.flagSoldOut(r.ActivityID, time.Time{})
-	if s.restocks != nil {
-		s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
-	}
-	return nil
-}
-
-// giveOne gives the gate revision r of a (a as the database has it now, at r's revision or a
-// later one). A reload is a repair on a: the gate made to hold what the database and the queue
-// say (before the start, nothing), at a's revision, provided nothing moved in it meanwhile.
-func (s *Service) giveOne(ctx context.Context, a Activity, r Revision) error {
-	if !r.Reload {
-		a.Revision = r.Revision
-		return s.inventory.Revise(ctx, a, r.Add)
-	}
-	_, err := s.inventory.Repair(ctx, a, func(ctx context.Context, _ int64) (GateState, bool, error) {
-		st, _, err := s.gateState(ctx, a)
-		return st, err == nil, err
-	})
-	return err
-}
-
-// ReviseOwed gives the gate up to limit revisions it is owed (their activity changed while it
-// was away) and returns how many it gave. Every node's sweeper runs it; two giving the same
-// revision give it once. An activity the gate lost is rebuilt first: the rebuild gives its
-// revisions.
-func (s *Service) ReviseOwed(ctx context.Context, limit int) (int, error) {
-	owed, err := s.activities.Unrevised(ctx, "", limit)
-	if err != nil {
-		return 0, fmt.Errorf("owed revisions: %w", err)
-	}
-	n, err := s.give(ctx, owed)
-	if n > 0 {
-		s.event("revision_owed", n)
-	}
-	if err != nil {
-		return n, fmt.Errorf("owed revisions: %w", err)
-	}
-	return n, nil
-}
-
-// fresher answers a grab that the gate refused as stale (ErrStale): it returns the node's copy
-// of the activity if it is newer than a, or else reads the activity again and gives the gate the
-// revisions it lacks, once per activity however many grabs ask together, and returns the copy
-// then. The refresh is not bound to ctx: a caller who hangs up must not fail the others'.
-func (s *Service) fresher(ctx context.Context, a Activity) (Activity, error) {
-	if k := s.newest(a); k.Revision > a.Revision {
-		return k, nil
-	}
-	err := s.refreshing.do(ctx, a.ID, func() error {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshWithin)
-		defer cancel()
-		fresh, err := s.activities.Activity(ctx, a.ID)
-		if err != nil {
-			return err
-		}
-		s.remember(fresh)
-		return s.giveRevisions(ctx, a.ID)
-	})
-	if k := s.newest(a); k.Revision > a.Revision {
-		return k, nil // newer, whether or not the gate could be given what it lacks
-	}
-	return a, err
-}
-
-// refreshWithin bounds a shared refresh of an activity: a read of the database and the gate's
-// revisions.
-const refreshWithin = 5 * time.Second
 
 // ActivityEdit is an operator's change of an activity's terms: each field set is changed.
 type ActivityEdit struct {

@@ -8,12 +8,13 @@ import (
 
 // The core of a sale is the Service: its activities (activities.go, the node's one activity
 // cache), a buyer's click (grab.go: a unit or a place in the line), orders (orders.go: look up,
-// pay, cancel, sweep, the durable restock), the gate's recovery (recovery.go: warm, rebuild,
-// reconcile; revise.go: the revisions it is owed), the archive and the counters. Each feature
-// beside it is a service of its own, on its own ports, built by the node only when what it
-// needs is configured: Operator (operate.go, revise.go), Payments (payments.go), Outbox
-// (events.go), Lines (line.go, drain.go), Boards (leaderboard.go), Challenges (challenge.go),
-// Blocks (block.go) and Audit (audit.go). The ports are in ports.go.
+// pay, cancel, sweep, the durable restock), the node's sold-out flag (soldout.go), the gate's
+// recovery (recovery.go: warm, rebuild, the revisions it is owed; reconcile.go), the archive
+// and the counters. Each feature beside it is a service of its own, on its own ports, built by
+// the node only when what it needs is configured: Operator (operate.go, revise.go: the changes
+// that make revisions), Payments (payments.go), Outbox (events.go), Lines (line.go, drain.go),
+// Boards (leaderboard.go), Challenges (challenge.go), Blocks (block.go) and Audit (audit.go).
+// The ports are in ports.go.
 
 // Deps is what the core Service runs on, each port the part of its adapter the service needs (a
 // gate adapter is both Inventory and Passes, the database every store). The first five are
