@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"seckill/internal/node"
 )
 
 // checkCmd reads serve's configuration as serve would (flags, SECKILL_* variables, OTEL_*),
@@ -14,13 +15,13 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	proxies := make([]string, len(c.trustedProxies))
-	for i, p := range c.trustedProxies {
+	proxies := make([]string, len(c.API.TrustedProxies))
+	for i, p := range c.API.TrustedProxies {
 		proxies[i] = p.String()
 	}
-	quiet := c
-	quiet.riskRecord = "" // check writes nothing
-	risky, err := riskEngine(quiet, nil)
+	quiet := c.API.Risk
+	quiet.Record = "" // check writes nothing
+	risky, err := node.OpenRisk(quiet, nil)
 	if err != nil {
 		return err
 	}
@@ -31,9 +32,9 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(checked{Role: c.Role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.DB), Redis: redactDSN(c.Redis), Demo: c.demo,
-		TrustedProxies: proxies, MinReplicas: c.Replication.Replicas, Tracing: c.tracing, IdentityProvider: c.provider.JWKSURL != "",
-		Admins: len(c.admins), Webhooks: c.Webhooks, PaymentURL: c.paymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.GateLimits.FailoverGrace.Seconds(),
-		RiskModel: risky.Status().Version, RiskShadow: c.riskShadow, RiskNetworks: nets, RiskRecord: c.riskRecord})
+		TrustedProxies: proxies, MinReplicas: c.Replication.Replicas, Tracing: c.tracing, IdentityProvider: c.API.IdentityProvider.JWKSURL != "",
+		Admins: len(c.API.Admins), Webhooks: c.Webhooks, PaymentURL: c.API.PaymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.GateLimits.FailoverGrace.Seconds(),
+		RiskModel: risky.Status().Version, RiskShadow: c.API.Risk.Shadow, RiskNetworks: nets, RiskRecord: c.API.Risk.Record})
 }
 
 // checked is what seckill check prints.

@@ -14,51 +14,27 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/auth"
 	"seckill/internal/health"
 	"seckill/internal/httpapi"
 	"seckill/internal/kafka"
-	"seckill/internal/risk"
 	"seckill/internal/sale"
 	"seckill/internal/webhook"
 
 	"seckill/internal/node"
 )
 
-// config is what `seckill serve` runs with: the node's Config (internal/node builds the node
-// from it), and what the HTTP layer and the process take besides.
+// config is what `seckill serve` runs with: the node's Config (internal/node builds the node,
+// its HTTP API included, from it), and what the process takes besides: its listeners, its log,
+// the demo and the traces.
 type config struct {
 	node.Config
-	addr      string
-	jwtSecret string
-	// provider is the identity provider whose tokens are accepted beside the node's (JWKSURL
-	// empty: none).
-	provider   auth.Provider
-	adminToken string
-	admins     []httpapi.Admin // the named admin tokens besides adminToken
-	demo       bool
-	logLevel   slog.Level
+	addr     string
+	demo     bool
+	logLevel slog.Level
 	// ready, when set, is told the base URL once the server listens (bench's in-process server).
-	ready func(base string)
-	// The grab endpoint's rate limits, requests per second (0: off), and the proxies whose
-	// X-Forwarded-For is believed.
-	rateUser, rateIP, rateGlobal, rateNode int
-	// The risk rules: accounts per IP (0: off), regular cadence, fastest plausible solve (0: off).
-	riskAccounts   int
-	riskCadence    bool
-	riskMinSolve   time.Duration
-	trustedProxies []netip.Prefix
-	// The trained risk model: its file, the thresholds that override the file's (0: the
-	// file's), shadow mode, the datacenter and proxy networks, and the file grabs are recorded in.
-	riskModel, riskNetworks, riskRecord string
-	riskChallengeAt, riskBlockAt        float64
-	riskShadow                          bool
-	// The payment provider: its checkout page and the secret its callbacks are signed with
-	// (SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET); no secret: the pay call pays.
-	paymentURL    string
-	paymentSecret string
-	pprofAddr     string // where to serve net/http/pprof; empty: nowhere
-	metricsAddr   string // where to serve /metrics, apart from the API, which the public reaches
+	ready       func(base string)
+	pprofAddr   string // where to serve net/http/pprof; empty: nowhere
+	metricsAddr string // where to serve /metrics, apart from the API, which the public reaches
 	// tracing says the OTEL_* variables ask for traces (telemetry.go).
 	tracing bool
 }
@@ -84,29 +60,29 @@ func settings(c *config) []setting {
 			address(&c.metricsAddr)},
 		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.DB)},
 		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.Redis)},
-		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.jwtSecret)},
+		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.API.JWTSecret)},
 		{"jwks-url", "SECKILL_JWKS_URL", "", "an identity provider's JWK Set `URL` (its jwks_uri): its RS256, ES256 and EdDSA tokens are accepted besides the HS256 ones; empty: none",
 			func(c *config, v string) error {
 				if u, err := url.Parse(v); v != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "") {
 					return errors.New("want an https:// URL (http:// for a provider on this machine)")
 				}
-				c.provider.JWKSURL = v
+				c.API.IdentityProvider.JWKSURL = v
 				return nil
 			}},
-		{"jwt-issuer", "SECKILL_JWT_ISSUER", "", "the identity provider's tokens must carry this iss; empty: not checked", text(&c.provider.Issuer)},
-		{"jwt-audience", "SECKILL_JWT_AUDIENCE", "", "the identity provider's tokens must name this audience (aud); empty: not checked", text(&c.provider.Audience)},
+		{"jwt-issuer", "SECKILL_JWT_ISSUER", "", "the identity provider's tokens must carry this iss; empty: not checked", text(&c.API.IdentityProvider.Issuer)},
+		{"jwt-audience", "SECKILL_JWT_AUDIENCE", "", "the identity provider's tokens must name this audience (aud); empty: not checked", text(&c.API.IdentityProvider.Audience)},
 		{"jwt-user-claim", "SECKILL_JWT_USER_CLAIM", "sub", "the claim of the identity provider's tokens that names the user", func(c *config, v string) error {
 			if v == "" || len(v) > 64 {
 				return errors.New("want a claim name such as sub")
 			}
-			c.provider.UserClaim = v
+			c.API.IdentityProvider.UserClaim = v
 			return nil
 		}},
-		{"jwt-created-claim", "SECKILL_JWT_CREATED_CLAIM", "", "the claim of the identity provider's tokens that says when the account was created (a NumericDate or RFC 3339), a feature of the risk model; empty: not read", claimName(&c.provider.CreatedClaim)},
-		{"jwt-trust-claim", "SECKILL_JWT_TRUST_CLAIM", "", "the claim of the identity provider's tokens that holds its trust level for the account (a number), a feature of the risk model; empty: not read", claimName(&c.provider.TrustClaim)},
-		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.adminToken)},
+		{"jwt-created-claim", "SECKILL_JWT_CREATED_CLAIM", "", "the claim of the identity provider's tokens that says when the account was created (a NumericDate or RFC 3339), a feature of the risk model; empty: not read", claimName(&c.API.IdentityProvider.CreatedClaim)},
+		{"jwt-trust-claim", "SECKILL_JWT_TRUST_CLAIM", "", "the claim of the identity provider's tokens that holds its trust level for the account (a number), a feature of the risk model; empty: not read", claimName(&c.API.IdentityProvider.TrustClaim)},
+		{"admin-token", "SECKILL_ADMIN_TOKEN", "", "bearer `token` for /api/admin; random when empty", text(&c.API.AdminToken)},
 		{"admin-tokens", "SECKILL_ADMIN_TOKENS", "", "more admin tokens, comma-separated `name:role:token` (role viewer: reads only; operator: everything), each named in the audit log",
-			func(c *config, v string) (err error) { c.admins, err = parseAdmins(v); return err }},
+			func(c *config, v string) (err error) { c.API.Admins, err = parseAdmins(v); return err }},
 		{"demo", "SECKILL_DEMO", demoAuto, "1: seed a demo activity and serve POST /api/login (anyone can sign in as anyone); default on only without any deployment setting (a JWT secret, an identity provider, an admin token, Redis, a database other than SQLite, a payment provider, webhooks, Kafka, trusted proxies)",
 			func(c *config, v string) error {
 				switch v {
@@ -132,26 +108,26 @@ func settings(c *config) []setting {
 		{"claim-idle", "SECKILL_CLAIM_IDLE", "30s", "how long a grab stays with a worker that does not acknowledge it before another worker takes it over; Redis only",
 			positive("30s", &c.ClaimIdle)},
 		{"sweep-every", "SECKILL_SWEEP_EVERY", "1s", "how often expired payment windows are closed", positive("1s", &c.SweepEvery)},
-		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off; on Redis each activity keeps its own, checked by the grab's script)", rate(&c.rateUser)},
+		{"rate-user", "SECKILL_RATE_USER", "5", "grab requests per second per user, token bucket (0: off; on Redis each activity keeps its own, checked by the grab's script)", rate(&c.API.Rates.User)},
 		{"rate-ip", "SECKILL_RATE_IP", "0", "grab requests per second per client IP, sliding window (0: off; enable when clients reach the service directly, not through NAT or a CDN)",
-			rate(&c.rateIP)},
+			rate(&c.API.Rates.IP)},
 		{"rate-global", "SECKILL_RATE_GLOBAL", "0", "grab requests per second per activity across the cluster, token bucket (0: off; set to about 75% of measured capacity)",
-			rate(&c.rateGlobal)},
+			rate(&c.API.Rates.Global)},
 		{"rate-node", "SECKILL_RATE_NODE", "0", "grab requests per second per activity on this node, token bucket in memory (0: off; the front of the global limit that costs Redis nothing: the global rate divided by the API nodes, as seckill plan prints it)",
-			rate(&c.rateNode)},
+			rate(&c.API.Rates.Node)},
 		{"webhook-url", "SECKILL_WEBHOOK_URL", "", "comma-separated `URLs` that every order event is posted to, signed (Seckill-Signature), at least once and in order per order; empty: no events",
 			func(c *config, v string) (err error) { c.Webhooks, err = parseWebhooks(v); return err }},
 		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
 			text(&c.WebhookSecret)},
 		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the payment provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order; empty: the pay call pays",
-			text(&c.paymentSecret)},
+			text(&c.API.PaymentSecret)},
 		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query, and sig, their HMAC with SECKILL_PAYMENT_SECRET, which the provider checks); required with SECKILL_PAYMENT_SECRET",
-			text(&c.paymentURL)},
+			text(&c.API.PaymentURL)},
 		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
 			func(c *config, v string) error { c.KafkaBrokers = splitList(v); return nil }},
 		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.KafkaTopic)},
 		{"trusted-proxies", "SECKILL_TRUSTED_PROXIES", "", "comma-separated `CIDRs` or addresses of proxies whose X-Forwarded-For is believed",
-			func(c *config, v string) (err error) { c.trustedProxies, err = parseProxies(v); return err }},
+			func(c *config, v string) (err error) { c.API.TrustedProxies, err = parseProxies(v); return err }},
 		{"slow-gate", "SECKILL_SLOW_GATE", "50ms", "mean latency of the stock gate (Redis, or the embedded journal) over 10 s above which the node is at level warning",
 			positive("50ms", &c.GateLimits.SlowAfter)},
 		{"slow-db", "SECKILL_SLOW_DB", "200ms", "mean latency of the database over 10 s above which the node is at level warning",
@@ -172,16 +148,16 @@ func settings(c *config) []setting {
 		{"redis-min-replicas", "SECKILL_REDIS_MIN_REPLICAS", "0", "acknowledge a grab, join, release or spent pass only once this many Redis replicas have it (WAIT); on timeout 503 BUSY; 0: Redis's asynchronous replication",
 			count(&c.Replication.Replicas, 16, "a number of replicas from 0 to 16")},
 		{"risk-accounts-per-ip", "SECKILL_RISK_ACCOUNTS_PER_IP", "0", "distinct users grabbing from one client IP within a minute above which its grabs need a challenge (5x: blocked); 0: off, as behind NAT or a CDN",
-			count(&c.riskAccounts, 1_000_000, "a number of users, 0 for off")},
-		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs on this node came at a machine's regular beat must solve a challenge", switchOf(&c.riskCadence)},
+			count(&c.API.Risk.AccountsPerIP, 1_000_000, "a number of users, 0 for off")},
+		{"risk-cadence", "SECKILL_RISK_CADENCE", "on", "on: a user whose last 8 grabs on this node came at a machine's regular beat must solve a challenge", switchOf(&c.API.Risk.Cadence)},
 		{"risk-min-solve", "SECKILL_RISK_MIN_SOLVE", "1s", "a challenge answered faster than this is refused; 0: off",
-			orOff(&c.riskMinSolve, 0, "a duration such as 1s, or 0 for off")},
-		{"risk-model", "SECKILL_RISK_MODEL", "", "a trained risk model `file` (seckill risk train) that scores every grab and takes over from the rules above; read again when it changes; empty: the rules alone", text(&c.riskModel)},
-		{"risk-challenge-at", "SECKILL_RISK_CHALLENGE_AT", "", "the model's score from which a grab needs a challenge; empty: the model file's (0.6 by default)", threshold(&c.riskChallengeAt)},
-		{"risk-block-at", "SECKILL_RISK_BLOCK_AT", "", "the model's score from which a grab is refused; empty: the model file's (0.9 by default)", threshold(&c.riskBlockAt)},
-		{"risk-shadow", "SECKILL_RISK_SHADOW", "off", "on: the model scores and counts every grab (logs, metrics) and the rules decide", switchOf(&c.riskShadow)},
-		{"risk-networks", "SECKILL_RISK_NETWORKS", "", "a `file` of datacenter and proxy networks (CIDRs, one a line; see deploy/risk/networks.example.txt), a feature of the model; read again when it changes", text(&c.riskNetworks)},
-		{"risk-record", "SECKILL_RISK_RECORD", "", "a `file` every grab's risk features are appended to (JSON lines), to label (seckill risk label) and train a model on", text(&c.riskRecord)},
+			orOff(&c.API.Risk.MinSolve, 0, "a duration such as 1s, or 0 for off")},
+		{"risk-model", "SECKILL_RISK_MODEL", "", "a trained risk model `file` (seckill risk train) that scores every grab and takes over from the rules above; read again when it changes; empty: the rules alone", text(&c.API.Risk.Model)},
+		{"risk-challenge-at", "SECKILL_RISK_CHALLENGE_AT", "", "the model's score from which a grab needs a challenge; empty: the model file's (0.6 by default)", threshold(&c.API.Risk.ChallengeAt)},
+		{"risk-block-at", "SECKILL_RISK_BLOCK_AT", "", "the model's score from which a grab is refused; empty: the model file's (0.9 by default)", threshold(&c.API.Risk.BlockAt)},
+		{"risk-shadow", "SECKILL_RISK_SHADOW", "off", "on: the model scores and counts every grab (logs, metrics) and the rules decide", switchOf(&c.API.Risk.Shadow)},
+		{"risk-networks", "SECKILL_RISK_NETWORKS", "", "a `file` of datacenter and proxy networks (CIDRs, one a line; see deploy/risk/networks.example.txt), a feature of the model; read again when it changes", text(&c.API.Risk.Networks)},
+		{"risk-record", "SECKILL_RISK_RECORD", "", "a `file` every grab's risk features are appended to (JSON lines), to label (seckill risk label) and train a model on", text(&c.API.Risk.Record)},
 		{"rank-exact-max", "SECKILL_RANK_EXACT_MAX", "1000000", "the most shares a red packet's leaderboard keeps exactly (a sorted set, ~130 B a member); beyond, a histogram of 8 KiB ranks within a stated bound",
 			func(c *config, v string) error {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -340,15 +316,15 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 	if vals[indexOf(table, "demo")] == demoAuto {
 		c.demo = c.deployment() == ""
 	}
-	if c.provider.JWKSURL == "" && (c.provider.Issuer != "" || c.provider.Audience != "" || c.provider.UserClaim != "sub" ||
-		c.provider.CreatedClaim != "" || c.provider.TrustClaim != "") {
+	if c.API.IdentityProvider.JWKSURL == "" && (c.API.IdentityProvider.Issuer != "" || c.API.IdentityProvider.Audience != "" || c.API.IdentityProvider.UserClaim != "sub" ||
+		c.API.IdentityProvider.CreatedClaim != "" || c.API.IdentityProvider.TrustClaim != "") {
 		return c, errors.New("SECKILL_JWT_ISSUER, SECKILL_JWT_AUDIENCE, SECKILL_JWT_USER_CLAIM, SECKILL_JWT_CREATED_CLAIM and SECKILL_JWT_TRUST_CLAIM are the identity provider's: they need SECKILL_JWKS_URL")
 	}
 	if c.Role != node.RoleAll && c.Redis == "" {
 		return c, fmt.Errorf("SECKILL_ROLE=%s needs SECKILL_REDIS: the embedded queue lives inside its one process", c.Role)
 	}
-	for _, a := range c.admins {
-		if c.adminToken != "" && a.Token == c.adminToken {
+	for _, a := range c.API.Admins {
+		if c.API.AdminToken != "" && a.Token == c.API.AdminToken {
 			return c, fmt.Errorf("SECKILL_ADMIN_TOKENS: admin %q has SECKILL_ADMIN_TOKEN's token", a.Name)
 		}
 	}
@@ -361,7 +337,7 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 	} else if c.WebhookSecret != "" {
 		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
 	}
-	if err := checkProvider(c.paymentURL, c.paymentSecret); err != nil {
+	if err := checkProvider(c.API.PaymentURL, c.API.PaymentSecret); err != nil {
 		return c, err
 	}
 	if len(c.KafkaBrokers) > 0 {
@@ -372,7 +348,7 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 	if c.Replication.Replicas > 0 && c.Redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")
 	}
-	if c.riskModel == "" && (c.riskChallengeAt > 0 || c.riskBlockAt > 0 || c.riskShadow) {
+	if c.API.Risk.Model == "" && (c.API.Risk.ChallengeAt > 0 || c.API.Risk.BlockAt > 0 || c.API.Risk.Shadow) {
 		return c, errors.New("SECKILL_RISK_CHALLENGE_AT, SECKILL_RISK_BLOCK_AT and SECKILL_RISK_SHADOW are the model's: they need SECKILL_RISK_MODEL")
 	}
 	return c, nil
@@ -384,25 +360,25 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 // SECKILL_JWT_SECRET was left out or misspelt must not fall back to it.
 func (c config) deployment() string {
 	switch {
-	case c.jwtSecret != "":
+	case c.API.JWTSecret != "":
 		return "SECKILL_JWT_SECRET"
-	case c.provider.JWKSURL != "":
+	case c.API.IdentityProvider.JWKSURL != "":
 		return "SECKILL_JWKS_URL"
 	case c.Redis != "":
 		return "SECKILL_REDIS"
 	case !strings.HasPrefix(c.DB, "sqlite:"): // a try-out may start on a fresh SQLite file
 		return "SECKILL_DB"
-	case c.adminToken != "":
+	case c.API.AdminToken != "":
 		return "SECKILL_ADMIN_TOKEN"
-	case len(c.admins) > 0:
+	case len(c.API.Admins) > 0:
 		return "SECKILL_ADMIN_TOKENS"
-	case c.paymentURL != "" || c.paymentSecret != "":
+	case c.API.PaymentURL != "" || c.API.PaymentSecret != "":
 		return "SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET"
 	case len(c.Webhooks) > 0 || c.WebhookSecret != "":
 		return "SECKILL_WEBHOOK_URL"
 	case len(c.KafkaBrokers) > 0:
 		return "SECKILL_KAFKA_BROKERS"
-	case len(c.trustedProxies) > 0:
+	case len(c.API.TrustedProxies) > 0:
 		return "SECKILL_TRUSTED_PROXIES"
 	}
 	return ""
@@ -599,61 +575,4 @@ func onOff(val string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.New("want on or off")
-}
-
-// riskEngine builds the risk engine of c: the rules switched on and, when configured, the
-// trained model, the networks and the recorder, counting in windows (nil: the node's own
-// memory). Errors: a file that does not load. The caller closes the recorder (the engine's
-// Options say which).
-func riskEngine(c config, windows risk.Windows) (*risk.Engine, error) {
-	o := risk.Options{Rules: riskRules(c), ModelPath: c.riskModel, ChallengeAt: c.riskChallengeAt, BlockAt: c.riskBlockAt,
-		Shadow: c.riskShadow, Windows: windows}
-	var nets *risk.Networks
-	if c.riskNetworks != "" {
-		var err error
-		if nets, err = risk.LoadNetworks(c.riskNetworks); err != nil {
-			return nil, fmt.Errorf("SECKILL_RISK_NETWORKS: %w", err)
-		}
-	}
-	if c.riskModel != "" || c.riskRecord != "" || nets != nil { // the rules alone keep none
-		o.Features = risk.NewFeatures(risk.DefaultWindow, nets)
-	}
-	if c.riskRecord != "" {
-		rec, err := risk.OpenRecorder(c.riskRecord)
-		if err != nil {
-			return nil, fmt.Errorf("SECKILL_RISK_RECORD: %w", err)
-		}
-		o.Recorder = rec
-	}
-	e, err := risk.Open(o)
-	if err != nil {
-		if o.Recorder != nil {
-			o.Recorder.Close()
-		}
-		return nil, fmt.Errorf("SECKILL_RISK_MODEL: %w", err)
-	}
-	return e, nil
-}
-
-// riskRules are the rules of c switched on.
-func riskRules(c config) []risk.Rule {
-	var rules []risk.Rule
-	if c.riskAccounts > 0 {
-		rules = append(rules, &risk.AccountsPerIP{ChallengeAbove: c.riskAccounts, BlockAt: 5 * c.riskAccounts, Window: time.Minute})
-	}
-	if c.riskCadence {
-		rules = append(rules, &risk.Cadence{Clicks: 8, Slowest: 5 * time.Second, Jitter: 0.05})
-	}
-	if c.riskMinSolve > 0 {
-		rules = append(rules, risk.SolveTime{Fastest: c.riskMinSolve})
-	}
-	return rules
-}
-
-// payments is the payment provider the configuration names; nil: none, the pay call pays.
-func (c config) payments() *httpapi.Provider {
-	if c.paymentSecret == "" {
-		return nil
-	}
-	return &httpapi.Provider{Secret: []byte(c.paymentSecret), CheckoutURL: c.paymentURL}
 }

@@ -117,8 +117,8 @@ func TestEverySettingHasItsVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.SweepEvery != 250*time.Millisecond || c.rateUser != 9 {
-		t.Fatalf("sweep every %v, user rate %d: want the variables' 250ms and 9", c.SweepEvery, c.rateUser)
+	if c.SweepEvery != 250*time.Millisecond || c.API.Rates.User != 9 {
+		t.Fatalf("sweep every %v, user rate %d: want the variables' 250ms and 9", c.SweepEvery, c.API.Rates.User)
 	}
 	if c, err = parseServe([]string{"-sweep-every", "2s"}, env, io.Discard); err != nil || c.SweepEvery != 2*time.Second {
 		t.Fatalf("-sweep-every 2s with SECKILL_SWEEP_EVERY=250ms: %v, %v; want the flag's 2s", c.SweepEvery, err)
@@ -145,8 +145,8 @@ func TestAdminTokensSetting(t *testing.T) {
 	}
 	want := []httpapi.Admin{{Name: "grafana", Role: httpapi.RoleViewer, Token: "0123456789abcdef"},
 		{Name: "carol", Role: httpapi.RoleOperator, Token: "fedcba9876543210fedc"}}
-	if !slices.Equal(c.admins, want) {
-		t.Fatalf("admins %+v, want %+v", c.admins, want)
+	if !slices.Equal(c.API.Admins, want) {
+		t.Fatalf("admins %+v, want %+v", c.API.Admins, want)
 	}
 }
 

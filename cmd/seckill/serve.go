@@ -15,12 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/auth"
-	"seckill/internal/httpapi"
-	"seckill/internal/ratelimit"
-	"seckill/internal/risk"
-	"seckill/internal/web"
-
 	"seckill/internal/node"
 )
 
@@ -52,37 +46,22 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
-	secretShown, tokenShown := c.jwtSecret == "", c.adminToken == ""
+	secretShown, tokenShown := c.API.JWTSecret == "", c.API.AdminToken == ""
 	if secretShown {
-		c.jwtSecret = randomSecret()
+		c.API.JWTSecret = randomSecret()
 	}
 	if tokenShown {
-		c.adminToken = randomSecret()
+		c.API.AdminToken = randomSecret()
 	}
-	var provider *auth.Provider
-	if c.provider.JWKSURL != "" {
-		p := c.provider
-		p.Log = log
-		provider = &p
-	}
-	tokens, err := auth.Open(ctx, auth.Config{Secret: []byte(c.jwtSecret), Now: time.Now, Provider: provider})
-	if err != nil {
-		return err
-	}
-
 	nc := c.Config
 	nc.Log = log
+	nc.API.DevLogin = c.demo
 	n, err := node.Open(ctx, nc)
 	if err != nil {
 		return err
 	}
-	defer n.Close() // its loops stop first, then the gate and its queue close, the database last
+	defer n.Close() // its loops stop first, then the risk recording, the gate and its queue close, the database last
 	svc, stats := n.Service, n.Metrics
-	rules, err := riskEngine(c, n.RiskWindows) // on the backend's windows: Redis's are every node's
-	if err != nil {
-		return err
-	}
-	defer rules.Close() // after the loops: the recording's last lines
 	var demoEnded []string
 	if c.demo {
 		if demoEnded, err = seedDemo(ctx, svc, time.Now()); err != nil {
@@ -115,38 +94,7 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		log.Info("profiles", "addr", at)
 	}
 
-	rules.Observe = stats.Risk
-	stats.WatchRiskModel(rules.Status)
-	pages, err := web.Handler()
-	if err != nil {
-		return fmt.Errorf("pages: %w", err)
-	}
-	api := httpapi.New(httpapi.Config{
-		Pages: pages, PagePatterns: web.Patterns,
-		Observe: stats,
-		Service: svc, Features: n.Features, Tokens: tokens, AdminToken: c.adminToken, Admins: c.admins, DevLogin: c.demo, Log: log, Health: n.Monitor,
-		Risk: rules, Provider: c.payments(),
-		Ready: func(ctx context.Context) error {
-			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready
-			defer cancel()
-			return n.Ping(ctx)
-		},
-		Limits: httpapi.Limits{
-			PerIP:       ratelimit.Rule{PerSecond: c.rateIP},
-			PerUser:     ratelimit.Rule{PerSecond: c.rateUser, Burst: c.rateUser},
-			PerActivity: ratelimit.Rule{PerSecond: c.rateGlobal, Burst: c.rateGlobal},
-			PerNode:     ratelimit.Rule{PerSecond: c.rateNode, Burst: c.rateNode},
-			Windows:     n.Windows, Buckets: n.Buckets, UserAtGate: n.UserAtGate,
-		},
-		TrustedProxies: c.trustedProxies,
-	})
-	var handler http.Handler = api
-	if c.Role == node.RoleWorker {
-		health := http.NewServeMux()
-		health.Handle("GET /healthz", api)
-		health.Handle("GET /readyz", api)
-		handler = health
-	}
+	handler := n.Handler()
 	if c.tracing {
 		handler = traced(handler)
 	}
@@ -159,12 +107,9 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		IdleTimeout:  120 * time.Second,
 		ErrorLog:     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(api.StopStreams) // Shutdown waits for handlers; live streams never end
+	srv.RegisterOnShutdown(n.API.StopStreams) // Shutdown waits for handlers; live streams never end
 
 	n.Start()
-	if c.riskModel != "" || c.riskNetworks != "" || c.riskRecord != "" { // the rules alone read no file
-		n.Go(func(ctx context.Context) { watchRisk(ctx, rules, log) })
-	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -173,10 +118,10 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "metrics: http://%s/metrics\n", metricsAt)
 	fmt.Fprintf(stdout, "seckill listening on %s\n", base)
 	if tokenShown {
-		fmt.Fprintf(stdout, "admin token: %s\n", c.adminToken)
+		fmt.Fprintf(stdout, "admin token: %s\n", c.API.AdminToken)
 	}
 	if secretShown {
-		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.jwtSecret)
+		fmt.Fprintf(stdout, "JWT secret (random for this run): %s\n", c.API.JWTSecret)
 	}
 	if c.Role != node.RoleWorker {
 		fmt.Fprintf(stdout, "pages: %s/  dashboard: %s/admin\n", base, base)
@@ -210,41 +155,6 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		err = nil
 	}
 	return err
-}
-
-// riskEvery is how often a node looks for a new risk model or networks file, and writes out
-// the risk recording.
-const riskEvery = 2 * time.Second
-
-// watchRisk reloads the risk model and networks files when they change, and flushes the
-// recording, until ctx ends. A file that no longer loads is logged; the model before it runs on.
-func watchRisk(ctx context.Context, e *risk.Engine, log *slog.Logger) {
-	t := time.NewTicker(riskEvery)
-	defer t.Stop()
-	failed, stopped := "", false
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		changed, err := e.Reload()
-		switch {
-		case err != nil && err.Error() != failed:
-			failed = err.Error()
-			log.Error("risk files: kept what was loaded before", "err", err, "model", e.Status().Version)
-		case err == nil:
-			failed = ""
-		}
-		if changed {
-			st := e.Status()
-			log.Info("risk model loaded", "version", st.Version, "features", st.Features, "shadow", st.Shadow)
-		}
-		if err := e.Flush(); err != nil && !stopped {
-			stopped = true
-			log.Error("risk recording stopped", "err", err)
-		}
-	}
 }
 
 // serveAside serves h at addr, on a listener of its own apart from the API's, until the server

@@ -33,7 +33,7 @@ func (c Config) sinks() ([]relay.Sink, error) {
 }
 
 // startLoops starts the node's background loops, until Close: on every node the cache reloads,
-// the restock announcements and the settling of sharded stocks' reservations; on a worker node
+// the risk files' watcher, the restock announcements and the settling of sharded stocks' reservations; on a worker node
 // (role all or worker) the order worker, the lines' drainer, the payment-window sweeper, the
 // relays of the order events and the leased jobs (archive, the purge of the delivered events,
 // reconcile).
@@ -43,6 +43,9 @@ func (n *Node) startLoops() {
 		n.Go(func(ctx context.Context) { listenRestocks(ctx, svc, log) })
 	}
 	n.Go(func(ctx context.Context) { reloadCaches(ctx, svc, n.Blocks, log) })
+	if c.API.Risk.watched() { // the rules alone read no file
+		n.Go(func(ctx context.Context) { watchRisk(ctx, n.Risk, log) })
+	}
 	if b.settle != nil {
 		n.Go(func(ctx context.Context) { settleReservations(ctx, b.settle, log) })
 	}

@@ -1,7 +1,8 @@
 // Package node builds a seckill node, in one place, from one Config: the database and its guard,
-// the stock gate's backend (embedded, or Redis) and its guard, the sale service on them, the
-// metrics, and the background loops. cmd/seckill reads its settings into a Config and serves the
-// node's service over HTTP; the suites (internal/node/nodetest) and the bench build the node the
+// the stock gate's backend (embedded, or Redis) and its guard, the sale service and its features
+// on them, the metrics, the HTTP API and pages with their tokens, limits and risk rules, and the
+// background loops. cmd/seckill reads its settings into a Config and serves the node's Handler
+// on its listeners; the suites (internal/node/nodetest) and the bench build the node the
 // same way, with the same guards, so that what they test is what the binary runs.
 package node
 
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"seckill/internal/health"
+	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
 	"seckill/internal/redisgate"
@@ -70,6 +72,9 @@ type Config struct {
 	// Log is the node's log (nil: nowhere); Now its clock (nil: time.Now).
 	Log *slog.Logger
 	Now func() time.Time
+
+	// API is the HTTP layer's: tokens, admins, limits, risk rules, the payment provider.
+	API API
 
 	// Tuning: what a test sets apart from the binary's defaults, for speed, never for
 	// behaviour.
@@ -136,6 +141,10 @@ type Node struct {
 	RiskWindows risk.Windows
 	// Sinks are the receivers of the order events the configuration names.
 	Sinks []relay.Sink
+	// API is the node's HTTP API and pages (Handler serves them as its role asks), and Risk the
+	// risk engine that vets its grabs.
+	API  *httpapi.Server
+	Risk *risk.Engine
 
 	b    backend
 	name string // this node's name among the consumers and lease holders
@@ -150,8 +159,8 @@ type Node struct {
 }
 
 // Open builds the node of c: it opens the database and the gate's backend, builds the service
-// on them behind their guards, loads the activities into the gate and reads the blacklist. It
-// runs no loop yet (Start).
+// on them behind their guards, loads the activities into the gate, reads the blacklist and
+// builds the HTTP API. It runs no loop yet (Start).
 func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	if c.Role == "" {
 		c.Role = RoleAll
@@ -223,6 +232,9 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	if err := n.Blocks.Reload(ctx); err != nil {
 		return nil, err
 	}
+	if err := n.openAPI(); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -244,6 +256,9 @@ func (n *Node) Close() {
 	n.closed.Do(func() {
 		n.stop()
 		n.wg.Wait()
+		if n.Risk != nil {
+			n.Risk.Close() // the recording's last lines, once no grab is vetted
+		}
 		if n.b.close != nil {
 			n.b.close()
 		}

@@ -74,6 +74,9 @@ func Idle(t testing.TB, clock *saletest.Clock, redisSpec, dsn string) *node.Node
 	return n
 }
 
+// Secret is the test nodes' JWT secret, unless their Config names one.
+const Secret = "the suites' JWT secret, 32 bytes or more"
+
 // RestockFlagTTL is how long a distributed test node trusts its sold-out flags: long enough that
 // a test sees a flag cleared by an announcement, not by its expiry.
 const RestockFlagTTL = 10 * time.Second
@@ -92,6 +95,9 @@ func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *n
 	var answers *saletest.Answers
 	c.GateLimits, c.DBLimits = health.GateThresholds, health.DatabaseThresholds
 	c.RankExactMax, c.Now = saletest.ExactMax, clock.Now
+	if c.API.JWTSecret == "" {
+		c.API.JWTSecret = Secret
+	}
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
 	c.Tuning.ReconcilePause, c.Tuning.QueuePoll, c.Tuning.GateBatch = 5*time.Millisecond, 50*time.Millisecond, 64
 	c.Wrap = node.Wrap{Gate: faults.Gate, Store: faults.Store,
