@@ -9,7 +9,7 @@ import (
 
 	"seckill/internal/bench"
 	"seckill/internal/dbtest"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 
 	"seckill/internal/e2etest"
@@ -91,14 +91,14 @@ func TestBenchShardedStockOnACluster(t *testing.T) {
 		t.Fatalf("mode %q", res.Mode)
 	}
 	// Each of the three counters sold its part: the units went out of three slots.
-	rdb, err := redisgate.Dial(context.Background(), cluster.Seeds())
+	rdb, err := redisstore.Dial(context.Background(), cluster.Seeds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	var sold int64
 	for i := range int64(3) {
-		n, err := rdb.HLen(context.Background(), "{act:"+redisgate.ShardID(res.Activity, i)+"}:grabs").Result()
+		n, err := rdb.HLen(context.Background(), "{act:"+redisstore.ShardID(res.Activity, i)+"}:grabs").Result()
 		if err != nil || n == 0 {
 			t.Fatalf("shard %d of %s holds %d grabs (%v); want its part of the stock", i, res.Activity, n, err)
 		}

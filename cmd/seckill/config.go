@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
 	"seckill/internal/kafka"
 	"seckill/internal/sale"
@@ -283,7 +283,7 @@ const maxRate = 10_000_000
 // parseServe reads serve's flags, each defaulting to its SECKILL_* variable of env (the
 // process's environment), and refuses a SECKILL_* variable that is none of them.
 func parseServe(args []string, env map[string]string, stderr io.Writer) (config, error) {
-	c := config{Config: node.Config{GateLimits: health.GateThresholds, DBLimits: health.DatabaseThresholds}}
+	c := config{Config: node.Config{GateLimits: breaker.GateThresholds, DBLimits: breaker.DatabaseThresholds}}
 	table := settings(&c)
 	vals := make([]string, len(table))
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"seckill/internal/dbtest"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 
 	"seckill/internal/node"
@@ -124,7 +124,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 		t.Fatalf("an API node placed orders or lost grabs: %v", st)
 	}
 
-	rdb, err := redisgate.Dial(t.Context(), srv.URL())
+	rdb, err := redisstore.Dial(t.Context(), srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestKillNineWorkerMidDrain(t *testing.T) {
 		if err := first.Signal(syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}
-		p, err := rdb.XPending(t.Context(), redisgate.StreamKey(id), redisgate.Group).Result()
+		p, err := rdb.XPending(t.Context(), redisstore.StreamKey(id), redisstore.Group).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
-	"seckill/internal/contract"
+	"seckill/internal/openapitest"
 	"seckill/internal/testtier"
 )
 
@@ -70,7 +70,7 @@ func NewClient(t testing.TB, base string) *Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	// Every exchange with the API is held to the OpenAPI document, as in httpapi's suite.
 	return &Client{t: t, Base: base, tokens: tk, minted: map[string]string{},
-		http: &http.Client{Transport: contract.Transport(t, tr, contract.APIPath), Timeout: 30 * time.Second}}
+		http: &http.Client{Transport: openapitest.Transport(t, tr, openapitest.APIPath), Timeout: 30 * time.Second}}
 }
 
 // Token is user's bearer token, minted once.

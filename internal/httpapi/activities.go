@@ -3,7 +3,7 @@ package httpapi
 import (
 	"bufio"
 	"net/http"
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/sale"
 	"time"
 )
@@ -79,7 +79,7 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 	// at level normal sheds it and says sold out only when its local flag knows.
 	var rem *int64
 	soldOut := s.svc.SoldOut(a.ID)
-	if s.health.Level() == health.Normal {
+	if s.health.Level() == breaker.Normal {
 		n, err := s.svc.Remaining(r.Context(), a.ID)
 		if err != nil {
 			s.writeError(w, r, err)

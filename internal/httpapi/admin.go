@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/sale"
 )
 
@@ -26,11 +26,11 @@ type StatsResponse struct {
 	PendingQueue  int64               `json:"pending_queue"`
 	DeadLetters   int64               `json:"dead_letters"`
 	Line          *LineStatsResponse  `json:"line,omitempty"`
-	Health        health.Level        `json:"health"`
+	Health        breaker.Level       `json:"health"`
 	Leaderboard   *BoardUsageResponse `json:"leaderboard,omitempty"`
 }
 
-func statsResponse(st sale.Stats, level health.Level) StatsResponse {
+func statsResponse(st sale.Stats, level breaker.Level) StatsResponse {
 	return StatsResponse{Stock: st.Stock, Remaining: st.Remaining, Grabbed: st.Grabbed, Orders: st.Orders, Created: st.Created,
 		Paid: st.Paid, Cancelled: st.Cancelled, Expired: st.Expired, Failed: st.Failed, RefundPending: st.RefundPending,
 		Refunded: st.Refunded, PendingQueue: st.PendingQueue,
@@ -80,20 +80,20 @@ type ReconcileResponse struct {
 // with a dependency away. Shed names what is left out: "counts" (the database's, and the queue's
 // depth) or "gate" (remaining and grabbed, when the gate does not answer: Redis failing over).
 type ShedStatsResponse struct {
-	Stock         int64        `json:"stock"`
-	Remaining     *int64       `json:"remaining,omitempty"`
-	Grabbed       *int64       `json:"grabbed,omitempty"`
-	Orders        *int64       `json:"orders,omitempty"`
-	Created       *int64       `json:"created,omitempty"`
-	Paid          *int64       `json:"paid,omitempty"`
-	Cancelled     *int64       `json:"cancelled,omitempty"`
-	Expired       *int64       `json:"expired,omitempty"`
-	Failed        *int64       `json:"failed,omitempty"`
-	RefundPending *int64       `json:"refund_pending,omitempty"`
-	Refunded      *int64       `json:"refunded,omitempty"`
-	DeadLetters   *int64       `json:"dead_letters,omitempty"`
-	Health        health.Level `json:"health"`
-	Shed          []string     `json:"shed"`
+	Stock         int64         `json:"stock"`
+	Remaining     *int64        `json:"remaining,omitempty"`
+	Grabbed       *int64        `json:"grabbed,omitempty"`
+	Orders        *int64        `json:"orders,omitempty"`
+	Created       *int64        `json:"created,omitempty"`
+	Paid          *int64        `json:"paid,omitempty"`
+	Cancelled     *int64        `json:"cancelled,omitempty"`
+	Expired       *int64        `json:"expired,omitempty"`
+	Failed        *int64        `json:"failed,omitempty"`
+	RefundPending *int64        `json:"refund_pending,omitempty"`
+	Refunded      *int64        `json:"refunded,omitempty"`
+	DeadLetters   *int64        `json:"dead_letters,omitempty"`
+	Health        breaker.Level `json:"health"`
+	Shed          []string      `json:"shed"`
 	// Line is a queue or lottery activity's line: its state is beside the gate.
 	Line *LineStatsResponse `json:"line,omitempty"`
 }
@@ -113,8 +113,8 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 // sheds its own numbers, and a database that does not, its counts. Only an activity that does
 // not exist is an error: an admin watching a failover keeps seeing what is known. The stats
 // endpoint and the live stream both answer with it.
-func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (any, error) {
-	if level != health.Degraded {
+func (s *Server) statsOf(ctx context.Context, id string, level breaker.Level) (any, error) {
+	if level != breaker.Degraded {
 		st, err := s.svc.Stats(ctx, id)
 		if err == nil {
 			resp := statsResponse(st, level)
@@ -140,7 +140,7 @@ func (s *Server) statsOf(ctx context.Context, id string, level health.Level) (an
 	default:
 		return nil, err
 	}
-	if level == health.Degraded {
+	if level == breaker.Degraded {
 		resp.Shed = append(resp.Shed, "counts")
 		return resp, nil
 	}

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"seckill/internal/breaker"
 	"seckill/internal/captcha"
-	"seckill/internal/health"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
@@ -95,7 +95,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	ip := s.clientIP(r)
 	p, err := s.challenges.Answer(r.Context(), id, user, req.ChallengeID, *req.Answer, func(solve time.Duration) error {
-		if s.risk == nil || s.health.Level() == health.Degraded {
+		if s.risk == nil || s.health.Level() == breaker.Degraded {
 			return nil
 		}
 		v, err := s.risk.Answer(r.Context(), risk.Signal{IP: ip, User: user, Activity: id, At: s.svc.Now(), Solve: solve})

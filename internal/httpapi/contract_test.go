@@ -11,23 +11,23 @@ import (
 	"strings"
 	"testing"
 
-	"seckill/internal/contract"
 	"seckill/internal/dbtest"
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
+	"seckill/internal/openapitest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
 
 // TestMain runs the suite, whose every exchange the fixture checks against the OpenAPI document
-// (contract.Handler), and then, when the whole suite ran and passed, insists that it exercised
+// (openapitest.Handler), and then, when the whole suite ran and passed, insists that it exercised
 // every operation the document describes: a route documented and never tested is as likely to
 // have drifted as one undocumented.
 func TestMain(m *testing.M) {
 	code := m.Run()
 	dbtest.StopAll()
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
-		if _, unseen := contract.Seen(); len(unseen) > 0 {
+		if _, unseen := openapitest.Seen(); len(unseen) > 0 {
 			fmt.Fprintf(os.Stderr, "contract: the suite never exercised these operations of the OpenAPI document: %s\n",
 				strings.Join(unseen, ", "))
 			code = 1
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 // TestOpenAPIDocument: the document loads and is valid OpenAPI 3.1, and it describes exactly
 // the server's routes.
 func TestOpenAPIDocument(t *testing.T) {
-	doc, err := contract.Document()
+	doc, err := openapitest.Document()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOpenAPIDocument(t *testing.T) {
 // and no route of the core: what it says a node without the feature lacks is what the server
 // leaves out.
 func TestOpenAPIFeatures(t *testing.T) {
-	doc, err := contract.Document()
+	doc, err := openapitest.Document()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestOpenAPIFeatures(t *testing.T) {
 // TestOpenAPIPageLimits: the document bounds every list's ?limit= as the service does, by the
 // one rule of a page (sale.MaxPage), and a leaderboard's by sale.MaxBoard.
 func TestOpenAPIPageLimits(t *testing.T) {
-	doc, err := contract.Document()
+	doc, err := openapitest.Document()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestMetricsCountedNotServed(t *testing.T) {
 // gives that status, together they list all of them but INTERNAL, and the error schema's
 // enum is every code.
 func TestOpenAPIErrorCodes(t *testing.T) {
-	doc, err := contract.Document()
+	doc, err := openapitest.Document()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,30 +7,30 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/health"
-	"seckill/internal/live"
+	"seckill/internal/breaker"
+	"seckill/internal/funnel"
 	"seckill/internal/sale"
 )
 
 // stageOf places a grab's outcome (as the metrics name it) in the dashboard's funnel.
-func stageOf(outcome string) live.Stage {
+func stageOf(outcome string) funnel.Stage {
 	switch {
 	case outcome == "won":
-		return live.Won
+		return funnel.Won
 	case strings.HasPrefix(outcome, "rate_limited"):
-		return live.RateLimited
+		return funnel.RateLimited
 	case strings.HasPrefix(outcome, "blocked"), outcome == "risk_block":
-		return live.Blocked
+		return funnel.Blocked
 	case outcome == "risk_challenge", strings.HasPrefix(outcome, "challenge_"):
-		return live.Challenged
+		return funnel.Challenged
 	case strings.HasPrefix(outcome, "sold_out"):
-		return live.SoldOut
+		return funnel.SoldOut
 	case outcome == "already_bought":
-		return live.AlreadyBought
+		return funnel.AlreadyBought
 	case outcome == "busy":
-		return live.Busy
+		return funnel.Busy
 	}
-	return live.Other
+	return funnel.Other
 }
 
 // activities lists the activities that have not ended, from the node's cache: the front page's
@@ -49,11 +49,11 @@ func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
 // is left of them), the node's health, and the funnel and per-second series of this node's grab
 // endpoint. StatsError says why the stats are missing, when they are.
 type LiveEvent struct {
-	AtMS       int64        `json:"at_ms"`
-	Health     health.Level `json:"health"`
-	Stats      any          `json:"stats,omitempty"`
-	StatsError *errorDetail `json:"stats_error,omitempty"`
-	Node       live.View    `json:"node"`
+	AtMS       int64         `json:"at_ms"`
+	Health     breaker.Level `json:"health"`
+	Stats      any           `json:"stats,omitempty"`
+	StatsError *errorDetail  `json:"stats_error,omitempty"`
+	Node       funnel.View   `json:"node"`
 }
 
 // MaxStreams bounds the live streams one node serves at once: each reads the stats every tick.

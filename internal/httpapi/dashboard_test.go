@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
 )
 
@@ -117,7 +117,7 @@ func TestLiveStream(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	ev := readEvent(t, sc)
 	stats, _ := ev.Stats.(map[string]any)
-	if stats["grabbed"] != 2.0 || stats["remaining"] != 0.0 || ev.Health != health.Normal || ev.StatsError != nil {
+	if stats["grabbed"] != 2.0 || stats["remaining"] != 0.0 || ev.Health != breaker.Normal || ev.StatsError != nil {
 		t.Errorf("first event: stats %v, health %s, error %v; want 2 grabbed, 0 remaining, normal", stats, ev.Health, ev.StatsError)
 	}
 	tot := ev.Node.Totals

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
@@ -17,8 +17,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 // node's health level with each dependency's report.
 type ReadyResponse struct {
 	Status       string            `json:"status"` // ready, or unavailable
-	Level        health.Level      `json:"level"`
-	Dependencies []health.Report   `json:"dependencies"`
+	Level        breaker.Level     `json:"level"`
+	Dependencies []breaker.Report  `json:"dependencies"`
 	RiskModel    *risk.ModelStatus `json:"risk_model,omitempty"`
 	Error        *errorDetail      `json:"error,omitempty"`
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"seckill/internal/auth"
-	"seckill/internal/contract"
 	"seckill/internal/httpapi"
+	"seckill/internal/openapitest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 
@@ -70,7 +70,7 @@ func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *s
 	switch t.(type) {
 	case *testing.B, *testing.F: // the benchmarks measure the server alone; fuzz targets report to their own t
 	default:
-		h = contract.Handler(t, h, contract.Everything)
+		h = openapitest.Handler(t, h, openapitest.Everything)
 	}
 	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, store: env.Store, tokens: tokens, clock: clock,
 		answers: env.Answers}

@@ -6,14 +6,14 @@ import (
 	"strconv"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/sale"
 )
 
 // shedLeaderboard says whether leaderboards are shed now: they are the first non-core feature to
 // go, when the database (their fallback, and the sale's final guard) is failing.
 func (s *Server) shedLeaderboard(w http.ResponseWriter, r *http.Request) bool {
-	if s.health.LevelOf(health.Database) < health.Degraded {
+	if s.health.LevelOf(breaker.Database) < breaker.Degraded {
 		return false
 	}
 	s.writeError(w, r, fmt.Errorf("%w: leaderboards are shed while the database is degraded", sale.ErrBusy))

@@ -9,7 +9,7 @@ import (
 )
 
 // openapiYAML is the API's contract, written as YAML for people; GET /openapi.json serves it as
-// JSON. The contract tests (internal/contract) hold every request and answer of the HTTP tests
+// JSON. The contract tests (internal/openapitest) hold every request and answer of the HTTP tests
 // to it.
 //
 //go:embed openapi.yaml

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
@@ -21,7 +21,7 @@ import (
 // count the grab make it BUSY, as a rate limit that cannot be checked does: fail closed. The
 // caller c is the edge's: its address and token are read once per grab.
 func (s *Server) vet(r *http.Request, id string, c caller, pass string, page *risk.Page) (outcome string, err error) {
-	if s.risk == nil || s.health.Level() == health.Degraded {
+	if s.risk == nil || s.health.Level() == breaker.Degraded {
 		return "", nil
 	}
 	now := s.svc.Now()

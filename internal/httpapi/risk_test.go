@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
 	"seckill/internal/risk"
@@ -53,7 +53,7 @@ func writeModel(t *testing.T, path, version string) {
 
 // modelFixture serves the API with a risk engine running the model at path (shadow: counted
 // only) beside the rule of 20 accounts per address, and health.
-func modelFixture(t *testing.T, path string, shadow bool, monitor *health.Monitor) (*fixture, *risk.Engine) {
+func modelFixture(t *testing.T, path string, shadow bool, monitor *breaker.Monitor) (*fixture, *risk.Engine) {
 	t.Helper()
 	e, err := risk.Open(risk.Options{Rules: []risk.Rule{&risk.AccountsPerIP{ChallengeAbove: 20, BlockAt: 100, Window: time.Minute}},
 		Features: risk.NewFeatures(time.Minute, nil), ModelPath: path, Shadow: shadow})
@@ -150,12 +150,12 @@ func TestTheModelStandsAside(t *testing.T) {
 		}
 	})
 	t.Run("degraded", func(t *testing.T) {
-		g := health.NewGuard(health.Database, health.Thresholds{}, time.Now)
+		g := breaker.NewGuard(breaker.Database, breaker.Thresholds{}, time.Now)
 		for range 10 {
 			g.Do(context.Background(), func(context.Context) error { return errors.New("down") })
 		}
-		monitor := health.NewMonitor(g)
-		if monitor.Level() != health.Degraded {
+		monitor := breaker.NewMonitor(g)
+		if monitor.Level() != breaker.Degraded {
 			t.Fatalf("the monitor is %v, want degraded", monitor.Level())
 		}
 		f, _ := modelFixture(t, path, false, monitor)

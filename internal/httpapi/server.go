@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"seckill/internal/auth"
-	"seckill/internal/health"
-	"seckill/internal/live"
+	"seckill/internal/breaker"
+	"seckill/internal/funnel"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -59,7 +59,7 @@ type Config struct {
 	Observe Observer
 	// Health is the node's health: shown by /readyz and the admin stats, and what decides
 	// which non-core work is shed. Nil: always normal.
-	Health *health.Monitor
+	Health *breaker.Monitor
 	// Provider, when set, is the payment provider the buyers pay at: the pay call starts a
 	// payment there, and POST /api/payments/callback takes its word. Nil: the pay call pays.
 	Provider *Provider
@@ -67,7 +67,7 @@ type Config struct {
 	Risk *risk.Engine
 	// Live records every grab of a known activity for the admin dashboard's live view; nil: a
 	// tracker of the server's own.
-	Live *live.Tracker
+	Live *funnel.Tracker
 	// Pages, when set, serves the web pages at each of PagePatterns (ServeMux patterns), with
 	// the API's request ids, logging and cross-origin check.
 	Pages        http.Handler
@@ -113,12 +113,12 @@ type Server struct {
 	limits     Limits
 	trusted    []netip.Prefix
 	observe    Observer
-	health     *health.Monitor
+	health     *breaker.Monitor
 	risk       *risk.Engine
 	riskLog    riskLog // samples the model's log lines
 	provider   *Provider
 	csrf       *http.CrossOriginProtection
-	live       *live.Tracker
+	live       *funnel.Tracker
 	streams    atomic.Int32  // live streams open
 	stop       chan struct{} // closed by StopStreams
 	stopOnce   sync.Once
@@ -157,7 +157,7 @@ func New(c Config) *Server {
 		s.limits.Local = ratelimit.NewBuckets(time.Now)
 	}
 	if s.live == nil {
-		s.live = live.New(s.svc.Now)
+		s.live = funnel.New(s.svc.Now)
 	}
 	for _, rt := range s.routes() {
 		s.mux.HandleFunc(rt.pattern, rt.handler)

@@ -16,8 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"seckill/internal/embedded"
 	"seckill/internal/kafka"
-	"seckill/internal/memory"
 	"seckill/internal/relay"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -48,7 +48,7 @@ func relayTo(t *testing.T, sink *kafka.Sink) []string {
 	t.Cleanup(func() { store.Close() })
 	store.EmitTo(sink.Name())
 	tokens := saletest.OrderChanges(t, store, 30)
-	r := &relay.Relay{Store: store, Sink: sink, Lease: memory.NewLease(time.Now), Holder: "node-1",
+	r := &relay.Relay{Store: store, Sink: sink, Lease: embedded.NewLease(time.Now), Holder: "node-1",
 		Log: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 0 },
 		Failed: func(d sale.EventDelivery, err error, parked bool) { t.Logf("%s: %v", d.ID, err) }}
 	for range 100 {

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
@@ -125,7 +125,7 @@ func New() *Metrics {
 // Watch exports the health of m's node, read from monitor at every scrape: the level
 // (seckill_health_level: 0 normal, 1 warning, 2 degraded) and each dependency's breaker state,
 // error rate and mean latency over the last 10 s.
-func (m *Metrics) Watch(monitor *health.Monitor) *Metrics {
+func (m *Metrics) Watch(monitor *breaker.Monitor) *Metrics {
 	m.reg.MustRegister(healthCollector{monitor})
 	return m
 }
@@ -141,7 +141,7 @@ var (
 		"A dependency's mean call latency over the last 10 s.", []string{"dependency"}, nil)
 )
 
-type healthCollector struct{ monitor *health.Monitor }
+type healthCollector struct{ monitor *breaker.Monitor }
 
 func (c healthCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{levelDesc, breakerDesc, errorRateDesc, latencyDesc} {

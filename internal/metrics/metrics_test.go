@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/metrics"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -78,7 +78,7 @@ func TestMetricsAreServed(t *testing.T) {
 // leave a panel or an alert silently empty.
 func TestDashboardAndAlertsQueryRealMetrics(t *testing.T) {
 	m := metrics.New().
-		Watch(health.NewMonitor(health.NewGuard("redis", health.GateThresholds, time.Now))).
+		Watch(breaker.NewMonitor(breaker.NewGuard("redis", breaker.GateThresholds, time.Now))).
 		WatchLeaderboards(func(context.Context) []sale.BoardUsage {
 			return []sale.BoardUsage{{ActivityID: "a", Strategy: sale.RankExact, Bytes: 1}}
 		}).

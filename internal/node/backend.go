@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -32,7 +32,7 @@ type backend struct {
 	settle func(ctx context.Context) (int, error)
 	// guard is the circuit breaker and health record of the gate's backend (Redis, or the
 	// embedded journal), through which every call above goes.
-	guard *health.Guard
+	guard *breaker.Guard
 	// ranking keeps the red packets' leaderboards beside the gate.
 	ranking sale.Ranking
 	// line keeps the waiting lines of queue and lottery activities.
@@ -40,7 +40,7 @@ type backend struct {
 	// lease lets one node at a time run the scheduled jobs (reconcile, archive).
 	lease sale.Lease
 	// onPlaced, when set, registers what is told of the orders the gate's commits place
-	// themselves, as the worker's Placed is of the orders it places (embedded: memory.Placing).
+	// themselves, as the worker's Placed is of the orders it places (embedded: embedded.Placing).
 	onPlaced func(func([]sale.Placement))
 	// userAtGate says the gate checks a grab's per-user rate in its own call (the Redis gate:
 	// one Redis call and one fsync wait a grab, not two; see httpapi.Limits.UserAtGate).

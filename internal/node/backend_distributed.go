@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/ratelimit"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
@@ -20,29 +20,29 @@ const restockFlagTTL = 5 * time.Second
 // Cluster or a Sentinel-watched master): the gate and its streams, the rate limits, challenges,
 // risk windows, leaderboards, lines and leases, each behind the one breaker of Redis.
 func openDistributed(ctx context.Context, c Config, store sale.Store, name string) (backend, error) {
-	redisgate.LogTo(c.Log)
-	rdb, err := redisgate.Dial(ctx, c.Redis)
+	redisstore.LogTo(c.Log)
+	rdb, err := redisstore.Dial(ctx, c.Redis)
 	if err != nil {
 		return backend{}, err
 	}
 	activities := func(ctx context.Context) ([]sale.Activity, error) {
 		return store.Activities(ctx, c.Now().Add(-sale.MaxPayWindow))
 	}
-	queue := redisgate.NewQueue(rdb, name, activities, 20*time.Millisecond, c.ClaimIdle)
+	queue := redisstore.NewQueue(rdb, name, activities, 20*time.Millisecond, c.ClaimIdle)
 	if c.Tuning.QueueList > 0 {
 		queue = queue.WithListEvery(c.Tuning.QueueList)
 	}
-	guard := health.NewGuard("redis", c.GateLimits, time.Now)
-	if topo := redisgate.NewTopology(rdb); topo != nil {
+	guard := breaker.NewGuard("redis", c.GateLimits, time.Now)
+	if topo := redisstore.NewTopology(rdb); topo != nil {
 		guard.WithTopology(topo.Classify)
 	}
-	gate := redisgate.New(rdb).WithReplication(c.Replication)
+	gate := redisstore.New(rdb).WithReplication(c.Replication)
 	var windows risk.Windows
 	if c.Role != RoleWorker { // a worker judges no grab
-		windows = health.GuardRiskWindows(redisgate.NewRiskWindows(rdb, risk.DefaultWindow), guard)
+		windows = breaker.GuardRiskWindows(redisstore.NewRiskWindows(rdb, risk.DefaultWindow), guard)
 	}
 	var once sync.Once
-	return backend{gate: health.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, lease: redisgate.NewLease(rdb),
+	return backend{gate: breaker.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, lease: redisstore.NewLease(rdb),
 		riskWindows: windows,
 		settle: func(ctx context.Context) (int, error) {
 			acts, err := activities(ctx)
@@ -52,11 +52,11 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 			return gate.Settle(ctx, acts, settleAfter, c.Now())
 		},
 		linger: 50 * time.Millisecond, userAtGate: true,
-		windows:  health.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
-		buckets:  health.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
-		restocks: redisgate.NewRestocks(rdb), challenges: health.GuardChallenges(c.wrapChallenges(redisgate.NewChallenges(rdb)), guard),
-		line:    health.GuardLine(redisgate.NewLine(rdb).WithReplication(c.Replication), guard),
-		ranking: health.GuardRanking(redisgate.NewRanking(rdb, c.RankExactMax), guard),
-		ping:    func(ctx context.Context) error { return redisgate.Ping(ctx, rdb) },
+		windows:  breaker.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
+		buckets:  breaker.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
+		restocks: redisstore.NewRestocks(rdb), challenges: breaker.GuardChallenges(c.wrapChallenges(redisstore.NewChallenges(rdb)), guard),
+		line:    breaker.GuardLine(redisstore.NewLine(rdb).WithReplication(c.Replication), guard),
+		ranking: breaker.GuardRanking(redisstore.NewRanking(rdb, c.RankExactMax), guard),
+		ping:    func(ctx context.Context) error { return redisstore.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil
 }

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/health"
-	"seckill/internal/memory"
+	"seckill/internal/breaker"
+	"seckill/internal/embedded"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/sqlstore"
@@ -29,23 +29,23 @@ func openEmbedded(ctx context.Context, c Config, store sale.Store) (backend, err
 		journal.Close()
 		return backend{}, err
 	}
-	line, err := memory.OpenLine(ctx, lines, store.Activity)
+	line, err := embedded.OpenLine(ctx, lines, store.Activity)
 	if err != nil {
 		journal.Close()
 		lines.Close()
 		return backend{}, err
 	}
-	queue := memory.NewQueue(journal, cmp.Or(c.Tuning.QueuePoll, defaultQueuePoll), 20*time.Millisecond)
+	queue := embedded.NewQueue(journal, cmp.Or(c.Tuning.QueuePoll, defaultQueuePoll), 20*time.Millisecond)
 	// Each batch of grabs is placed as orders in the transaction that makes it durable; only
 	// what the database cannot take then goes through the journal and the worker.
-	placing := memory.NewPlacing(store, journal, queue.Wake, c.Log)
-	gate := memory.NewGate(placing, cmp.Or(c.Tuning.GateBatch, defaultGateBatch), nil)
-	guard := health.NewGuard("journal", c.GateLimits, time.Now)
+	placing := embedded.NewPlacing(store, journal, queue.Wake, c.Log)
+	gate := embedded.NewGate(placing, cmp.Or(c.Tuning.GateBatch, defaultGateBatch), nil)
+	guard := breaker.NewGuard("journal", c.GateLimits, time.Now)
 	var once sync.Once
-	return backend{gate: health.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
-		challenges: c.wrapChallenges(memory.NewChallenges(maxChallenges)), ranking: memory.NewRanking(c.RankExactMax),
-		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: health.GuardLine(line, guard),
-		lease: memory.NewLease(time.Now), onPlaced: placing.OnPlaced,
+	return backend{gate: breaker.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
+		challenges: c.wrapChallenges(embedded.NewChallenges(maxChallenges)), ranking: embedded.NewRanking(c.RankExactMax),
+		windows: ratelimit.NewWindows(time.Now), buckets: ratelimit.NewBuckets(time.Now), line: breaker.GuardLine(line, guard),
+		lease: embedded.NewLease(time.Now), onPlaced: placing.OnPlaced,
 		close: func() {
 			once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })
 		}}, nil

@@ -17,11 +17,11 @@ import (
 	"sync"
 	"time"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
 	"seckill/internal/metrics"
 	"seckill/internal/ratelimit"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/relay"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -44,10 +44,10 @@ type Config struct {
 	Role  string // RoleAll, RoleAPI or RoleWorker; empty: RoleAll
 
 	// Replication is how many Redis replicas must have a write before it is acknowledged.
-	Replication redisgate.Replication
+	Replication redisstore.Replication
 	// GateLimits and DBLimits are the guards' thresholds of the gate's backend and of the
 	// database.
-	GateLimits, DBLimits health.Thresholds
+	GateLimits, DBLimits breaker.Thresholds
 	// ClaimIdle is how long a stream entry stays with a silent worker before another takes it.
 	ClaimIdle time.Duration
 	// RankExactMax is the most shares a red packet's leaderboard keeps exactly.
@@ -130,7 +130,7 @@ type Node struct {
 	Line    sale.Line
 	Ranking sale.Ranking
 	// Monitor reads the guards' health; Metrics are the node's Prometheus metrics.
-	Monitor *health.Monitor
+	Monitor *breaker.Monitor
 	Metrics *metrics.Metrics
 	// Windows and Buckets keep the HTTP layer's rate limits (in the process, or on Redis);
 	// UserAtGate says the gate checks a grab's per-user rate in its own call.
@@ -189,18 +189,18 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 		names = append(names, s.Name())
 	}
 	n.Store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
-	dbGuard := health.NewGuard(health.Database, c.DBLimits, time.Now)
+	dbGuard := breaker.NewGuard(breaker.Database, c.DBLimits, time.Now)
 	var store sale.Store = n.Store
 	if c.Wrap.Store != nil {
 		store = c.Wrap.Store(store)
 	}
-	n.DB = health.GuardStore(store, dbGuard)
+	n.DB = breaker.GuardStore(store, dbGuard)
 	if n.b, err = openBackend(ctx, c, n.DB, n.name); err != nil {
 		return nil, err
 	}
 	n.Gate, n.Queue, n.Line, n.Ranking = n.b.gate, n.b.queue, n.b.line, n.b.ranking
 	n.Windows, n.Buckets, n.UserAtGate, n.RiskWindows = n.b.windows, n.b.buckets, n.b.userAtGate, n.b.riskWindows
-	n.Monitor = health.NewMonitor(n.b.guard, dbGuard)
+	n.Monitor = breaker.NewMonitor(n.b.guard, dbGuard)
 	n.Metrics = metrics.New().Watch(n.Monitor)
 	deps := sale.DepsOf(n.b.gate, n.b.queue, n.DB)
 	deps.Line, deps.Ranking, deps.Events = n.b.line, n.b.ranking, n.Metrics.Order
@@ -218,7 +218,7 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	n.Operator = sale.NewOperator(n.Service)
 	n.Payments = sale.NewPayments(n.Service, n.DB)
 	n.Lines = sale.NewLines(n.Service)
-	n.Boards = sale.NewBoards(n.Service, health.GuardLeaders(n.Store, dbGuard))
+	n.Boards = sale.NewBoards(n.Service, breaker.GuardLeaders(n.Store, dbGuard))
 	n.Challenges = sale.NewChallenges(n.Service, n.b.challenges)
 	n.Blocks = sale.NewBlocks(n.DB, c.Now)
 	n.Audit = sale.NewAudit(n.DB, c.Now)

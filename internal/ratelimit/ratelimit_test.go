@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/ratelimit"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 )
 
@@ -224,7 +224,7 @@ func TestRedisBuckets(t *testing.T) {
 
 func dial(t *testing.T, spec string) redis.UniversalClient {
 	t.Helper()
-	rdb, err := redisgate.Dial(context.Background(), spec)
+	rdb, err := redisstore.Dial(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

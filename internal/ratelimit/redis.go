@@ -14,7 +14,7 @@ import (
 // RedisBuckets are token buckets on Redis, shared by every node: GCRA, by
 // github.com/go-redis/redis_rate (one key per bucket, so any Redis Cluster slot will do).
 //
-// The Redis gate runs the same algorithm in its grab script (redisgate's grab.lua) for another
+// The Redis gate runs the same algorithm in its grab script (redisstore's grab.lua) for another
 // bucket: a user's grabs of one activity admitted directly, kept on the activity's slot so that
 // the grab costs one Redis call. The two are different limits (other keys, other callers), not
 // one written twice; the edge checks a request in one or the other (httpapi.Limits.UserAtGate).

@@ -117,7 +117,7 @@ func (r *Relay) Run(ctx context.Context) {
 // writes are safe to make twice. The round's deadline is taken on this node's clock from the
 // moment it asked for the extension, before the lease store set it, so the lease cannot run
 // out on the store before this node stops; a Redis failover that loses the lease key early
-// (see redisgate.Lease) is met at the next extension, within a third of the ttl. A post the
+// (see redisstore.Lease) is met at the next extension, within a third of the ttl. A post the
 // receiver had taken before it was cut off may still be processed; its event stays pending
 // and is sent again, with its id, as after a crash.
 func (r *Relay) Round(ctx context.Context) (int, error) {

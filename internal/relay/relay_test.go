@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/memory"
+	"seckill/internal/embedded"
 	"seckill/internal/relay"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -135,7 +135,7 @@ func TestRelayDeliversEveryEventInOrder(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
 	tokens := saletest.OrderChanges(t, s, 40)
-	drain(t, newRelay(t, s, rc, memory.NewLease(time.Now), "node-1"))
+	drain(t, newRelay(t, s, rc, embedded.NewLease(time.Now), "node-1"))
 	seen, ids := rc.snapshot()
 	for i, tok := range tokens {
 		want := saletest.OrderChangeTypes(i)
@@ -161,7 +161,7 @@ func TestRelayRetriesParksAndReplays(t *testing.T) {
 	tokens := saletest.OrderChanges(t, s, 6)
 	bad := sale.EventID(tokens[2], sale.EventCreated)
 	rc.fail = func(id string) bool { return id == bad }
-	r := newRelay(t, s, rc, memory.NewLease(time.Now), "node-1")
+	r := newRelay(t, s, rc, embedded.NewLease(time.Now), "node-1")
 	r.MaxAttempts = 3
 	var parked []string
 	r.Failed = func(d sale.EventDelivery, err error, park bool) {
@@ -196,7 +196,7 @@ func TestRelayOneNodeAtATime(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
 	saletest.OrderChanges(t, s, 10)
-	lease := memory.NewLease(time.Now)
+	lease := embedded.NewLease(time.Now)
 	first, second := newRelay(t, s, rc, lease, "node-1"), newRelay(t, s, rc, lease, "node-2")
 	if n, err := first.Round(context.Background()); err != nil || n == 0 {
 		t.Fatalf("the first node: %d, %v", n, err)
@@ -253,7 +253,7 @@ func TestRelayKeepsItsLeaseThroughASlowRound(t *testing.T) {
 	}
 	s := openStore(t, rc.srv.URL+"/hook")
 	tokens := saletest.OrderChanges(t, s, 8)
-	lease := memory.NewLease(time.Now)
+	lease := embedded.NewLease(time.Now)
 	in := &inFlight{by: map[string]int{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -386,7 +386,7 @@ func TestRelayDeliversAgainWhatItDidNotRecord(t *testing.T) {
 	rc := newReceiver(t)
 	s := openStore(t, rc.srv.URL+"/hook")
 	tokens := saletest.OrderChanges(t, s, 8)
-	drain(t, newRelay(t, &lossy{EventStore: s, lose: 5}, rc, memory.NewLease(time.Now), "node-1"))
+	drain(t, newRelay(t, &lossy{EventStore: s, lose: 5}, rc, embedded.NewLease(time.Now), "node-1"))
 	seen, ids := rc.snapshot()
 	again := 0
 	for _, n := range ids {

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// t0 is saletest.T0, which this package cannot import (saletest imports redisgate, which
+// t0 is saletest.T0, which this package cannot import (saletest imports redisstore, which
 // imports risk).
 var t0 = time.Date(2001, 11, 30, 12, 0, 0, 0, time.UTC)
 

@@ -15,7 +15,7 @@ import (
 // One node keeps them in its memory (NewMemoryWindows). A cluster must share them: the load
 // balancer spreads a farm's accounts, and one user's clicks, over the nodes, and a node that
 // counts alone sees a twelfth of a farm on twelve nodes. The distributed mode keeps them on Redis
-// (redisgate.RiskWindows), counting a grab in one round trip.
+// (redisstore.RiskWindows), counting a grab in one round trip.
 type Windows interface {
 	// Count counts a grab under its keys at at, and returns what the windows then hold of them.
 	// Errors: the store failed (the grab's risk cannot be judged).

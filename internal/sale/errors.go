@@ -88,7 +88,7 @@ func IsVerdict(err error) bool {
 // was being done, and the backend's own error, kept in the chain for errors.Is. Adapters wrap
 // every failure of their server with it, e.g. Busy(err, "load activity %s into redis", id).
 // The exception is an error that may be a context's own, from a batch that outlived the caller
-// who waits on it (redisgate's coalesced grabs, the memory gate's group commit): those
+// who waits on it (redisstore's coalesced grabs, the embedded gate's group commit): those
 // are wrapped with %v, so that the breaker never takes a failed batch for a caller who gave up.
 func Busy(err error, doing string, args ...any) error {
 	if len(args) > 0 {

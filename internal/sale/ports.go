@@ -6,7 +6,7 @@ import (
 )
 
 // Gate is the stock gate: its Inventory, and the Passes a grab spends in the same atomic step
-// that takes its unit. It is what an adapter of the gate implements (memory.Gate, redisgate.Gate).
+// that takes its unit. It is what an adapter of the gate implements (embedded.Gate, redisstore.Gate).
 type Gate interface {
 	Inventory
 	Passes

@@ -9,8 +9,8 @@ import (
 // hint for turning the crowd away early; a false answer means "ask the gate".
 //
 // It is the node's one sold-out flag, in front of every gate. Two hints inside the gates are of
-// another kind and stay there: the memory gate's flag spares a sold-out crowd the activity's lock
-// (it is exact, set and cleared under that lock), and redisgate's empty marks let the grabs of a
+// another kind and stay there: the embedded gate's flag spares a sold-out crowd the activity's lock
+// (it is exact, set and cleared under that lock), and redisstore's empty marks let the grabs of a
 // sharded stock skip a shard for 250 ms as they fall through (shards.go).
 func (s *Service) SoldOut(activityID string) bool {
 	v, ok := s.soldOut.Load(activityID)

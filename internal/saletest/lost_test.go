@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"seckill/internal/dbtest"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -66,13 +66,13 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	dsn := dbtest.PostgresDSN(t)
 	clock := saletest.NewClock(saletest.T0)
 	one, two := nodetest.Distributed(t, clock, cluster.Seeds(), dsn), nodetest.Distributed(t, clock, cluster.Seeds(), dsn)
-	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
+	rdb, err := redisstore.Dial(ctx, cluster.Seeds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	master := func(a sale.Activity, i int64) int {
-		return cluster.MasterOfKey(t, redisgate.StreamKey(redisgate.ShardID(a.ID, i)))
+		return cluster.MasterOfKey(t, redisstore.StreamKey(redisstore.ShardID(a.ID, i)))
 	}
 	var a sale.Activity
 	lost := -1
@@ -94,7 +94,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	spared := int64(0)
 	for i := range int64(3) {
 		if master(a, i) != lost {
-			n, err := rdb.Get(ctx, "{act:"+redisgate.ShardID(a.ID, i)+"}:stock").Int64()
+			n, err := rdb.Get(ctx, "{act:"+redisstore.ShardID(a.ID, i)+"}:stock").Int64()
 			if err != nil {
 				t.Fatal(err)
 			}

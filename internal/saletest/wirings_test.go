@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"seckill/internal/dbtest"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -336,7 +336,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rdb, err := redisgate.Dial(ctx, srv.URL())
+	rdb, err := redisstore.Dial(ctx, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestDeadWorkerEntriesAreRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	live := redisgate.NewQueue(rdb, "live", ids, 2*time.Millisecond, 300*time.Millisecond)
+	live := redisstore.NewQueue(rdb, "live", ids, 2*time.Millisecond, 300*time.Millisecond)
 	run, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { (&worker.Worker{Queue: live, Store: store, Log: slog.New(slog.DiscardHandler)}).Run(run) })
@@ -408,7 +408,7 @@ func TestReconcileRepairsRedisDrift(t *testing.T) {
 		}
 	}
 	env.Drain(a.ID)
-	rdb, err := redisgate.Dial(ctx, srv.URL())
+	rdb, err := redisstore.Dial(ctx, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,15 +457,15 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rdb, err := redisgate.Dial(ctx, srv.URL())
+	rdb, err := redisstore.Dial(ctx, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
 	clock := saletest.NewClock(saletest.T0)
 	ids := func(ctx context.Context) ([]sale.Activity, error) { return store.Activities(ctx, time.Time{}) }
-	consumer := func(name string) *redisgate.Queue {
-		return redisgate.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
+	consumer := func(name string) *redisstore.Queue {
+		return redisstore.NewQueue(rdb, name, ids, 2*time.Millisecond, 40*time.Millisecond)
 	}
 	svc := nodetest.Idle(t, clock, srv.URL(), dsn).Service // the consumers below are its workers
 	a := createItem(t, svc, clock, "poison", 5, time.Hour)
@@ -506,7 +506,7 @@ func TestPoisonGrabGoesToTheDeadLetters(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	dead, err := rdb.XRange(ctx, redisgate.DeadKey(a.ID), "-", "+").Result()
+	dead, err := rdb.XRange(ctx, redisstore.DeadKey(a.ID), "-", "+").Result()
 	if err != nil || len(dead) != 1 || dead[0].Values["token"] != g.Token {
 		t.Fatalf("dead-letter stream = %v, %v; want grab %s", dead, err, g.Token)
 	}
@@ -648,7 +648,7 @@ func TestReconcileRepairsARedPacketsLeaderboard(t *testing.T) {
 	if err != nil || len(before.Entries) != 4 {
 		t.Fatalf("leaderboard: %+v, %v", before, err)
 	}
-	rdb, err := redisgate.Dial(ctx, srv.URL())
+	rdb, err := redisstore.Dial(ctx, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -734,12 +734,12 @@ func TestShardedStockThroughTheService(t *testing.T) {
 		t.Fatalf("reconcile after the crowd: %+v, %v; want no drift", rec, err)
 	}
 
-	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
+	rdb, err := redisstore.Dial(ctx, cluster.Seeds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	if err := rdb.Set(ctx, "{act:"+redisgate.ShardID(a.ID, 2)+"}:stock", 2, 0).Err(); err != nil {
+	if err := rdb.Set(ctx, "{act:"+redisstore.ShardID(a.ID, 2)+"}:stock", 2, 0).Err(); err != nil {
 		t.Fatal(err) // two units invented on shard 2
 	}
 	if rec, err := env.Service.Reconcile(ctx, a.ID); err != nil || rec.OK || rec.Drift != 2 || !rec.Repaired {
@@ -751,7 +751,7 @@ func TestShardedStockThroughTheService(t *testing.T) {
 	// The two units were taken from where they were, not charged to shard 0 as a debt: a shard
 	// below zero would swallow the next unit given back to it.
 	for i := range int64(3) {
-		if n, err := rdb.Get(ctx, "{act:"+redisgate.ShardID(a.ID, i)+"}:stock").Int64(); err != nil || n != 0 {
+		if n, err := rdb.Get(ctx, "{act:"+redisstore.ShardID(a.ID, i)+"}:stock").Int64(); err != nil || n != 0 {
 			t.Fatalf("shard %d holds %d units after the repair (%v), want 0", i, n, err)
 		}
 	}
@@ -851,12 +851,12 @@ func TestLostShardIsRebuilt(t *testing.T) {
 	}
 	env.Drain(a.ID)
 
-	rdb, err := redisgate.Dial(ctx, cluster.Seeds())
+	rdb, err := redisstore.Dial(ctx, cluster.Seeds())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rdb.Close()
-	prefix := "{act:" + redisgate.ShardID(a.ID, 1) + "}:"
+	prefix := "{act:" + redisstore.ShardID(a.ID, 1) + "}:"
 	for _, k := range []string{"stock", "shares", "held", "answers", "grabs", "stream", "pending", "away"} {
 		if err := rdb.Del(ctx, prefix+k).Err(); err != nil {
 			t.Fatal(err)

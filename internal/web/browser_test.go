@@ -18,8 +18,8 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/browsertest"
-	"seckill/internal/contract"
 	"seckill/internal/httpapi"
+	"seckill/internal/openapitest"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -74,7 +74,7 @@ func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handl
 		h = wrap(api)
 	}
 	// What the pages send and are answered is held to the OpenAPI document too.
-	srv := httptest.NewServer(contract.Handler(t, h, contract.APIPath))
+	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.APIPath))
 	t.Cleanup(func() {
 		api.StopStreams()
 		srv.Close()

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/memory"
+	"seckill/internal/embedded"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 	"seckill/internal/worker"
@@ -34,7 +34,7 @@ func TestScheduledReconcile(t *testing.T) {
 	}
 	env.Drain(a.ID)
 
-	lease := memory.NewLease(time.Now)
+	lease := embedded.NewLease(time.Now)
 	type check struct {
 		id  string
 		rec sale.Reconciliation
@@ -106,7 +106,7 @@ func TestEventPurgerOneNodeAtATime(t *testing.T) {
 		}
 	}
 	clock.Advance(2 * time.Hour)
-	lease := memory.NewLease(time.Now)
+	lease := embedded.NewLease(time.Now)
 	var purged []int
 	node := func(name string) *worker.EventPurger {
 		return &worker.EventPurger{Outbox: env.Outbox, Lease: lease, Holder: name, Every: time.Minute, Keep: time.Hour,

@@ -15,7 +15,7 @@ import (
 	"seckill/internal/dbtest"
 	"seckill/internal/e2etest"
 	"seckill/internal/netfault"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
 	"seckill/internal/servers"
 	"seckill/internal/sqlstore"
@@ -403,7 +403,7 @@ func TestSentinelFailoverMidSale(t *testing.T) {
 	sentinels := redistest.StartSentinels(t, master, servers.SentinelOptions{AuthUser: "app", AuthPass: "app-secret"})
 
 	// Without the user, a client reaches the master but may do nothing there.
-	anon, err := redisgate.Dial(t.Context(), sentinels.Spec(""))
+	anon, err := redisstore.Dial(t.Context(), sentinels.Spec(""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"seckill/internal/health"
+	"seckill/internal/breaker"
 	"seckill/internal/node"
-	"seckill/internal/redisgate"
+	"seckill/internal/redisstore"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 )
@@ -56,7 +56,7 @@ func Distributed(t testing.TB, clock *saletest.Clock, redisSpec, dsn string) sal
 	env, n := open(t, clock, node.Config{DB: dsn, Redis: redisSpec, ClaimIdle: 30 * time.Second,
 		Tuning: node.Tuning{SoldOutTTL: RestockFlagTTL,
 			QueueList: 20 * time.Millisecond}}) // every random sale is a new activity: its first drain need not wait a second
-	rdb, err := redisgate.Dial(context.Background(), redisSpec)
+	rdb, err := redisstore.Dial(context.Background(), redisSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func open(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *no
 func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *node.Node) {
 	faults := saletest.NewFaults()
 	var answers *saletest.Answers
-	c.GateLimits, c.DBLimits = health.GateThresholds, health.DatabaseThresholds
+	c.GateLimits, c.DBLimits = breaker.GateThresholds, breaker.DatabaseThresholds
 	c.RankExactMax, c.Now = saletest.ExactMax, clock.Now
 	if c.API.JWTSecret == "" {
 		c.API.JWTSecret = Secret

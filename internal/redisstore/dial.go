@@ -1,0 +1,232 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/sale"
+)
+
+// Spec is a parsed SECKILL_REDIS: one server, the seeds of a Redis Cluster, or the sentinels of
+// a master they watch, with the credentials and TLS of the data nodes.
+//
+//	redis://[user:pass@]host:port[/db]           one server (rediss:// with TLS)
+//	redis://[user:pass@]host:port,host:port,...  a Redis Cluster's seeds (rediss:// with TLS)
+//	host:port,host:port,...                      the same, without credentials
+//	sentinel://[user:pass@]host:port,.../MASTER  Sentinel (sentinels:// with TLS to every node)
+//
+// Query parameters: ca (a PEM file of the CAs the servers' certificates are checked against;
+// default the system's), db (a Sentinel master's database), sentinel_user and sentinel_password
+// (the sentinels' own credentials, when they differ from the data nodes').
+type Spec struct {
+	Kind     string   // "server", "cluster" or "sentinel"
+	Addrs    []string // host:port of the server, the seeds or the sentinels
+	Master   string   // the master's name (Sentinel)
+	DB       int
+	Username string
+	Password string
+	TLS      *tls.Config // nil: plain TCP
+
+	SentinelUsername, SentinelPassword string
+}
+
+// The kinds of Spec.
+const (
+	KindServer   = "server"
+	KindCluster  = "cluster"
+	KindSentinel = "sentinel"
+)
+
+// forms is how an error says what a spec may be.
+const forms = "want redis://host:port/db, redis://host:port,host:port (a cluster) or sentinel://host:port,host:port/MASTER"
+
+// ParseSpec reads a SECKILL_REDIS value. Errors: sale.ErrInvalid, naming what is wrong.
+func ParseSpec(spec string) (Spec, error) {
+	bad := func(format string, args ...any) (Spec, error) {
+		return Spec{}, fmt.Errorf("%w: redis %q: %s", sale.ErrInvalid, redactSpec(spec), fmt.Sprintf(format, args...))
+	}
+	scheme, rest, hasScheme := strings.Cut(spec, "://")
+	if !hasScheme {
+		rest, scheme = spec, ""
+	}
+	var s Spec
+	switch scheme {
+	case "":
+		s.Kind = KindCluster
+	case "redis", "rediss":
+		s.Kind = KindServer
+	case "sentinel", "sentinels":
+		s.Kind = KindSentinel
+	default:
+		return bad("unknown scheme; %s", forms)
+	}
+	// The host part may list several addresses, which url.Parse refuses: cut it out by hand.
+	rest, rawQuery, _ := strings.Cut(rest, "?")
+	authority, path, _ := strings.Cut(rest, "/")
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		if scheme == "" {
+			return bad("credentials need a scheme: redis://user:pass@host:port,host:port")
+		}
+		info, err := url.Parse("x://" + authority[:at] + "@h")
+		if err != nil || info.User == nil {
+			return bad("malformed user:password")
+		}
+		s.Username = info.User.Username()
+		s.Password, _ = info.User.Password()
+		authority = authority[at+1:]
+	}
+	for _, a := range strings.Split(authority, ",") {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil || host == "" {
+			return bad("%q is not host:port; %s", a, forms)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return bad("%q has no valid port", a)
+		}
+		s.Addrs = append(s.Addrs, a)
+	}
+	if s.Kind == KindServer && len(s.Addrs) > 1 {
+		s.Kind = KindCluster
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return bad("malformed query: %v", err)
+	}
+	switch s.Kind {
+	case KindServer:
+		if path != "" {
+			if s.DB, err = strconv.Atoi(path); err != nil || s.DB < 0 {
+				return bad("the database %q is not a number", path)
+			}
+		}
+	case KindCluster:
+		if path != "" && path != "0" {
+			return bad("a cluster has only database 0")
+		}
+	case KindSentinel:
+		if path == "" {
+			return bad("sentinel:// needs the master's name: sentinel://host:port,host:port/MASTER")
+		}
+		s.Master = path
+		s.SentinelUsername, s.SentinelPassword = q.Get("sentinel_user"), q.Get("sentinel_password")
+		if d := q.Get("db"); d != "" {
+			if s.DB, err = strconv.Atoi(d); err != nil || s.DB < 0 {
+				return bad("db=%q is not a number", d)
+			}
+		}
+	}
+	for k := range q {
+		switch k {
+		case "ca", "db", "sentinel_user", "sentinel_password":
+		default:
+			return bad("unknown parameter %q", k)
+		}
+	}
+	if scheme == "rediss" || scheme == "sentinels" {
+		host, _, _ := net.SplitHostPort(s.Addrs[0])
+		s.TLS = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+		if ca := q.Get("ca"); ca != "" {
+			pem, err := os.ReadFile(ca)
+			if err != nil {
+				return bad("ca: %v", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return bad("ca %s holds no PEM certificate", ca)
+			}
+			s.TLS.RootCAs = pool
+		}
+	} else if q.Has("ca") {
+		return bad("ca is for TLS: rediss:// or sentinels://")
+	}
+	return s, nil
+}
+
+// redactSpec hides a password in an error message.
+func redactSpec(spec string) string {
+	scheme, rest, ok := strings.Cut(spec, "://")
+	if !ok {
+		return spec
+	}
+	if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
+		user, _, _ := strings.Cut(rest[:at], ":")
+		rest = user + ":xxx" + rest[at:]
+	}
+	return scheme + "://" + rest
+}
+
+// The client's timeouts. A dial is tried once and given up quickly: a refused or silent node is
+// a node that fails over, and the guard retries within the call's deadline on the cluster's new
+// map rather than have the client wait out backoffs on the dead node. Calls honour their
+// context's deadline, so a guard's deadline bounds a call to a Redis that hangs.
+const (
+	dialTimeout = 500 * time.Millisecond
+	// stateEvery is how stale a cluster client's slot map may get while nothing goes wrong
+	// (go-redis's default is a minute); a topology event reloads it at once.
+	stateEvery = 2 * time.Second
+	// The client follows MOVED and ASK itself and retries a refused node a few times, pausing
+	// between tries; the pauses stay short (go-redis's own go up to half a second each), so that
+	// one call never outlasts the guard's deadline on a dead node: the guard retries it on the
+	// reloaded map instead.
+	minRetryBackoff = 2 * time.Millisecond
+	maxRetryBackoff = 20 * time.Millisecond
+)
+
+// Dial connects to the Redis of spec (see Spec) and checks that it answers.
+func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
+	s, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	var rdb redis.UniversalClient
+	switch s.Kind {
+	case KindServer:
+		rdb = redis.NewClient(&redis.Options{Addr: s.Addrs[0], DB: s.DB, Username: s.Username, Password: s.Password,
+			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true})
+	case KindCluster:
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.Addrs, Username: s.Username, Password: s.Password,
+			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true,
+			DialTimeout: dialTimeout, DialerRetries: 1, ClusterStateReloadInterval: stateEvery,
+			MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
+	case KindSentinel:
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Master, SentinelAddrs: s.Addrs,
+			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
+			Username: s.Username, Password: s.Password, DB: s.DB, TLSConfig: s.TLS,
+			DisableIdentity: true, ContextTimeoutEnabled: true, DialTimeout: dialTimeout, DialerRetries: 1})
+	}
+	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ping).Err(); err != nil {
+		rdb.Close()
+		return nil, sale.Busy(err, "redis %s", redactSpec(spec))
+	}
+	return rdb, nil
+}
+
+// failover reports whether c is go-redis's Sentinel-backed failover client.
+func failover(c *redis.Client) bool { return c.Options().Addr == "FailoverClient" }
+
+// LogTo sends go-redis's own messages (a dial that failed, a reconnect) to log, at debug level:
+// during a failover it writes one per refused dial, which would drown the node's log, and the
+// node says what matters itself (the guard's level, the worker's retries). go-redis keeps one
+// logger for the whole process, so the last call wins.
+func LogTo(log *slog.Logger) { redis.SetLogger(redisLog{log}) }
+
+type redisLog struct{ log *slog.Logger }
+
+func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
+	if l.log.Enabled(ctx, slog.LevelDebug) {
+		l.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+	}
+}

@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"seckill/internal/sale"
+)
+
+var (
+	//go:embed take.lua
+	takeLua    string
+	takeScript = redis.NewScript(takeLua)
+
+	//go:embed home.lua
+	homeLua    string
+	homeScript = redis.NewScript(homeLua)
+)
+
+// This file holds the steps a grab takes only on a sharded stock: the user's home shard, the
+// fall-through to the other shards, the settling of the reservation on the home shard, and the
+// sweeper (Settle) that settles the reservations left behind.
+//
+// Sharded stock. An item so hot that one Redis core cannot take its crowd splits its stock into
+// StockShards counters, each with the keys of an activity of its own in a slot of its own:
+// shard 0 is the activity's own keys, shard i the keys of the id "ID/i" (no activity id has a
+// '/'; see keys.go). Every user has a home shard, which holds their holdings and idempotent
+// answers, and where their grabs go first; when the home shard is out of units, grab.lua reserves
+// the user's unit there, take.lua takes a unit from the next shard that has one (its grab record
+// and its stream entry live on that shard), and home.lua settles the reservation: won, or nothing
+// anywhere (sold out). The per-user limit is the home shard's count, reservations included, so a
+// user cannot buy twice by falling through; a grab falls through every other shard before it is
+// told sold out, so the last units are found. Only an item's stock is sharded (sale refuses
+// StockShards > 1 for other kinds).
+//
+// The fall-through. A grab reserved on its home shard (grab.lua's answer 2) is recorded there in
+// the pending hash, and a keyed grab's answer says that it is still looking. fallThrough asks
+// take.lua on each other shard in turn, from the one after the home, on a context of its own
+// (batchTimeout): the grab is won once a shard has given the unit, its stream entry written with
+// it, and home.lua "took" then moves the reservation to the home shard's away hash (which shard
+// gave the unit) and stores the answer. When no shard has a unit, home.lua "none" gives the
+// reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
+// by this node's grabs for emptyFor; this node's own releases clear the mark at once. A repeat of
+// the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
+// says busy: a retry gets it.
+//
+// Settling. home.lua's operations each happen once however often they run, so the grab (which
+// tries again a few times when Redis fails it), the sweeper on any number of nodes and two
+// releases can race. A reservation the grab did not settle (its process died, or Redis failed
+// it, between the steps) stands, holding the user's limit as the settled grab would, until
+// Settle finds it: won if a shard holds the grab's record, given back otherwise.
+//
+// Release. A grab of a sharded stock holds its unit on its home shard, or on the shard it took it
+// from (the home shard's away hash says which): Release gives the unit back where it was taken
+// (release.lua "unit") and the hold where the user's holdings are (home.lua "release").
+//
+// Loading. A load splits what is left evenly over the shards and puts each user's holdings,
+// records and answers on their home shard (prepare); shard 0 is written last and carries the
+// number of shards, which the queue reads to find the shards' streams. A shard lost from a loaded
+// activity comes back with its users' state and no units (Warm), and Repair corrects the total
+// on shard 0, taking units too many from the other shards when shard 0 has too few (load.go).
+
+// homeShard is the shard of user's holdings and answers.
+func homeShard(user string, shards int64) int64 {
+	if shards <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(user))
+	return int64(h.Sum32() % uint32(shards))
+}
+
+// fallThrough looks for a unit for a grab reserved on its home shard, on each other shard in
+// turn, and settles the reservation. The grab is won once a shard has given the unit (its
+// stream entry is written with it); should the settling fail, the sweeper (Settle) finishes it.
+// A failure before that leaves the reservation to the sweeper too, and answers ErrBusy.
+func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, token, parent string) (sale.Grab, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	n := shardsOf(a)
+	for step := int64(1); step < n; step++ {
+		j := (home + step) % n
+		id := ShardID(a.ID, j)
+		if until, ok := g.empty.Load(id); ok && time.Now().UnixNano() < until.(int64) {
+			continue
+		}
+		k := keysOf(id)
+		res, err := g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
+			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID, parent).Slice()
+		if err != nil || len(res) != 2 {
+			return sale.Grab{}, sale.Busy(err, "take a unit from shard %d of %s: %v", j, a.ID, res)
+		}
+		code, _ := res[0].(int64)
+		rec, _ := res[1].(string)
+		switch code {
+		case 0, 1:
+			// Won: the unit and the stream entry are written. A failure to settle leaves the
+			// reservation standing, which holds the user's limit as the settled grab would, until
+			// the sweeper (Settle) finds the unit and settles it.
+			_ = g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec)
+			return parseRecord(a.ID, token, rec)
+		case -5, -1: // nothing here (or not loaded: nothing to sell there either)
+			g.empty.Store(id, time.Now().Add(emptyFor).UnixNano())
+			continue
+		default:
+			return sale.Grab{}, fmt.Errorf("take a unit from shard %d of %s: script answered %v", j, a.ID, res)
+		}
+	}
+	if err := g.home(ctx, a, home, "none", token, r.UserID, r.IdempotencyKey, 0, ""); err != nil {
+		return sale.Grab{}, sale.Busy(err, "give back a reservation on %s", a.ID)
+	}
+	return sale.Grab{}, sale.ErrSoldOut
+}
+
+// home runs home.lua's op on shard home of a, trying again a few times when Redis fails it
+// (each op happens once however often it runs): a reservation left standing holds its user's
+// grabs busy until the sweeper comes.
+func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token, user, key string, shard int64, rec string) error {
+	k := keysOf(ShardID(a.ID, home))
+	args := []any{op, token, user, key}
+	if op == "took" {
+		args = append(args, shard, rec)
+	}
+	var err error
+	for attempt := range 3 {
+		var n int64
+		n, err = g.repl.runScript(ctx, g.rdb, g.grabs, homeScript, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
+		if err == nil && n < 0 {
+			return fmt.Errorf("home.lua %s answered %d", op, n)
+		}
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
+	}
+	return err
+}
+
+// Settle finishes the reservations of the sharded stocks among acts that were left behind for
+// longer than olderThan (their grab's process died, or Redis failed it, between reserving and
+// settling): a grab whose unit a shard gave is settled won, the others give their reservation
+// back. It returns how many it settled. Run it now and then on one node or many (each settling
+// is done once); olderThan must be well above the longest a grab can take (batchTimeout).
+func (g *Gate) Settle(ctx context.Context, acts []sale.Activity, olderThan time.Duration, now time.Time) (int, error) {
+	settled := 0
+	for _, a := range acts {
+		n := shardsOf(a)
+		if n == 1 {
+			continue
+		}
+		for h := range n {
+			pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, h)).pending).Result()
+			if err != nil {
+				return settled, sale.Busy(err, "read the reservations of %s", a.ID)
+			}
+			for token, v := range pending {
+				f := strings.Split(v, "\n")
+				if len(f) != 3 {
+					continue
+				}
+				at, _ := strconv.ParseInt(f[2], 10, 64)
+				if now.Sub(time.UnixMilli(at)) < olderThan {
+					continue
+				}
+				op, shard, rec := "none", int64(0), ""
+				for j := range n {
+					if j == h {
+						continue
+					}
+					r, err := g.rdb.HGet(ctx, keysOf(ShardID(a.ID, j)).grabs, token).Result()
+					if errors.Is(err, redis.Nil) {
+						continue
+					}
+					if err != nil {
+						return settled, sale.Busy(err, "look for grab %s", token)
+					}
+					op, shard, rec = "took", j, r
+					break
+				}
+				if err := g.home(ctx, a, h, op, token, f[0], f[1], shard, rec); err != nil {
+					return settled, sale.Busy(err, "settle grab %s", token)
+				}
+				settled++
+			}
+		}
+	}
+	return settled, nil
+}
