@@ -442,7 +442,7 @@ func TestArchitecturePicture(t *testing.T) {
 			t.Errorf("%s imports %s, which the picture's arrows do not reach", imp[0], imp[1])
 		}
 	}
-	adapters := []string{"memory", "redisstore", "sqlstore"}
+	adapters := []string{"embedded", "redisstore", "sqlstore"}
 	for imp := range imports {
 		from, to := imp[0], imp[1]
 		switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"seckill/internal/auth"
+	"seckill/internal/httpapi/wire"
 )
 
 // Sale describes one benchmarked sale: the activity bench creates and the crowd it sends.
@@ -330,13 +331,14 @@ func (s Sale) bearers(ctx context.Context) func(int) string {
 }
 
 // spec is the activity the run creates, starting at start.
-func (s Sale) spec(name string, start time.Time) ActivitySpec {
-	spec := ActivitySpec{Name: name, Kind: s.Kind, PriceCents: 100, PerUserLimit: s.PerUserLimit,
-		StartAt: start.Format(time.RFC3339), EndAt: start.Add(s.Ramp + time.Hour).Format(time.RFC3339),
-		PayWindowS: 900, StockShards: s.StockShards}
+func (s Sale) spec(name string, start time.Time) wire.CreateActivityRequest {
+	window := int64(900)
 	if s.PayWindow > 0 {
-		spec.PayWindowS = int64((s.PayWindow + time.Second - 1) / time.Second)
+		window = int64((s.PayWindow + time.Second - 1) / time.Second)
 	}
+	spec := wire.CreateActivityRequest{Name: name, Kind: s.Kind, PriceCents: 100, PerUserLimit: &s.PerUserLimit,
+		StartAt: start.Format(time.RFC3339), EndAt: start.Add(s.Ramp + time.Hour).Format(time.RFC3339),
+		PayWindowS: &window, StockShards: s.StockShards}
 	if s.Kind == "redpacket" {
 		spec.Count, spec.TotalCents, spec.PriceCents = &s.Stock, s.TotalCents, 0
 	} else {

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"seckill/internal/httpapi/wire"
+	"seckill/internal/sale"
 	"slices"
 	"sort"
 )
@@ -16,7 +18,7 @@ type Facts struct {
 	// Orders holds, for every order token the history acknowledged, the answer of
 	// GET /api/orders/{token} asked as the grab's user.
 	Orders map[string]Order
-	Stats  Stats
+	Stats  wire.StatsResponse
 	// Paid are the orders bench paid (the server answered PAID, or the provider called back in
 	// time); Unpaid those it left to expire; Late those whose provider called back after the
 	// window (kept if the sweeper had not closed it yet, else refunded). Empty unless the run had
@@ -41,32 +43,8 @@ type Facts struct {
 // Order is an order as the API shows it to its owner. Found is false for a 404.
 type Order struct {
 	Found       bool
-	Status      string
+	Status      sale.Status
 	AmountCents int64
-}
-
-// Stats are the server's counters (GET /api/admin/activities/{id}/stats).
-type Stats struct {
-	Stock     int64 `json:"stock"`
-	Remaining int64 `json:"remaining"`
-	Grabbed   int64 `json:"grabbed"`
-	Orders    int64 `json:"orders"`
-	Created   int64 `json:"created"`
-	Paid      int64 `json:"paid"`
-	Cancelled int64 `json:"cancelled"`
-	Failed    int64 `json:"failed"`
-	// RefundPending and Refunded are orders paid after they were cancelled.
-	RefundPending int64 `json:"refund_pending"`
-	Refunded      int64 `json:"refunded"`
-	PendingQueue  int64 `json:"pending_queue"`
-	DeadLetters   int64 `json:"dead_letters"`
-	// Shed names what a degraded server left out (then the counts above are not zeros but unknown).
-	Shed []string `json:"shed,omitempty"`
-	// Line is a queue or lottery's line.
-	Line *struct {
-		Joined  int64 `json:"joined"`
-		Waiting int64 `json:"waiting"`
-	} `json:"line,omitempty"`
 }
 
 // Verdict is what the checker found. Every field named after a violation is zero in a correct
@@ -186,9 +164,9 @@ func Check(history []Record, f Facts) Verdict {
 			problem("lost", "acknowledged grab %s of %s has no order", tok, owner[tok])
 			v.Lost++
 			continue
-		case o.Status == "CANCELLED", o.Status == "REFUND_PENDING", o.Status == "REFUNDED":
+		case o.Status == sale.StatusCancelled, o.Status == sale.StatusRefundPending, o.Status == sale.StatusRefunded:
 			v.Restocked++ // the unit went back on sale (a late payment's order too: its money goes back)
-		case o.Status == "CREATED" || o.Status == "PAID":
+		case o.Status == sale.StatusCreated || o.Status == sale.StatusPaid:
 			held++
 		default: // PENDING after the drain, FAILED
 			problem("lost", "acknowledged grab %s of %s ended %s", tok, owner[tok], o.Status)
@@ -196,13 +174,13 @@ func Check(history []Record, f Facts) Verdict {
 			continue
 		}
 		switch {
-		case f.Paid[tok] && o.Status != "PAID":
+		case f.Paid[tok] && o.Status != sale.StatusPaid:
 			problem("lost", "order %s of %s was paid and ended %s", tok, owner[tok], o.Status)
 			v.Lost++
-		case f.Unpaid[tok] && o.Status != "CANCELLED":
+		case f.Unpaid[tok] && o.Status != sale.StatusCancelled:
 			problem("unreleased", "order %s of %s, never paid, is %s after its payment window", tok, owner[tok], o.Status)
 			v.Unreleased++
-		case f.Late[tok] && o.Status != "PAID" && o.Status != "REFUND_PENDING" && o.Status != "REFUNDED":
+		case f.Late[tok] && o.Status != sale.StatusPaid && o.Status != sale.StatusRefundPending && o.Status != sale.StatusRefunded:
 			problem("unsettled", "order %s of %s, paid late, is %s: neither kept nor refunded", tok, owner[tok], o.Status)
 			v.Unsettled++
 		}
@@ -217,7 +195,7 @@ func Check(history []Record, f Facts) Verdict {
 				problem("shares", "grab %s answered %d cents, its order holds %d", tok, amount[tok], o.AmountCents)
 				v.SharesOff += abs(o.AmountCents - amount[tok])
 			}
-			if o.Status == "CREATED" || o.Status == "PAID" {
+			if o.Status == sale.StatusCreated || o.Status == sale.StatusPaid {
 				sum += amount[tok]
 				heldAmounts = append(heldAmounts, o.AmountCents)
 			}
@@ -228,7 +206,7 @@ func Check(history []Record, f Facts) Verdict {
 	dbHeld := f.Stats.Created + f.Stats.Paid
 	for _, pm := range f.Payments {
 		switch {
-		case pm.status != "PAID" && pm.status != "REFUND_PENDING" && pm.status != "REFUNDED":
+		case pm.status != sale.StatusPaid && pm.status != sale.StatusRefundPending && pm.status != sale.StatusRefunded:
 			problem("unsettled", "payment %s of order %s: the order is %s, neither kept nor refunded", pm.id, pm.token, pm.status)
 			v.Unsettled++
 		case slices.ContainsFunc(pm.statuses, func(s int) bool { return s != 200 }):
@@ -294,17 +272,17 @@ func Check(history []Record, f Facts) Verdict {
 
 // eventsOf is what a receiver hears of an order that ended in status, in order: its creation,
 // then its payment or its expiry, and for a payment that came after the expiry, the refund asked.
-func eventsOf(status string) []string {
+func eventsOf(status sale.Status) []string {
 	switch status {
-	case "CREATED":
+	case sale.StatusCreated:
 		return []string{"created"}
-	case "PAID":
+	case sale.StatusPaid:
 		return []string{"created", "paid"}
-	case "CANCELLED":
+	case sale.StatusCancelled:
 		return []string{"created", "expired"}
-	case "REFUND_PENDING":
+	case sale.StatusRefundPending:
 		return []string{"created", "expired", "refund_requested"}
-	case "REFUNDED":
+	case sale.StatusRefunded:
 		return []string{"created", "expired", "refund_requested", "refunded"}
 	}
 	return []string{"failed"}

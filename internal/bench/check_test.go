@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"fmt"
+	"seckill/internal/httpapi/wire"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func finishedSale(n, stock int, kind string) ([]Record, Facts) {
 			h = append(h, Record{User: u, Outcome: SoldOut, Status: 410}, Record{User: u, Outcome: SoldOut, Status: 410})
 		}
 	}
-	f.Stats = Stats{Stock: int64(stock), Grabbed: int64(stock), Orders: int64(stock), Created: int64(stock)}
+	f.Stats = wire.StatsResponse{Stock: int64(stock), Grabbed: int64(stock), Orders: int64(stock), Created: int64(stock)}
 	if kind == "redpacket" { // the leaderboard: the last share (one cent more) first
 		f.Board = []int64{101}
 		for range stock - 1 {

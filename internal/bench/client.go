@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"seckill/internal/httpapi/wire"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,7 +23,7 @@ import (
 type Client struct {
 	admin string
 	http  *http.Client
-	crowd *wire // the crowd's clicks
+	crowd *clicker // the crowd's clicks
 
 	mu    sync.RWMutex
 	bases []string
@@ -34,7 +35,7 @@ func NewClient(bases []string, adminToken string, conns int) (*Client, error) {
 	if len(bases) == 0 {
 		return nil, errors.New("no server to send the crowd to")
 	}
-	c := &Client{admin: adminToken, crowd: newWire(requestTimeout)}
+	c := &Client{admin: adminToken, crowd: newClicker(requestTimeout)}
 	for _, b := range bases {
 		u, err := url.Parse(b)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -198,9 +199,7 @@ func (c *Client) doOn(ctx context.Context, i int, method, path, bearer string, b
 		return err
 	}
 	if resp.StatusCode != want {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
+		var e wire.ErrorBody
 		json.Unmarshal(data, &e)
 		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 		return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Msg: e.Error.Message,
@@ -231,27 +230,9 @@ func (c *Client) CheckUserToken(ctx context.Context, token string) error {
 	return err
 }
 
-// ActivitySpec is the activity a run creates.
-type ActivitySpec struct {
-	Name         string `json:"name"`
-	Kind         string `json:"kind"`
-	Stock        *int64 `json:"stock,omitempty"`
-	Count        *int64 `json:"count,omitempty"`
-	TotalCents   int64  `json:"total_cents,omitempty"`
-	PriceCents   int64  `json:"price_cents"`
-	PerUserLimit int64  `json:"per_user_limit"`
-	StartAt      string `json:"start_at"`
-	EndAt        string `json:"end_at"`
-	PayWindowS   int64  `json:"pay_window_s"`
-	StockShards  int64  `json:"stock_shards,omitempty"`
-	Admission    string `json:"admission,omitempty"`
-	AdmitRate    int64  `json:"admit_rate,omitempty"`
-	QueueCap     int64  `json:"queue_cap,omitempty"`
-}
-
 // CreateActivity creates the activity and returns its id.
-func (c *Client) CreateActivity(ctx context.Context, a ActivitySpec) (string, error) {
-	var out struct{ ID string }
+func (c *Client) CreateActivity(ctx context.Context, a wire.CreateActivityRequest) (string, error) {
+	var out wire.CreatedResponse
 	err := c.do(ctx, "POST", "/api/admin/activities", c.admin, a, http.StatusCreated, &out)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusUnauthorized {
@@ -265,23 +246,23 @@ func (c *Client) CreateActivity(ctx context.Context, a ActivitySpec) (string, er
 
 // Stats reads the server's counters of an activity. A degraded server sheds the database's
 // counts; that is an error here, so that nobody mistakes a missing count for a zero.
-func (c *Client) Stats(ctx context.Context, id string) (Stats, error) {
-	var st Stats
+func (c *Client) Stats(ctx context.Context, id string) (wire.StatsResponse, error) {
+	var st struct {
+		wire.StatsResponse
+		Shed []string `json:"shed"` // a wire.ShedStatsResponse's: what a degraded server left out
+	}
 	if err := c.do(ctx, "GET", "/api/admin/activities/"+url.PathEscape(id)+"/stats", c.admin, nil, http.StatusOK, &st); err != nil {
-		return Stats{}, fmt.Errorf("stats of %s: %w", id, err)
+		return wire.StatsResponse{}, fmt.Errorf("stats of %s: %w", id, err)
 	}
 	if len(st.Shed) > 0 {
-		return Stats{}, fmt.Errorf("stats of %s: the server is degraded and shed %v", id, st.Shed)
+		return wire.StatsResponse{}, fmt.Errorf("stats of %s: the server is degraded and shed %v", id, st.Shed)
 	}
-	return st, nil
+	return st.StatsResponse, nil
 }
 
 // Order reads an order as its owner (bearer) sees it; a 404 is an Order that was not found.
 func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error) {
-	var out struct {
-		Status      string `json:"status"`
-		AmountCents int64  `json:"amount_cents"`
-	}
+	var out wire.OrderResponse
 	err := c.do(ctx, "GET", "/api/orders/"+url.PathEscape(token), bearer, nil, http.StatusOK, &out)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -295,11 +276,7 @@ func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error)
 
 // Board reads the amounts of a red packet's leaderboard, top n in order.
 func (c *Client) Board(ctx context.Context, id string, n int) ([]int64, error) {
-	var out struct {
-		Entries []struct {
-			AmountCents int64 `json:"amount_cents"`
-		} `json:"entries"`
-	}
+	var out wire.BoardResponse
 	if err := c.do(ctx, "GET", "/api/activities/"+url.PathEscape(id)+"/leaderboard?limit="+strconv.Itoa(n), "", nil, http.StatusOK, &out); err != nil {
 		return nil, fmt.Errorf("leaderboard of %s: %w", id, err)
 	}
@@ -312,24 +289,21 @@ func (c *Client) Board(ctx context.Context, id string, n int) ([]int64, error) {
 
 // Pay pays an order as its owner (bearer) and returns the status the server answers.
 func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) {
-	var out struct {
-		Status string `json:"status"`
-	}
+	var out wire.OrderResponse
 	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/pay", bearer, nil, http.StatusOK, &out); err != nil {
 		return "", fmt.Errorf("pay %s: %w", token, err)
 	}
-	return out.Status, nil
+	return string(out.Status), nil
 }
 
 // StartPayment is the pay call of a server with a payment provider: 202, and where to pay.
 func (c *Client) StartPayment(ctx context.Context, token, bearer string) (payURL string, err error) {
-	var out struct {
-		Payment struct {
-			PayURL string `json:"pay_url"`
-		} `json:"payment"`
-	}
+	var out wire.OrderResponse
 	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/pay", bearer, nil, http.StatusAccepted, &out); err != nil {
 		return "", fmt.Errorf("pay %s: %w", token, err)
+	}
+	if out.Payment == nil {
+		return "", fmt.Errorf("pay %s: the answer has no payment", token)
 	}
 	return out.Payment.PayURL, nil
 }
@@ -356,19 +330,16 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 	}
 	r.Status, r.Outcome = status, outcomeOf(status)
 	var body struct {
-		OrderToken  string `json:"order_token"`
-		QueueToken  string `json:"queue_token"`
-		AmountCents int64  `json:"amount_cents"`
-		Error       struct {
-			Code string `json:"code"`
-		} `json:"error"`
+		wire.GrabResponse        // a unit won
+		QueueToken        string `json:"queue_token"` // a place in the line: a wire.TicketResponse
+		wire.ErrorBody           // a refusal
 	}
 	if err := json.Unmarshal(data, &body); err != nil {
 		r.Outcome, r.Err = Error, "answer is not JSON: "+err.Error()
 		return r
 	}
 	r.Token, r.Ticket, r.Amount, r.Code = body.OrderToken, body.QueueToken, body.AmountCents, body.Error.Code
-	if r.Status == http.StatusForbidden && r.Code == "ENDED" {
+	if r.Status == http.StatusForbidden && r.Code == wire.CodeEnded {
 		r.Outcome = Ended
 	}
 	return r

@@ -65,9 +65,9 @@ func TestOpenHandsTheCrowdItsConnections(t *testing.T) {
 	}
 }
 
-// TestWireDropsDeadConnections: an idle connection the server closed, or one opened ahead of the
+// TestClickerDropsDeadConnections: an idle connection the server closed, or one opened ahead of the
 // crowd and left unused past freshFor, is closed rather than written on, and the click dials.
-func TestWireDropsDeadConnections(t *testing.T) {
+func TestClickerDropsDeadConnections(t *testing.T) {
 	var opened atomic.Int64
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{}`))
@@ -80,7 +80,7 @@ func TestWireDropsDeadConnections(t *testing.T) {
 	srv.Start()
 	defer srv.Close()
 	ctx := context.Background()
-	w := newWire(5 * time.Second)
+	w := newClicker(5 * time.Second)
 	defer w.close()
 
 	stale, err := w.dial(ctx, srv.URL)

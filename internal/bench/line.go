@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
@@ -84,15 +85,6 @@ func (r LineReport) OK() bool {
 		r.WinnersOff == 0 && r.Commitments == 0
 }
 
-// ticketView is a ticket as GET /api/queue/{token} shows it.
-type ticketView struct {
-	Status     string `json:"status"`
-	Place      *int64 `json:"place"`
-	Early      bool   `json:"early"`
-	OrderToken string `json:"order_token"`
-	Amount     int64  `json:"amount_cents"`
-}
-
 // lineView is the line part of the public activity.
 type lineView struct {
 	Line struct {
@@ -131,10 +123,10 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 			if _, ok := tickets[r.User]; !ok {
 				tickets[r.User] = r.Ticket
 			}
-		case r.Code == "QUEUE_FULL":
+		case r.Code == wire.CodeQueueFull:
 			r.Outcome = QueueFull
 			rep.QueueFull++
-		case r.Code == "ENDED" && s.Line.Admission == AdmitLottery:
+		case r.Code == wire.CodeEnded && s.Line.Admission == AdmitLottery:
 			r.Outcome = Closed
 			rep.Closed++
 		}
@@ -160,9 +152,12 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 	if err != nil {
 		return Result{}, history, err
 	}
-	var pub lineView
+	var pub wire.ActivityResponse
 	if err := c.do(ctx, "GET", "/api/activities/"+url.PathEscape(id), "", nil, http.StatusOK, &pub); err != nil {
 		return Result{}, history, fmt.Errorf("read the activity: %w", err)
+	}
+	if pub.Line == nil {
+		return Result{}, history, fmt.Errorf("activity %s shows no line", id)
 	}
 	entries, err := c.entries(ctx, pub.Line.EntriesURL)
 	if err != nil {
@@ -181,10 +176,10 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 	for _, u := range sortedKeys(tickets) {
 		v := views[tickets[u]]
 		r := Record{User: u, Status: http.StatusOK}
-		switch v.Status {
-		case "WON":
-			r.Outcome, r.Token, r.Amount = Won, v.OrderToken, v.Amount
-		case "ALREADY_BOUGHT":
+		switch sale.Outcome(v.Status) {
+		case sale.OutcomeWon:
+			r.Outcome, r.Token, r.Amount = Won, v.OrderToken, v.AmountCents
+		case sale.OutcomeAlreadyBought:
 			r.Outcome = AlreadyBought
 		default:
 			r.Outcome = SoldOut
@@ -221,12 +216,12 @@ func (s Sale) waitLine(ctx context.Context, c *Client, id string) error {
 }
 
 // readTickets reads every ticket as its owner sees it; a 404 is a zero view.
-func (s Sale) readTickets(ctx context.Context, c *Client, tickets map[string]string, bearer func(int) string) (map[string]ticketView, error) {
+func (s Sale) readTickets(ctx context.Context, c *Client, tickets map[string]string, bearer func(int) string) (map[string]wire.TicketResponse, error) {
 	index := make(map[string]int, s.Users)
 	for i := range s.Users {
 		index[s.User(i)] = i
 	}
-	out := make(map[string]ticketView, len(tickets))
+	out := make(map[string]wire.TicketResponse, len(tickets))
 	var mu sync.Mutex
 	var firstErr error
 	work := make(chan [2]string)
@@ -234,7 +229,7 @@ func (s Sale) readTickets(ctx context.Context, c *Client, tickets map[string]str
 	for range min(s.Concurrency, 32) {
 		wg.Go(func() {
 			for w := range work {
-				var v ticketView
+				var v wire.TicketResponse
 				err := c.do(ctx, "GET", "/api/queue/"+url.PathEscape(w[1]), bearer(index[w[0]]), nil, http.StatusOK, &v)
 				var ae *apiError
 				if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
@@ -283,7 +278,7 @@ func (c *Client) entries(ctx context.Context, path string) ([]string, error) {
 // checkLine checks the line's own invariants: every ticket answered and known; the early crowd
 // in the order the revealed seed draws; the winners the line's first tickets, as many as the
 // stock allows; the early crowd within the cap.
-func checkLine(rep *LineReport, stock int64, tickets map[string]string, views map[string]ticketView, pub lineView, entries []string) {
+func checkLine(rep *LineReport, stock int64, tickets map[string]string, views map[string]wire.TicketResponse, pub wire.ActivityResponse, entries []string) {
 	seen := map[string]int{}
 	problem := func(kind, format string, args ...any) {
 		if seen[kind]++; seen[kind] <= maxProblems {
@@ -309,12 +304,13 @@ func checkLine(rep *LineReport, stock int64, tickets map[string]string, views ma
 	for _, u := range sortedKeys(tickets) {
 		tok := tickets[u]
 		v := views[tok]
+		status := sale.Outcome(v.Status)
 		switch {
-		case v.Status == "":
+		case status == "":
 			problem("lost", "ticket %s of %s is unknown to the server", tok, u)
 			rep.Lost++
 			continue
-		case v.Status == "WAITING":
+		case status == sale.OutcomeWaiting:
 			problem("unanswered", "ticket %s of %s still waits", tok, u)
 			rep.Unanswered++
 			continue
@@ -330,11 +326,11 @@ func checkLine(rep *LineReport, stock int64, tickets map[string]string, views ma
 				rep.DrawOff++
 			}
 		}
-		if v.Status == "WON" {
+		if status == sale.OutcomeWon {
 			rep.Winners++
 		}
-		if v.Status != "ALREADY_BOUGHT" {
-			line = append(line, placed{*v.Place, tok, v.Status == "WON"})
+		if status != sale.OutcomeAlreadyBought {
+			line = append(line, placed{*v.Place, tok, status == sale.OutcomeWon})
 		}
 	}
 	sort.Slice(line, func(i, j int) bool { return line[i].place < line[j].place })

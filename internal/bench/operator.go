@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"seckill/internal/httpapi/wire"
 	"time"
 )
 
@@ -116,9 +117,9 @@ func (c *Client) change(ctx context.Context, ch Change, id string, n int) error 
 	path := "/api/admin/activities/" + url.PathEscape(id)
 	switch ch.Kind {
 	case "add":
-		return c.doOn(ctx, ch.Node, "POST", path+"/stock", c.admin, map[string]int64{"add": ch.Add}, http.StatusOK, nil)
+		return c.doOn(ctx, ch.Node, "POST", path+"/stock", c.admin, wire.AddStockRequest{Add: ch.Add}, http.StatusOK, nil)
 	case "rename":
-		return c.doOn(ctx, ch.Node, "PATCH", path, c.admin, map[string]string{"name": fmt.Sprintf("renamed by change %d", n+1)}, http.StatusOK, nil)
+		return c.doOn(ctx, ch.Node, "PATCH", path, c.admin, wire.EditActivityRequest{Name: new(fmt.Sprintf("renamed by change %d", n+1))}, http.StatusOK, nil)
 	default:
 		return c.doOn(ctx, ch.Node, "POST", path+"/end", c.admin, nil, http.StatusOK, nil)
 	}

@@ -13,7 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/relay"
+	"seckill/internal/sale"
 	"seckill/internal/signature"
 )
 
@@ -56,9 +58,9 @@ type payment struct {
 	amount    int64
 	late, dup bool
 	forged    bool
-	statuses  []int  // the server's answers to the real callbacks
-	order     string // the order's status in the server's answer to the first real callback
-	forgedOK  bool   // a forged callback was taken
+	statuses  []int       // the server's answers to the real callbacks
+	order     sale.Status // the order's status in the server's answer to the first real callback
+	forgedOK  bool        // a forged callback was taken
 }
 
 // Validate reports a spec that cannot run.
@@ -173,7 +175,7 @@ func (p *Provider) checkout(w http.ResponseWriter, r *http.Request) {
 // call makes a payment's callbacks: a forged one first if it is to be, then the real one, twice
 // if it is to be duplicated.
 func (p *Provider) call(pm *payment) {
-	body := []byte(fmt.Sprintf(`{"order_token":%q,"payment_id":%q,"amount_cents":%d,"status":"succeeded"}`, pm.token, pm.id, pm.amount))
+	body, _ := json.Marshal(wire.CallbackRequest{OrderToken: pm.token, PaymentID: pm.id, AmountCents: &pm.amount, Status: sale.OutcomeSucceeded})
 	if pm.forged {
 		status, _, err := p.post(body, []byte("not the provider's secret at all"))
 		p.mu.Lock()
@@ -202,7 +204,7 @@ func btoi(b bool) int {
 }
 
 // post sends one callback signed with secret, and returns the status and the order's status.
-func (p *Provider) post(body, secret []byte) (int, string, error) {
+func (p *Provider) post(body, secret []byte) (int, sale.Status, error) {
 	req, err := http.NewRequest(http.MethodPost, p.callback, strings.NewReader(string(body)))
 	if err != nil {
 		return 0, "", err
@@ -214,12 +216,11 @@ func (p *Provider) post(body, secret []byte) (int, string, error) {
 		return 0, "", err
 	}
 	defer resp.Body.Close()
-	var out struct {
-		Order struct {
-			Status string `json:"status"`
-		} `json:"order"`
-	}
+	var out wire.SettlementResponse
 	json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&out)
+	if out.Order == nil {
+		return resp.StatusCode, "", nil
+	}
 	return resp.StatusCode, out.Order.Status, nil
 }
 
@@ -315,9 +316,9 @@ func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFac
 		r.Callbacks += len(pm.statuses)
 		status := orders[pm.token].Status
 		switch status {
-		case "PAID":
+		case sale.StatusPaid:
 			r.Kept++
-		case "REFUND_PENDING", "REFUNDED":
+		case sale.StatusRefundPending, sale.StatusRefunded:
 			r.Refunded++
 		}
 		facts = append(facts, paymentFact{id: pm.id, token: pm.token, status: status, statuses: append([]int(nil), pm.statuses...),
@@ -328,7 +329,8 @@ func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFac
 
 // paymentFact is one payment as the checker sees it.
 type paymentFact struct {
-	id, token, status string
-	statuses          []int
-	forgedOK          bool
+	id, token string
+	status    sale.Status
+	statuses  []int
+	forgedOK  bool
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/httpapi/wire"
 )
 
 // A risk crowd is the traffic the risk model is trained and evaluated on: people on the real
@@ -112,7 +113,7 @@ type RiskReport struct {
 // account is one client of the crowd.
 type account struct {
 	user, profile, addr string
-	signals             map[string]any // nil: the grab has no body
+	signals             *wire.Signals // nil: the grab has no body
 	clicks              int
 	beat                time.Duration
 	jitter              float64
@@ -135,9 +136,9 @@ func (c RiskCrowd) Run(ctx context.Context, span time.Duration) (RiskReport, err
 	defer client.Close()
 	stock := int64(c.Humans + c.Bots + 10)
 	now := time.Now().UTC()
-	id, err := client.CreateActivity(ctx, ActivitySpec{Name: fmt.Sprintf("Risk crowd %d", p.Seed), Kind: "item", Stock: &stock,
-		PriceCents: 100, PerUserLimit: 1, StartAt: now.Add(-time.Second).Format(time.RFC3339Nano),
-		EndAt: now.Add(2 * time.Hour).Format(time.RFC3339Nano), PayWindowS: 600})
+	id, err := client.CreateActivity(ctx, wire.CreateActivityRequest{Name: fmt.Sprintf("Risk crowd %d", p.Seed), Kind: "item", Stock: &stock,
+		PriceCents: 100, PerUserLimit: new(int64(1)), StartAt: now.Add(-time.Second).Format(time.RFC3339Nano),
+		EndAt: now.Add(2 * time.Hour).Format(time.RFC3339Nano), PayWindowS: new(int64(600))})
 	if err != nil {
 		return rep, err
 	}
@@ -219,9 +220,9 @@ func (c RiskCrowd) bots(r *rand.Rand, span time.Duration) []account {
 		return drawAddr(r, netip.MustParsePrefix("100.64.0.0/10"))
 	}
 	headlessPrints := []string{randomHex(r, 16), randomHex(r, 16)} // the headless browsers' few fingerprints
-	replayed := map[string]any{"moves": 30 + r.IntN(200), "path_px": math.Round(between(r, 600, 4000)*10) / 10,
-		"direction_entropy": math.Round(between(r, 1.2, 2.8)*1000) / 1000, "speed_cv": math.Round(between(r, 0.4, 1.4)*1000) / 1000,
-		"touch": false, "load_to_click_ms": 2000 + r.IntN(6000), "fingerprint": randomHex(r, 16)}
+	replayed := &wire.Signals{Moves: 30 + r.IntN(200), PathPx: math.Round(between(r, 600, 4000)*10) / 10,
+		DirectionEntropy: math.Round(between(r, 1.2, 2.8)*1000) / 1000, SpeedCV: math.Round(between(r, 0.4, 1.4)*1000) / 1000,
+		LoadToClickMs: int64(2000 + r.IntN(6000)), Fingerprint: randomHex(r, 16)}
 	var out []account
 	var farmAddr string
 	farmLeft := 0
@@ -239,9 +240,9 @@ func (c RiskCrowd) bots(r *rand.Rand, span time.Duration) []account {
 			a.profile, a.addr = ProfileFarm, farmAddr
 		case x < p.Mix[0]+p.Mix[1]+p.Mix[2]:
 			a.profile, a.addr = ProfileHeadless, addr()
-			a.signals = map[string]any{"moves": 0, "path_px": 0, "direction_entropy": 0, "speed_cv": 0, "touch": false,
-				"load_to_click_ms": p.HeadlessClickMs[0] + r.IntN(p.HeadlessClickMs[1]-p.HeadlessClickMs[0]+1),
-				"fingerprint":      headlessPrints[r.IntN(len(headlessPrints))]}
+			a.signals = &wire.Signals{ // no movement at all
+				LoadToClickMs: int64(p.HeadlessClickMs[0] + r.IntN(p.HeadlessClickMs[1]-p.HeadlessClickMs[0]+1)),
+				Fingerprint:   headlessPrints[r.IntN(len(headlessPrints))]}
 		default:
 			a.profile, a.addr, a.signals = ProfileReplay, addr(), replayed
 		}
@@ -278,10 +279,10 @@ func randomHex(r *rand.Rand, n int) string {
 
 // grabAs sends a grab as the client at addr (X-Forwarded-For, which the server believes of
 // loopback), with signals as its body when there are any, and returns the status (0: no answer).
-func grabAs(ctx context.Context, hc *http.Client, base, activity, token, addr string, signals map[string]any) int {
+func grabAs(ctx context.Context, hc *http.Client, base, activity, token, addr string, signals *wire.Signals) int {
 	var body io.Reader = http.NoBody
 	if signals != nil {
-		b, _ := json.Marshal(map[string]any{"signals": signals})
+		b, _ := json.Marshal(wire.GrabBody{Signals: signals})
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, "POST", base+"/api/activities/"+url.PathEscape(activity)+"/grab", body)

@@ -16,6 +16,7 @@ import (
 	"seckill/internal/bench"
 	"seckill/internal/browsertest"
 	"seckill/internal/httpapi"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/risk"
 	"seckill/internal/saletest"
 	"seckill/internal/web"
@@ -168,8 +169,8 @@ func TestRiskModelFromTheCrowd(t *testing.T) {
 	defer client.Close()
 	stock := int64(10)
 	now := time.Now().UTC()
-	id, err := client.CreateActivity(context.Background(), bench.ActivitySpec{Name: "Guarded", Kind: "item", Stock: &stock, PriceCents: 100,
-		PerUserLimit: 1, StartAt: now.Add(-time.Second).Format(time.RFC3339Nano), EndAt: now.Add(time.Hour).Format(time.RFC3339Nano), PayWindowS: 600})
+	id, err := client.CreateActivity(context.Background(), wire.CreateActivityRequest{Name: "Guarded", Kind: "item", Stock: &stock, PriceCents: 100,
+		PerUserLimit: new(int64(1)), StartAt: now.Add(-time.Second).Format(time.RFC3339Nano), EndAt: now.Add(time.Hour).Format(time.RFC3339Nano), PayWindowS: new(int64(600))})
 	if err != nil {
 		t.Fatal(err)
 	}

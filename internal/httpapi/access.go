@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
@@ -136,24 +137,6 @@ func (w *statusWriter) status() int {
 	return w.code
 }
 
-// AuditResponse is a page of the audit log, the newest first; Next is the before of the next
-// page (0: none).
-type AuditResponse struct {
-	Entries []AuditEntryResponse `json:"entries"`
-	Next    int64                `json:"next,omitempty"`
-}
-
-// AuditEntryResponse is one admin action (sale.AuditEntry).
-type AuditEntryResponse struct {
-	ID     int64     `json:"id"`
-	At     time.Time `json:"at"`
-	Actor  string    `json:"actor"`
-	Action string    `json:"action"`
-	Target string    `json:"target,omitempty"`
-	Remote string    `json:"remote"`
-	Status int       `json:"status"`
-}
-
 // auditLog answers GET /api/admin/audit?limit=N&before=ID (limit 1 to sale.MaxPage, defaultPage
 // when left out).
 func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
@@ -164,9 +147,9 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var resp AuditResponse
-	resp.Entries, resp.Next = page(es, limit, func(e sale.AuditEntry) AuditEntryResponse {
-		return AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
+	var resp wire.AuditResponse
+	resp.Entries, resp.Next = page(es, limit, func(e sale.AuditEntry) wire.AuditEntryResponse {
+		return wire.AuditEntryResponse{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			Remote: e.Remote, Status: e.Status}
 	}, func(e sale.AuditEntry) int64 { return e.ID })
 	writeJSON(w, http.StatusOK, resp)

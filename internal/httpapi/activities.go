@@ -2,19 +2,21 @@ package httpapi
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"seckill/internal/breaker"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 	"time"
 )
 
 func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
-	var req CreateActivityRequest
+	var req wire.CreateActivityRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	a, err := req.Activity()
+	a, err := activityOf(req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -26,47 +28,7 @@ func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {
 	}
 	noteTarget(r, a.ID)
 	w.Header().Set("Location", "/api/activities/"+a.ID)
-	writeJSON(w, http.StatusCreated, map[string]string{"id": a.ID})
-}
-
-// ActivityResponse is the public view of an activity.
-type ActivityResponse struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Kind         sale.Kind `json:"kind"`
-	Status       string    `json:"status"` // upcoming, active, sold_out, ended
-	Stock        int64     `json:"stock"`
-	Remaining    *int64    `json:"remaining"` // approximate: the gate's count when asked; null when shed
-	PriceCents   int64     `json:"price_cents,omitempty"`
-	TotalCents   int64     `json:"total_cents,omitempty"`
-	PerUserLimit int64     `json:"per_user_limit"`
-	StartAt      time.Time `json:"start_at"`
-	EndAt        time.Time `json:"end_at"`
-	PayWindowS   int64     `json:"pay_window_s"`
-	NowMS        int64     `json:"now_ms"`
-	// RequireChallenge says grabs need a solved challenge's path token.
-	RequireChallenge bool `json:"require_challenge"`
-	// Admission is direct, queue or lottery; Line describes a queue or lottery's line.
-	Admission sale.Admission `json:"admission"`
-	Line      *LineResponse  `json:"line,omitempty"`
-	// Revision counts the activity's versions: 1 as created, one more for each change an
-	// operator made (stock added, the sale ended early).
-	Revision int64 `json:"revision"`
-}
-
-// LineResponse is the public view of a line. DrawCommitment (the seed's SHA-256) is public from
-// the creation; DrawSeed once the early crowd is drawn, with its entries at EntriesURL.
-type LineResponse struct {
-	AdmitRate      int64   `json:"admit_rate"`
-	QueueCap       int64   `json:"queue_cap"`
-	Joined         int64   `json:"joined"`
-	Waiting        int64   `json:"waiting"`
-	Early          int64   `json:"early"`
-	Sealed         bool    `json:"sealed"`
-	DrainRate      float64 `json:"drain_rate"`
-	DrawCommitment string  `json:"draw_commitment"`
-	DrawSeed       string  `json:"draw_seed,omitempty"`
-	EntriesURL     string  `json:"entries_url,omitempty"`
+	writeJSON(w, http.StatusCreated, wire.CreatedResponse{ID: a.ID})
 }
 
 func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
@@ -100,8 +62,8 @@ func (s *Server) activity(w http.ResponseWriter, r *http.Request) {
 }
 
 // lineView is the public view of a's line in state st.
-func lineView(a sale.Activity, st sale.LineState) *LineResponse {
-	v := &LineResponse{AdmitRate: a.AdmitRate, QueueCap: a.QueueCap, Joined: st.Joined, Waiting: st.Waiting(),
+func lineView(a sale.Activity, st sale.LineState) *wire.LineResponse {
+	v := &wire.LineResponse{AdmitRate: a.AdmitRate, QueueCap: a.QueueCap, Joined: st.Joined, Waiting: st.Waiting(),
 		Early: st.Early, Sealed: st.Sealed, DrainRate: st.Rate, DrawCommitment: a.Seed.Commitment()}
 	if st.Drawn {
 		v.DrawSeed, v.EntriesURL = a.Seed.String(), "/api/activities/"+a.ID+"/entries"
@@ -134,7 +96,7 @@ func (s *Server) entries(w http.ResponseWriter, r *http.Request) {
 
 // publicView is what anyone may see of activity a at now: rem is the gate's remaining count, or
 // nil when it was not asked (soldOut then says what this node's flag knows).
-func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) ActivityResponse {
+func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) wire.ActivityResponse {
 	status := "active"
 	switch {
 	case now.Before(a.StartAt):
@@ -144,10 +106,118 @@ func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) Activi
 	case soldOut:
 		status = "sold_out"
 	}
-	return ActivityResponse{
+	return wire.ActivityResponse{
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
 		RequireChallenge: a.RequireChallenge, Admission: a.Admission, Revision: a.Revision,
 	}
+}
+
+// ratesOf reads the limits given, in the domain's terms (0 is sale.RateOff), per user, per IP and
+// global; nil for one left out.
+func ratesOf(rl *wire.RateLimitsRequest) ([3]*int64, error) {
+	var out [3]*int64
+	for i, r := range []struct {
+		name string
+		in   *int64
+	}{{"per_user", rl.PerUser}, {"per_ip", rl.PerIP}, {"global", rl.Global}} {
+		switch {
+		case r.in == nil:
+		case *r.in < 0 || *r.in > sale.MaxRate:
+			return out, fmt.Errorf("%w: rate_limits.%s must be between 0 (off) and %d requests per second", sale.ErrInvalid, r.name, sale.MaxRate)
+		case *r.in == 0:
+			off := int64(sale.RateOff)
+			out[i] = &off
+		default:
+			out[i] = r.in
+		}
+	}
+	return out, nil
+}
+
+// DefaultPayWindow applies when a create request names none.
+const DefaultPayWindow = 900 * time.Second
+
+// activityOf turns a create request into a domain activity; sale.Activity.Validate checks the rest.
+func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
+	bad := func(msg string) (sale.Activity, error) {
+		return sale.Activity{}, fmt.Errorf("%w: %s", sale.ErrInvalid, msg)
+	}
+	a := sale.Activity{
+		Name:        c.Name,
+		Kind:        sale.Kind(c.Kind),
+		PriceCents:  c.PriceCents,
+		TotalCents:  c.TotalCents,
+		PayWindow:   DefaultPayWindow,
+		Admission:   sale.Admission(c.Admission),
+		StockShards: c.StockShards,
+		QueueCap:    c.QueueCap,
+		AdmitRate:   c.AdmitRate,
+
+		RequireChallenge: c.RequireChallenge,
+	}
+	if a.Kind == "" {
+		a.Kind = sale.KindItem
+	}
+	switch {
+	case a.Kind == sale.KindRedPacket && c.Count == nil:
+		return bad("count is required for a red packet")
+	case a.Kind == sale.KindRedPacket && c.Stock != nil && *c.Stock != *c.Count:
+		return bad("stock and count differ; a red packet needs only count")
+	case a.Kind == sale.KindRedPacket:
+		a.Stock = *c.Count
+	case c.Count != nil:
+		return bad("count is for red packets; items have stock")
+	case c.Stock == nil:
+		return bad("stock is required")
+	default:
+		a.Stock = *c.Stock
+	}
+	if c.PerUserLimit != nil {
+		if *c.PerUserLimit <= 0 {
+			return bad("per_user_limit must be at least 1")
+		}
+		a.PerUserLimit = *c.PerUserLimit
+	}
+	if c.PayWindowS != nil {
+		if *c.PayWindowS <= 0 || *c.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
+			return bad(fmt.Sprintf("pay_window_s must be between 1 and %d", int64(sale.MaxPayWindow/time.Second)))
+		}
+		a.PayWindow = time.Duration(*c.PayWindowS) * time.Second
+	}
+	if c.RateLimits != nil {
+		rs, err := ratesOf(c.RateLimits)
+		if err != nil {
+			return sale.Activity{}, err
+		}
+		for i, out := range []*int64{&a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global} {
+			if rs[i] != nil {
+				*out = *rs[i]
+			}
+		}
+	}
+	var err error
+	if c.StartAt == "" || c.EndAt == "" {
+		return bad("start_at and end_at are required (RFC 3339)")
+	}
+	if a.StartAt, err = time.Parse(time.RFC3339, c.StartAt); err != nil {
+		return bad("start_at must be an RFC 3339 time")
+	}
+	if a.EndAt, err = time.Parse(time.RFC3339, c.EndAt); err != nil {
+		return bad("end_at must be an RFC 3339 time")
+	}
+	return a, nil
+}
+
+// activities lists the activities that have not ended, from the node's cache: the front page's
+// data, which costs no query however many visitors load it.
+func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
+	now := s.svc.Now()
+	acts := s.svc.Current()
+	out := make([]wire.ActivityResponse, 0, len(acts))
+	for _, a := range acts {
+		out = append(out, publicView(a, nil, s.svc.SoldOut(a.ID), now))
+	}
+	writeJSON(w, http.StatusOK, wire.PublicActivitiesResponse{Activities: out, NowMS: now.UnixMilli()})
 }

@@ -5,19 +5,12 @@ import (
 	"net/http"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
-// BlockRequest is the body of POST /api/admin/blocks.
-type BlockRequest struct {
-	Kind   string `json:"kind"`  // "user" or "ip"
-	Value  string `json:"value"` // a user id, an address or a CIDR network
-	Reason string `json:"reason"`
-	Until  string `json:"until"` // RFC 3339; empty: until removed
-}
-
-// Block turns the request into a domain entry; sale.Block.Normalize checks the rest.
-func (b BlockRequest) Block() (sale.Block, error) {
+// blockOf turns a block request into a domain entry; sale.Block.Normalize checks the rest.
+func blockOf(b wire.BlockRequest) (sale.Block, error) {
 	out := sale.Block{Kind: sale.BlockKind(b.Kind), Value: b.Value, Reason: b.Reason}
 	if b.Until != "" {
 		t, err := time.Parse(time.RFC3339, b.Until)
@@ -30,12 +23,12 @@ func (b BlockRequest) Block() (sale.Block, error) {
 }
 
 func (s *Server) addBlock(w http.ResponseWriter, r *http.Request) {
-	var req BlockRequest
+	var req wire.BlockRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	b, err := req.Block()
+	b, err := blockOf(req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -48,17 +41,8 @@ func (s *Server) addBlock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, blockResponse(b))
 }
 
-// BlockResponse is a blacklist entry (sale.Block).
-type BlockResponse struct {
-	Kind      sale.BlockKind `json:"kind"`
-	Value     string         `json:"value"` // a user id, or an address or network in canonical CIDR form
-	Reason    string         `json:"reason"`
-	Until     time.Time      `json:"until,omitzero"`
-	CreatedAt time.Time      `json:"created_at"`
-}
-
-func blockResponse(b sale.Block) BlockResponse {
-	return BlockResponse{Kind: b.Kind, Value: b.Value, Reason: b.Reason, Until: b.Until, CreatedAt: b.CreatedAt}
+func blockResponse(b sale.Block) wire.BlockResponse {
+	return wire.BlockResponse{Kind: b.Kind, Value: b.Value, Reason: b.Reason, Until: b.Until, CreatedAt: b.CreatedAt}
 }
 
 func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
@@ -67,11 +51,11 @@ func (s *Server) listBlocks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]BlockResponse, len(bs))
+	out := make([]wire.BlockResponse, len(bs))
 	for i, b := range bs {
 		out[i] = blockResponse(b)
 	}
-	writeJSON(w, http.StatusOK, map[string][]BlockResponse{"blocks": out})
+	writeJSON(w, http.StatusOK, wire.BlocksResponse{Blocks: out})
 }
 
 func (s *Server) removeBlock(w http.ResponseWriter, r *http.Request) {

@@ -8,30 +8,10 @@ import (
 
 	"seckill/internal/breaker"
 	"seckill/internal/captcha"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
-
-// ChallengeResponse is the 201 answer to POST /api/activities/{id}/challenge. The question is
-// only in the image.
-type ChallengeResponse struct {
-	ChallengeID string    `json:"challenge_id"`
-	Image       string    `json:"image"` // a data: URL of a PNG
-	ExpiresAt   time.Time `json:"expires_at"`
-}
-
-// AnswerRequest is the body of POST /api/activities/{id}/challenge/answer.
-type AnswerRequest struct {
-	ChallengeID string `json:"challenge_id"`
-	Answer      *int64 `json:"answer"`
-}
-
-// PassResponse is the 200 answer to a right answer: the hidden grab path, usable once.
-type PassResponse struct {
-	PathToken string    `json:"path_token"`
-	GrabPath  string    `json:"grab_path"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
 
 // challengeEdge runs a challenge request through the same edge as a grab (a sold-out, blocked or
 // rate-limited client gets no challenge either) and returns its user; ok is false when it has
@@ -73,7 +53,7 @@ func (s *Server) challenge(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.observe.Challenge("issued")
-	writeJSON(w, http.StatusCreated, ChallengeResponse{ChallengeID: c.ID,
+	writeJSON(w, http.StatusCreated, wire.ChallengeResponse{ChallengeID: c.ID,
 		Image: "data:image/png;base64," + base64.StdEncoding.EncodeToString(img), ExpiresAt: c.IssuedAt.Add(sale.ChallengeTTL)})
 }
 
@@ -84,7 +64,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req AnswerRequest
+	var req wire.AnswerRequest
 	if err := decode(r, &req); err != nil {
 		s.refuseChallenge(w, r, "", err)
 		return
@@ -113,6 +93,6 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.observe.Challenge("solved")
-	writeJSON(w, http.StatusOK, PassResponse{PathToken: p.Token, ExpiresAt: p.ExpiresAt,
+	writeJSON(w, http.StatusOK, wire.PassResponse{PathToken: p.Token, ExpiresAt: p.ExpiresAt,
 		GrabPath: "/api/activities/" + id + "/grab/" + p.Token})
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"seckill/internal/breaker"
 	"seckill/internal/funnel"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
@@ -31,29 +31,6 @@ func stageOf(outcome string) funnel.Stage {
 		return funnel.Busy
 	}
 	return funnel.Other
-}
-
-// activities lists the activities that have not ended, from the node's cache: the front page's
-// data, which costs no query however many visitors load it.
-func (s *Server) activities(w http.ResponseWriter, r *http.Request) {
-	now := s.svc.Now()
-	acts := s.svc.Current()
-	out := make([]ActivityResponse, 0, len(acts))
-	for _, a := range acts {
-		out = append(out, publicView(a, nil, s.svc.SoldOut(a.ID), now))
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"activities": out, "now_ms": now.UnixMilli()})
-}
-
-// LiveEvent is one event of an activity's live stream: the stats (or, on a degraded node, what
-// is left of them), the node's health, and the funnel and per-second series of this node's grab
-// endpoint. StatsError says why the stats are missing, when they are.
-type LiveEvent struct {
-	AtMS       int64         `json:"at_ms"`
-	Health     breaker.Level `json:"health"`
-	Stats      any           `json:"stats,omitempty"`
-	StatsError *errorDetail  `json:"stats_error,omitempty"`
-	Node       funnel.View   `json:"node"`
 }
 
 // MaxStreams bounds the live streams one node serves at once: each reads the stats every tick.
@@ -115,16 +92,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 // liveEvent reads an activity's stats the way the stats endpoint does (shed on a degraded node).
-func (s *Server) liveEvent(r *http.Request, id string) LiveEvent {
-	ev := LiveEvent{AtMS: s.svc.Now().UnixMilli(), Health: s.health.Level(), Node: s.live.View(id)}
+func (s *Server) liveEvent(r *http.Request, id string) wire.LiveEvent {
+	ev := wire.LiveEvent{AtMS: s.svc.Now().UnixMilli(), Health: s.health.Level(), Node: s.live.View(id)}
 	v, err := s.statsOf(r.Context(), id, ev.Health)
 	if err != nil {
 		_, code := Classify(err)
 		msg := err.Error()
-		if code == CodeInternal {
+		if code == wire.CodeInternal {
 			msg = "internal error"
 		}
-		ev.StatsError = &errorDetail{Code: code, Message: msg}
+		ev.StatsError = &wire.Error{Code: code, Message: msg}
 		return ev
 	}
 	ev.Stats = v

@@ -12,6 +12,7 @@ import (
 
 	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
+	"seckill/internal/httpapi/wire"
 )
 
 func TestActivityListShowsWhatHasNotEnded(t *testing.T) {
@@ -55,7 +56,7 @@ func TestStageOfEveryGrabOutcome(t *testing.T) {
 }
 
 // readEvent reads the next "stats" event of an SSE stream.
-func readEvent(t *testing.T, sc *bufio.Scanner) httpapi.LiveEvent {
+func readEvent(t *testing.T, sc *bufio.Scanner) wire.LiveEvent {
 	t.Helper()
 	var name string
 	for sc.Scan() {
@@ -64,7 +65,7 @@ func readEvent(t *testing.T, sc *bufio.Scanner) httpapi.LiveEvent {
 		case strings.HasPrefix(line, "event: "):
 			name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: ") && name == "stats":
-			var ev httpapi.LiveEvent
+			var ev wire.LiveEvent
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev); err != nil {
 				t.Fatalf("event data %q: %v", line, err)
 			}
@@ -72,7 +73,7 @@ func readEvent(t *testing.T, sc *bufio.Scanner) httpapi.LiveEvent {
 		}
 	}
 	t.Fatalf("stream ended before a stats event: %v", sc.Err())
-	return httpapi.LiveEvent{}
+	return wire.LiveEvent{}
 }
 
 func TestLiveStream(t *testing.T) {

@@ -9,37 +9,9 @@ import (
 	"net/http"
 	"strings"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 	"seckill/internal/signature"
-)
-
-// Error codes are part of the API: clients switch on them, so they never change.
-const (
-	CodeInvalid           = "INVALID_ARGUMENT"
-	CodeUnauthorized      = "UNAUTHORIZED"
-	CodeForbidden         = "FORBIDDEN"
-	CodeNotStarted        = "NOT_STARTED"
-	CodeEnded             = "ENDED"
-	CodeChallengeRequired = "CHALLENGE_REQUIRED"
-	CodeChallengeFailed   = "CHALLENGE_FAILED"
-	CodeBlocked           = "BLOCKED"
-	CodeNotFound          = "NOT_FOUND"
-	CodeMethodNotAllowed  = "METHOD_NOT_ALLOWED"
-	CodeAlreadyBought     = "ALREADY_BOUGHT"
-	CodeInvalidState      = "INVALID_STATE"
-	CodeExists            = "ALREADY_EXISTS"
-	CodeSoldOut           = "SOLD_OUT"
-	CodeTooLarge          = "TOO_LARGE"
-	CodeRateLimited       = "RATE_LIMITED"
-	CodeQueueFull         = "QUEUE_FULL"
-	CodeBusy              = "BUSY"
-	CodeInternal          = "INTERNAL"
-	// A payment callback's refusals: its signature is missing or does not match the body
-	// (forged or altered), its timestamp is over five minutes from the node's clock (a replay
-	// of an old callback), or it names an amount other than the order's.
-	CodeBadSignature     = "BAD_SIGNATURE"
-	CodeSignatureExpired = "SIGNATURE_EXPIRED"
-	CodeAmountMismatch   = "AMOUNT_MISMATCH"
 )
 
 // classes maps the domain's errors (and a callback's signature refused) to a status and a code, first match wins. It is the only place
@@ -49,34 +21,34 @@ var classes = []struct {
 	status int
 	code   string
 }{
-	{sale.ErrSoldOut, http.StatusGone, CodeSoldOut}, // the crowd's answers first
-	{sale.ErrAlreadyBought, http.StatusConflict, CodeAlreadyBought},
-	{sale.ErrInvalid, http.StatusBadRequest, CodeInvalid},
-	{sale.ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
-	{sale.ErrForbidden, http.StatusForbidden, CodeForbidden},
-	{sale.ErrNotStarted, http.StatusForbidden, CodeNotStarted},
-	{sale.ErrEnded, http.StatusForbidden, CodeEnded},
-	{sale.ErrChallengeRequired, http.StatusForbidden, CodeChallengeRequired},
-	{sale.ErrChallengeFailed, http.StatusForbidden, CodeChallengeFailed},
-	{sale.ErrBlocked, http.StatusForbidden, CodeBlocked},
-	{sale.ErrNotFound, http.StatusNotFound, CodeNotFound},
-	{sale.ErrInvalidState, http.StatusConflict, CodeInvalidState},
-	{sale.ErrExists, http.StatusConflict, CodeExists},
-	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, CodeTooLarge},
-	{sale.ErrRateLimited, http.StatusTooManyRequests, CodeRateLimited},
-	{sale.ErrQueueFull, http.StatusTooManyRequests, CodeQueueFull},
-	{sale.ErrAmountMismatch, http.StatusUnprocessableEntity, CodeAmountMismatch},
-	{signature.ErrNoSignature, http.StatusUnauthorized, CodeBadSignature},
-	{signature.ErrBadSignature, http.StatusUnauthorized, CodeBadSignature},
-	{signature.ErrStale, http.StatusUnauthorized, CodeSignatureExpired},
-	{sale.ErrBusy, http.StatusServiceUnavailable, CodeBusy},
+	{sale.ErrSoldOut, http.StatusGone, wire.CodeSoldOut}, // the crowd's answers first
+	{sale.ErrAlreadyBought, http.StatusConflict, wire.CodeAlreadyBought},
+	{sale.ErrInvalid, http.StatusBadRequest, wire.CodeInvalid},
+	{sale.ErrUnauthorized, http.StatusUnauthorized, wire.CodeUnauthorized},
+	{sale.ErrForbidden, http.StatusForbidden, wire.CodeForbidden},
+	{sale.ErrNotStarted, http.StatusForbidden, wire.CodeNotStarted},
+	{sale.ErrEnded, http.StatusForbidden, wire.CodeEnded},
+	{sale.ErrChallengeRequired, http.StatusForbidden, wire.CodeChallengeRequired},
+	{sale.ErrChallengeFailed, http.StatusForbidden, wire.CodeChallengeFailed},
+	{sale.ErrBlocked, http.StatusForbidden, wire.CodeBlocked},
+	{sale.ErrNotFound, http.StatusNotFound, wire.CodeNotFound},
+	{sale.ErrInvalidState, http.StatusConflict, wire.CodeInvalidState},
+	{sale.ErrExists, http.StatusConflict, wire.CodeExists},
+	{sale.ErrTooLarge, http.StatusRequestEntityTooLarge, wire.CodeTooLarge},
+	{sale.ErrRateLimited, http.StatusTooManyRequests, wire.CodeRateLimited},
+	{sale.ErrQueueFull, http.StatusTooManyRequests, wire.CodeQueueFull},
+	{sale.ErrAmountMismatch, http.StatusUnprocessableEntity, wire.CodeAmountMismatch},
+	{signature.ErrNoSignature, http.StatusUnauthorized, wire.CodeBadSignature},
+	{signature.ErrBadSignature, http.StatusUnauthorized, wire.CodeBadSignature},
+	{signature.ErrStale, http.StatusUnauthorized, wire.CodeSignatureExpired},
+	{sale.ErrBusy, http.StatusServiceUnavailable, wire.CodeBusy},
 	// A gate's cache answers the service could not settle in time: the client retries.
-	{sale.ErrStale, http.StatusServiceUnavailable, CodeBusy},
-	{sale.ErrUnloaded, http.StatusServiceUnavailable, CodeBusy},
-	{context.DeadlineExceeded, http.StatusServiceUnavailable, CodeBusy},
+	{sale.ErrStale, http.StatusServiceUnavailable, wire.CodeBusy},
+	{sale.ErrUnloaded, http.StatusServiceUnavailable, wire.CodeBusy},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, wire.CodeBusy},
 	// The client hung up while a dependency was being asked: it reads no answer, and the
 	// dependency did nothing wrong (the guards do not count it), so not a 500 in the logs.
-	{context.Canceled, http.StatusServiceUnavailable, CodeBusy},
+	{context.Canceled, http.StatusServiceUnavailable, wire.CodeBusy},
 }
 
 // Classify returns the HTTP status and the stable code for err.
@@ -91,16 +63,7 @@ func Classify(err error) (status int, code string) {
 			return c.status, c.code
 		}
 	}
-	return http.StatusInternalServerError, CodeInternal
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	return http.StatusInternalServerError, wire.CodeInternal
 }
 
 // writeError answers with err's status and code. Unclassified errors are logged here, once, and
@@ -125,7 +88,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeBody(w, status, body)
 		return
 	}
-	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: msg}})
+	writeJSON(w, status, wire.ErrorBody{Error: wire.Error{Code: code, Message: msg}})
 }
 
 var retryAfter = []string{"1"}
@@ -135,7 +98,7 @@ var retryAfter = []string{"1"}
 var sentinelBodies = func() [][]byte {
 	out := make([][]byte, len(classes))
 	for i, c := range classes {
-		b, err := json.Marshal(errorBody{Error: errorDetail{Code: c.code, Message: c.err.Error()}})
+		b, err := json.Marshal(wire.ErrorBody{Error: wire.Error{Code: c.code, Message: c.err.Error()}})
 		if err != nil {
 			panic(err)
 		}

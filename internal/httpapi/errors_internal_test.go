@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"seckill/internal/httpapi/wire"
 	"strings"
 	"testing"
 )
@@ -17,13 +18,13 @@ func (l listError) Error() string { return strings.Join(l, "; ") }
 // status and body without a panic.
 func TestUnhashableErrorsAreClassified(t *testing.T) {
 	err := listError{"a", "b"}
-	if status, code := Classify(err); status != http.StatusInternalServerError || code != CodeInternal {
+	if status, code := Classify(err); status != http.StatusInternalServerError || code != wire.CodeInternal {
 		t.Fatalf("Classify = %d %s", status, code)
 	}
 	s := &Server{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	s.writeError(rec, httptest.NewRequest("GET", "/", nil), err)
-	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), CodeInternal) {
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), wire.CodeInternal) {
 		t.Fatalf("writeError = %d %s", rec.Code, rec.Body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
@@ -44,9 +45,9 @@ func FeatureOf() map[string]string {
 // the mux's 404 and 405, and the recovered panic's 500.
 func CodesByStatus() map[int][]string {
 	out := map[int][]string{
-		http.StatusNotFound:            {CodeNotFound},
-		http.StatusMethodNotAllowed:    {CodeMethodNotAllowed},
-		http.StatusInternalServerError: {CodeInternal},
+		http.StatusNotFound:            {wire.CodeNotFound},
+		http.StatusMethodNotAllowed:    {wire.CodeMethodNotAllowed},
+		http.StatusInternalServerError: {wire.CodeInternal},
 	}
 	for _, c := range classes {
 		if !slices.Contains(out[c.status], c.code) {

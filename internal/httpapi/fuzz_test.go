@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"seckill/internal/httpapi"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/risk"
 )
 
@@ -95,7 +95,7 @@ func FuzzGrabRequest(f *testing.F) {
 			// Taken with a body: it must be the grab's object, its signals ones a page measures.
 			dec := json.NewDecoder(strings.NewReader(body))
 			dec.DisallowUnknownFields()
-			var b httpapi.GrabBody
+			var b wire.GrabBody
 			if err := dec.Decode(&b); err != nil {
 				t.Fatalf("a grab with the body %q was taken: %v", body, err)
 			}

@@ -6,40 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
 )
 
-// GrabResponse is the 202 answer to a grab.
-type GrabResponse struct {
-	Status      string `json:"status"`
-	OrderToken  string `json:"order_token"`
-	AmountCents int64  `json:"amount_cents"` // the share won (red packet) or the price (item)
-}
-
-// GrabBody is what a grab may carry: nothing, or a JSON object of these fields. A field the
-// grab does not define is refused, so that one a client believes in (a quantity) is never
-// silently ignored.
-type GrabBody struct {
-	// Signals are what the product page measured before the click, for the risk model.
-	Signals *Signals `json:"signals,omitempty"`
-}
-
-// Signals is the product page's summary of the pointer or touch movement between its load and
-// the click, and its device fingerprint (see docs/operating.md, the risk rules: what goes in; a hint, not an identity).
-type Signals struct {
-	Moves            int     `json:"moves"`
-	PathPx           float64 `json:"path_px"`
-	DirectionEntropy float64 `json:"direction_entropy"`
-	SpeedCV          float64 `json:"speed_cv"`
-	Touch            bool    `json:"touch"`
-	LoadToClickMs    int64   `json:"load_to_click_ms"`
-	Fingerprint      string  `json:"fingerprint,omitempty"`
-}
-
-// page is the signals as the risk engine takes them. Errors: sale.ErrInvalid, naming the one a
+// pageOf is a grab's signals as the risk engine takes them. Errors: sale.ErrInvalid, naming the one a
 // page cannot have measured.
-func (b GrabBody) page() (*risk.Page, error) {
+func pageOf(b wire.GrabBody) (*risk.Page, error) {
 	g := b.Signals
 	if g == nil {
 		return nil, nil
@@ -78,13 +52,13 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	pass := r.PathValue("pass")
 	c, name, err := s.edge(w, r, id, key != "", true)
-	var body GrabBody
+	var body wire.GrabBody
 	if err == nil {
 		err = decodeEmpty(w, r, &body)
 	}
 	var page *risk.Page
 	if err == nil {
-		page, err = body.page()
+		page, err = pageOf(body)
 	}
 	if err == nil {
 		name, err = s.vet(r, id, c, pass, page)
@@ -107,7 +81,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusAccepted, ticketResponse(e.Ticket, e.Activity.StartAt, status))
 		return
 	case err == nil:
-		writeJSON(w, http.StatusAccepted, GrabResponse{Status: "QUEUED", OrderToken: e.Grab.Token, AmountCents: e.Grab.AmountCents})
+		writeJSON(w, http.StatusAccepted, wire.GrabResponse{Status: "QUEUED", OrderToken: e.Grab.Token, AmountCents: e.Grab.AmountCents})
 		return
 	}
 	outcome = outcomeOr(name, err)

@@ -4,34 +4,23 @@ import (
 	"net/http"
 	"time"
 
-	"seckill/internal/breaker"
-	"seckill/internal/risk"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-// ReadyResponse is /readyz's answer: ready or not (every dependency answers a ping), and the
-// node's health level with each dependency's report.
-type ReadyResponse struct {
-	Status       string            `json:"status"` // ready, or unavailable
-	Level        breaker.Level     `json:"level"`
-	Dependencies []breaker.Report  `json:"dependencies"`
-	RiskModel    *risk.ModelStatus `json:"risk_model,omitempty"`
-	Error        *errorDetail      `json:"error,omitempty"`
+	writeJSON(w, http.StatusOK, wire.HealthResponse{Status: "ok"})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	h := s.health.Status()
-	resp := ReadyResponse{Status: "ready", Level: h.Level, Dependencies: h.Dependencies}
+	resp := wire.ReadyResponse{Status: "ready", Level: h.Level, Dependencies: h.Dependencies}
 	if st := s.risk.Status(); st.Path != "" { // a model that fails to load does not make the node unready
 		resp.RiskModel = &st
 	}
 	if err := s.ready(r.Context()); err != nil {
 		s.log.WarnContext(r.Context(), "not ready", "err", err)
-		resp.Status, resp.Error = "unavailable", &errorDetail{Code: CodeBusy, Message: err.Error()}
+		resp.Status, resp.Error = "unavailable", &wire.Error{Code: wire.CodeBusy, Message: err.Error()}
 		w.Header()["Retry-After"] = retryAfter
 		writeJSON(w, http.StatusServiceUnavailable, resp)
 		return
@@ -40,7 +29,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) time(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]int64{"now_ms": s.svc.Now().UnixMilli()})
+	writeJSON(w, http.StatusOK, wire.TimeResponse{NowMS: s.svc.Now().UnixMilli()})
 }
 
 type loginResponse struct {
@@ -56,7 +45,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sale.ErrNotFound)
 		return
 	}
-	var req LoginRequest
+	var req wire.LoginRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"seckill/internal/breaker"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
 
@@ -54,29 +54,13 @@ func (s *Server) rank(w http.ResponseWriter, r *http.Request, user string) {
 	writeJSON(w, http.StatusOK, boardResponse(b))
 }
 
-// BoardResponse is a leaderboard's top, or one user's standing (sale.Board).
-type BoardResponse struct {
-	Entries  []StandingResponse `json:"entries"`
-	Exact    bool               `json:"exact"`
-	Bound    int64              `json:"bound,omitempty"` // approximate: the most a rank may be off
-	Strategy string             `json:"strategy"`
-}
-
-// StandingResponse is a place on a leaderboard (sale.Standing).
-type StandingResponse struct {
-	Rank        int64     `json:"rank"`
-	UserID      string    `json:"user"`
-	AmountCents int64     `json:"amount_cents"`
-	GrabbedAt   time.Time `json:"grabbed_at"`
-}
-
-func boardResponse(b sale.Board) BoardResponse {
-	resp := BoardResponse{Exact: b.Exact, Bound: b.Bound, Strategy: b.Strategy}
+func boardResponse(b sale.Board) wire.BoardResponse {
+	resp := wire.BoardResponse{Exact: b.Exact, Bound: b.Bound, Strategy: b.Strategy}
 	if b.Entries != nil {
-		resp.Entries = make([]StandingResponse, len(b.Entries))
+		resp.Entries = make([]wire.StandingResponse, len(b.Entries))
 	}
 	for i, e := range b.Entries {
-		resp.Entries[i] = StandingResponse{Rank: e.Rank, UserID: e.UserID, AmountCents: e.AmountCents, GrabbedAt: e.GrabbedAt}
+		resp.Entries[i] = wire.StandingResponse{Rank: e.Rank, UserID: e.UserID, AmountCents: e.AmountCents, GrabbedAt: e.GrabbedAt}
 	}
 	return resp
 }

@@ -8,18 +8,14 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
-
-// AddStockRequest is the body of POST /api/admin/activities/{id}/stock.
-type AddStockRequest struct {
-	Add int64 `json:"add"`
-}
 
 // addStock adds units to a running (or upcoming) item: the database and the gate together, on
 // sale on every node at once.
 func (s *Server) addStock(w http.ResponseWriter, r *http.Request) {
-	var req AddStockRequest
+	var req wire.AddStockRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -56,11 +52,6 @@ func (s *Server) revised(w http.ResponseWriter, r *http.Request, a sale.Activity
 	writeJSON(w, http.StatusOK, publicView(a, rem, rem != nil && *rem == 0, s.svc.Now()))
 }
 
-// ActivitiesResponse is the operator's list of activities, ended ones included.
-type ActivitiesResponse struct {
-	Activities []ActivityResponse `json:"activities"`
-}
-
 // allActivities lists activities for an operator: ?since= (RFC 3339: those that end after it;
 // left out, all), ?limit= (1 to sale.MaxPage, default 100), the latest start first. No gate is asked.
 func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
@@ -79,27 +70,15 @@ func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.svc.Now()
-	resp := ActivitiesResponse{Activities: make([]ActivityResponse, len(acts))}
+	resp := wire.ActivitiesResponse{Activities: make([]wire.ActivityResponse, len(acts))}
 	for i, a := range acts {
 		resp.Activities[i] = publicView(a, nil, false, now)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// AdminOrderResponse is an order as an operator sees it: whose it is too.
-type AdminOrderResponse struct {
-	OrderResponse
-	User string `json:"user"`
-}
-
-func adminOrder(o sale.Order) AdminOrderResponse {
-	return AdminOrderResponse{OrderResponse: orderResponse(o), User: o.UserID}
-}
-
-// OrdersResponse is a page of orders, newest first; Next is the before of the next page.
-type OrdersResponse struct {
-	Orders []AdminOrderResponse `json:"orders"`
-	Next   int64                `json:"next,omitempty"`
+func adminOrder(o sale.Order) wire.AdminOrderResponse {
+	return wire.AdminOrderResponse{OrderResponse: orderResponse(o), User: o.UserID}
 }
 
 // orders lists a user's or an activity's orders: ?user=, ?activity=, ?limit= (1 to sale.MaxPage,
@@ -113,7 +92,7 @@ func (s *Server) orders(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var resp OrdersResponse
+	var resp wire.OrdersResponse
 	resp.Orders, resp.Next = page(os, f.Limit, adminOrder, func(o sale.Order) int64 { return o.ID })
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -159,25 +138,6 @@ func csvSafe(v string) string {
 	return v
 }
 
-// DeadLetterResponse is a grab the workers gave up on.
-type DeadLetterResponse struct {
-	Token       string    `json:"token"`
-	ActivityID  string    `json:"activity_id"`
-	User        string    `json:"user"`
-	AmountCents int64     `json:"amount_cents"`
-	Attempts    int       `json:"attempts"`
-	Reason      string    `json:"reason"`
-	At          time.Time `json:"at"`
-	// GrabbedAt is when the gate granted it; left out for a dead letter kept without its grab,
-	// which cannot be replayed.
-	GrabbedAt *time.Time `json:"grabbed_at,omitempty"`
-}
-
-// DeadLettersResponse lists dead letters, newest first.
-type DeadLettersResponse struct {
-	DeadLetters []DeadLetterResponse `json:"dead_letters"`
-}
-
 // deadLetters lists dead letters: ?activity=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
 func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -186,9 +146,9 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := DeadLettersResponse{DeadLetters: make([]DeadLetterResponse, len(ds))}
+	resp := wire.DeadLettersResponse{DeadLetters: make([]wire.DeadLetterResponse, len(ds))}
 	for i, d := range ds {
-		resp.DeadLetters[i] = DeadLetterResponse{Token: d.Grab.Token, ActivityID: d.Grab.ActivityID, User: d.Grab.UserID,
+		resp.DeadLetters[i] = wire.DeadLetterResponse{Token: d.Grab.Token, ActivityID: d.Grab.ActivityID, User: d.Grab.UserID,
 			AmountCents: d.Grab.AmountCents, Attempts: d.Attempts, Reason: d.Reason, At: d.At}
 		if !d.Grab.At.IsZero() {
 			at := d.Grab.At
@@ -198,20 +158,9 @@ func (s *Server) deadLetters(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// ReplayDeadLetterRequest names the dead letter to place.
-type ReplayDeadLetterRequest struct {
-	Token string `json:"token"`
-}
-
-// ReplayedResponse is the order a replayed dead letter became.
-type ReplayedResponse struct {
-	Order AdminOrderResponse `json:"order"`
-	New   bool               `json:"new"` // false: the grab had an order already
-}
-
 // replayDeadLetter places a dead letter's grab, now that what refused it is fixed.
 func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
-	var req ReplayDeadLetterRequest
+	var req wire.ReplayDeadLetterRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -222,24 +171,48 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ReplayedResponse{Order: adminOrder(p.Order), New: p.New})
+	writeJSON(w, http.StatusOK, wire.ReplayedResponse{Order: adminOrder(p.Order), New: p.New})
 }
 
 // editActivity changes an activity's terms: anything before its start, its name, end and rate
 // limits after.
 func (s *Server) editActivity(w http.ResponseWriter, r *http.Request) {
-	var req EditActivityRequest
+	var req wire.EditActivityRequest
 	if err := decode(r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	id := r.PathValue("id")
 	noteTarget(r, id)
-	e, err := req.Edit()
+	e, err := editOf(req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	a, err := s.operator.EditActivity(r.Context(), id, e)
 	s.revised(w, r, a, err)
+}
+
+// editOf turns an edit request into the domain's edit; sale.Activity.Validate checks the result.
+func editOf(e wire.EditActivityRequest) (sale.ActivityEdit, error) {
+	out := sale.ActivityEdit{Name: e.Name, PriceCents: e.PriceCents, Stock: e.Stock, PerUserLimit: e.PerUserLimit,
+		StartAt: e.StartAt, EndAt: e.EndAt, RequireChallenge: e.RequireChallenge}
+	if e.PayWindowS != nil {
+		if *e.PayWindowS <= 0 || *e.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
+			return out, fmt.Errorf("%w: pay_window_s must be between 1 and %d", sale.ErrInvalid, int64(sale.MaxPayWindow/time.Second))
+		}
+		w := time.Duration(*e.PayWindowS) * time.Second
+		out.PayWindow = &w
+	}
+	if e.RateLimits != nil {
+		rs, err := ratesOf(e.RateLimits)
+		if err != nil {
+			return out, err
+		}
+		out.PerUserRate, out.PerIPRate, out.GlobalRate = rs[0], rs[1], rs[2]
+	}
+	if out == (sale.ActivityEdit{}) {
+		return out, fmt.Errorf("%w: nothing to change", sale.ErrInvalid)
+	}
+	return out, nil
 }

@@ -3,27 +3,12 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
-	"time"
 )
 
-// OrderResponse is an order as its owner sees it.
-type OrderResponse struct {
-	Status      sale.Status `json:"status"`
-	OrderID     int64       `json:"order_id,omitempty"`
-	OrderToken  string      `json:"order_token"`
-	ActivityID  string      `json:"activity_id"`
-	AmountCents int64       `json:"amount_cents"`
-	Reason      string      `json:"reason,omitempty"`
-	CreatedAt   time.Time   `json:"created_at"`
-	ExpiresAt   *time.Time  `json:"expires_at,omitempty"`
-	ClosedAt    *time.Time  `json:"closed_at,omitempty"`
-	// Payment is the payment the pay call started, with a provider.
-	Payment *PaymentResponse `json:"payment,omitempty"`
-}
-
-func orderResponse(o sale.Order) OrderResponse {
-	resp := OrderResponse{Status: o.Status, OrderID: o.ID, OrderToken: o.Token, ActivityID: o.ActivityID,
+func orderResponse(o sale.Order) wire.OrderResponse {
+	resp := wire.OrderResponse{Status: o.Status, OrderID: o.ID, OrderToken: o.Token, ActivityID: o.ActivityID,
 		AmountCents: o.AmountCents, Reason: o.Reason, CreatedAt: o.CreatedAt}
 	if !o.ExpiresAt.IsZero() && o.Status != sale.StatusFailed {
 		resp.ExpiresAt = &o.ExpiresAt

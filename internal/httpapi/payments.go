@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 	"seckill/internal/signature"
 )
@@ -26,23 +27,8 @@ type Provider struct {
 	Now func() time.Time
 }
 
-// PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
-// the payment is started; ReceivedCents what the provider took (what a refund gives back), and
-// RefundReason why it is owed back.
-type PaymentResponse struct {
-	PaymentID     string            `json:"payment_id"`
-	OrderToken    string            `json:"order_token"`
-	AmountCents   int64             `json:"amount_cents"`
-	State         sale.PaymentState `json:"state"`
-	PayURL        string            `json:"pay_url,omitempty"`
-	ReceivedCents int64             `json:"received_cents"`
-	RefundReason  sale.RefundReason `json:"refund_reason,omitempty"`
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-}
-
-func (s *Server) paymentOf(p sale.Payment) *PaymentResponse {
-	r := &PaymentResponse{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
+func (s *Server) paymentOf(p sale.Payment) *wire.PaymentResponse {
+	r := &wire.PaymentResponse{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
 		ReceivedCents: p.ReceivedCents, RefundReason: p.RefundReason, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.State == sale.PaymentStarted && s.provider != nil {
 		r.PayURL = s.provider.checkout(p)
@@ -65,23 +51,6 @@ func (pr *Provider) checkout(p sale.Payment) string {
 	q.Set(signature.CheckoutParam, signature.SignCheckout(pr.Secret, p.ID, p.OrderToken, p.AmountCents))
 	u.RawQuery = q.Encode()
 	return u.String()
-}
-
-// CallbackRequest is the provider's word on a payment, the body of POST /api/payments/callback.
-type CallbackRequest struct {
-	OrderToken  string              `json:"order_token"`
-	PaymentID   string              `json:"payment_id"`
-	AmountCents *int64              `json:"amount_cents"`
-	Status      sale.PaymentOutcome `json:"status"`
-}
-
-// SettlementResponse is what a callback (or an operator's refund) left: the payment, its order
-// (none for money taken against an order we do not have), and whether this call changed them
-// (false: a duplicate, which changed nothing).
-type SettlementResponse struct {
-	Payment *PaymentResponse `json:"payment"`
-	Order   *OrderResponse   `json:"order,omitempty"`
-	Changed bool             `json:"changed"`
 }
 
 // startPayment is the buyer's pay call with a provider: 202 and the order, still CREATED, with
@@ -120,7 +89,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req CallbackRequest
+	var req wire.CallbackRequest
 	if err := decodeObject(body, &req); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -140,17 +109,12 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, n sale.PaymentNo
 		s.writeError(w, r, err)
 		return
 	}
-	resp := SettlementResponse{Payment: s.paymentOf(st.Payment), Changed: st.Changed}
+	resp := wire.SettlementResponse{Payment: s.paymentOf(st.Payment), Changed: st.Changed}
 	if st.Order.Token != "" {
 		o := orderResponse(st.Order)
 		resp.Order = &o
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// PaymentsResponse is a list of payments, newest first.
-type PaymentsResponse struct {
-	Payments []*PaymentResponse `json:"payments"`
 }
 
 // payments lists payments: ?state=, ?order_token=, ?limit= (1 to sale.MaxPage, defaultPage when left out).
@@ -162,7 +126,7 @@ func (s *Server) paymentList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	resp := PaymentsResponse{Payments: make([]*PaymentResponse, len(ps))}
+	resp := wire.PaymentsResponse{Payments: make([]*wire.PaymentResponse, len(ps))}
 	for i, p := range ps {
 		resp.Payments[i] = s.paymentOf(p)
 	}

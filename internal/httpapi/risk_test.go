@@ -18,6 +18,7 @@ import (
 
 	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/metrics"
 	"seckill/internal/risk"
 	"seckill/internal/saletest"
@@ -25,7 +26,7 @@ import (
 
 // signalsOf is a grab body with a person's signals from the device fingerprint fp.
 func signalsOf(fp string, moves int) string {
-	b, _ := json.Marshal(httpapi.GrabBody{Signals: &httpapi.Signals{Moves: moves, PathPx: 2300, DirectionEntropy: 2.4,
+	b, _ := json.Marshal(wire.GrabBody{Signals: &wire.Signals{Moves: moves, PathPx: 2300, DirectionEntropy: 2.4,
 		SpeedCV: 0.8, LoadToClickMs: 7000, Fingerprint: fp}})
 	return string(b)
 }

@@ -21,6 +21,7 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/breaker"
 	"seckill/internal/funnel"
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
 	"seckill/internal/sale"
@@ -249,22 +250,8 @@ func (s *Server) routes() []route {
 	return rs
 }
 
-// FeaturesResponse is the answer to GET /api/admin/features: which of the features beside the
-// core this node serves (sale.Features). A node without one has none of its routes (404), so a
-// page asks first: the dashboard says "no outbox on this node" rather than failing a call.
-type FeaturesResponse struct {
-	Operator   bool `json:"operator"`
-	Payments   bool `json:"payments"` // with a payment provider
-	Outbox     bool `json:"outbox"`
-	Lines      bool `json:"lines"`
-	Boards     bool `json:"boards"`
-	Challenges bool `json:"challenges"`
-	Blocks     bool `json:"blocks"`
-	Audit      bool `json:"audit"`
-}
-
 func (s *Server) features(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil,
+	writeJSON(w, http.StatusOK, wire.FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil,
 		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil,
 		Blocks: s.blocks != nil, Audit: s.audit != nil})
 }
@@ -289,7 +276,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.ErrorContext(r.Context(), "panic", "panic", p, "path", r.URL.Path, "request_id", id)
 			if rec.status == 0 {
-				writeJSON(w, http.StatusInternalServerError, errorBody{Error: errorDetail{CodeInternal, "internal error"}})
+				writeJSON(w, http.StatusInternalServerError, wire.ErrorBody{Error: wire.Error{Code: wire.CodeInternal, Message: "internal error"}})
 			}
 			return
 		}
@@ -337,11 +324,11 @@ func (r *recorder) WriteHeader(status int) {
 		strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
 		r.swallow = true
 		h.Del("X-Content-Type-Options")
-		code, msg := CodeNotFound, "no such route"
+		code, msg := wire.CodeNotFound, "no such route"
 		if status == http.StatusMethodNotAllowed {
-			code, msg = CodeMethodNotAllowed, "method not allowed"
+			code, msg = wire.CodeMethodNotAllowed, "method not allowed"
 		}
-		writeJSON(r.ResponseWriter, status, errorBody{Error: errorDetail{code, msg}})
+		writeJSON(r.ResponseWriter, status, wire.ErrorBody{Error: wire.Error{Code: code, Message: msg}})
 		return
 	}
 	r.ResponseWriter.WriteHeader(status)

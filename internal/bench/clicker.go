@@ -16,19 +16,19 @@ import (
 	"time"
 )
 
-// wire is the crowd's own HTTP/1.1 client for its clicks: one connection a request in flight,
+// clicker is the crowd's own HTTP/1.1 client for its clicks: one connection a request in flight,
 // kept open between requests, each request written with one write and its answer read by the
 // standard library's parser (http.ReadResponse). The crowd's clicks are the one thing bench sends
 // in bulk, on the same cores as the server it times, and net/http's Transport hands every request
 // and answer between three goroutines: with it the load generator spent more CPU a click than the
 // server answering it (docs/BENCHMARKS.md §13). Everything else bench sends (the admin's calls,
 // the checker's reads) goes through net/http.
-type wire struct {
+type clicker struct {
 	timeout time.Duration // of one request, from its write to the end of its answer
 	dialer  net.Dialer
 
 	mu   sync.Mutex
-	idle map[string][]*wireConn // base URL -> idle connections, the latest used last
+	idle map[string][]*clickConn // base URL -> idle connections, the latest used last
 }
 
 // A connection opened ahead of a crowd (open) and never used is handed out for freshFor: the
@@ -39,7 +39,7 @@ const (
 	idleFor  = 90 * time.Second
 )
 
-type wireConn struct {
+type clickConn struct {
 	conn   net.Conn
 	raw    syscall.RawConn // the TCP connection under conn, for alive's peek
 	target target
@@ -77,13 +77,13 @@ func hostPort(u *url.URL) string {
 	return net.JoinHostPort(u.Hostname(), strconv.Itoa(port))
 }
 
-func newWire(timeout time.Duration) *wire {
-	return &wire{timeout: timeout, dialer: net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second},
-		idle: map[string][]*wireConn{}}
+func newClicker(timeout time.Duration) *clicker {
+	return &clicker{timeout: timeout, dialer: net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second},
+		idle: map[string][]*clickConn{}}
 }
 
 // get returns an idle connection to base that is still open, or dials one.
-func (w *wire) get(ctx context.Context, base string) (*wireConn, error) {
+func (w *clicker) get(ctx context.Context, base string) (*clickConn, error) {
 	for {
 		now := time.Now()
 		w.mu.Lock()
@@ -105,7 +105,7 @@ func (w *wire) get(ctx context.Context, base string) (*wireConn, error) {
 // alive reports whether the server has not closed wc while it was idle (a node killed, an idle
 // timeout): the check net/http's Transport makes with a read in the background, made here as the
 // connection is taken, by a peek that must find nothing to read and no end.
-func (wc *wireConn) alive() bool {
+func (wc *clickConn) alive() bool {
 	if wc.br.Buffered() > 0 {
 		return false // an answer nobody asked for
 	}
@@ -122,7 +122,7 @@ func (wc *wireConn) alive() bool {
 	return err == nil && open
 }
 
-func (w *wire) dial(ctx context.Context, base string) (*wireConn, error) {
+func (w *clicker) dial(ctx context.Context, base string) (*clickConn, error) {
 	t, err := targetOf(base)
 	if err != nil {
 		return nil, err
@@ -144,11 +144,11 @@ func (w *wire) dial(ctx context.Context, base string) (*wireConn, error) {
 		}
 		conn = tc
 	}
-	return &wireConn{conn: conn, raw: raw, target: t, br: bufio.NewReaderSize(conn, 4096), idleAt: time.Now()}, nil
+	return &clickConn{conn: conn, raw: raw, target: t, br: bufio.NewReaderSize(conn, 4096), idleAt: time.Now()}, nil
 }
 
 // put keeps wc for the next request to base.
-func (w *wire) put(base string, wc *wireConn) {
+func (w *clicker) put(base string, wc *clickConn) {
 	wc.idleAt = time.Now()
 	w.mu.Lock()
 	w.idle[base] = append(w.idle[base], wc)
@@ -157,14 +157,14 @@ func (w *wire) put(base string, wc *wireConn) {
 
 // open dials connections to base ahead of a crowd, at most 32 at a time, until n are idle, and
 // keeps those that could be made.
-func (w *wire) open(ctx context.Context, base string, n int) {
+func (w *clicker) open(ctx context.Context, base string, n int) {
 	w.mu.Lock()
 	n -= len(w.idle[base])
 	w.mu.Unlock()
 	if n <= 0 {
 		return
 	}
-	conns := make([]*wireConn, n)
+	conns := make([]*clickConn, n)
 	sem := make(chan struct{}, 32)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -183,7 +183,7 @@ func (w *wire) open(ctx context.Context, base string, n int) {
 }
 
 // close closes the idle connections.
-func (w *wire) close() {
+func (w *clicker) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for base, cs := range w.idle {
@@ -200,7 +200,7 @@ const maxAnswer = 64 << 10
 // post sends a POST without a body to path on base, with bearer's Authorization, and returns the
 // answer's status and body. A cancelled ctx ends the request. An error from dialing is a
 // *net.OpError of Op "dial" (see refused): nothing was sent.
-func (w *wire) post(ctx context.Context, base, path, bearer string) (status int, body []byte, err error) {
+func (w *clicker) post(ctx context.Context, base, path, bearer string) (status int, body []byte, err error) {
 	wc, err := w.get(ctx, base)
 	if err != nil {
 		return 0, nil, err
@@ -215,7 +215,7 @@ func (w *wire) post(ctx context.Context, base, path, bearer string) (status int,
 }
 
 // exchange writes the request and reads its answer; keep says the connection can carry another.
-func (wc *wireConn) exchange(ctx context.Context, path, bearer string, timeout time.Duration) (status int, body []byte, keep bool, err error) {
+func (wc *clickConn) exchange(ctx context.Context, path, bearer string, timeout time.Duration) (status int, body []byte, keep bool, err error) {
 	wc.req = append(wc.req[:0], "POST "...)
 	wc.req = append(wc.req, wc.target.prefix...)
 	wc.req = append(wc.req, path...)
@@ -250,7 +250,7 @@ func (wc *wireConn) exchange(ctx context.Context, path, bearer string, timeout t
 }
 
 // failed names err as net/http's client would: by the context's end when that cut it short.
-func (wc *wireConn) failed(ctx context.Context, err error) error {
+func (wc *clickConn) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
 	}

@@ -1,0 +1,43 @@
+package wire
+
+import (
+	"seckill/internal/sale"
+	"time"
+)
+
+// PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
+// the payment is started; ReceivedCents what the provider took (what a refund gives back), and
+// RefundReason why it is owed back.
+type PaymentResponse struct {
+	PaymentID     string            `json:"payment_id"`
+	OrderToken    string            `json:"order_token"`
+	AmountCents   int64             `json:"amount_cents"`
+	State         sale.PaymentState `json:"state"`
+	PayURL        string            `json:"pay_url,omitempty"`
+	ReceivedCents int64             `json:"received_cents"`
+	RefundReason  sale.RefundReason `json:"refund_reason,omitempty"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+}
+
+// CallbackRequest is the provider's word on a payment, the body of POST /api/payments/callback.
+type CallbackRequest struct {
+	OrderToken  string              `json:"order_token"`
+	PaymentID   string              `json:"payment_id"`
+	AmountCents *int64              `json:"amount_cents"`
+	Status      sale.PaymentOutcome `json:"status"`
+}
+
+// SettlementResponse is what a callback (or an operator's refund) left: the payment, its order
+// (none for money taken against an order we do not have), and whether this call changed them
+// (false: a duplicate, which changed nothing).
+type SettlementResponse struct {
+	Payment *PaymentResponse `json:"payment"`
+	Order   *OrderResponse   `json:"order,omitempty"`
+	Changed bool             `json:"changed"`
+}
+
+// PaymentsResponse is a list of payments, newest first.
+type PaymentsResponse struct {
+	Payments []*PaymentResponse `json:"payments"`
+}
