@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net/http"
 	"seckill/internal/breaker"
@@ -139,6 +140,16 @@ func ratesOf(rl *wire.RateLimitsRequest) ([3]*int64, error) {
 // DefaultPayWindow applies when a create request names none.
 const DefaultPayWindow = 900 * time.Second
 
+// payWindow is pay_window_s as a duration. One out of range stays out of range (0, or just over
+// sale.MaxPayWindow), for sale.Activity.Validate to refuse with the rule's one message, and a
+// huge one cannot overflow into a valid window.
+func payWindow(seconds int64) time.Duration {
+	if seconds > int64(sale.MaxPayWindow/time.Second) {
+		return sale.MaxPayWindow + time.Second
+	}
+	return time.Duration(max(seconds, 0)) * time.Second
+}
+
 // activityOf turns a create request into a domain activity; sale.Activity.Validate checks the rest.
 func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
 	bad := func(msg string) (sale.Activity, error) {
@@ -175,16 +186,11 @@ func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
 		a.Stock = *c.Stock
 	}
 	if c.PerUserLimit != nil {
-		if *c.PerUserLimit <= 0 {
-			return bad("per_user_limit must be at least 1")
-		}
-		a.PerUserLimit = *c.PerUserLimit
+		// The domain's zero is "the default": a 0 given is out of range, for Validate to refuse.
+		a.PerUserLimit = cmp.Or(*c.PerUserLimit, -1)
 	}
 	if c.PayWindowS != nil {
-		if *c.PayWindowS <= 0 || *c.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
-			return bad(fmt.Sprintf("pay_window_s must be between 1 and %d", int64(sale.MaxPayWindow/time.Second)))
-		}
-		a.PayWindow = time.Duration(*c.PayWindowS) * time.Second
+		a.PayWindow = payWindow(*c.PayWindowS)
 	}
 	if c.RateLimits != nil {
 		rs, err := ratesOf(c.RateLimits)

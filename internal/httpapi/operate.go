@@ -198,11 +198,7 @@ func editOf(e wire.EditActivityRequest) (sale.ActivityEdit, error) {
 	out := sale.ActivityEdit{Name: e.Name, PriceCents: e.PriceCents, Stock: e.Stock, PerUserLimit: e.PerUserLimit,
 		StartAt: e.StartAt, EndAt: e.EndAt, RequireChallenge: e.RequireChallenge}
 	if e.PayWindowS != nil {
-		if *e.PayWindowS <= 0 || *e.PayWindowS > int64(sale.MaxPayWindow/time.Second) {
-			return out, fmt.Errorf("%w: pay_window_s must be between 1 and %d", sale.ErrInvalid, int64(sale.MaxPayWindow/time.Second))
-		}
-		w := time.Duration(*e.PayWindowS) * time.Second
-		out.PayWindow = &w
+		out.PayWindow = new(payWindow(*e.PayWindowS))
 	}
 	if e.RateLimits != nil {
 		rs, err := ratesOf(e.RateLimits)
