@@ -3,7 +3,6 @@ package bench_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http/httptest"
 	"net/netip"
 	"os"
@@ -15,11 +14,10 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/bench"
 	"seckill/internal/browsertest"
-	"seckill/internal/httpapi"
 	"seckill/internal/httpapi/wire"
+	"seckill/internal/node"
 	"seckill/internal/risk"
 	"seckill/internal/saletest"
-	"seckill/internal/web"
 
 	"seckill/internal/testtier"
 
@@ -33,60 +31,40 @@ const (
 
 var datacenters = []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
 
-// riskSite serves the API and the pages on a real clock with the risk engine o (its features
-// over the datacenter list), believing the crowd's X-Forwarded-For from loopback.
-func riskSite(t *testing.T, o risk.Options) (string, *auth.Tokens) {
+// riskSite serves the node as the binary does (the API and the pages) on a real clock, with the
+// risk rules and model of r over the datacenter list, believing the crowd's X-Forwarded-For from
+// loopback.
+func riskSite(t *testing.T, r node.Risk) (string, *node.Node) {
 	t.Helper()
 	nets := filepath.Join(t.TempDir(), "networks.txt")
 	if err := os.WriteFile(nets, []byte(datacenters[0].String()+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	list, err := risk.LoadNetworks(nets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Features = risk.NewFeatures(risk.DefaultWindow, list)
-	e, err := risk.Open(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := nodetest.Embedded(t, saletest.RealClock())
-	tokens, err := auth.New([]byte(riskSecret), time.Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pages, err := web.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httpapi.New(httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: riskAdmin, Ready: env.Store.Ping,
-		Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns, Risk: e,
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() {
-		api.StopStreams()
-		srv.Close()
-		e.Close()
+	r.Networks = nets
+	_, n := nodetest.Served(t, saletest.RealClock(), func(c *node.Config) {
+		c.API.JWTSecret, c.API.AdminToken, c.API.Risk = riskSecret, riskAdmin, r
+		c.API.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	})
-	return srv.URL, tokens
+	srv := httptest.NewServer(n.Handler())
+	t.Cleanup(func() {
+		n.API.StopStreams()
+		srv.Close()
+	})
+	return srv.URL, n
 }
 
 // crowdSet runs the crowd of seed against a recording site and returns the recording, labelled.
 func crowdSet(t *testing.T, seed uint64, humans, bots int) (names []string, rows [][]float64, isBot []bool, rep bench.RiskReport) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "record.jsonl")
-	rec, err := risk.OpenRecorder(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, _ := riskSite(t, risk.Options{Recorder: rec})
+	base, n := riskSite(t, node.Risk{Record: path})
 	crowd := bench.RiskCrowd{Base: base, AdminToken: riskAdmin, Secret: riskSecret, Params: bench.DrawRiskParams(seed),
 		Humans: humans, Bots: bots, Chromium: browsertest.Chromium, Tabs: 2, Datacenter: datacenters}
-	rep, err = crowd.Run(context.Background(), 6*time.Second)
+	rep, err := crowd.Run(context.Background(), 6*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Flush(); err != nil {
+	if err := n.Risk.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)
@@ -161,7 +139,11 @@ func TestRiskModelFromTheCrowd(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, tokens := riskSite(t, risk.Options{ModelPath: path})
+	base, _ := riskSite(t, node.Risk{Model: path})
+	tokens, err := auth.New([]byte(riskSecret), time.Now) // mints what the node's tokens verify
+	if err != nil {
+		t.Fatal(err)
+	}
 	client, err := bench.NewClient([]string{base}, riskAdmin, 4)
 	if err != nil {
 		t.Fatal(err)

@@ -68,6 +68,14 @@ func (c Config) wrapGate(g sale.Gate) sale.Gate {
 	return g
 }
 
+// wrapBuckets puts c's wrapper on b, the rate limits' token buckets, below the guard.
+func (c Config) wrapBuckets(b ratelimit.Limiter) ratelimit.Limiter {
+	if c.Wrap.Buckets != nil {
+		return c.Wrap.Buckets(b)
+	}
+	return b
+}
+
 // wrapChallenges puts c's wrapper on ch, below the guard.
 func (c Config) wrapChallenges(ch sale.ChallengeStore) sale.ChallengeStore {
 	if c.Wrap.Challenges != nil {

@@ -53,7 +53,7 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 		},
 		linger: 50 * time.Millisecond, userAtGate: true,
 		windows:  breaker.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
-		buckets:  breaker.GuardLimiter(ratelimit.NewRedisBuckets(rdb), guard),
+		buckets:  breaker.GuardLimiter(c.wrapBuckets(ratelimit.NewRedisBuckets(rdb)), guard),
 		restocks: redisstore.NewRestocks(rdb), challenges: breaker.GuardChallenges(c.wrapChallenges(redisstore.NewChallenges(rdb)), guard),
 		line:    breaker.GuardLine(redisstore.NewLine(rdb).WithReplication(c.Replication), guard),
 		ranking: breaker.GuardRanking(redisstore.NewRanking(rdb, c.RankExactMax), guard),

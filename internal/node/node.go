@@ -103,6 +103,9 @@ type Wrap struct {
 	Gate       func(sale.Gate) sale.Gate
 	Store      func(sale.Store) sale.Store
 	Challenges func(sale.ChallengeStore) sale.ChallengeStore
+	// Buckets are the HTTP layer's token buckets (the grab's rate limits per user, activity and
+	// node).
+	Buckets func(ratelimit.Limiter) ratelimit.Limiter
 }
 
 // The binary's defaults of the tuning knobs.

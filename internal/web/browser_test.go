@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -19,12 +18,12 @@ import (
 	"seckill/internal/auth"
 	"seckill/internal/browsertest"
 	"seckill/internal/httpapi"
+	"seckill/internal/node"
 	"seckill/internal/openapitest"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 	"seckill/internal/signature"
-	"seckill/internal/web"
 
 	"seckill/internal/node/nodetest"
 )
@@ -35,8 +34,8 @@ const admin = "admin-token-for-the-browser-tests"
 // its own clock would be an hour late.
 const skew = time.Hour
 
-// site is the whole server (API, pages, a worker) on the embedded wiring, on a clock an hour
-// ahead of the browser's.
+// site is the whole server (API, pages, a worker): the embedded node as the binary builds and
+// serves it, on a clock an hour ahead of the browser's.
 type site struct {
 	t      *testing.T
 	url    string
@@ -47,31 +46,27 @@ type site struct {
 
 func newSite(t *testing.T) *site {
 	t.Helper()
-	return newSiteWith(t, func(*httpapi.Config) {}, nil)
+	return newSiteWith(t, func(*node.Config) {}, nil)
 }
 
-// newSiteWith is newSite with the server's configuration adjusted by set, and its handler
-// wrapped by wrap (when not nil).
-func newSiteWith(t *testing.T, set func(c *httpapi.Config), wrap func(http.Handler) http.Handler) *site {
+// newSiteWith is newSite with the node's configuration adjusted by set, and its handler wrapped
+// by wrap (when not nil).
+func newSiteWith(t *testing.T, set func(c *node.Config), wrap func(http.Handler) http.Handler) *site {
 	t.Helper()
 	clock := saletest.RealClock()
 	clock.Advance(skew)
-	env := nodetest.Embedded(t, clock)
-	tokens, err := auth.New([]byte("0123456789abcdef0123456789abcdef"), clock.Now)
+	env, n := nodetest.Served(t, clock, func(c *node.Config) {
+		c.API.AdminToken, c.API.DevLogin = admin, true
+		set(c)
+	})
+	tokens, err := auth.New([]byte(nodetest.Secret), clock.Now) // mints what the node's tokens verify
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages, err := web.Handler()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: admin, DevLogin: true,
-		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler), Pages: pages, PagePatterns: web.Patterns}
-	set(&c)
-	api := httpapi.New(c)
-	var h http.Handler = api
+	api := n.API
+	h := n.Handler()
 	if wrap != nil {
-		h = wrap(api)
+		h = wrap(h)
 	}
 	// What the pages send and are answered is held to the OpenAPI document too.
 	srv := httptest.NewServer(openapitest.Handler(t, h, openapitest.APIPath))
@@ -256,8 +251,10 @@ func TestRateLimitedOnThePage(t *testing.T) {
 	// The activity takes one grab a second, on buckets whose clock stands still: once bob has
 	// taken the second's grab, every other is refused until the test ends.
 	frozen := time.Now()
-	s := newSiteWith(t, func(c *httpapi.Config) {
-		c.Limits.Buckets = ratelimit.NewBuckets(func() time.Time { return frozen })
+	s := newSiteWith(t, func(c *node.Config) {
+		c.Wrap.Buckets = func(ratelimit.Limiter) ratelimit.Limiter {
+			return ratelimit.NewBuckets(func() time.Time { return frozen })
+		}
 	}, nil)
 	a := s.create(sale.Activity{Name: "Throttled", Kind: sale.KindItem, Stock: 10, PriceCents: 100,
 		Rates: sale.Rates{Global: 1}}, 0)
@@ -300,9 +297,9 @@ func TestBusyOnThePageKeepsTheKey(t *testing.T) {
 	down.Store(true)
 	var mu sync.Mutex
 	var keys []string
-	s := newSiteWith(t, func(c *httpapi.Config) {
-		c.Limits.PerUser = ratelimit.Rule{PerSecond: 100, Burst: 100}
-		c.Limits.Buckets = failing{ratelimit.NewBuckets(time.Now), &down}
+	s := newSiteWith(t, func(c *node.Config) {
+		c.API.Rates.User = 100
+		c.Wrap.Buckets = func(b ratelimit.Limiter) ratelimit.Limiter { return failing{b, &down} }
 	}, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/grab") {
@@ -554,8 +551,8 @@ func TestPayingAtTheProvider(t *testing.T) {
 		http.Redirect(w, r, *back.Load(), http.StatusSeeOther)
 	}))
 	t.Cleanup(provider.Close)
-	s := newSiteWith(t, func(c *httpapi.Config) {
-		c.Provider = &httpapi.Provider{Secret: secret, CheckoutURL: provider.URL + "/checkout"}
+	s := newSiteWith(t, func(c *node.Config) {
+		c.API.PaymentSecret, c.API.PaymentURL = string(secret), provider.URL+"/checkout"
 	}, nil)
 	api = s.url
 	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900}, -time.Second)
@@ -594,8 +591,9 @@ func TestPayingAtTheProvider(t *testing.T) {
 func TestDashboardOperatorControls(t *testing.T) {
 	ctx := context.Background()
 	// Refunds are a payment provider's: the node has one.
-	s := newSiteWith(t, func(c *httpapi.Config) {
-		c.Provider = &httpapi.Provider{Secret: []byte("a provider's secret, 32 bytes ok"), CheckoutURL: "https://pay.example.com/checkout"}
+	s := newSiteWith(t, func(c *node.Config) {
+		c.API.PaymentSecret, c.API.PaymentURL = "a provider's secret, 32 bytes ok", "https://pay.example.com/checkout"
+		c.Webhooks, c.WebhookSecret = []string{"http://127.0.0.1:9/events"}, "a receiver's secret, 32 bytes ok" // an outbox (its relay not started)
 	}, nil)
 	svc := s.env.Service
 	a := s.create(sale.Activity{Name: "Console", Kind: sale.KindItem, Stock: 2, PriceCents: 49_900}, -time.Second)

@@ -49,6 +49,16 @@ func EmbeddedOn(t testing.TB, clock *saletest.Clock, dsn string) saletest.Env {
 	return env
 }
 
+// Served builds the embedded node as Embedded does, with set's changes to its Config (its API's
+// tokens, rate limits, risk rules and payment provider; its rate limits' wrapper), for a test of
+// the whole site: n.Handler() is what the binary serves, the API and the pages. The node's own
+// loops (the relays of a webhook configured, the leased jobs) are not started.
+func Served(t testing.TB, clock *saletest.Clock, set func(c *node.Config)) (saletest.Env, *node.Node) {
+	c := node.Config{DB: "sqlite:" + filepath.Join(t.TempDir(), "db")}
+	set(&c)
+	return open(t, clock, c)
+}
+
 // Distributed builds a node of the distributed mode: the Redis gate and stream queue on the
 // Redis named by redisSpec (a URL or cluster seeds) and the store on dsn, with a worker in the
 // background and the restock announcements heard. It stops when t ends.
@@ -100,8 +110,8 @@ func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *n
 	}
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
 	c.Tuning.ReconcilePause, c.Tuning.QueuePoll, c.Tuning.GateBatch = 5*time.Millisecond, 50*time.Millisecond, 64
-	c.Wrap = node.Wrap{Gate: faults.Gate, Store: faults.Store,
-		Challenges: func(ch sale.ChallengeStore) sale.ChallengeStore { answers = saletest.NewAnswers(ch); return answers }}
+	c.Wrap.Gate, c.Wrap.Store = faults.Gate, faults.Store
+	c.Wrap.Challenges = func(ch sale.ChallengeStore) sale.ChallengeStore { answers = saletest.NewAnswers(ch); return answers }
 	n, err := node.Open(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
