@@ -9,7 +9,201 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
+
+// Kind says what an activity sells.
+type Kind string
+
+// The kinds of activity.
+const (
+	KindItem      Kind = "item"      // Stock identical units at PriceCents each
+	KindRedPacket Kind = "redpacket" // TotalCents split at creation into Stock shares
+)
+
+// Admission says how grabs are admitted to the stock gate.
+type Admission string
+
+// The admission modes. Direct grabs go to the stock gate as they come: the fastest client wins.
+// Queue and lottery grabs join the activity's waiting line instead (see Line), and a drainer
+// admits them to the gate in the line's order.
+const (
+	AdmitDirect  Admission = "direct"  // first come, first served at the gate
+	AdmitQueue   Admission = "queue"   // a waiting room: the early crowd shuffled at the start, then FIFO
+	AdmitLottery Admission = "lottery" // entries until the start, then a verifiable draw for the stock
+)
+
+// Limits on what an activity may ask for. They keep arithmetic far from overflow and rows small.
+const (
+	MaxStock = 100_000_000
+	// MaxShares bounds a red packet's count. A red packet is split whole when it is created: its
+	// shares are one database transaction and one gate load, and each share is a row and a list
+	// entry. 1,000,000 shares take 3.1 s and 96 MB at peak on an embedded node (two cores); 10
+	// million took 534 MB and ran past the database's call deadline. A larger rain is several
+	// red packets.
+	MaxShares       = 1_000_000
+	MaxPerUserLimit = 1_000
+	MaxCents        = 1_000_000_000_000 // ten billion in the currency's major unit
+	MaxPayWindow    = 7 * 24 * time.Hour
+	MaxNameLen      = 200
+	MaxStockShards  = 64
+	MaxIDLen        = 64
+	MaxQueueCap     = 100_000_000 // tickets waiting in one line
+	MaxAdmitRate    = 1_000_000   // tickets admitted per second
+)
+
+// Defaults of a line's settings: the cap is a multiple of the stock, the rate a number of
+// tickets a second.
+const (
+	DefaultQueueFactor = 10
+	DefaultAdmitRate   = 1000
+)
+
+// Activity is one sale: a flash sale of items or a red-packet drop. It does not change after it
+// is created, but for ArchivedAt, set once its hot state is archived (a node's cached copy may
+// not know it yet).
+type Activity struct {
+	ID               string
+	Name             string
+	Kind             Kind
+	Stock            int64 // units for sale; the number of shares for a red packet
+	PriceCents       int64
+	PerUserLimit     int64
+	StartAt          time.Time
+	EndAt            time.Time
+	PayWindow        time.Duration
+	TotalCents       int64 // red packet only: the sum of all shares
+	RequireChallenge bool
+	Admission        Admission
+	Rates            Rates // this activity's own rate limits, overriding the node's
+	// StockShards splits an item's stock into that many counters on different Redis Cluster
+	// slots, for an item so hot that one slot's core cannot take its crowd (1: one counter).
+	// The embedded gate, in one process, keeps one counter whatever it says.
+	StockShards int64
+	// QueueCap bounds the tickets waiting in a queue or lottery line at once (QUEUE_FULL beyond);
+	// AdmitRate is how many tickets a second the line's drainer admits to the gate (queue mode).
+	QueueCap, AdmitRate int64
+	// Seed orders the early crowd of a queue or lottery line (see DrawOrder). It is secret until
+	// the draw; its commitment is public from the creation.
+	Seed      Seed
+	CreatedAt time.Time
+	// Revision counts the activity's versions: 1 as created, one more for every change an
+	// operator makes (stock added, the sale ended early). The gate keeps the revision it holds
+	// and refuses a grab made on another (ErrStale), so that a node whose copy is out of date
+	// never sells on it: it reads the activity again first.
+	Revision int64
+	// ArchivedAt is when the activity's hot state (its gate, line and leaderboard) was dropped,
+	// its sale over, its pay windows closed and its queue drained; zero while it is live. An
+	// archived activity answers from the database (see Service.Archive).
+	ArchivedAt time.Time
+}
+
+// Archived reports whether a's hot state was archived.
+func (a Activity) Archived() bool { return !a.ArchivedAt.IsZero() }
+
+// Lined reports whether grabs join a waiting line rather than go straight to the gate.
+func (a Activity) Lined() bool { return a.Admission == AdmitQueue || a.Admission == AdmitLottery }
+
+// Rates are an activity's own grab rate limits in requests per second: per user, per client IP
+// and for the whole activity. Zero keeps the node's setting; RateOff switches a limit off.
+type Rates struct {
+	PerUser, PerIP, Global int64
+}
+
+// RateOff switches a rate limit off for one activity.
+const RateOff = -1
+
+// MaxRate bounds a rate limit, in requests per second.
+const MaxRate = 1_000_000
+
+// EffectiveRate is the rate limit to apply for an activity whose own setting is r and whose
+// node's is node: r unless it is zero (then the node's), with RateOff as 0 (off).
+func EffectiveRate(r, node int64) int64 {
+	switch {
+	case r == 0:
+		return node
+	case r == RateOff:
+		return 0
+	}
+	return r
+}
+
+// Validate reports the first thing wrong with a, wrapped in ErrInvalid.
+func (a Activity) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	switch {
+	case !ValidID(a.ID):
+		return badID("id")
+	case strings.TrimSpace(a.Name) == "":
+		return bad("name is required")
+	case utf8.RuneCountInString(a.Name) > MaxNameLen || !utf8.ValidString(a.Name):
+		return bad("name must be valid UTF-8 of at most %d characters", MaxNameLen)
+	case a.Kind != KindItem && a.Kind != KindRedPacket:
+		return bad("kind must be %q or %q", KindItem, KindRedPacket)
+	case a.Stock <= 0 || a.Stock > MaxStock:
+		return bad("stock must be between 1 and %d", MaxStock)
+	case a.PerUserLimit <= 0 || a.PerUserLimit > MaxPerUserLimit:
+		return bad("per_user_limit must be between 1 and %d", MaxPerUserLimit)
+	case a.StartAt.IsZero() || a.EndAt.IsZero():
+		return bad("start_at and end_at are required")
+	case !a.EndAt.After(a.StartAt):
+		return bad("end_at must be after start_at")
+	case a.PayWindow <= 0 || a.PayWindow > MaxPayWindow:
+		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
+	case a.Admission != AdmitDirect && !a.Lined():
+		return bad("admission must be %q, %q or %q", AdmitDirect, AdmitQueue, AdmitLottery)
+	case a.Lined() && (a.QueueCap < 1 || a.QueueCap > MaxQueueCap):
+		return bad("queue_cap must be between 1 and %d", MaxQueueCap)
+	case a.Lined() && (a.AdmitRate < 1 || a.AdmitRate > MaxAdmitRate):
+		return bad("admit_rate must be between 1 and %d tickets a second", MaxAdmitRate)
+	case !a.Lined() && (a.QueueCap != 0 || a.AdmitRate != 0):
+		return bad("queue_cap and admit_rate are for queue and lottery admission")
+	case a.StockShards < 1 || a.StockShards > MaxStockShards:
+		return bad("stock_shards must be between 1 and %d", MaxStockShards)
+	case a.StockShards > 1 && a.Kind != KindItem:
+		return bad("stock_shards is for items; a red packet's shares stay in one list")
+	case a.StockShards > a.Stock:
+		return bad("stock_shards must not exceed the stock")
+	}
+	for _, r := range []int64{a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global} {
+		if r < RateOff || r > MaxRate {
+			return bad("rate limits must be between 0 (off) and %d requests per second", MaxRate)
+		}
+	}
+	switch a.Kind {
+	case KindItem:
+		if a.PriceCents < 0 || a.PriceCents > MaxCents {
+			return bad("price_cents must be between 0 and %d", int64(MaxCents))
+		}
+		if a.TotalCents != 0 {
+			return bad("total_cents is for red packets only")
+		}
+	case KindRedPacket:
+		if a.Stock > MaxShares {
+			return bad("count must be between 1 and %d shares", MaxShares)
+		}
+		if a.TotalCents < a.Stock || a.TotalCents > MaxCents {
+			return bad("total_cents must be between count (every share at least 1 cent) and %d", int64(MaxCents))
+		}
+		if a.PriceCents != 0 {
+			return bad("price_cents is for items only")
+		}
+	}
+	return nil
+}
+
+// Open reports whether grabs are accepted at now: nil, ErrNotStarted or ErrEnded.
+func (a Activity) Open(now time.Time) error {
+	if now.Before(a.StartAt) {
+		return ErrNotStarted
+	}
+	if !now.Before(a.EndAt) {
+		return ErrEnded
+	}
+	return nil
+}
 
 // CreateActivity validates a, gives it an id if it has none, stores it (splitting a red packet
 // into its shares first) and opens it in the gate. Errors: ErrInvalid, ErrExists.

@@ -7,6 +7,44 @@ import (
 	"time"
 )
 
+// Grab is one acknowledged win: a unit (or a red-packet share) taken by a user. Its Token names
+// the order that the worker will create from it.
+type Grab struct {
+	Token          string
+	ActivityID     string
+	UserID         string
+	IdempotencyKey string // empty when the client sent none
+	Share          int64  // red packet: the index of the share taken; 0 for items
+	AmountCents    int64  // what the user pays (item) or receives (red packet)
+	At             time.Time
+	// Trace is the W3C traceparent of the gate call that took the grab, carried in its stream
+	// entry so that the worker's spans join the click's trace; "" when it was not traced.
+	Trace string
+}
+
+// GrabRequest asks the gate for one unit.
+type GrabRequest struct {
+	ActivityID     string
+	UserID         string
+	IdempotencyKey string
+	Pass           string // the one-time path token of a solved challenge; "" for none
+	Now            time.Time
+	// UserRate, when set, is the user's request rate on this activity, checked and spent by the
+	// gate in the grab's own call instead of in a bucket at the edge: a grab over it is refused
+	// with Throttled and takes nothing. The Redis gate checks it (one call, so one fsync wait, an
+	// all-win grab); the edge sets it only for that gate. Zero: the edge has checked.
+	UserRate UserRate
+}
+
+// UserRate is a token bucket: PerSecond tokens a second, at most Burst at once.
+type UserRate struct{ PerSecond, Burst int64 }
+
+// Off reports whether the rate limits nothing.
+func (r UserRate) Off() bool { return r.PerSecond <= 0 }
+
+// MaxPassLen bounds a pass (path token) from a client.
+const MaxPassLen = 40
+
 // absent reports whether the gate's err says it does not hold the activity: lost (ErrUnloaded),
 // or never given it, or archived (ErrNotFound, from a gate that knows only what it holds).
 func absent(err error) bool { return errors.Is(err, ErrUnloaded) || errors.Is(err, ErrNotFound) }

@@ -8,6 +8,52 @@ import (
 	"time"
 )
 
+// Status is the state of an order.
+type Status string
+
+// Order states. PENDING is a grab still in the queue; CREATED an order awaiting payment; FAILED a
+// grab the database refused (its guard found no unit or the user's limit reached). A payment that
+// comes for a CANCELLED order (its window closed and its unit went back on sale) never brings it
+// back: the order becomes REFUND_PENDING, then REFUNDED once the money is given back.
+const (
+	StatusPending       Status = "PENDING"
+	StatusCreated       Status = "CREATED"
+	StatusPaid          Status = "PAID"
+	StatusCancelled     Status = "CANCELLED"
+	StatusFailed        Status = "FAILED"
+	StatusRefundPending Status = "REFUND_PENDING"
+	StatusRefunded      Status = "REFUNDED"
+)
+
+// Holds reports whether an order in status s holds a unit of stock.
+func (s Status) Holds() bool { return s == StatusCreated || s == StatusPaid }
+
+// Order is the durable result of a grab.
+type Order struct {
+	ID          int64
+	Token       string
+	ActivityID  string
+	UserID      string
+	IdemKey     string // the grab's idempotency key, kept so a retry finds its first answer
+	Share       int64
+	AmountCents int64
+	Status      Status
+	Reason      string // why the order failed or was cancelled
+	CreatedAt   time.Time
+	ExpiresAt   time.Time // end of the payment window
+	ClosedAt    time.Time // when it was paid, cancelled or failed; zero while open
+}
+
+// Grab is the grab o was placed from: what a gate holds for it, a leaderboard ranks and a
+// release gives back.
+func (o Order) Grab() Grab {
+	return Grab{Token: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, IdempotencyKey: o.IdemKey,
+		Share: o.Share, AmountCents: o.AmountCents, At: o.CreatedAt}
+}
+
+// ReasonExpired is the reason of an order cancelled because its payment window closed.
+const ReasonExpired = "payment window closed"
+
 // Order returns the order named by ref (its token or numeric id) if userID owns it. A grab still
 // in the queue is reported as a PENDING order. Errors: ErrNotFound (also for someone else's order).
 func (s *Service) Order(ctx context.Context, userID, ref string) (Order, error) {

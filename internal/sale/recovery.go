@@ -247,3 +247,21 @@ func (s *Service) fresher(ctx context.Context, a Activity) (Activity, error) {
 // refreshWithin bounds a shared refresh of an activity: a read of the database and the gate's
 // revisions.
 const refreshWithin = 5 * time.Second
+
+// GateState is what the database knows about an activity's stock, from which a gate is built or
+// rebuilt: after a restart, a lost cache, or a reconcile.
+type GateState struct {
+	Held   []Grab  // grabs that hold a unit now: still queued, or with a CREATED or PAID order
+	Keyed  []Grab  // every grab made with an idempotency key, so a retry gets the first answer
+	Shares []Share // red packet: the shares nobody holds
+}
+
+// Remaining is how many units a gate holding st for a has left to sell: a red packet's shares
+// nobody holds, an item's stock less the units held. It is negative when st holds more than a's
+// stock, which no gate may load.
+func (st GateState) Remaining(a Activity) int64 {
+	if a.Kind == KindRedPacket {
+		return int64(len(st.Shares))
+	}
+	return a.Stock - int64(len(st.Held))
+}

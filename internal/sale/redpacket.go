@@ -2,6 +2,12 @@ package sale
 
 import "fmt"
 
+// Share is one pre-split part of a red packet.
+type Share struct {
+	Index       int64
+	AmountCents int64
+}
+
 // SplitRedPacket splits total cents into count shares by the double-mean method: each share but
 // the last is drawn uniformly from [1, 2 × the mean of what is left], capped so every later share
 // can still get a cent, and the last share takes the remainder. Every share is at least 1 cent

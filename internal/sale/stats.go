@@ -5,6 +5,53 @@ import (
 	"errors"
 )
 
+// Counts are an activity's orders by status, as the database sees them.
+type Counts struct {
+	Orders    int64 // every order row, failed ones included
+	Created   int64
+	Paid      int64
+	Cancelled int64
+	Expired   int64 // the cancelled orders whose payment window closed (ReasonExpired)
+	Failed    int64
+	// RefundPending and Refunded are cancelled orders whose payment came late: their unit went
+	// back on sale as any cancelled order's did, and their money is (to be) given back.
+	RefundPending int64
+	Refunded      int64
+	// DeadLetters are grabs the workers gave up on (not orders).
+	DeadLetters int64
+}
+
+// Stats is the admin's view of an activity.
+type Stats struct {
+	Stock     int64
+	Remaining int64
+	Grabbed   int64
+	Orders    int64
+	Created   int64
+	Paid      int64
+	Cancelled int64
+	Expired   int64 // of the cancelled, those whose payment window closed
+	Failed    int64
+	// RefundPending and Refunded are orders paid after they were cancelled (see Counts).
+	RefundPending int64
+	Refunded      int64
+	PendingQueue  int64
+	DeadLetters   int64
+	// Line is the waiting line of a queue or lottery activity.
+	Line *LineStats
+}
+
+// LineStats are a line's numbers for the dashboard.
+type LineStats struct {
+	Joined    int64 // tickets ever taken
+	Waiting   int64 // not answered yet: the line's length
+	Answered  int64 // admitted to the gate or answered sold out
+	Early     int64 // the early crowd, shuffled at the start
+	Sealed    bool
+	DrainRate float64 // admissions a second, measured by the drainer
+	WaitS     float64 // the estimated wait at the tail of the line
+}
+
 // Remaining reports the units an activity has left, as the gate sees them, rebuilding the
 // activity in the gate if the cache lost it.
 // An archived activity's remaining units are the database's: its stock less what its orders
