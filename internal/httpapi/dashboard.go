@@ -4,34 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
-	"seckill/internal/funnel"
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )
-
-// stageOf places a grab's outcome (as the metrics name it) in the dashboard's funnel.
-func stageOf(outcome string) funnel.Stage {
-	switch {
-	case outcome == "won":
-		return funnel.Won
-	case strings.HasPrefix(outcome, "rate_limited"):
-		return funnel.RateLimited
-	case strings.HasPrefix(outcome, "blocked"), outcome == "risk_block":
-		return funnel.Blocked
-	case outcome == "risk_challenge", strings.HasPrefix(outcome, "challenge_"):
-		return funnel.Challenged
-	case strings.HasPrefix(outcome, "sold_out"):
-		return funnel.SoldOut
-	case outcome == "already_bought":
-		return funnel.AlreadyBought
-	case outcome == "busy":
-		return funnel.Busy
-	}
-	return funnel.Other
-}
 
 // MaxStreams bounds the live streams one node serves at once: each reads the stats every tick.
 const MaxStreams = 32

@@ -11,20 +11,6 @@ import (
 	"seckill/internal/sale"
 )
 
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
 	stock_shards, queue_cap, admit_rate, draw_seed`

@@ -398,3 +398,12 @@ func runTx(ctx context.Context, w db, opts *sql.TxOptions, fn func(tx tx) error)
 	}
 	return t.Commit()
 }
+
+// forUpdate ends a SELECT that locks the rows it reads until the transaction ends. SQLite needs
+// none: its one writer runs one transaction at a time.
+func (d *dialect) forUpdate() string {
+	if d == sqliteDialect {
+		return ""
+	}
+	return " FOR UPDATE"
+}

@@ -87,13 +87,6 @@ func placedEvents(pls []sale.Placement) []sale.Event {
 	return evs
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
-}
-
 const deliveryColumns = `e.seq, e.event_id, e.type, e.order_token, e.order_id, e.activity_id, e.user_id, e.amount_cents,
 	e.status, e.reason, e.at_ms, e.payment_id, e.payment_cents, d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
 

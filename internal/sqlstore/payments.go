@@ -33,15 +33,6 @@ func paymentByID(ctx context.Context, q querier, id, lock string) (sale.Payment,
 	return p, err
 }
 
-// forUpdate ends a SELECT that locks the rows it reads until the transaction ends. SQLite needs
-// none: its one writer runs one transaction at a time.
-func (d *dialect) forUpdate() string {
-	if d == sqliteDialect {
-		return ""
-	}
-	return " FOR UPDATE"
-}
-
 // StartPayment implements sale.PaymentStore. The order's open payment is the one whose
 // open_token is the order's token: its unique key makes two racing clicks start one payment.
 func (s *Store) StartPayment(ctx context.Context, token, id string, now time.Time) (sale.Payment, error) {
