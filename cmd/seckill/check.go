@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+
 	"seckill/internal/node"
 )
 

@@ -4,10 +4,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"seckill/internal/saletest"
 	"strings"
 	"testing"
 	"time"
+
+	"seckill/internal/saletest"
 
 	"github.com/golang-jwt/jwt/v5"
 

@@ -2,10 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"seckill/internal/httpapi/wire"
-	"seckill/internal/sale"
 	"slices"
 	"sort"
+
+	"seckill/internal/httpapi/wire"
+	"seckill/internal/sale"
 )
 
 // Facts are what the checker learns from the API once the queue has drained: the activity as it

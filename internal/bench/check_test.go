@@ -3,9 +3,10 @@ package bench
 import (
 	"bytes"
 	"fmt"
-	"seckill/internal/httpapi/wire"
 	"strings"
 	"testing"
+
+	"seckill/internal/httpapi/wire"
 
 	"github.com/google/go-cmp/cmp"
 )

@@ -10,12 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"seckill/internal/httpapi/wire"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"seckill/internal/httpapi/wire"
 )
 
 // Client speaks the server's HTTP API as a crowd and as its admin would. It may know several

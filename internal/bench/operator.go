@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"seckill/internal/httpapi/wire"
 	"time"
+
+	"seckill/internal/httpapi/wire"
 )
 
 // Operator is what an operator does to the sale while the crowd runs (--operator): the changes

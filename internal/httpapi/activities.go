@@ -5,10 +5,11 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"time"
+
 	"seckill/internal/breaker"
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
-	"time"
 )
 
 func (s *Server) createActivity(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+
 	"seckill/internal/breaker"
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"

@@ -4,9 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"seckill/internal/httpapi/wire"
 	"strings"
 	"testing"
+
+	"seckill/internal/httpapi/wire"
 )
 
 // listError cannot be hashed: a map keyed by error would panic on it.

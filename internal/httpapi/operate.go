@@ -12,46 +12,6 @@ import (
 	"seckill/internal/sale"
 )
 
-// addStock adds units to a running (or upcoming) item: the database and the gate together, on
-// sale on every node at once.
-func (s *Server) addStock(w http.ResponseWriter, r *http.Request) {
-	var req wire.AddStockRequest
-	if err := decode(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id := r.PathValue("id")
-	noteTarget(r, id)
-	a, err := s.operator.AddStock(r.Context(), id, req.Add)
-	s.revised(w, r, a, err)
-}
-
-// endActivity ends a sale now, on every node at once.
-func (s *Server) endActivity(w http.ResponseWriter, r *http.Request) {
-	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id := r.PathValue("id")
-	noteTarget(r, id)
-	a, err := s.operator.EndActivity(r.Context(), id)
-	s.revised(w, r, a, err)
-}
-
-// revised answers an operator's change: the activity as it is now, its remaining units as the
-// gate counts them (null if the gate is away: the change is made, and reaches it later).
-func (s *Server) revised(w http.ResponseWriter, r *http.Request, a sale.Activity, err error) {
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var rem *int64
-	if n, err := s.svc.Remaining(r.Context(), a.ID); err == nil {
-		rem = &n
-	}
-	writeJSON(w, http.StatusOK, publicView(a, rem, rem != nil && *rem == 0, s.svc.Now()))
-}
-
 // allActivities lists activities for an operator: ?since= (RFC 3339: those that end after it;
 // left out, all), ?limit= (1 to sale.MaxPage, default 100), the latest start first. No gate is asked.
 func (s *Server) allActivities(w http.ResponseWriter, r *http.Request) {
@@ -172,43 +132,4 @@ func (s *Server) replayDeadLetter(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.ReplayedResponse{Order: adminOrder(p.Order), New: p.New})
-}
-
-// editActivity changes an activity's terms: anything before its start, its name, end and rate
-// limits after.
-func (s *Server) editActivity(w http.ResponseWriter, r *http.Request) {
-	var req wire.EditActivityRequest
-	if err := decode(r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	id := r.PathValue("id")
-	noteTarget(r, id)
-	e, err := editOf(req)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	a, err := s.operator.EditActivity(r.Context(), id, e)
-	s.revised(w, r, a, err)
-}
-
-// editOf turns an edit request into the domain's edit; sale.Activity.Validate checks the result.
-func editOf(e wire.EditActivityRequest) (sale.ActivityEdit, error) {
-	out := sale.ActivityEdit{Name: e.Name, PriceCents: e.PriceCents, Stock: e.Stock, PerUserLimit: e.PerUserLimit,
-		StartAt: e.StartAt, EndAt: e.EndAt, RequireChallenge: e.RequireChallenge}
-	if e.PayWindowS != nil {
-		out.PayWindow = new(payWindow(*e.PayWindowS))
-	}
-	if e.RateLimits != nil {
-		rs, err := ratesOf(e.RateLimits)
-		if err != nil {
-			return out, err
-		}
-		out.PerUserRate, out.PerIPRate, out.GlobalRate = rs[0], rs[1], rs[2]
-	}
-	if out == (sale.ActivityEdit{}) {
-		return out, fmt.Errorf("%w: nothing to change", sale.ErrInvalid)
-	}
-	return out, nil
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"net/http"
+
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
 )

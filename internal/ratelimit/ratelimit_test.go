@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"seckill/internal/saletest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"seckill/internal/saletest"
 
 	"github.com/redis/go-redis/v9"
 

@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/sale"
 )
 
 // BlockRequest is the body of POST /api/admin/blocks.

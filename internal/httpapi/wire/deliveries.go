@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/sale"
 )
 
 // DeliveryResponse is an order event's delivery to one sink (a webhook receiver).

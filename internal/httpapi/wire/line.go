@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/sale"
 )
 
 // TicketResponse is a ticket in a queue or lottery line as its owner sees it: the answer to a

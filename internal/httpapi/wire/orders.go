@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/sale"
 )
 
 // OrderResponse is an order as its owner sees it.

@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"seckill/internal/sale"
 	"time"
+
+	"seckill/internal/sale"
 )
 
 // PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
