@@ -229,8 +229,10 @@ func (x guardedStore) Settle(ctx context.Context, n sale.PaymentNotice, now time
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Settlement, error) { return x.p.Settle(ctx, n, now) })
 }
 
-func (x guardedStore) StartPayment(ctx context.Context, token string, id string, now time.Time) (sale.Payment, error) {
-	return Call(ctx, x.guard, func(ctx context.Context) (sale.Payment, error) { return x.p.StartPayment(ctx, token, id, now) })
+func (x guardedStore) StartPayment(ctx context.Context, token string, id string, provider string, now time.Time) (sale.Payment, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Payment, error) {
+		return x.p.StartPayment(ctx, token, id, provider, now)
+	})
 }
 
 func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, error) {

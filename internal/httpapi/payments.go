@@ -27,8 +27,11 @@ type Provider struct {
 	Now func() time.Time
 }
 
+// signed names the provider this node speaks to: the signed callback (Provider).
+const signed = "signed"
+
 func (s *Server) paymentOf(p sale.Payment) *wire.PaymentResponse {
-	r := &wire.PaymentResponse{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
+	r := &wire.PaymentResponse{PaymentID: p.ID, Provider: p.Provider, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
 		ReceivedCents: p.ReceivedCents, RefundReason: p.RefundReason, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 	if p.State == sale.PaymentStarted && s.provider != nil {
 		r.PayURL = s.provider.checkout(p)
@@ -60,7 +63,7 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.payments.Start(r.Context(), user, r.PathValue("ref"))
+	p, err := s.payments.Start(r.Context(), user, r.PathValue("ref"), signed)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -99,7 +102,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The service checks the notice (its status first).
-	s.settle(w, r, sale.PaymentNotice{PaymentID: req.PaymentID, OrderToken: req.OrderToken, AmountCents: *req.AmountCents,
+	s.settle(w, r, sale.PaymentNotice{Provider: signed, PaymentID: req.PaymentID, OrderToken: req.OrderToken, AmountCents: *req.AmountCents,
 		Outcome: req.Status})
 }
 
@@ -147,5 +150,6 @@ func (s *Server) refunded(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.settle(w, r, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.ReceivedCents, Outcome: sale.OutcomeRefunded})
+	s.settle(w, r, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.ReceivedCents, Outcome: sale.OutcomeRefunded,
+		Provider: p.Provider})
 }

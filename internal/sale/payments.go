@@ -41,6 +41,9 @@ type Payment struct {
 	ReceivedCents int64
 	// RefundReason says why the money is owed back (refund_pending, refunded); "" otherwise.
 	RefundReason RefundReason
+	// Provider names the provider the payment was started with: the one whose notices settle
+	// it and whose refund gives its money back.
+	Provider string
 }
 
 // RefundReason is why money that came is owed back.
@@ -72,6 +75,9 @@ type PaymentNotice struct {
 	OrderToken  string
 	AmountCents int64
 	Outcome     PaymentOutcome
+	// Provider is whose notice it is: money taken under a payment id we never issued is
+	// recorded as that provider's, to be given back through it.
+	Provider string
 }
 
 // Settlement is what a notice left: the payment and its order as they stand, and whether this
@@ -93,10 +99,13 @@ type PaymentFilter struct {
 // PaymentStore keeps the payments. Settle is the one place a payment and its order change
 // together, in the database's transaction with the order's event.
 type PaymentStore interface {
-	// StartPayment starts payment id, at now, for the CREATED order of token whose payment window
-	// is open, or returns the payment already started for it and not settled (a second click).
-	// Errors: ErrNotFound, ErrInvalidState (not CREATED, or the window has closed).
-	StartPayment(ctx context.Context, token, id string, now time.Time) (Payment, error)
+	// StartPayment starts payment id with provider, at now, for the CREATED order of token whose
+	// payment window is open, or returns the payment already started with provider for it and
+	// not settled (a second click). One started with another provider is failed first: the
+	// buyer chose another way to pay (should its provider take the money all the same, Settle
+	// pays the order by it or owes it back). Errors: ErrNotFound, ErrInvalidState (not CREATED,
+	// or the window has closed).
+	StartPayment(ctx context.Context, token, id, provider string, now time.Time) (Payment, error)
 
 	// Settle applies n at now. A succeeded notice is money taken: it always ends recorded, kept
 	// or owed back, never refused for what it names.
@@ -149,16 +158,17 @@ func NewPayments(core *Service, store PaymentStore) *Payments {
 	return &Payments{core: core, store: store}
 }
 
-// Start starts paying userID's order ref through the provider: the buyer pays at the provider,
-// and the order becomes PAID when its callback says so (Settle). Asking again before the
-// provider answers returns the same payment. Errors: ErrNotFound, ErrInvalidState (the order is
-// not awaiting payment, its window has closed, or it is still being created), ErrBusy.
-func (s *Payments) Start(ctx context.Context, userID, ref string) (Payment, error) {
+// Start starts paying userID's order ref through provider (a name the node configured): the
+// buyer pays at the provider, and the order becomes PAID when its notice says so (Settle).
+// Asking again before the provider answers returns the same payment; asking with another
+// provider starts another and closes the first. Errors: ErrNotFound, ErrInvalidState (the order
+// is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
+func (s *Payments) Start(ctx context.Context, userID, ref, provider string) (Payment, error) {
 	o, err := s.core.placed(ctx, userID, ref)
 	if err != nil {
 		return Payment{}, err
 	}
-	return s.store.StartPayment(ctx, o.Token, NewToken("pay_"), s.core.now())
+	return s.store.StartPayment(ctx, o.Token, NewToken("pay_"), provider, s.core.now())
 }
 
 // Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
@@ -173,6 +183,8 @@ func (s *Payments) Settle(ctx context.Context, n PaymentNotice) (Settlement, err
 		return Settlement{}, badID("payment_id and order_token")
 	case n.AmountCents < 0:
 		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
+	case n.Provider == "":
+		return Settlement{}, fmt.Errorf("%w: a notice names its provider", ErrInvalid)
 	}
 	// Not on the request's context: a provider that hangs up has still told us.
 	st, err := s.store.Settle(context.WithoutCancel(ctx), n, s.core.now())

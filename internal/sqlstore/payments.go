@@ -12,14 +12,14 @@ import (
 )
 
 const paymentColumns = `payment_id, order_token, activity_id, user_id, amount_cents, state, created_at, updated_at,
-	received_cents, refund_reason`
+	received_cents, refund_reason, provider`
 
 func scanPayment(row interface{ Scan(...any) error }) (sale.Payment, error) {
 	var p sale.Payment
 	var state, reason string
 	var created, updated int64
 	err := row.Scan(&p.ID, &p.OrderToken, &p.ActivityID, &p.UserID, &p.AmountCents, &state, &created, &updated,
-		&p.ReceivedCents, &reason)
+		&p.ReceivedCents, &reason, &p.Provider)
 	p.State, p.CreatedAt, p.UpdatedAt = sale.PaymentState(state), fromMS(created), fromMS(updated)
 	p.RefundReason = sale.RefundReason(reason)
 	return p, err
@@ -35,7 +35,7 @@ func paymentByID(ctx context.Context, q querier, id, lock string) (sale.Payment,
 
 // StartPayment implements sale.PaymentStore. The order's open payment is the one whose
 // open_token is the order's token: its unique key makes two racing clicks start one payment.
-func (s *Store) StartPayment(ctx context.Context, token, id string, now time.Time) (sale.Payment, error) {
+func (s *Store) StartPayment(ctx context.Context, token, id, provider string, now time.Time) (sale.Payment, error) {
 	var p sale.Payment
 	err := s.inTx(ctx, func(t tx) error {
 		o, err := orderByToken(ctx, t, token)
@@ -47,26 +47,35 @@ func (s *Store) StartPayment(ctx context.Context, token, id string, now time.Tim
 		case !now.Before(o.ExpiresAt):
 			return fmt.Errorf("%w: the payment window of order %s has closed", sale.ErrInvalidState, token)
 		}
-		res, err := t.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id,
-			amount_cents, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?)`+t.d.keepFirst("payment_id"),
-			id, o.Token, o.Token, o.ActivityID, o.UserID, o.AmountCents, ms(now), ms(now))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 0 {
+		// Two tries: a payment open with another provider is closed (failed) before the second.
+		for range 2 {
+			res, err := t.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id,
+				amount_cents, state, created_at, updated_at, provider) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?, ?)`+t.d.keepFirst("payment_id"),
+				id, o.Token, o.Token, o.ActivityID, o.UserID, o.AmountCents, ms(now), ms(now), provider)
 			if err != nil {
 				return err
 			}
-			// The order has an open payment already: that one.
-			p, err = scanPayment(t.QueryRowContext(ctx, `SELECT `+paymentColumns+` FROM payments WHERE open_token = ?`, token))
-			if errors.Is(err, sql.ErrNoRows) { // settled meanwhile: the buyer may start again
-				return fmt.Errorf("%w: a payment of order %s was settled meanwhile", sale.ErrInvalidState, token)
+			if n, err := res.RowsAffected(); err != nil || n == 1 {
+				p = sale.Payment{ID: id, OrderToken: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, AmountCents: o.AmountCents,
+					State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Provider: provider}
+				return err
 			}
-			return err
+			// The order has an open payment already: that one, if it is with this provider.
+			p, err = scanPayment(t.QueryRowContext(ctx, `SELECT `+paymentColumns+` FROM payments WHERE open_token = ?`+t.d.forUpdate(), token))
+			switch {
+			case errors.Is(err, sql.ErrNoRows): // settled meanwhile: the buyer may start again
+				return fmt.Errorf("%w: a payment of order %s was settled meanwhile", sale.ErrInvalidState, token)
+			case err != nil || p.Provider == provider:
+				return err
+			}
+			// The buyer chose another provider: the first payment is closed. Its provider may
+			// still take the money: its notice then pays the order, or is owed back (Settle).
+			if _, err := t.ExecContext(ctx, `UPDATE payments SET state = 'failed', open_token = NULL, updated_at = ?
+				WHERE payment_id = ? AND state = 'started'`, ms(now), p.ID); err != nil {
+				return err
+			}
 		}
-		p = sale.Payment{ID: id, OrderToken: o.Token, ActivityID: o.ActivityID, UserID: o.UserID, AmountCents: o.AmountCents,
-			State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now))}
-		return nil
+		return fmt.Errorf("%w: order %s is being paid by another click", sale.ErrInvalidState, token)
 	})
 	return p, err
 }
@@ -250,9 +259,9 @@ func (s *Store) stray(ctx context.Context, t tx, st *sale.Settlement, n sale.Pay
 		return false, err
 	}
 	res, err := t.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id,
-		amount_cents, state, created_at, updated_at, received_cents, refund_reason)
-		VALUES (?, ?, NULL, ?, ?, 0, 'started', ?, ?, 0, '')`+t.d.keepFirst("payment_id"),
-		n.PaymentID, n.OrderToken, o.ActivityID, o.UserID, ms(now), ms(now))
+		amount_cents, state, created_at, updated_at, received_cents, refund_reason, provider)
+		VALUES (?, ?, NULL, ?, ?, 0, 'started', ?, ?, 0, '', ?)`+t.d.keepFirst("payment_id"),
+		n.PaymentID, n.OrderToken, o.ActivityID, o.UserID, ms(now), ms(now), n.Provider)
 	if err != nil {
 		return false, err
 	}
@@ -260,7 +269,7 @@ func (s *Store) stray(ctx context.Context, t tx, st *sale.Settlement, n sale.Pay
 		return false, err
 	}
 	st.Payment = sale.Payment{ID: n.PaymentID, OrderToken: n.OrderToken, ActivityID: o.ActivityID, UserID: o.UserID,
-		State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now))}
+		State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Provider: n.Provider}
 	return true, s.oweBack(ctx, t, st, n.AmountCents, sale.RefundUnknownPayment, now)
 }
 

@@ -71,6 +71,7 @@ var storeTests = []struct {
 	{"Payments", testPayments},
 	{"PaymentsOwedBack", testPaymentsOwedBack},
 	{"FailedThenSucceeded", testFailedThenSucceeded},
+	{"PaymentProviders", testPaymentProviders},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }
@@ -1193,14 +1194,14 @@ func testPayments(t *testing.T, dsn string) {
 	in := t0.Add(2 * time.Minute)
 	start := func(token, id string) sale.Payment {
 		t.Helper()
-		p, err := s.StartPayment(ctx, token, id, in)
+		p, err := s.StartPayment(ctx, token, id, "signed", in)
 		if err != nil {
 			t.Fatalf("StartPayment(%s): %v", token, err)
 		}
 		return p
 	}
 	settle := func(id, token string, amount int64, outcome sale.PaymentOutcome) (sale.Settlement, error) {
-		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome}, in)
+		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome, Provider: "signed"}, in)
 	}
 	want := func(st sale.Settlement, err error, changed bool, p sale.PaymentState, o sale.Status) {
 		t.Helper()
@@ -1250,7 +1251,7 @@ func testPayments(t *testing.T, dsn string) {
 			t.Errorf("%s after the money came: %v, want ErrInvalidState", o, err)
 		}
 	}
-	if _, err := s.StartPayment(ctx, kept, "pay-kept-3", in); !errors.Is(err, sale.ErrInvalidState) {
+	if _, err := s.StartPayment(ctx, kept, "pay-kept-3", "signed", in); !errors.Is(err, sale.ErrInvalidState) {
 		t.Errorf("a payment of a paid order: %v, want ErrInvalidState", err)
 	}
 
@@ -1291,7 +1292,7 @@ func testPayments(t *testing.T, dsn string) {
 	want(st, err, true, sale.PaymentRefunded, sale.StatusRefunded)
 	st, err = settle(lp.ID, late, 1999, sale.OutcomeRefunded)
 	want(st, err, false, sale.PaymentRefunded, sale.StatusRefunded)
-	if _, err := s.StartPayment(ctx, late, "pay-late-2", in); !errors.Is(err, sale.ErrInvalidState) {
+	if _, err := s.StartPayment(ctx, late, "pay-late-2", "signed", in); !errors.Is(err, sale.ErrInvalidState) {
 		t.Errorf("a payment of a refunded order: %v, want ErrInvalidState", err)
 	}
 	// The late order's unit stayed on sale: four orders placed, two hold a unit, so three of
@@ -1305,10 +1306,10 @@ func testPayments(t *testing.T, dsn string) {
 		t.Errorf("units left after a refund: placements %v; want two more (u4 holds the third)", got)
 	}
 
-	if _, err := s.StartPayment(ctx, unpaid, "pay-unpaid", t0.Add(time.Hour)); !errors.Is(err, sale.ErrInvalidState) {
+	if _, err := s.StartPayment(ctx, unpaid, "pay-unpaid", "signed", t0.Add(time.Hour)); !errors.Is(err, sale.ErrInvalidState) {
 		t.Errorf("a payment after the window: %v, want ErrInvalidState", err)
 	}
-	if _, err := s.StartPayment(ctx, "g-nope", "pay-nope", in); !errors.Is(err, sale.ErrNotFound) {
+	if _, err := s.StartPayment(ctx, "g-nope", "pay-nope", "signed", in); !errors.Is(err, sale.ErrNotFound) {
 		t.Errorf("a payment of an unknown order: %v, want ErrNotFound", err)
 	}
 
@@ -1368,7 +1369,7 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	edited, other, cancelled, named := ps[0].Order.Token, ps[1].Order.Token, ps[2].Order.Token, ps[3].Order.Token
 	in := t0.Add(2 * time.Minute)
 	settle := func(id, token string, amount int64, outcome sale.PaymentOutcome) (sale.Settlement, error) {
-		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome}, in)
+		return s.Settle(ctx, sale.PaymentNotice{PaymentID: id, OrderToken: token, AmountCents: amount, Outcome: outcome, Provider: "signed"}, in)
 	}
 	owed := func(what string, st sale.Settlement, err error, changed bool, received int64, reason sale.RefundReason, o sale.Status) {
 		t.Helper()
@@ -1380,7 +1381,7 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	}
 
 	// The buyer edits the amount in the checkout URL: 2099 cents are taken for a 1999 order.
-	p, err := s.StartPayment(ctx, edited, "pay-edited", in)
+	p, err := s.StartPayment(ctx, edited, "pay-edited", "signed", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1392,7 +1393,7 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 		t.Errorf("a second amount taken for one payment: %v, want ErrInvalidState", err)
 	}
 	// The order is still the buyer's to pay, by a payment of its amount.
-	again, err := s.StartPayment(ctx, edited, "pay-edited-2", in)
+	again, err := s.StartPayment(ctx, edited, "pay-edited-2", "signed", in)
 	if err != nil || again.ID != "pay-edited-2" {
 		t.Fatalf("a payment after one owed back: %+v, %v; want a new one", again, err)
 	}
@@ -1401,7 +1402,7 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	}
 
 	// A notice of other's payment that names another order (cancelled, at that).
-	op, err := s.StartPayment(ctx, other, "pay-other", in)
+	op, err := s.StartPayment(ctx, other, "pay-other", "signed", in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1421,8 +1422,11 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 	for i := range 2 {
 		st, err := settle("pay-stray-1", cancelled, 1500, sale.OutcomeSucceeded)
 		owed("an unknown payment of a cancelled order", st, err, i == 0, 1500, sale.RefundUnknownPayment, sale.StatusRefundPending)
-		if st.Payment.OrderToken != cancelled || st.Payment.AmountCents != 0 || st.Payment.UserID != "u3" {
-			t.Errorf("the unknown payment recorded: %+v; want it of %s (u3's), 0 asked", st.Payment, cancelled)
+		if st.Payment.OrderToken != cancelled || st.Payment.AmountCents != 0 || st.Payment.UserID != "u3" || st.Payment.Provider != "signed" {
+			t.Errorf("the unknown payment recorded: %+v; want it of %s (u3's), 0 asked, the notice's provider's", st.Payment, cancelled)
+		}
+		if p, err := s.Payment(ctx, "pay-stray-1"); err != nil || p.Provider != "signed" {
+			t.Errorf("the unknown payment read back: %+v, %v; want it the notice's provider's", p, err)
 		}
 	}
 	st, err := settle("pay-stray-2", named, 1999, sale.OutcomeSucceeded)
@@ -1434,7 +1438,7 @@ func testPaymentsOwedBack(t *testing.T, dsn string) {
 			t.Errorf("money for an order we do not have: %+v", st)
 		}
 	}
-	if _, err := s.StartPayment(ctx, named, "pay-named", in); err != nil {
+	if _, err := s.StartPayment(ctx, named, "pay-named", "signed", in); err != nil {
 		t.Errorf("a payment of an order an unknown payment named: %v", err)
 	}
 	// Copies of one notice of an unknown payment at once: recorded once, each answered.
@@ -1538,7 +1542,7 @@ func testFailedThenSucceeded(t *testing.T, dsn string) {
 	in, past := t0.Add(2*time.Minute), t0.Add(time.Hour) // within the 10 minutes of the windows, and after them
 	failed := func(token, id string) sale.Payment {
 		t.Helper()
-		p, err := s.StartPayment(ctx, token, id, in)
+		p, err := s.StartPayment(ctx, token, id, "signed", in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1566,7 +1570,7 @@ func testFailedThenSucceeded(t *testing.T, dsn string) {
 	// The buyer started another payment after the failure; the first's retry succeeds first,
 	// and pays the order: the second's money, when it comes, is paid twice.
 	first := failed(twice, "pay-twice-1")
-	second, err := s.StartPayment(ctx, twice, "pay-twice-2", in)
+	second, err := s.StartPayment(ctx, twice, "pay-twice-2", "signed", in)
 	if err != nil || second.ID != "pay-twice-2" {
 		t.Fatalf("a payment after a failure: %+v, %v", second, err)
 	}
@@ -1587,6 +1591,62 @@ func testFailedThenSucceeded(t *testing.T, dsn string) {
 
 	if c, err := s.Counts(ctx, "a"); err != nil || c.Paid != 3 || c.RefundPending != 1 || c.Created != 1 {
 		t.Fatalf("counts %+v, %v; want 3 paid, 1 refund pending (its unit back on sale), 1 created", c, err)
+	}
+}
+
+// testPaymentProviders: a payment is with the provider it was started with; a second click
+// with that provider gets it back, one with another provider closes it and starts another, and
+// the first provider's money, should it come all the same, is kept or owed back like any.
+func testPaymentProviders(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook")
+	create(t, s, item("a", 3, 1))
+	ps := place(t, s, grab("a", "u1", 0), grab("a", "u2", 0))
+	switched, raced := ps[0].Order.Token, ps[1].Order.Token
+	in := t0.Add(2 * time.Minute)
+	first, err := s.StartPayment(ctx, switched, "pay-alipay", "alipay", in)
+	if err != nil || first.Provider != "alipay" || first.State != sale.PaymentStarted {
+		t.Fatalf("started with alipay: %+v, %v", first, err)
+	}
+	if again, err := s.StartPayment(ctx, switched, "pay-alipay-2", "alipay", in); err != nil || again.ID != "pay-alipay" {
+		t.Fatalf("a second click with alipay: %+v, %v; want the first payment", again, err)
+	}
+	second, err := s.StartPayment(ctx, switched, "pay-wechat", "wechatpay", in)
+	if err != nil || second.ID != "pay-wechat" || second.Provider != "wechatpay" || second.State != sale.PaymentStarted {
+		t.Fatalf("the buyer turned to wechatpay: %+v, %v", second, err)
+	}
+	if p, err := s.Payment(ctx, "pay-alipay"); err != nil || p.State != sale.PaymentFailed || p.Provider != "alipay" {
+		t.Fatalf("the alipay payment after the switch: %+v, %v; want it failed", p, err)
+	}
+	if p, err := s.Payment(ctx, "pay-wechat"); err != nil || p.Provider != "wechatpay" {
+		t.Fatalf("the wechatpay payment read back: %+v, %v", p, err)
+	}
+	// Both providers took the money all the same: Alipay's pays the order (a failure is not
+	// final), WeChat Pay's is paid twice, owed back.
+	for _, c := range []struct {
+		id     string
+		state  sale.PaymentState
+		reason sale.RefundReason
+	}{{"pay-alipay", sale.PaymentSucceeded, ""}, {"pay-wechat", sale.PaymentRefundPending, sale.RefundPaidTwice}} {
+		st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: c.id, OrderToken: switched, AmountCents: 1999, Outcome: sale.OutcomeSucceeded}, in)
+		if err != nil || st.Payment.State != c.state || st.Payment.RefundReason != c.reason || st.Order.Status != sale.StatusPaid {
+			t.Fatalf("%s's money: %+v, %v; want it %s (%q), the order PAID", c.id, st, err, c.state, c.reason)
+		}
+	}
+	// Clicks with two providers at once leave exactly one payment open.
+	var wg sync.WaitGroup
+	for i, provider := range []string{"alipay", "wechatpay", "stripe", "alipay"} {
+		wg.Go(func() {
+			if _, err := s.StartPayment(ctx, raced, fmt.Sprintf("pay-race-%d", i), provider, in); err != nil && !errors.Is(err, sale.ErrInvalidState) {
+				t.Errorf("a racing click with %s: %v", provider, err)
+			}
+		})
+	}
+	wg.Wait()
+	open, err := s.Payments(ctx, sale.PaymentFilter{OrderToken: raced, State: sale.PaymentStarted, Limit: 10})
+	if err != nil || len(open) != 1 {
+		t.Fatalf("after racing clicks: %d open payments (%+v), %v; want 1", len(open), open, err)
 	}
 }
 
@@ -1896,7 +1956,7 @@ func TestPaymentsOwedBackMigrated(t *testing.T) {
 	if err != nil || len(ds) != 2 || ds[0].PaymentID != "p-kept" || ds[0].ReceivedCents != 100 || ds[1].ReceivedCents != 0 {
 		t.Fatalf("the events migrated: %+v, %v; want g2.paid of p-kept, 100 cents received, and g2.created of none", ds, err)
 	}
-	if p, err := s.StartPayment(ctx, "g1", "p-again", time.UnixMilli(10)); err != nil || p.ID != "p-started" {
+	if p, err := s.StartPayment(ctx, "g1", "p-again", "signed", time.UnixMilli(10)); err != nil || p.ID != "p-started" {
 		t.Fatalf("a click on g1's pay after the rebuild: %+v, %v; want its open payment, p-started", p, err)
 	}
 	if st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: "p-lost", OrderToken: "g-lost", AmountCents: 100,

@@ -608,14 +608,14 @@ func TestDashboardOperatorControls(t *testing.T) {
 	if err != nil || len(bobs) != 1 {
 		t.Fatalf("bob's order: %v, %v", bobs, err)
 	}
-	p, err := s.env.Payments.Start(ctx, "bob", bobs[0].Token)
+	p, err := s.env.Payments.Start(ctx, "bob", bobs[0].Token, "signed")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Cancel(ctx, "bob", bobs[0].Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.env.Payments.Settle(ctx, sale.PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
+	if _, err := s.env.Payments.Settle(ctx, sale.PaymentNotice{Provider: "signed", PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
 		Outcome: sale.OutcomeSucceeded}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 // RefundReason why it is owed back.
 type PaymentResponse struct {
 	PaymentID     string            `json:"payment_id"`
+	Provider      string            `json:"provider"`
 	OrderToken    string            `json:"order_token"`
 	AmountCents   int64             `json:"amount_cents"`
 	State         sale.PaymentState `json:"state"`
