@@ -27,6 +27,14 @@ found() {
 }
 
 command -v go >/dev/null 2>&1 || { echo "test-deps: go is not on PATH (Go 1.26 is required)" >&2; exit 1; }
+
+# Stripe's API mock, for the Stripe payments' tests (internal/servers.StartStripeMock finds it in
+# PATH or in GOPATH's bin): from the Go module proxy, not Debian.
+gobin="$(go env GOPATH | cut -d: -f1)/bin"
+if ! command -v stripe-mock >/dev/null 2>&1 && [ ! -x "$gobin/stripe-mock" ]; then
+  echo "test-deps: installing stripe-mock"
+  go install github.com/stripe/stripe-mock@v0.203.0
+fi
 missing=()
 for n in "${needs[@]}"; do
   read -r prog pkg <<<"$n"
