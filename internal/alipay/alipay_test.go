@@ -2,7 +2,6 @@ package alipay_test
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
@@ -19,24 +18,12 @@ import (
 	"time"
 
 	"seckill/internal/alipay"
+	"seckill/internal/paytest"
 )
 
-// keys are the test's app key and "Alipay's" key, generated once for the package's tests.
-var keys = sync.OnceValue(func() [3]*rsa.PrivateKey {
-	var out [3]*rsa.PrivateKey
-	for i := range out {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		out[i] = k
-	}
-	return out
-})
-
-func appKey() *rsa.PrivateKey    { return keys()[0] }
-func alipayKey() *rsa.PrivateKey { return keys()[1] }
-func otherKey() *rsa.PrivateKey  { return keys()[2] }
+func appKey() *rsa.PrivateKey    { return paytest.Key(0) }
+func alipayKey() *rsa.PrivateKey { return paytest.Key(1) }
+func otherKey() *rsa.PrivateKey  { return paytest.Key(2) }
 
 func client(gateway string) *alipay.Client {
 	return &alipay.Client{AppID: "2021000000000001", Key: appKey(), AlipayKey: &alipayKey().PublicKey, Gateway: gateway,

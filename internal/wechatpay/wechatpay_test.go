@@ -3,7 +3,6 @@ package wechatpay_test
 import (
 	"context"
 	"crypto"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
@@ -18,24 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/paytest"
 	"seckill/internal/wechatpay"
 )
 
-var keys = sync.OnceValue(func() [3]*rsa.PrivateKey {
-	var out [3]*rsa.PrivateKey
-	for i := range out {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		out[i] = k
-	}
-	return out
-})
-
-func merchantKey() *rsa.PrivateKey { return keys()[0] }
-func platformKey() *rsa.PrivateKey { return keys()[1] }
-func otherKey() *rsa.PrivateKey    { return keys()[2] }
+func merchantKey() *rsa.PrivateKey { return paytest.Key(0) }
+func platformKey() *rsa.PrivateKey { return paytest.Key(1) }
+func otherKey() *rsa.PrivateKey    { return paytest.Key(2) }
 
 const (
 	platformSerial = "5157F09EFDC096DE15EBE81A47057A7232F1B8E1"
