@@ -42,8 +42,9 @@ type Payment struct {
 	// RefundReason says why the money is owed back (refund_pending, refunded); "" otherwise.
 	RefundReason RefundReason
 	// Provider names the provider the payment was started with: the one whose notices settle
-	// it and whose refund gives its money back.
-	Provider string
+	// it and whose refund gives its money back. ProviderRef is the provider's own name for it,
+	// from its notice of the money (what its refund call names); "" until then.
+	Provider, ProviderRef string
 }
 
 // RefundReason is why money that came is owed back.
@@ -76,8 +77,9 @@ type PaymentNotice struct {
 	AmountCents int64
 	Outcome     PaymentOutcome
 	// Provider is whose notice it is: money taken under a payment id we never issued is
-	// recorded as that provider's, to be given back through it.
-	Provider string
+	// recorded as that provider's, to be given back through it. ProviderRef is the provider's
+	// own name for the payment, recorded with the money (a repeat of the notice changes nothing).
+	Provider, ProviderRef string
 }
 
 // Settlement is what a notice left: the payment and its order as they stand, and whether this

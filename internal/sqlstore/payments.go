@@ -12,14 +12,14 @@ import (
 )
 
 const paymentColumns = `payment_id, order_token, activity_id, user_id, amount_cents, state, created_at, updated_at,
-	received_cents, refund_reason, provider`
+	received_cents, refund_reason, provider, provider_ref`
 
 func scanPayment(row interface{ Scan(...any) error }) (sale.Payment, error) {
 	var p sale.Payment
 	var state, reason string
 	var created, updated int64
 	err := row.Scan(&p.ID, &p.OrderToken, &p.ActivityID, &p.UserID, &p.AmountCents, &state, &created, &updated,
-		&p.ReceivedCents, &reason, &p.Provider)
+		&p.ReceivedCents, &reason, &p.Provider, &p.ProviderRef)
 	p.State, p.CreatedAt, p.UpdatedAt = sale.PaymentState(state), fromMS(created), fromMS(updated)
 	p.RefundReason = sale.RefundReason(reason)
 	return p, err
@@ -105,6 +105,12 @@ func (s *Store) Settle(ctx context.Context, n sale.PaymentNotice, now time.Time)
 		st.Payment = p
 		switch n.Outcome {
 		case sale.OutcomeSucceeded:
+			if (p.State == sale.PaymentStarted || p.State == sale.PaymentFailed) && n.ProviderRef != "" {
+				if _, err := t.ExecContext(ctx, `UPDATE payments SET provider_ref = ? WHERE payment_id = ?`, n.ProviderRef, p.ID); err != nil {
+					return err
+				}
+				st.Payment.ProviderRef = n.ProviderRef
+			}
 			// A failure is not final: a provider may take the money on a retry of the same
 			// payment (Stripe's PaymentIntent in one Checkout Session), or report an attempt's
 			// failure after another's success. A success after a failure is money taken like
@@ -259,9 +265,9 @@ func (s *Store) stray(ctx context.Context, t tx, st *sale.Settlement, n sale.Pay
 		return false, err
 	}
 	res, err := t.ExecContext(ctx, `INSERT INTO payments (payment_id, order_token, open_token, activity_id, user_id,
-		amount_cents, state, created_at, updated_at, received_cents, refund_reason, provider)
-		VALUES (?, ?, NULL, ?, ?, 0, 'started', ?, ?, 0, '', ?)`+t.d.keepFirst("payment_id"),
-		n.PaymentID, n.OrderToken, o.ActivityID, o.UserID, ms(now), ms(now), n.Provider)
+		amount_cents, state, created_at, updated_at, received_cents, refund_reason, provider, provider_ref)
+		VALUES (?, ?, NULL, ?, ?, 0, 'started', ?, ?, 0, '', ?, ?)`+t.d.keepFirst("payment_id"),
+		n.PaymentID, n.OrderToken, o.ActivityID, o.UserID, ms(now), ms(now), n.Provider, n.ProviderRef)
 	if err != nil {
 		return false, err
 	}
@@ -269,7 +275,8 @@ func (s *Store) stray(ctx context.Context, t tx, st *sale.Settlement, n sale.Pay
 		return false, err
 	}
 	st.Payment = sale.Payment{ID: n.PaymentID, OrderToken: n.OrderToken, ActivityID: o.ActivityID, UserID: o.UserID,
-		State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Provider: n.Provider}
+		State: sale.PaymentStarted, CreatedAt: fromMS(ms(now)), UpdatedAt: fromMS(ms(now)), Provider: n.Provider,
+		ProviderRef: n.ProviderRef}
 	return true, s.oweBack(ctx, t, st, n.AmountCents, sale.RefundUnknownPayment, now)
 }
 

@@ -1634,6 +1634,31 @@ func testPaymentProviders(t *testing.T, dsn string) {
 			t.Fatalf("%s's money: %+v, %v; want it %s (%q), the order PAID", c.id, st, err, c.state, c.reason)
 		}
 	}
+	// The provider's own name for a payment is recorded with its money, and a repeat of the
+	// notice naming another does not change it.
+	for _, ref := range []string{"2026120522001", "a-repeat-naming-another"} {
+		if _, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: "pay-alipay", OrderToken: switched, AmountCents: 1999,
+			Outcome: sale.OutcomeSucceeded, Provider: "alipay", ProviderRef: ref}, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := s.Payment(ctx, "pay-alipay"); err != nil || p.ProviderRef != "" {
+		t.Fatalf("a reference after the money came: %+v, %v; want none recorded", p, err)
+	}
+	ref := place(t, s, grab("a", "u3", 0))[0].Order.Token
+	if _, err := s.StartPayment(ctx, ref, "pay-ref", "alipay", in); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range []string{"2026120522002", "a-repeat-naming-another"} {
+		st, err := s.Settle(ctx, sale.PaymentNotice{PaymentID: "pay-ref", OrderToken: ref, AmountCents: 1999,
+			Outcome: sale.OutcomeSucceeded, Provider: "alipay", ProviderRef: r}, in)
+		if err != nil || st.Changed != (i == 0) {
+			t.Fatalf("notice %d: %+v, %v", i, st, err)
+		}
+	}
+	if p, err := s.Payment(ctx, "pay-ref"); err != nil || p.ProviderRef != "2026120522002" {
+		t.Fatalf("the provider's reference: %+v, %v; want the first notice's", p, err)
+	}
 	// Clicks with two providers at once leave exactly one payment open.
 	var wg sync.WaitGroup
 	for i, provider := range []string{"alipay", "wechatpay", "stripe", "alipay"} {
