@@ -34,7 +34,7 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	enc.SetIndent("", "  ")
 	return enc.Encode(checked{Role: c.Role, Addr: c.addr, MetricsAddr: c.metricsAddr, DB: redactDSN(c.DB), Redis: redactDSN(c.Redis), Demo: c.demo,
 		TrustedProxies: proxies, MinReplicas: c.Replication.Replicas, Tracing: c.tracing, IdentityProvider: c.API.IdentityProvider.JWKSURL != "",
-		Admins: len(c.API.Admins), Webhooks: c.Webhooks, PaymentURL: c.API.PaymentURL, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.GateLimits.FailoverGrace.Seconds(),
+		Admins: len(c.API.Admins), Webhooks: c.Webhooks, PaymentURL: c.Payments.CheckoutURL, PaymentProviders: c.Payments.Providers, ShutdownGraceS: shutdownGrace.Seconds(), FailoverGraceS: c.GateLimits.FailoverGrace.Seconds(),
 		RiskModel: risky.Status().Version, RiskShadow: c.API.Risk.Shadow, RiskNetworks: nets, RiskRecord: c.API.Risk.Record})
 }
 
@@ -52,8 +52,10 @@ type checked struct {
 	IdentityProvider bool     `json:"identity_provider"`
 	Admins           int      `json:"named_admins"`
 	Webhooks         []string `json:"webhooks"` // the receivers of the order events
-	// PaymentURL is the payment provider's checkout page ("": the pay call pays).
-	PaymentURL string `json:"payment_url"`
+	// PaymentURL is the signed payment provider's checkout page, and PaymentProviders the
+	// providers the buyers pay at (none: the pay call pays).
+	PaymentURL       string   `json:"payment_url"`
+	PaymentProviders []string `json:"payment_providers"`
 	// ShutdownGraceS is how long a stopping node drains; FailoverGraceS how long a dependency
 	// may refuse before it counts as down.
 	ShutdownGraceS float64 `json:"shutdown_grace_s"`

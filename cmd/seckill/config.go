@@ -14,11 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"seckill/internal/alipay"
 	"seckill/internal/breaker"
 	"seckill/internal/httpapi"
 	"seckill/internal/kafka"
 	"seckill/internal/sale"
+	"seckill/internal/signature"
 	"seckill/internal/webhook"
+	"seckill/internal/wechatpay"
 
 	"seckill/internal/node"
 )
@@ -119,10 +122,39 @@ func settings(c *config) []setting {
 			func(c *config, v string) (err error) { c.Webhooks, err = parseWebhooks(v); return err }},
 		{"webhook-secret", "SECKILL_WEBHOOK_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the webhook posts are signed with; required with SECKILL_WEBHOOK_URL",
 			text(&c.WebhookSecret)},
-		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the payment provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order; empty: the pay call pays",
-			text(&c.API.PaymentSecret)},
-		{"payment-url", "SECKILL_PAYMENT_URL", "", "the payment provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query, and sig, their HMAC with SECKILL_PAYMENT_SECRET, which the provider checks); required with SECKILL_PAYMENT_SECRET",
-			text(&c.API.PaymentURL)},
+		{"payment-providers", "SECKILL_PAYMENT_PROVIDERS", "", "comma-separated payment `providers` the buyers pay at, the default first: signed (the generic signed callback), stripe, alipay, wechatpay; empty: signed when SECKILL_PAYMENT_SECRET is set, else none, and the pay call pays",
+			func(c *config, v string) error { c.Payments.Providers = splitList(v); return nil }},
+		{"public-url", "SECKILL_PUBLIC_URL", "", "the node's public base `URL` (https://shop.example): the providers' notify URLs are its /api/payments/{provider}, and the buyers come back to its activity pages; required with stripe, alipay or wechatpay",
+			text(&c.Payments.PublicURL)},
+		{"pay-return-url", "SECKILL_PAY_RETURN_URL", "", "where a payment provider sends the buyer back (`URL`); empty: the activity's page on SECKILL_PUBLIC_URL",
+			text(&c.Payments.ReturnURL)},
+		{"payment-secret", "SECKILL_PAYMENT_SECRET", "", "the HMAC-SHA256 `secret` (>= 16 bytes) the signed provider signs its callbacks (POST /api/payments/callback) with; set, the pay call starts a payment at the provider and only its callback pays the order",
+			text(&c.Payments.Secret)},
+		{"payment-url", "SECKILL_PAYMENT_URL", "", "the signed provider's checkout `URL` the pay call sends the buyer to (payment_id, order_token and amount_cents added to its query, and sig, their HMAC with SECKILL_PAYMENT_SECRET, which the provider checks); required with SECKILL_PAYMENT_SECRET",
+			text(&c.Payments.CheckoutURL)},
+		{"stripe-secret-key", "SECKILL_STRIPE_SECRET_KEY", "", "the Stripe account's secret `key` (sk_live_..., sk_test_...); required with stripe", text(&c.Payments.Stripe.SecretKey)},
+		{"stripe-webhook-secret", "SECKILL_STRIPE_WEBHOOK_SECRET", "", "the signing `secret` (whsec_...) of the Stripe webhook endpoint POST /api/payments/stripe; required with stripe",
+			text(&c.Payments.Stripe.WebhookSecret)},
+		{"stripe-api-url", "SECKILL_STRIPE_API_URL", "", "Stripe's API base `URL`; empty: Stripe's own (https://api.stripe.com)", text(&c.Payments.Stripe.APIURL)},
+		{"stripe-currency", "SECKILL_STRIPE_CURRENCY", "usd", "the `currency` (ISO 4217, lower case) of the shop's amounts at Stripe", text(&c.Payments.Stripe.Currency)},
+		{"alipay-app-id", "SECKILL_ALIPAY_APP_ID", "", "the Alipay app's `id`; required with alipay", text(&c.Payments.Alipay.AppID)},
+		{"alipay-private-key", "SECKILL_ALIPAY_PRIVATE_KEY", "", "the PEM `file` of the Alipay app's RSA private key, which signs what the node sends; required with alipay",
+			text(&c.Payments.Alipay.PrivateKey)},
+		{"alipay-public-key", "SECKILL_ALIPAY_PUBLIC_KEY", "", "the PEM `file` of Alipay's RSA public key, which checks its notices and answers; required with alipay",
+			text(&c.Payments.Alipay.PublicKey)},
+		{"alipay-gateway", "SECKILL_ALIPAY_GATEWAY", "", "Alipay's gateway `URL`; empty: " + alipay.DefaultGateway, text(&c.Payments.Alipay.Gateway)},
+		{"wechatpay-mch-id", "SECKILL_WECHATPAY_MCH_ID", "", "the WeChat Pay merchant's `id` (mchid); required with wechatpay", text(&c.Payments.WeChatPay.MchID)},
+		{"wechatpay-app-id", "SECKILL_WECHATPAY_APP_ID", "", "the `appid` the merchant takes payments for; required with wechatpay", text(&c.Payments.WeChatPay.AppID)},
+		{"wechatpay-serial", "SECKILL_WECHATPAY_SERIAL", "", "the `serial` of the merchant's API certificate; required with wechatpay", text(&c.Payments.WeChatPay.Serial)},
+		{"wechatpay-private-key", "SECKILL_WECHATPAY_PRIVATE_KEY", "", "the PEM `file` of the merchant's private key (apiclient_key.pem), which signs what the node sends; required with wechatpay",
+			text(&c.Payments.WeChatPay.PrivateKey)},
+		{"wechatpay-platform-key", "SECKILL_WECHATPAY_PLATFORM_KEY", "", "the PEM `file` of WeChat Pay's public key (or its platform certificate), which checks its notices and answers; required with wechatpay",
+			text(&c.Payments.WeChatPay.PlatformKey)},
+		{"wechatpay-platform-serial", "SECKILL_WECHATPAY_PLATFORM_SERIAL", "", "the `id` of WeChat Pay's public key (PUB_KEY_ID_...) or its certificate's serial, as its Wechatpay-Serial header names it; required with wechatpay",
+			text(&c.Payments.WeChatPay.PlatformSerial)},
+		{"wechatpay-apiv3-key", "SECKILL_WECHATPAY_APIV3_KEY", "", "the merchant's API v3 `key` (32 bytes), which opens the notices; required with wechatpay",
+			text(&c.Payments.WeChatPay.APIv3Key)},
+		{"wechatpay-api-url", "SECKILL_WECHATPAY_API_URL", "", "WeChat Pay's API base `URL`; empty: " + wechatpay.DefaultAPI, text(&c.Payments.WeChatPay.APIURL)},
 		{"kafka-brokers", "SECKILL_KAFKA_BROKERS", "", "comma-separated `host:port` seed brokers of a Kafka cluster every order event is produced to (idempotent producer, keyed by the order token); empty: none",
 			func(c *config, v string) error { c.KafkaBrokers = splitList(v); return nil }},
 		{"kafka-topic", "SECKILL_KAFKA_TOPIC", "seckill.orders", "the Kafka `topic` of the order events", text(&c.KafkaTopic)},
@@ -337,7 +369,10 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 	} else if c.WebhookSecret != "" {
 		return c, errors.New("SECKILL_WEBHOOK_SECRET without SECKILL_WEBHOOK_URL: no receiver to sign for")
 	}
-	if err := checkProvider(c.API.PaymentURL, c.API.PaymentSecret); err != nil {
+	if err := checkProvider(c.Payments.CheckoutURL, c.Payments.Secret); err != nil {
+		return c, err
+	}
+	if err := checkPayments(&c.Payments); err != nil {
 		return c, err
 	}
 	if len(c.KafkaBrokers) > 0 {
@@ -372,8 +407,10 @@ func (c config) deployment() string {
 		return "SECKILL_ADMIN_TOKEN"
 	case len(c.API.Admins) > 0:
 		return "SECKILL_ADMIN_TOKENS"
-	case c.API.PaymentURL != "" || c.API.PaymentSecret != "":
+	case c.Payments.CheckoutURL != "" || c.Payments.Secret != "":
 		return "SECKILL_PAYMENT_URL, SECKILL_PAYMENT_SECRET"
+	case len(c.Payments.Providers) > 0:
+		return "SECKILL_PAYMENT_PROVIDERS"
 	case len(c.Webhooks) > 0 || c.WebhookSecret != "":
 		return "SECKILL_WEBHOOK_URL"
 	case len(c.KafkaBrokers) > 0:
@@ -513,6 +550,33 @@ func checkProvider(rawURL, secret string) error {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Fragment != "" {
 		return fmt.Errorf("SECKILL_PAYMENT_URL=%q: want http(s)://host/path[?query], no user, password or fragment", rawURL)
+	}
+	return nil
+}
+
+// checkPayments checks the payment settings beside the signed provider's: the providers named
+// (signed by default when its secret is set), the public URL they need and the return URL. The
+// providers' own settings (keys, ids) are checked when the node reads their files.
+func checkPayments(p *node.Payments) error {
+	if len(p.Providers) == 0 && p.Secret != "" {
+		p.Providers = []string{signature.ProviderName}
+	}
+	for _, name := range p.Providers {
+		if name == signature.ProviderName && p.Secret == "" {
+			return errors.New("SECKILL_PAYMENT_PROVIDERS names signed: it needs SECKILL_PAYMENT_SECRET and SECKILL_PAYMENT_URL")
+		}
+	}
+	if p.Secret != "" && !slices.Contains(p.Providers, signature.ProviderName) {
+		return errors.New("SECKILL_PAYMENT_SECRET is the signed provider's: SECKILL_PAYMENT_PROVIDERS does not name it")
+	}
+	for _, u := range []struct{ env, v string }{{"SECKILL_PUBLIC_URL", p.PublicURL}, {"SECKILL_PAY_RETURN_URL", p.ReturnURL},
+		{"SECKILL_STRIPE_API_URL", p.Stripe.APIURL}, {"SECKILL_ALIPAY_GATEWAY", p.Alipay.Gateway}, {"SECKILL_WECHATPAY_API_URL", p.WeChatPay.APIURL}} {
+		if u.v == "" {
+			continue
+		}
+		if pu, err := url.Parse(u.v); err != nil || pu.Host == "" || (pu.Scheme != "http" && pu.Scheme != "https") || pu.User != nil {
+			return fmt.Errorf("%s=%q: want http(s)://host[/path], no user or password", u.env, u.v)
+		}
 	}
 	return nil
 }

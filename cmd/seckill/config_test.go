@@ -44,7 +44,7 @@ func operatingDoc(t *testing.T, heading string) string {
 // its default, and every row is a setting.
 func TestOperatingDocListsEverySetting(t *testing.T) {
 	text := operatingDoc(t, "Configuration")
-	row := regexp.MustCompile("(?m)^\\| `-([a-z-]+)` \\| `?([A-Z_]*)`? \\|.*\\| ([^|]*) \\|$")
+	row := regexp.MustCompile("(?m)^\\| `-([a-z0-9-]+)` \\| `?([A-Z0-9_]*)`? \\|.*\\| ([^|]*) \\|$")
 	rows := map[string][]string{}
 	for _, m := range row.FindAllStringSubmatch(text, -1) {
 		rows[m[1]] = m[2:]

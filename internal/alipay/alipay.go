@@ -11,27 +11,19 @@
 package alipay
 
 import (
-	"crypto"
 	"crypto/rsa"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/base64"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"seckill/internal/rsasig"
 )
 
 // DefaultGateway is Alipay's production gateway.
 const DefaultGateway = "https://openapi.alipay.com/gateway.do"
-
-// beijing is the time zone of Alipay's timestamps, fixed (no tzdata needed): China keeps no
-// daylight saving time.
-var beijing = time.FixedZone("CST", 8*60*60)
 
 // timeLayout is Alipay's "yyyy-MM-dd HH:mm:ss".
 const timeLayout = "2006-01-02 15:04:05"
@@ -65,22 +57,16 @@ func Content(p url.Values, skip ...string) string {
 
 // Sign is the RSA2 signature of content with key, base64.
 func Sign(key *rsa.PrivateKey, content string) (string, error) {
-	sum := sha256.Sum256([]byte(content))
-	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
+	sig, err := rsasig.Sign(key, content)
 	if err != nil {
-		return "", fmt.Errorf("alipay: sign: %w", err)
+		return "", fmt.Errorf("alipay: %w", err)
 	}
-	return base64.StdEncoding.EncodeToString(sig), nil
+	return sig, nil
 }
 
 // Verify checks sig, an RSA2 signature in base64, of content with key. Errors: ErrSignature.
 func Verify(key *rsa.PublicKey, content, sig string) error {
-	raw, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(raw) == 0 {
-		return ErrSignature
-	}
-	sum := sha256.Sum256([]byte(content))
-	if rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], raw) != nil {
+	if !rsasig.Verify(key, content, sig) {
 		return ErrSignature
 	}
 	return nil
@@ -117,40 +103,18 @@ func Yuan(cents int64) string {
 
 // ParsePrivateKey reads the app's RSA private key: PEM, PKCS #8 or PKCS #1.
 func ParsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("alipay: the private key is not PEM")
-	}
-	if k, err := x509.ParsePKCS1PrivateKey(b.Bytes); err == nil {
-		return k, nil
-	}
-	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	k, err := rsasig.ParsePrivateKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("alipay: the private key: %w", err)
+		return nil, fmt.Errorf("alipay: %w", err)
 	}
-	rk, ok := k.(*rsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("alipay: the private key is not RSA")
-	}
-	return rk, nil
+	return k, nil
 }
 
 // ParsePublicKey reads Alipay's RSA public key: PEM, PKIX ("PUBLIC KEY") or PKCS #1.
 func ParsePublicKey(data []byte) (*rsa.PublicKey, error) {
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return nil, errors.New("alipay: the public key is not PEM")
-	}
-	if k, err := x509.ParsePKCS1PublicKey(b.Bytes); err == nil {
-		return k, nil
-	}
-	k, err := x509.ParsePKIXPublicKey(b.Bytes)
+	k, err := rsasig.ParsePublicKey(data)
 	if err != nil {
-		return nil, fmt.Errorf("alipay: the public key: %w", err)
+		return nil, fmt.Errorf("alipay: %w", err)
 	}
-	rk, ok := k.(*rsa.PublicKey)
-	if !ok {
-		return nil, errors.New("alipay: the public key is not RSA")
-	}
-	return rk, nil
+	return k, nil
 }

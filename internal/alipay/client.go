@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"seckill/internal/rsasig"
 )
 
 // Client is one Alipay app: its id and key, Alipay's public key, and where to reach the gateway.
@@ -52,7 +54,7 @@ func (c *Client) params(method string, biz any) (url.Values, error) {
 	p.Set("format", "JSON")
 	p.Set("charset", "utf-8")
 	p.Set("sign_type", "RSA2")
-	p.Set("timestamp", c.now().In(beijing).Format(timeLayout))
+	p.Set("timestamp", c.now().In(rsasig.Beijing).Format(timeLayout))
 	p.Set("version", "1.0")
 	p.Set("biz_content", string(content))
 	return p, nil
@@ -77,6 +79,9 @@ type Trade struct {
 	ReturnURL  string
 	Expire     time.Time // time_expire: Alipay closes the trade then
 	Desktop    bool      // alipay.trade.page.pay (a desktop's browser) rather than wap.pay (a phone's)
+	// Passback is passback_params: what Alipay's notices of the trade carry back, signed (our
+	// order token).
+	Passback string
 }
 
 // PayURL is where the buyer pays t: the gateway with the signed parameters of
@@ -93,7 +98,10 @@ func (c *Client) PayURL(t Trade) (string, error) {
 	biz := map[string]string{"out_trade_no": t.OutTradeNo, "total_amount": Yuan(t.Cents), "subject": t.Subject,
 		"product_code": product}
 	if !t.Expire.IsZero() {
-		biz["time_expire"] = t.Expire.In(beijing).Format(timeLayout)
+		biz["time_expire"] = t.Expire.In(rsasig.Beijing).Format(timeLayout)
+	}
+	if t.Passback != "" {
+		biz["passback_params"] = url.QueryEscape(t.Passback) // Alipay's rule: sent URL-encoded
 	}
 	p, err := c.params(method, biz)
 	if err != nil {
@@ -124,6 +132,8 @@ type Notice struct {
 	Cents       int64 // total_amount
 	// RefundCents is refund_fee, what was refunded of the trade so far (0: none).
 	RefundCents int64
+	// Passback is the trade's passback_params, decoded.
+	Passback string
 }
 
 // Paid says the notice is money taken.
@@ -148,6 +158,9 @@ func (c *Client) ParseNotice(form url.Values) (Notice, error) {
 		return Notice{}, errors.New("alipay: a notice without out_trade_no or trade_status")
 	}
 	var err error
+	if n.Passback, err = url.QueryUnescape(form.Get("passback_params")); err != nil {
+		return Notice{}, fmt.Errorf("alipay: passback_params: %w", err)
+	}
 	if n.Cents, err = Cents(form.Get("total_amount")); err != nil {
 		return Notice{}, err
 	}

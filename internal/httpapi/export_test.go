@@ -15,7 +15,8 @@ var StageOf = stageOf
 func Patterns() []string {
 	var out []string
 	every := &Server{operator: &sale.Operator{}, payments: &sale.Payments{}, outbox: &sale.Outbox{}, lines: &sale.Lines{},
-		boards: &sale.Boards{}, challenges: &sale.Challenges{}, blocks: &sale.Blocks{}, audit: &sale.Audit{}}
+		boards: &sale.Boards{}, challenges: &sale.Challenges{}, blocks: &sale.Blocks{}, audit: &sale.Audit{},
+		callback: &Callback{}, notices: everyProvider}
 	for _, rt := range every.routes() {
 		out = append(out, rt.pattern)
 	}
@@ -29,7 +30,7 @@ func FeatureOf() map[string]string {
 	for _, rt := range (&Server{}).routes() {
 		out[rt.pattern] = ""
 	}
-	for name, s := range map[string]*Server{"operator": {operator: &sale.Operator{}}, "payments": {payments: &sale.Payments{}},
+	for name, s := range map[string]*Server{"operator": {operator: &sale.Operator{}}, "payments": {payments: &sale.Payments{}, callback: &Callback{}, notices: everyProvider},
 		"outbox": {outbox: &sale.Outbox{}}, "lines": {lines: &sale.Lines{}}, "boards": {boards: &sale.Boards{}},
 		"challenges": {challenges: &sale.Challenges{}}, "blocks": {blocks: &sale.Blocks{}}, "audit": {audit: &sale.Audit{}}} {
 		for _, rt := range s.routes() {
@@ -56,3 +57,17 @@ func CodesByStatus() map[int][]string {
 	}
 	return out
 }
+
+// everyProvider are notice readers of the names of every provider the node may have.
+var everyProvider = []Notices{named("stripe"), named("alipay"), named("wechatpay")}
+
+// named is a notice reader of a name, which reads nothing.
+type named string
+
+func (n named) Name() string { return string(n) }
+
+func (named) Notice(http.Header, []byte) (sale.PaymentNotice, bool, error) {
+	return sale.PaymentNotice{}, false, nil
+}
+
+func (named) Answer(http.ResponseWriter, error) {}

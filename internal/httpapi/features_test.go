@@ -38,6 +38,11 @@ func TestFeatures(t *testing.T) {
 				t.Fatalf("without a token: %d %s; want 401", r.status, r.raw)
 			}
 			r := f.do("GET", "/api/admin/features", viewerToken, "")
+			providers, _ := r.body["payment_providers"].([]any)
+			if tc.want["payments"] != (len(providers) == 1 && providers[0] == "signed") {
+				t.Errorf("payment_providers %v; want [signed] with payments, none without", r.body["payment_providers"])
+			}
+			delete(r.body, "payment_providers")
 			if r.status != 200 || len(r.body) != len(tc.want) {
 				t.Fatalf("features: %d %s; want 200 and %d features", r.status, r.raw, len(tc.want))
 			}

@@ -53,6 +53,12 @@ func newFixtureWith(t testing.TB, set func(c *httpapi.Config, clock *saletest.Cl
 // newFixtureOn is newFixtureWith on the database dsn ("": SQLite in t's temp dir).
 func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *saletest.Clock)) *fixture {
 	t.Helper()
+	return newFixtureEnv(t, dsn, func(c *httpapi.Config, env saletest.Env) { set(c, env.Clock) })
+}
+
+// newFixtureEnv is newFixtureOn with set given the node's environment (its store, its clock).
+func newFixtureEnv(t testing.TB, dsn string, set func(c *httpapi.Config, env saletest.Env)) *fixture {
+	t.Helper()
 	clock := saletest.NewClock(saletest.T0)
 	env := nodetest.Embedded(t, clock)
 	if dsn != "" {
@@ -64,7 +70,8 @@ func newFixtureOn(t testing.TB, dsn string, set func(c *httpapi.Config, clock *s
 	}
 	c := httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: adminToken,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
-	set(&c, clock)
+	c.Payments = nil // the node of the binary has payments only with a provider: newProviderFixture's
+	set(&c, env)
 	srv := httpapi.New(c)
 	var h http.Handler = srv
 	switch t.(type) {

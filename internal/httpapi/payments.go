@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
+	"strings"
 	"time"
 
 	"seckill/internal/httpapi/wire"
@@ -13,57 +12,45 @@ import (
 	"seckill/internal/signature"
 )
 
-// Provider is the payment provider the buyers pay at. With one, a buyer's pay call starts a
-// payment and sends the buyer to CheckoutURL; the order is paid only by the provider's callback,
-// signed with Secret (package signature).
-type Provider struct {
+// Callback is the generic provider's (signature.Provider): its callbacks, at
+// POST /api/payments/callback, are signed with Secret.
+type Callback struct {
 	Secret []byte
-	// CheckoutURL is the provider's page a buyer pays at: the pay call answers it with the
-	// payment's payment_id, order_token and amount_cents added to its query, and sig, their
-	// signature with Secret (signature.SignCheckout), which the provider checks.
-	CheckoutURL string
 	// Now is the clock a callback's signature is checked on (the provider's is the real time,
 	// whatever clock the sale runs on); nil: time.Now.
 	Now func() time.Time
 }
 
-// signed names the provider this node speaks to: the signed callback (Provider).
-const signed = "signed"
+// Notices reads one provider's notices in its own format (its webhook, its notify URL), at
+// POST /api/payments/{Name}: each provider's adapter is one (internal/stripepay, alipay,
+// wechatpay).
+type Notices interface {
+	Name() string
+	// Notice checks what the provider posted, before anything in it is read, and returns its
+	// word on a payment; ok is false for a notice of nothing to apply (an event the node does
+	// not act on), which is taken all the same.
+	Notice(h http.Header, body []byte) (n sale.PaymentNotice, ok bool, err error)
+	// Answer writes the provider's answer to a notice: err nil, taken (applied, a repeat, or
+	// nothing to apply); else refused, for the provider to send it again.
+	Answer(w http.ResponseWriter, err error)
+}
 
 func (s *Server) paymentOf(p sale.Payment) *wire.PaymentResponse {
-	r := &wire.PaymentResponse{PaymentID: p.ID, Provider: p.Provider, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
+	return &wire.PaymentResponse{PaymentID: p.ID, Provider: p.Provider, OrderToken: p.OrderToken, AmountCents: p.AmountCents, State: p.State,
 		ReceivedCents: p.ReceivedCents, RefundReason: p.RefundReason, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
-	if p.State == sale.PaymentStarted && s.provider != nil {
-		r.PayURL = s.provider.checkout(p)
-	}
-	return r
 }
 
-// checkout is where the buyer pays p: the provider's page, told which payment it is and what
-// to take, signed, so that a buyer who edits the URL is refused there. (Should a provider take
-// another amount all the same, its notice is owed back: see sale.PaymentStore.Settle.)
-func (pr *Provider) checkout(p sale.Payment) string {
-	u, err := url.Parse(pr.CheckoutURL)
-	if err != nil { // checked when the node started
-		return pr.CheckoutURL
-	}
-	q := u.Query()
-	q.Set("payment_id", p.ID)
-	q.Set("order_token", p.OrderToken)
-	q.Set("amount_cents", strconv.FormatInt(p.AmountCents, 10))
-	q.Set(signature.CheckoutParam, signature.SignCheckout(pr.Secret, p.ID, p.OrderToken, p.AmountCents))
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// startPayment is the buyer's pay call with a provider: 202 and the order, still CREATED, with
-// its payment and where to pay it.
+// startPayment is the buyer's pay call with providers: 202 and the order, still CREATED, with
+// its payment and where to pay it. The body may name the provider ({"provider":"alipay"}; it
+// must with several).
 func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user string) {
-	if err := decodeEmpty(w, r, &struct{}{}); err != nil {
+	var req wire.PayRequest
+	if err := decodeEmpty(w, r, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.payments.Start(r.Context(), user, r.PathValue("ref"), signed)
+	c := sale.Checkout{Payment: sale.Payment{Provider: req.Provider}, Mobile: mobile(r.UserAgent()), ClientIP: s.clientIP(r).String()}
+	p, payURL, err := s.payments.Start(r.Context(), user, r.PathValue("ref"), c)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -75,7 +62,48 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 	}
 	resp := orderResponse(o)
 	resp.Payment = s.paymentOf(p)
+	resp.Payment.PayURL = payURL
 	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// paymentProviders are the providers the buyers may pay at, the default first; none without
+// payments.
+func (s *Server) paymentProviders() []string {
+	if s.payments == nil {
+		return nil
+	}
+	return s.payments.Providers()
+}
+
+// providerList answers the providers the buyers may pay at: what the product page offers.
+func (s *Server) providerList(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, wire.ProvidersResponse{Providers: s.payments.Providers()})
+}
+
+// mobile says a User-Agent is a phone's browser.
+func mobile(ua string) bool {
+	return strings.Contains(ua, "Mobi") || strings.Contains(ua, "Android") || strings.Contains(ua, "iPhone")
+}
+
+// notice takes a provider's notice in its own format: checked over the raw body before anything
+// in it is read, then applied as the generic callback's would be. A forged, altered or stale
+// notice changes nothing and is refused in the provider's words.
+func (s *Server) notice(n Notices) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body) // bounded by ServeHTTP's MaxBytesReader
+		if err != nil {
+			n.Answer(w, err)
+			return
+		}
+		pn, ok, err := n.Notice(r.Header, body)
+		if err == nil && ok {
+			_, err = s.payments.Settle(r.Context(), pn)
+		}
+		if err != nil {
+			s.log.Warn("payment notice refused", "provider", n.Name(), "err", err, "request_id", requestID(w))
+		}
+		n.Answer(w, err)
+	}
 }
 
 // paymentCallback takes the provider's signed word on a payment. The signature is checked over
@@ -88,7 +116,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, decodeError(err))
 		return
 	}
-	if err := signature.Verify(s.provider.Secret, r.Header.Get(signature.Header), body, s.provider.Now(), signature.Tolerance); err != nil {
+	if err := signature.Verify(s.callback.Secret, r.Header.Get(signature.Header), body, s.callback.Now(), signature.Tolerance); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -102,7 +130,7 @@ func (s *Server) paymentCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The service checks the notice (its status first).
-	s.settle(w, r, sale.PaymentNotice{Provider: signed, PaymentID: req.PaymentID, OrderToken: req.OrderToken, AmountCents: *req.AmountCents,
+	s.settle(w, r, sale.PaymentNotice{Provider: signature.ProviderName, PaymentID: req.PaymentID, OrderToken: req.OrderToken, AmountCents: *req.AmountCents,
 		Outcome: req.Status})
 }
 

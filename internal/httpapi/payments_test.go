@@ -23,8 +23,10 @@ const checkout = "https://pay.example.com/checkout?shop=s1"
 // newProviderFixture serves the API with a payment provider; its callbacks are signed on the
 // real clock, as a provider's are, whatever clock the sale runs on.
 func newProviderFixture(t testing.TB) *fixture {
-	return newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) {
-		c.Provider = &httpapi.Provider{Secret: paymentSecret, CheckoutURL: checkout}
+	return newFixtureEnv(t, "", func(c *httpapi.Config, env saletest.Env) {
+		u, _ := url.Parse(checkout)
+		c.Payments = sale.NewPayments(env.Service, env.Store, nil, &signature.Provider{Secret: paymentSecret, CheckoutURL: u})
+		c.Callback = &httpapi.Callback{Secret: paymentSecret}
 		c.Admins = []httpapi.Admin{{Name: "grafana", Role: httpapi.RoleViewer, Token: viewerToken}}
 	})
 }

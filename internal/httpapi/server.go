@@ -38,7 +38,7 @@ type Config struct {
 	Service *sale.Service
 	// Features are the services beside the core one (see internal/sale), each served only when
 	// set: their routes are the server's only then, and a node without one says nothing of it.
-	// Payments needs Provider, the provider the buyers pay at.
+	// Payments needs the notices of its providers: Callback, Notices.
 	sale.Features
 
 	Tokens *auth.Tokens
@@ -61,9 +61,11 @@ type Config struct {
 	// Health is the node's health: shown by /readyz and the admin stats, and what decides
 	// which non-core work is shed. Nil: always normal.
 	Health *breaker.Monitor
-	// Provider, when set, is the payment provider the buyers pay at: the pay call starts a
-	// payment there, and POST /api/payments/callback takes its word. Nil: the pay call pays.
-	Provider *Provider
+	// Callback, when set, takes the generic provider's signed callbacks at
+	// POST /api/payments/callback; Notices take the other providers' notices, each at
+	// POST /api/payments/{name}. Without Payments, the pay call pays.
+	Callback *Callback
+	Notices  []Notices
 	// Risk scores grabs and challenge answers; nil: no risk rules.
 	Risk *risk.Engine
 	// Live records every grab of a known activity for the admin dashboard's live view; nil: a
@@ -117,7 +119,8 @@ type Server struct {
 	health     *breaker.Monitor
 	risk       *risk.Engine
 	riskLog    riskLog // samples the model's log lines
-	provider   *Provider
+	callback   *Callback
+	notices    []Notices
 	csrf       *http.CrossOriginProtection
 	live       *funnel.Tracker
 	streams    atomic.Int32  // live streams open
@@ -133,20 +136,17 @@ func New(c Config) *Server {
 	}
 	s := &Server{svc: c.Service, tokens: c.Tokens, admins: admins, devLogin: c.DevLogin,
 		ready: c.Ready, log: c.Log, mux: http.NewServeMux(), ids: newIDSource(), limits: c.Limits,
-		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk, provider: c.Provider,
+		trusted: c.TrustedProxies, observe: c.Observe, health: c.Health, risk: c.Risk, callback: c.Callback, notices: c.Notices,
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
 	s.operator, s.outbox, s.lines, s.boards = c.Operator, c.Outbox, c.Lines, c.Boards
-	s.challenges, s.blocks, s.audit = c.Challenges, c.Blocks, c.Audit
-	if c.Provider != nil {
-		s.payments = c.Payments
-	}
+	s.challenges, s.blocks, s.audit, s.payments = c.Challenges, c.Blocks, c.Audit, c.Payments
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
-	if s.provider != nil && s.provider.Now == nil {
-		pr := *s.provider
-		pr.Now = time.Now
-		s.provider = &pr
+	if s.callback != nil && s.callback.Now == nil {
+		cb := *s.callback
+		cb.Now = time.Now
+		s.callback = &cb
 	}
 	if s.limits.Windows == nil {
 		s.limits.Windows = ratelimit.NewWindows(time.Now)
@@ -230,7 +230,13 @@ func (s *Server) routes() []route {
 		rs = append(rs,
 			route{"GET /api/admin/payments", s.admin(RoleViewer, s.paymentList)},
 			route{"POST /api/admin/payments/{id}/refunded", s.admin(RoleOperator, s.refunded)},
-			route{"POST /api/payments/callback", s.paymentCallback})
+			route{"GET /api/payments/providers", s.providerList})
+		if s.callback != nil {
+			rs = append(rs, route{"POST /api/payments/callback", s.paymentCallback})
+		}
+		for _, n := range s.notices {
+			rs = append(rs, route{"POST /api/payments/" + n.Name(), s.notice(n)})
+		}
 	}
 	if s.boards != nil {
 		rs = append(rs,
@@ -251,7 +257,7 @@ func (s *Server) routes() []route {
 }
 
 func (s *Server) features(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, wire.FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil,
+	writeJSON(w, http.StatusOK, wire.FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil, PaymentProviders: s.paymentProviders(),
 		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil,
 		Blocks: s.blocks != nil, Audit: s.audit != nil})
 }

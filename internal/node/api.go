@@ -16,8 +16,7 @@ import (
 )
 
 // API is the HTTP layer's part of a node's Config: who may call (the node's user tokens, an
-// identity provider's, the admin tokens), the grab's rate limits and risk rules, and the payment
-// provider.
+// identity provider's, the admin tokens), the grab's rate limits and risk rules.
 type API struct {
 	// JWTSecret signs and verifies the node's own user tokens (HS256, at least 32 bytes).
 	JWTSecret string
@@ -35,9 +34,6 @@ type API struct {
 	TrustedProxies []netip.Prefix
 	// Risk is the risk rules switched on, and the trained model.
 	Risk Risk
-	// PaymentSecret signs the payment provider's callbacks, and PaymentURL is its checkout
-	// page. No secret: no provider, and the pay call pays.
-	PaymentSecret, PaymentURL string
 }
 
 // Rates are the grab endpoint's rate limits, requests per second (0: off): per user (a token
@@ -63,14 +59,6 @@ type Risk struct {
 	// scores and counts every grab while the rules decide.
 	ChallengeAt, BlockAt float64
 	Shadow               bool
-}
-
-// Payments is the payment provider of a; nil: none.
-func (a API) Payments() *httpapi.Provider {
-	if a.PaymentSecret == "" {
-		return nil
-	}
-	return &httpapi.Provider{Secret: []byte(a.PaymentSecret), CheckoutURL: a.PaymentURL}
 }
 
 // OpenRisk builds the risk engine of r: the rules switched on and, when configured, the trained
@@ -151,7 +139,7 @@ func (n *Node) openAPI() error {
 	n.API = httpapi.New(httpapi.Config{
 		Service: n.Service, Features: n.Features, Tokens: tokens,
 		AdminToken: c.AdminToken, Admins: c.Admins, DevLogin: c.DevLogin,
-		Log: n.Config.Log, Health: n.Monitor, Observe: n.Metrics, Risk: n.Risk, Provider: c.Payments(),
+		Log: n.Config.Log, Health: n.Monitor, Observe: n.Metrics, Risk: n.Risk, Callback: n.pay.callback, Notices: n.pay.notices,
 		Pages: pages, PagePatterns: web.Patterns,
 		Ready: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, time.Second) // a hung dependency is not ready

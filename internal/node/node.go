@@ -73,8 +73,11 @@ type Config struct {
 	Log *slog.Logger
 	Now func() time.Time
 
-	// API is the HTTP layer's: tokens, admins, limits, risk rules, the payment provider.
+	// API is the HTTP layer's: tokens, admins, limits, risk rules.
 	API API
+
+	// Payments are the payment providers the buyers pay at (none: the pay call pays).
+	Payments Payments
 
 	// Tuning: what a test sets apart from the binary's defaults, for speed, never for
 	// behaviour.
@@ -150,7 +153,8 @@ type Node struct {
 	Risk *risk.Engine
 
 	b    backend
-	name string // this node's name among the consumers and lease holders
+	pay  payments // the payment providers, built
+	name string   // this node's name among the consumers and lease holders
 	// loops is the context of the node's background loops, which Close cancels, then waits for
 	// them in wg.
 	loops  context.Context
@@ -187,11 +191,18 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	if n.Sinks, err = c.sinks(); err != nil {
 		return nil, err
 	}
+	if n.pay, err = c.Payments.open(); err != nil {
+		return nil, err
+	}
 	var names []string
 	for _, s := range n.Sinks {
 		names = append(names, s.Name())
 	}
-	n.Store.EmitTo(names...) // every node: the API's pays and cancels write events as the worker's orders do
+	// Every node writes the events: the API's pays and cancels as the worker's orders.
+	n.Store.EmitTo(names...)
+	if n.pay.refunds {
+		n.Store.EmitOnly(refundSinkName, sale.EventRefundRequested)
+	}
 	dbGuard := breaker.NewGuard(breaker.Database, c.DBLimits, time.Now)
 	var store sale.Store = n.Store
 	if c.Wrap.Store != nil {
@@ -219,7 +230,12 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	// The features beside the core, each on its own ports. The outbox's is its operators'
 	// view, of a node that has receivers to send to.
 	n.Operator = sale.NewOperator(n.Service)
-	n.Payments = sale.NewPayments(n.Service, n.DB)
+	if len(n.pay.providers) > 0 {
+		n.Payments = sale.NewPayments(n.Service, n.DB, c.Payments.returnTo, n.pay.providers...)
+		if n.pay.refunds {
+			n.Sinks = append(n.Sinks, refundSink{n.Payments})
+		}
+	}
 	n.Lines = sale.NewLines(n.Service)
 	n.Boards = sale.NewBoards(n.Service, breaker.GuardLeaders(n.Store, dbGuard))
 	n.Challenges = sale.NewChallenges(n.Service, n.b.challenges)

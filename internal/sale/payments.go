@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -147,41 +148,171 @@ type PaymentStore interface {
 // amount is not refused: the money is owed back.)
 var ErrAmountMismatch = errors.New("the amount is not the payment's")
 
-// Payments are the payments of orders through a provider: a feature of its own, built on a node
-// that has a provider (without one, the pay call pays: Service.Pay). It reads the orders through
-// the core service and keeps the payments in its store.
+// Checkout is what a provider is told of a payment a buyer is sent to pay.
+type Checkout struct {
+	Payment Payment
+	// ReturnURL is where the provider sends the buyer back: the activity's page, or the shop's.
+	ReturnURL string
+	// Subject is what is bought: the activity's name.
+	Subject string
+	// Expire is when the order's payment window closes: the provider is asked to take no money
+	// after it (a payment that comes later all the same is owed back).
+	Expire time.Time
+	// Mobile says the buyer is on a phone's browser (Alipay's wap.pay, WeChat Pay's H5), not a
+	// desktop's (page.pay, a Native QR code). ClientIP is the buyer's address, which some
+	// providers want with a phone's payment.
+	Mobile   bool
+	ClientIP string
+}
+
+// PaymentProvider is a payment provider the buyers pay at: the port its adapter implements
+// (internal/stripepay, internal/alipay, internal/wechatpay, internal/signature). Its notices of
+// money taken reach Payments.Settle through the HTTP layer, which reads each provider's format.
+type PaymentProvider interface {
+	// Name is the provider's name as the settings and the API spell it (stripe, alipay,
+	// wechatpay, signed): the Provider of its payments.
+	Name() string
+	// PayURL returns where the buyer pays c.Payment: the provider's page, or what its app scans.
+	// Asked again for the same payment (a second click), it returns the same payment's page:
+	// the provider takes its money at most once (our payment id is its merchant order number).
+	PayURL(ctx context.Context, c Checkout) (string, error)
+	// Refund asks the provider to give back the money p received, as the refund refundID (the
+	// provider's idempotency key: asked again, it refunds once). done says the provider gave it
+	// back; false, that it took the refund and will say when it is done (its notice, or the
+	// answer to the same refund asked again). ErrNoRefunds: the provider makes none on request;
+	// an operator does (POST /api/admin/payments/{id}/refunded).
+	Refund(ctx context.Context, p Payment, refundID string) (done bool, err error)
+}
+
+// ErrNoRefunds says a provider gives money back only when an operator does it by hand.
+var ErrNoRefunds = errors.New("the provider makes no refunds on request")
+
+// RefundID names the refund of payment id: a payment is refunded at most once, of all it received.
+func RefundID(paymentID string) string { return "rf_" + paymentID }
+
+// Payments are the payments of orders through providers: a feature of its own, built on a node
+// that has one (without, the pay call pays: Service.Pay). It reads the orders through the core
+// service, keeps the payments in its store, and sends the buyers to the providers.
 type Payments struct {
-	core  *Service
-	store PaymentStore
+	core      *Service
+	store     PaymentStore
+	returnTo  func(activityID string) string
+	providers []PaymentProvider
 }
 
-// NewPayments returns the payments of core's orders, kept by store.
-func NewPayments(core *Service, store PaymentStore) *Payments {
-	return &Payments{core: core, store: store}
+// NewPayments returns the payments of core's orders, kept by store, through providers (at
+// least one; the first is the buyers' when they name none), which send the buyers back to
+// returnTo's page of the activity (nil: none).
+func NewPayments(core *Service, store PaymentStore, returnTo func(activityID string) string, providers ...PaymentProvider) *Payments {
+	return &Payments{core: core, store: store, returnTo: returnTo, providers: providers}
 }
 
-// Start starts paying userID's order ref through provider (a name the node configured): the
-// buyer pays at the provider, and the order becomes PAID when its notice says so (Settle).
-// Asking again before the provider answers returns the same payment; asking with another
-// provider starts another and closes the first. Errors: ErrNotFound, ErrInvalidState (the order
-// is not awaiting payment, its window has closed, or it is still being created), ErrBusy.
-func (s *Payments) Start(ctx context.Context, userID, ref, provider string) (Payment, error) {
+// Providers are the names of the providers the buyers may pay at, the default first.
+func (s *Payments) Providers() []string {
+	names := make([]string, len(s.providers))
+	for i, p := range s.providers {
+		names[i] = p.Name()
+	}
+	return names
+}
+
+// provider is the provider called name ("": the only one). Errors: ErrInvalid.
+func (s *Payments) provider(name string) (PaymentProvider, error) {
+	if name == "" && len(s.providers) == 1 {
+		return s.providers[0], nil
+	}
+	for _, p := range s.providers {
+		if p.Name() == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: provider must be one of %s", ErrInvalid, strings.Join(s.Providers(), ", "))
+}
+
+// Start starts paying userID's order ref through the provider c names (c.Payment.Provider; ""
+// with one provider: that one): the buyer pays at the returned URL, and the order becomes PAID
+// when the provider's notice says so (Settle). Asking again before the provider answers returns
+// the same payment; asking with another provider starts another and closes the first. Errors:
+// ErrInvalid (no such provider), ErrNotFound, ErrInvalidState (the order is not awaiting
+// payment, its window has closed, or it is still being created), ErrBusy (the store, or the
+// provider, which may be asked again).
+func (s *Payments) Start(ctx context.Context, userID, ref string, c Checkout) (Payment, string, error) {
+	pr, err := s.provider(c.Payment.Provider)
+	if err != nil {
+		return Payment{}, "", err
+	}
 	o, err := s.core.placed(ctx, userID, ref)
 	if err != nil {
-		return Payment{}, err
+		return Payment{}, "", err
 	}
-	return s.store.StartPayment(ctx, o.Token, NewToken("pay_"), provider, s.core.now())
+	p, err := s.store.StartPayment(ctx, o.Token, NewToken("pay_"), pr.Name(), s.core.now())
+	if err != nil {
+		return Payment{}, "", err
+	}
+	if a, err := s.core.Activity(ctx, o.ActivityID); err == nil {
+		c.Subject = a.Name
+	} else {
+		c.Subject = o.ActivityID
+	}
+	c.Payment, c.Expire = p, o.ExpiresAt
+	if s.returnTo != nil {
+		c.ReturnURL = s.returnTo(o.ActivityID)
+	}
+	u, err := pr.PayURL(ctx, c)
+	if err != nil {
+		if !errors.Is(err, ErrBusy) {
+			err = Busy(err, "start payment %s at %s", p.ID, pr.Name())
+		}
+		return p, "", err
+	}
+	return p, u, nil
 }
+
+// Refund asks payment id's provider to give back the money the payment is owed back: the
+// refund loop's one step (a relay sink of the order.refund_requested events, on a worker node).
+// A payment no longer waiting for its refund is done with. When the provider says the money
+// went back, the payment is settled refunded as its notice would; when it took the refund and
+// will say later, ErrRefundUnderway (the loop asks again, under the same refund id, until it
+// says done or its notice came). Errors: ErrNoRefunds (the provider's refunds are an
+// operator's), ErrInvalid (no provider of that name on this node), ErrNotFound, ErrBusy, or the
+// provider's own.
+func (s *Payments) Refund(ctx context.Context, id string) error {
+	p, err := s.store.Payment(ctx, id)
+	if err != nil {
+		return err
+	}
+	if p.State != PaymentRefundPending {
+		return nil
+	}
+	pr, err := s.provider(p.Provider)
+	if err != nil {
+		return fmt.Errorf("refund payment %s: %w", id, err)
+	}
+	done, err := pr.Refund(ctx, p, RefundID(p.ID))
+	if err != nil {
+		return err
+	}
+	if !done {
+		return ErrRefundUnderway
+	}
+	_, err = s.Settle(ctx, PaymentNotice{PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.ReceivedCents,
+		Outcome: OutcomeRefunded, Provider: p.Provider, ProviderRef: p.ProviderRef})
+	return err
+}
+
+// ErrRefundUnderway says the provider took a refund and has not yet given the money back.
+var ErrRefundUnderway = errors.New("the refund is underway at the provider")
 
 // Settle applies the provider's (or an operator's) word n on a payment; see PaymentStore.Settle.
 // It is the one check of a notice: its outcome first (what a callback's status is refused for
-// before anything else it says), then its ids and amount. Errors: ErrInvalid, ErrNotFound,
+// before anything else it says), then its ids and amount. A notice without an order token is of
+// its payment's order. Errors: ErrInvalid, ErrNotFound,
 // ErrAmountMismatch, ErrInvalidState, ErrBusy.
 func (s *Payments) Settle(ctx context.Context, n PaymentNotice) (Settlement, error) {
 	switch {
 	case n.Outcome != OutcomeSucceeded && n.Outcome != OutcomeFailed && n.Outcome != OutcomeRefunded:
 		return Settlement{}, fmt.Errorf("%w: status must be %s, %s or %s", ErrInvalid, OutcomeSucceeded, OutcomeFailed, OutcomeRefunded)
-	case !ValidID(n.PaymentID) || !ValidID(n.OrderToken):
+	case !ValidID(n.PaymentID) || n.OrderToken != "" && !ValidID(n.OrderToken):
 		return Settlement{}, badID("payment_id and order_token")
 	case n.AmountCents < 0:
 		return Settlement{}, fmt.Errorf("%w: amount_cents must not be negative", ErrInvalid)
@@ -189,7 +320,18 @@ func (s *Payments) Settle(ctx context.Context, n PaymentNotice) (Settlement, err
 		return Settlement{}, fmt.Errorf("%w: a notice names its provider", ErrInvalid)
 	}
 	// Not on the request's context: a provider that hangs up has still told us.
-	st, err := s.store.Settle(context.WithoutCancel(ctx), n, s.core.now())
+	ctx = context.WithoutCancel(ctx)
+	if n.OrderToken == "" {
+		// A notice that names no order (a provider's refund notice carries only its payment)
+		// is of its payment's order; money taken under an id we never issued is then of none.
+		switch p, err := s.store.Payment(ctx, n.PaymentID); {
+		case err == nil:
+			n.OrderToken = p.OrderToken
+		case !errors.Is(err, ErrNotFound):
+			return Settlement{}, err
+		}
+	}
+	st, err := s.store.Settle(ctx, n, s.core.now())
 	if err != nil || !st.Changed {
 		return st, err
 	}

@@ -50,7 +50,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 	clock.Advance(30 * time.Second)
 	payments := map[string]sale.Payment{} // order token -> its payment
 	for tok, user := range users {
-		p, err := env.Payments.Start(ctx, user, tok, "signed")
+		p, _, err := env.Payments.Start(ctx, user, tok, sale.Checkout{})
 		if err != nil {
 			t.Fatalf("start a payment: %v", err)
 		}
@@ -78,7 +78,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 					if group == racing {
 						time.Sleep(wait)
 					}
-					_, err := env.Payments.Settle(ctx, sale.PaymentNotice{Provider: "signed", PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
+					_, err := env.Payments.Settle(ctx, sale.PaymentNotice{Provider: saletest.ProviderName, PaymentID: p.ID, OrderToken: tok, AmountCents: p.AmountCents,
 						Outcome: sale.OutcomeSucceeded})
 					if err != nil {
 						t.Errorf("callback of %s: %v", p.ID, err)
@@ -173,7 +173,7 @@ func callbacksRaceTheSweeper(t *testing.T, newEnv saletest.NewEnv) {
 
 	// The operator gives the money back: the orders end REFUNDED.
 	for _, p := range pending {
-		st, err := env.Payments.Settle(ctx, sale.PaymentNotice{Provider: "signed", PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
+		st, err := env.Payments.Settle(ctx, sale.PaymentNotice{Provider: saletest.ProviderName, PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
 			Outcome: sale.OutcomeRefunded})
 		if err != nil || st.Order.Status != sale.StatusRefunded || st.Payment.State != sale.PaymentRefunded {
 			t.Fatalf("refund of %s: order %s, payment %s, %v", p.ID, st.Order.Status, st.Payment.State, err)

@@ -15,18 +15,59 @@ import (
 // EmitTo makes every order change write its event to the outbox, with a delivery to each of
 // sinks (the relays' names: a webhook URL, a Kafka topic). Without sinks no event is written:
 // events of changes made before a sink was named are not sent to it. Call it before the store is
-// used.
+// used. It leaves the sinks of EmitOnly as they are.
 func (s *Store) EmitTo(sinks ...string) {
 	s.sinks = append([]string(nil), sinks...)
+}
+
+// EmitOnly makes the order changes of types write their events with a delivery to sink too,
+// and no other: a relay that acts on a few events (the refunds, on order.refund_requested) costs
+// the others nothing. Call it before the store is used.
+func (s *Store) EmitOnly(sink string, types ...sale.EventType) {
+	if s.only == nil {
+		s.only = map[string][]sale.EventType{}
+	}
+	s.only[sink] = append([]sale.EventType(nil), types...)
+}
+
+// sinksOf appends to dst the sinks an event of type t is written for.
+func (s *Store) sinksOf(dst []string, t sale.EventType) []string {
+	dst = append(dst, s.sinks...)
+	for sink, types := range s.only {
+		if slices.Contains(types, t) {
+			dst = append(dst, sink)
+		}
+	}
+	return dst
+}
+
+// emits says whether an event of one of types is written for any sink.
+func (s *Store) emits(types ...sale.EventType) bool {
+	if len(s.sinks) > 0 {
+		return true
+	}
+	for _, t := range types {
+		if len(s.sinksOf(nil, t)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // maxReason bounds the text kept of a delivery's last error (the MySQL column's size).
 const maxReason = 500
 
-// emit writes the events of orders in tx, each with a delivery to every sink. Writing an event
-// twice (a transaction run again) keeps the first.
-func (s *Store) emit(ctx context.Context, t tx, evs []sale.Event) error {
-	if len(s.sinks) == 0 || len(evs) == 0 {
+// emit writes the events of orders in tx, each with a delivery to every sink that takes it.
+// Writing an event twice (a transaction run again) keeps the first.
+func (s *Store) emit(ctx context.Context, t tx, all []sale.Event) error {
+	var evs []sale.Event
+	var deliveries [][]string
+	for _, e := range all {
+		if sinks := s.sinksOf(nil, e.Type); len(sinks) > 0 {
+			evs, deliveries = append(evs, e), append(deliveries, sinks)
+		}
+	}
+	if len(evs) == 0 {
 		return nil
 	}
 	const cols = 12
@@ -41,14 +82,15 @@ func (s *Store) emit(ctx context.Context, t tx, evs []sale.Event) error {
 		user_id, amount_cents, status, reason, at_ms, payment_id, payment_cents) VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
 		return fmt.Errorf("write %d order events: %w", len(evs), err)
 	}
-	args = args[:0]
-	for _, e := range evs {
-		for _, sink := range s.sinks {
+	args, rows := args[:0], 0
+	for i, e := range evs {
+		for _, sink := range deliveries[i] {
 			args = append(args, sink, e.ID, e.Order.Token, string(sale.DeliveryPending), ms(e.At))
+			rows++
 		}
 	}
 	if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`INSERT INTO event_deliveries (sink, event_id, order_token, state, next_at,
-		attempts, last_error, delivered_at) VALUES `+strings.ReplaceAll(placeholders(len(evs)*len(s.sinks), 5), "?)", "?, 0, '', 0)")+
+		attempts, last_error, delivered_at) VALUES `+strings.ReplaceAll(placeholders(rows, 5), "?)", "?, 0, '', 0)")+
 		t.d.keepFirst("event_id")), args...); err != nil {
 		return fmt.Errorf("write the deliveries of %d order events: %w", len(evs), err)
 	}

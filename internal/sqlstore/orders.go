@@ -63,7 +63,7 @@ func (s *Store) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placeme
 			}
 			out[i] = pl
 		}
-		if len(s.sinks) == 0 {
+		if !s.emits(sale.EventCreated, sale.EventFailed) {
 			return nil // no events: not even the list of them on the placement path
 		}
 		return s.emit(ctx, tx, placedEvents(out))

@@ -37,6 +37,8 @@ type Store struct {
 	lots bool
 	// sinks are the relays every order event is written for (EmitTo); none: no events.
 	sinks []string
+	// only are the relays that take some events alone (EmitOnly), with the types they take.
+	only map[string][]sale.EventType
 }
 
 // Open opens the database named by dsn (sqlite:PATH, mysql://user:pass@host:port/db or

@@ -552,7 +552,7 @@ func TestPayingAtTheProvider(t *testing.T) {
 	}))
 	t.Cleanup(provider.Close)
 	s := newSiteWith(t, func(c *node.Config) {
-		c.API.PaymentSecret, c.API.PaymentURL = string(secret), provider.URL+"/checkout"
+		c.Payments = node.Payments{Providers: []string{signature.ProviderName}, Secret: string(secret), CheckoutURL: provider.URL + "/checkout"}
 	}, nil)
 	api = s.url
 	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900}, -time.Second)
@@ -592,7 +592,8 @@ func TestDashboardOperatorControls(t *testing.T) {
 	ctx := context.Background()
 	// Refunds are a payment provider's: the node has one.
 	s := newSiteWith(t, func(c *node.Config) {
-		c.API.PaymentSecret, c.API.PaymentURL = "a provider's secret, 32 bytes ok", "https://pay.example.com/checkout"
+		c.Payments = node.Payments{Providers: []string{signature.ProviderName}, Secret: "a provider's secret, 32 bytes ok",
+			CheckoutURL: "https://pay.example.com/checkout"}
 		c.Webhooks, c.WebhookSecret = []string{"http://127.0.0.1:9/events"}, "a receiver's secret, 32 bytes ok" // an outbox (its relay not started)
 	}, nil)
 	svc := s.env.Service
@@ -608,14 +609,14 @@ func TestDashboardOperatorControls(t *testing.T) {
 	if err != nil || len(bobs) != 1 {
 		t.Fatalf("bob's order: %v, %v", bobs, err)
 	}
-	p, err := s.env.Payments.Start(ctx, "bob", bobs[0].Token, "signed")
+	p, _, err := s.env.Payments.Start(ctx, "bob", bobs[0].Token, sale.Checkout{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.Cancel(ctx, "bob", bobs[0].Token); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.env.Payments.Settle(ctx, sale.PaymentNotice{Provider: "signed", PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
+	if _, err := s.env.Payments.Settle(ctx, sale.PaymentNotice{Provider: signature.ProviderName, PaymentID: p.ID, OrderToken: p.OrderToken, AmountCents: p.AmountCents,
 		Outcome: sale.OutcomeSucceeded}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"seckill/internal/rsasig"
 )
 
 // Client is one merchant: its ids, its key and certificate serial, WeChat Pay's keys, the API v3
@@ -30,9 +32,6 @@ type Client struct {
 	HTTP      *http.Client // nil: http.DefaultClient
 }
 
-// beijing is the time zone of the times WeChat Pay is sent (RFC 3339 with +08:00).
-var beijing = time.FixedZone("CST", 8*60*60)
-
 // Order is a payment to start: our payment id as out_trade_no, what to take (fen) and until when.
 type Order struct {
 	OutTradeNo  string
@@ -42,13 +41,18 @@ type Order struct {
 	// ClientIP is the buyer's address: an H5 order (a phone's browser) needs it, a Native one
 	// (a QR code on a desktop) does not.
 	ClientIP string
+	// Attach is what WeChat Pay's notice of the payment carries back (our order token).
+	Attach string
 }
 
 func (o Order) body(c *Client) map[string]any {
 	b := map[string]any{"appid": c.AppID, "mchid": c.MchID, "description": o.Description, "out_trade_no": o.OutTradeNo,
 		"notify_url": c.NotifyURL, "amount": map[string]any{"total": o.Cents, "currency": "CNY"}}
 	if !o.Expire.IsZero() {
-		b["time_expire"] = o.Expire.In(beijing).Format(time.RFC3339)
+		b["time_expire"] = o.Expire.In(rsasig.Beijing).Format(time.RFC3339)
+	}
+	if o.Attach != "" {
+		b["attach"] = o.Attach
 	}
 	return b
 }
@@ -212,6 +216,7 @@ type Transaction struct {
 	OutTradeNo    string `json:"out_trade_no"`
 	TransactionID string `json:"transaction_id"`
 	TradeState    string `json:"trade_state"` // SUCCESS: money in
+	Attach        string `json:"attach"`
 	Amount        struct {
 		Total    int64  `json:"total"` // fen
 		Currency string `json:"currency"`

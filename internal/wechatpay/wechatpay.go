@@ -12,17 +12,17 @@
 package wechatpay
 
 import (
-	"crypto"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
+
+	"seckill/internal/rsasig"
 )
 
 // DefaultAPI is WeChat Pay's API base URL.
@@ -59,12 +59,30 @@ func ResponseMessage(timestamp, nonce string, body []byte) string {
 
 // Sign is the SHA256withRSA signature of message with key, base64.
 func Sign(key *rsa.PrivateKey, message string) (string, error) {
-	sum := sha256.Sum256([]byte(message))
-	sig, err := rsa.SignPKCS1v15(nil, key, crypto.SHA256, sum[:])
+	sig, err := rsasig.Sign(key, message)
 	if err != nil {
-		return "", fmt.Errorf("wechatpay: sign: %w", err)
+		return "", fmt.Errorf("wechatpay: %w", err)
 	}
-	return base64.StdEncoding.EncodeToString(sig), nil
+	return sig, nil
+}
+
+// ParsePrivateKey reads the merchant's RSA private key (apiclient_key.pem): PEM, PKCS #8 or
+// PKCS #1.
+func ParsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
+	k, err := rsasig.ParsePrivateKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("wechatpay: %w", err)
+	}
+	return k, nil
+}
+
+// ParsePublicKey reads WeChat Pay's public key (pub_key.pem), or a platform certificate's.
+func ParsePublicKey(data []byte) (*rsa.PublicKey, error) {
+	k, err := rsasig.ParsePublicKey(data)
+	if err != nil {
+		return nil, fmt.Errorf("wechatpay: %w", err)
+	}
+	return k, nil
 }
 
 // Verifier checks what WeChat Pay signs, with its platform keys by serial, on a clock.
@@ -93,12 +111,7 @@ func (v Verifier) Verify(h http.Header, body []byte) error {
 	if d := now().Sub(time.Unix(secs, 0)); d > Tolerance || d < -Tolerance {
 		return ErrStale
 	}
-	sig, err := base64.StdEncoding.DecodeString(h.Get(HeaderSignature))
-	if err != nil || len(sig) == 0 {
-		return ErrSignature
-	}
-	sum := sha256.Sum256([]byte(ResponseMessage(ts, h.Get(HeaderNonce), body)))
-	if rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig) != nil {
+	if !rsasig.Verify(key, ResponseMessage(ts, h.Get(HeaderNonce), body), h.Get(HeaderSignature)) {
 		return ErrSignature
 	}
 	return nil

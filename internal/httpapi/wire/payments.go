@@ -6,8 +6,8 @@ import (
 	"seckill/internal/sale"
 )
 
-// PaymentResponse is a payment through the provider. PayURL is where the buyer pays, while
-// the payment is started; ReceivedCents what the provider took (what a refund gives back), and
+// PaymentResponse is a payment through a provider. PayURL is where the buyer pays, in the pay
+// call's answer; ReceivedCents what the provider took (what a refund gives back), and
 // RefundReason why it is owed back.
 type PaymentResponse struct {
 	PaymentID     string            `json:"payment_id"`
@@ -20,6 +20,18 @@ type PaymentResponse struct {
 	RefundReason  sale.RefundReason `json:"refund_reason,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
+}
+
+// ProvidersResponse is GET /api/payments/providers: the providers the buyers may pay at, the
+// default first.
+type ProvidersResponse struct {
+	Providers []string `json:"providers"`
+}
+
+// PayRequest is the body of the buyer's pay call with payment providers (none, or an empty
+// object, with one): the provider to pay at.
+type PayRequest struct {
+	Provider string `json:"provider,omitempty"`
 }
 
 // CallbackRequest is the provider's word on a payment, the body of POST /api/payments/callback.

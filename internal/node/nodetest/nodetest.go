@@ -59,6 +59,16 @@ func Served(t testing.TB, clock *saletest.Clock, set func(c *node.Config)) (sale
 	return open(t, clock, c)
 }
 
+// Started builds the embedded node as Served does and starts its own loops as the binary does
+// (its worker, the relays: the refunds among them), for a test of what runs in them.
+func Started(t testing.TB, clock *saletest.Clock, set func(c *node.Config)) (saletest.Env, *node.Node) {
+	c := node.Config{DB: "sqlite:" + filepath.Join(t.TempDir(), "db")}
+	set(&c)
+	env, n := build(t, clock, c)
+	n.Start()
+	return env, n
+}
+
 // Distributed builds a node of the distributed mode: the Redis gate and stream queue on the
 // Redis named by redisSpec (a URL or cluster seeds) and the store on dsn, with a worker in the
 // background and the restock announcements heard. It stops when t ends.
@@ -121,6 +131,9 @@ func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *n
 	// The suites' events go to their own sink, with no relay: they read the outbox themselves.
 	features := n.Features
 	features.Outbox = sale.NewOutbox(n.Store, clock.Now)
+	if features.Payments == nil { // the suites pay at a provider of their own, on the node's guarded store
+		features.Payments = sale.NewPayments(n.Service, n.DB, nil, &saletest.Provider{})
+	}
 	return saletest.Env{Service: n.Service, Features: features,
 		Store: n.Store, Queue: n.Queue, Clock: clock, Drain: drainer(t, n.Queue, n.Store), Faults: faults, Answers: answers}, n
 }
