@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/skip2/go-qrcode"
 
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
@@ -63,7 +66,20 @@ func (s *Server) startPayment(w http.ResponseWriter, r *http.Request, user strin
 	resp := orderResponse(o)
 	resp.Payment = s.paymentOf(p)
 	resp.Payment.PayURL = payURL
+	if strings.HasPrefix(payURL, "weixin://") {
+		resp.Payment.PayQR = qrDataURL(payURL)
+	}
 	writeJSON(w, http.StatusAccepted, resp)
+}
+
+// qrDataURL is text's QR code as a PNG data URL, for the page to show a desktop's buyer, who
+// scans it with the provider's app (WeChat Pay's Native code URL); "" should it not encode.
+func qrDataURL(text string) string {
+	png, err := qrcode.Encode(text, qrcode.Medium, 256)
+	if err != nil {
+		return ""
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(png)
 }
 
 // paymentProviders are the providers the buyers may pay at, the default first; none without

@@ -1,9 +1,12 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -162,6 +165,18 @@ func (s *providerSite) pay(user string, o sale.Order) (sale.Payment, string) {
 	payURL, _ := pm["pay_url"].(string)
 	if p.Provider != s.pr.name() || payURL == "" {
 		s.t.Fatalf("the payment %+v, pay_url %q; want one at %s with its page", p, payURL, s.pr.name())
+	}
+	// A code URL to scan comes with its QR code, a PNG for the page to show; a page to go to
+	// with none.
+	qr, _ := pm["pay_qr"].(string)
+	data, isQR := strings.CutPrefix(qr, "data:image/png;base64,")
+	if scan := strings.HasPrefix(payURL, "weixin://"); scan != isQR {
+		s.t.Errorf("pay_url %q with pay_qr %.40q", payURL, qr)
+	} else if scan {
+		raw, _ := base64.StdEncoding.DecodeString(data)
+		if img, err := png.Decode(bytes.NewReader(raw)); err != nil || img.Bounds().Dx() < 200 {
+			s.t.Errorf("pay_qr is no QR code's PNG: %v", err)
+		}
 	}
 	return p, payURL
 }

@@ -20,6 +20,7 @@ import (
 	"seckill/internal/httpapi"
 	"seckill/internal/node"
 	"seckill/internal/openapitest"
+	"seckill/internal/paytest"
 	"seckill/internal/ratelimit"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -583,6 +584,57 @@ func TestPayingAtTheProvider(t *testing.T) {
 		t.Errorf("stats %+v, %v; want 1 paid", st, err)
 	}
 	b.Screenshot("product-paid-at-provider")
+}
+
+// TestChoosingAProviderAndScanning: with Alipay and WeChat Pay the product page offers both; on
+// a desktop WeChat Pay's payment is a QR code the page shows (Native), and the page follows the
+// order to Paid when WeChat Pay's notice comes.
+func TestChoosingAProviderAndScanning(t *testing.T) {
+	dir := t.TempDir()
+	appKey, _, err := paytest.WritePEM(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, providerKey, err := paytest.WritePEM(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := paytest.StartAlipay("2021000000000001", &paytest.Key(0).PublicKey, paytest.Key(1))
+	t.Cleanup(gw.Close)
+	const apiV3Key = "0123456789abcdef0123456789abcdef"
+	wx := paytest.StartWeChatPay("1900000109", "wxd678efh567hg6787", "MERCHANT-SERIAL", &paytest.Key(0).PublicKey,
+		"PUB_KEY_ID_0001", paytest.Key(1), []byte(apiV3Key))
+	t.Cleanup(wx.Close)
+	s := newSiteWith(t, func(c *node.Config) {
+		c.Payments = node.Payments{Providers: []string{"alipay", "wechatpay"}, PublicURL: "https://shop.example",
+			Alipay: node.Alipay{AppID: gw.AppID, PrivateKey: appKey, PublicKey: providerKey, Gateway: gw.URL()},
+			WeChatPay: node.WeChatPay{MchID: wx.MchID, AppID: wx.AppID, Serial: "MERCHANT-SERIAL", PrivateKey: appKey,
+				PlatformKey: providerKey, PlatformSerial: "PUB_KEY_ID_0001", APIv3Key: apiV3Key, APIURL: wx.URL()}}
+	}, nil)
+	a := s.create(sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 5, PriceCents: 99_900}, -time.Second)
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	b.WaitFor(`!document.getElementById("grab").disabled`, 15*time.Second, "the button open")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "the order created")
+	b.WaitFor(`!document.getElementById("provider-choice").hidden &&
+		Array.from(document.getElementById("provider").options, (o) => o.value).join() === "alipay,wechatpay"`,
+		10*time.Second, "both providers offered, Alipay first")
+	b.Do(chromedp.SetValue(chromedp.ID("provider"), "wechatpay"), chromedp.Click(chromedp.ID("pay")))
+	b.WaitFor(`!document.getElementById("scan").hidden && document.getElementById("scan-code").naturalWidth >= 256`,
+		15*time.Second, "WeChat Pay's QR code shown")
+	ps, err := s.env.Payments.List(context.Background(), sale.PaymentFilter{State: sale.PaymentStarted, Limit: 10})
+	if err != nil || len(ps) != 1 || ps[0].Provider != "wechatpay" {
+		t.Fatalf("payments started: %+v, %v; want one at wechatpay", ps, err)
+	}
+	b.Screenshot("product-scan-to-pay")
+	h, body := wx.Notice(nil, time.Now(), "EV-1", "TRANSACTION.SUCCESS", wx.Paid(ps[0].ID, ps[0].AmountCents))
+	if status, answer, err := paytest.Post(s.url+"/api/payments/wechatpay", "application/json", h, body); err != nil || status != http.StatusNoContent {
+		t.Fatalf("WeChat Pay's notice: %d %q, %v", status, answer, err)
+	}
+	b.WaitFor(`document.getElementById("order-status").textContent === "Paid" && document.getElementById("scan").hidden`,
+		15*time.Second, "the order paid, followed by the page")
 }
 
 // TestDashboardOperatorControls: from the dashboard an operator adds stock to a sold-out item,

@@ -10,12 +10,15 @@ import (
 // call's answer; ReceivedCents what the provider took (what a refund gives back), and
 // RefundReason why it is owed back.
 type PaymentResponse struct {
-	PaymentID     string            `json:"payment_id"`
-	Provider      string            `json:"provider"`
-	OrderToken    string            `json:"order_token"`
-	AmountCents   int64             `json:"amount_cents"`
-	State         sale.PaymentState `json:"state"`
-	PayURL        string            `json:"pay_url,omitempty"`
+	PaymentID   string            `json:"payment_id"`
+	Provider    string            `json:"provider"`
+	OrderToken  string            `json:"order_token"`
+	AmountCents int64             `json:"amount_cents"`
+	State       sale.PaymentState `json:"state"`
+	PayURL      string            `json:"pay_url,omitempty"`
+	// PayQR is pay_url's QR code, a PNG data URL, when the buyer scans it with the provider's
+	// app (WeChat Pay's Native code URL, on a desktop).
+	PayQR         string            `json:"pay_qr,omitempty"`
 	ReceivedCents int64             `json:"received_cents"`
 	RefundReason  sale.RefundReason `json:"refund_reason,omitempty"`
 	CreatedAt     time.Time         `json:"created_at"`

@@ -24,6 +24,7 @@
   let order = null;       // the order being followed
   let polling = false;
   let ticket = null;      // the line's ticket being followed (queue or lottery admission)
+  let providers = [];     // the payment providers the buyers may pay at, the default first
   let watching = false;
 
   const isPacket = () => act && act.kind === "redpacket";
@@ -312,6 +313,8 @@
     $("order-due-label").textContent = isPacket() ? "Claim within" : "Pay within";
     $("pay").textContent = isPacket() ? "Claim" : "Pay";
     $("pay").hidden = o.status !== "CREATED";
+    $("provider-choice").hidden = o.status !== "CREATED" || providers.length < 2;
+    if (o.status !== "CREATED") $("scan").hidden = true;
     if (o.status === "CREATED") say(isPacket() ? "Your share is ready: claim it." : "Your order is created: pay to keep it.", "ok");
     if (o.status === "PAID") say(isPacket() ? "Claimed. Enjoy!" : "Paid. Thank you!", "ok");
     if (o.status === "CANCELLED") say("This order was cancelled" + (o.reason ? ": " + o.reason : "."), "bad");
@@ -332,14 +335,46 @@
     const me = session.valid();
     if (!me || !order) return;
     $("pay").disabled = true;
-    const r = await api("POST", "/api/orders/" + encodeURIComponent(order.order_token) + "/pay", { token: me.token });
+    const opts = { token: me.token };
+    if (providers.length > 1) opts.body = { provider: $("provider").value };
+    const r = await api("POST", "/api/orders/" + encodeURIComponent(order.order_token) + "/pay", opts);
     $("pay").disabled = false;
-    if (r.status === 202 && r.body.payment && r.body.payment.pay_url) {
-      // A payment provider takes it from here; its callback pays the order.
+    const p = r.status === 202 && r.body.payment;
+    if (p && p.pay_qr) {
+      // Scanned with the provider's app (WeChat Pay on a desktop): its notice pays the order,
+      // which this page follows.
+      $("scan-code").src = p.pay_qr;
+      $("scan").hidden = false;
+      say("Scan the code to pay.", "ok");
+      watchPayment(order.order_token);
+    } else if (p && p.pay_url) {
+      // A payment provider takes it from here; its notice pays the order.
       say("Taking you to the payment page…", "ok");
-      location.assign(r.body.payment.pay_url);
+      location.assign(p.pay_url);
     } else if (r.status === 200) showOrder(r.body);
     else say("Payment failed: " + ((r.body && r.body.error && r.body.error.message) || r.status), "bad");
+  }
+
+  // watchPayment polls an order whose payment the buyer makes elsewhere (a code scanned) until
+  // it is no longer awaiting payment.
+  async function watchPayment(token) {
+    const me = session.valid();
+    while (me && session.valid() && session.valid().token === me.token && order && order.order_token === token) {
+      await new Promise((ok) => setTimeout(ok, POLL_MS));
+      const r = await api("GET", "/api/orders/" + encodeURIComponent(token), { token: me.token });
+      if (r.status !== 200) continue;
+      if (r.body.status !== "CREATED") { showOrder(r.body); break; }
+    }
+  }
+
+  // loadProviders learns the payment providers the buyers may pay at (none: the pay call pays)
+  // and offers them, by name, the default first.
+  async function loadProviders() {
+    const r = await api("GET", "/api/payments/providers");
+    providers = r.status === 200 && r.body && Array.isArray(r.body.providers) ? r.body.providers : [];
+    const names = { signed: "Card", stripe: "Card (Stripe)", alipay: "Alipay 支付宝", wechatpay: "WeChat Pay 微信支付" };
+    $("provider").replaceChildren(...providers.map((p) => el("option", { value: p, text: names[p] || p })));
+    if (order) showOrder(order);
   }
 
   // showTicket shows where a ticket in the line stands.
@@ -465,6 +500,7 @@
   async function main() {
     $("grab").addEventListener("click", grab);
     $("pay").addEventListener("click", pay);
+    loadProviders();
     $("challenge").addEventListener("submit", solve);
     $("login").addEventListener("submit", async (ev) => {
       ev.preventDefault();
