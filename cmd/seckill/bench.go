@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"seckill/internal/bench"
+	"seckill/internal/signature"
 
 	"seckill/internal/node"
 )
@@ -89,6 +90,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Int64Var(&s.Line.QueueCap, "queue-cap", 0, "queue or lottery: tickets waiting at most (default the server's, 10 × stock)")
 	fs.DurationVar(&s.Line.PreQueue, "pre-queue", 0, "queue or lottery: the activity starts this long after it is created; the clicks before form the early crowd (default 3s)")
 	fs.BoolVar(&payments, "payments", false, "the winners who pay (see --unpaid) pay at a simulated payment provider on loopback, which calls the server back after a random delay, and a webhook receiver checks every order event: the checker adds that every payment is kept or refunded and every order's events arrived, in order")
+	fs.StringVar(&pay.Kind, "provider", "signed", "--payments: the provider the servers take payments at and the buyers pay at: signed (the generic signed callback), stripe (its API on stripe-mock, which must be installed), alipay or wechatpay (their APIs faked on loopback, checking every signature); with the last three the checker adds that the server refunded every late payment through the provider, once")
 	fs.Float64Var(&pay.Late, "late", 0.1, "--payments: share of the payments called back after the payment window (their orders are refunded, the units resold)")
 	fs.Float64Var(&pay.Dup, "dup-callbacks", 0.2, "--payments: share of the payments called back twice")
 	fs.Float64Var(&pay.Forged, "forged", 0.1, "--payments: share of the payments preceded by a forged callback, which the server must refuse")
@@ -145,6 +147,9 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	s.UserPrefix = fmt.Sprintf("bench-%d-", s.Seed)
 	s.Secret = c.secret
+	if !payments && pay.Kind != signature.ProviderName {
+		return c, errors.New("--provider is --payments's: the provider the winners pay at")
+	}
 	if payments {
 		if c.url != "" {
 			return c, errors.New("--payments is for the servers bench starts: it sets their payment and webhook secrets")
@@ -272,6 +277,12 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 
 	setup := c.setup(c.redis, c.db) // before startServers replaces spawn:... with addresses
 	if c.payments != nil {
+		dir, err := os.MkdirTemp("", "seckill-bench-provider-") // its keys, stripe-mock's log
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		c.payments.Dir = dir
 		p, err := bench.StartProvider(*c.payments)
 		if err != nil {
 			return err
@@ -349,8 +360,8 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 		err = res.WriteText(stdout)
 	}
 	if err == nil && !res.OK {
-		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents, leaderboard off %d, unsettled payments %d, forged callbacks accepted %d, events off %d",
-			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff, res.BoardOff, res.Unsettled, res.ForgedAccepted, res.EventsOff)
+		err = fmt.Errorf("the checker found violations: oversell %d, undersell %d, duplicates %d, lost %d, shares off %d cents, leaderboard off %d, unsettled payments %d, forged notices accepted %d, refunds off %d, events off %d",
+			res.Oversell, res.Undersell, res.Duplicates, res.Lost, res.SharesOff, res.BoardOff, res.Unsettled, res.ForgedAccepted, res.RefundsOff, res.EventsOff)
 	}
 	return err
 }
@@ -437,12 +448,10 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 // providerEnv is the environment that points the servers bench starts at its simulated payment
 // provider and webhook receiver; none without --payments.
 func (c benchConfig) providerEnv() []string {
-	p := c.sale.Provider
-	if p == nil {
+	if c.sale.Provider == nil {
 		return nil
 	}
-	return []string{"SECKILL_PAYMENT_SECRET=" + c.payments.PaymentSecret, "SECKILL_PAYMENT_URL=" + p.CheckoutURL(),
-		"SECKILL_WEBHOOK_SECRET=" + c.payments.HookSecret, "SECKILL_WEBHOOK_URL=" + p.HookURL()}
+	return c.sale.Provider.Env()
 }
 
 // roles are the roles of the nodes bench starts: c.spawn serving the API, and the worker too

@@ -11,6 +11,7 @@ import (
 	"seckill/internal/dbtest"
 	"seckill/internal/redisstore"
 	"seckill/internal/redistest"
+	"seckill/internal/testtier"
 
 	"seckill/internal/e2etest"
 )
@@ -170,6 +171,30 @@ func TestBenchWithAPaymentProvider(t *testing.T) {
 	}
 }
 
+// TestBenchPaysAtEachProvider: bench --payments --provider drives Stripe (its API on stripe-mock),
+// Alipay and WeChat Pay (their APIs faked on loopback, checking every signature the server
+// sends): the buyers pay at the provider, its own notices (some late, some twice, some after a
+// forged one) pay the orders, and the server refunds every late payment through the provider's
+// refund API by itself, once; the run ends OK.
+func TestBenchPaysAtEachProvider(t *testing.T) {
+	for _, provider := range []string{"alipay", "wechatpay", "stripe"} {
+		t.Run(provider, func(t *testing.T) {
+			if provider == "stripe" {
+				testtier.NeedsServer(t, "stripe-mock")
+			}
+			res, _ := runBench(t, noEnv, "--users", "600", "--dup", "0", "--stock", "60", "--concurrency", "32",
+				"--unpaid", "0.2", "--pay-window", "4s", "--payments", "--provider", provider, "--late", "0.3", "--forged", "0.3")
+			p := res.Payments
+			if !res.OK || p == nil || p.Provider != provider {
+				t.Fatalf("result %+v", res)
+			}
+			if p.Late == 0 || p.Forged == 0 || p.Kept+p.Refunded != p.Payments || p.Refunded == 0 || p.RefundsMade != p.Refunded {
+				t.Fatalf("payments %+v; want some late, some forged, each kept or refunded, every refund made by the server", p)
+			}
+		})
+	}
+}
+
 // TestBenchRefusesBadInput: nonsense gives a clear message and a non-zero exit before any load.
 func TestBenchRefusesBadInput(t *testing.T) {
 	base := startRun(t, testEnv(sqliteDSN(t)))
@@ -189,6 +214,7 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"red packet too small", []string{"--kind", "redpacket", "--stock", "10", "--total-cents", "5"}, "needs at least 10 cents"},
 		{"stray argument", []string{"now"}, "unexpected arguments"},
 		{"unpaid without a window", []string{"--unpaid", "0.1"}, "needs a --pay-window"},
+		{"a provider without payments", []string{"--provider", "alipay"}, "--provider is --payments's"},
 		{"unpaid above one", []string{"--unpaid", "1.5", "--pay-window", "2s"}, "--unpaid 1.5"},
 		{"window too long to wait", []string{"--unpaid", "0.1", "--pay-window", "1h"}, "1s to 10m"},
 		{"kill without spawn", []string{"--kill", "api"}, "--fault api needs --spawn"},

@@ -17,6 +17,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/httpapi/wire"
+	"seckill/internal/sale"
 )
 
 // Sale describes one benchmarked sale: the activity bench creates and the crowd it sends.
@@ -390,9 +391,9 @@ func (s Sale) restock(ctx context.Context, c *Client, id string, history []Recor
 				if s.Provider == nil {
 					_, err = c.Pay(ctx, b.token, bearer(index[b.user]))
 				} else {
-					var payURL string
-					if payURL, err = c.StartPayment(ctx, b.token, bearer(index[b.user])); err == nil {
-						err = s.Provider.Pay(ctx, payURL)
+					var pay *wire.PaymentResponse
+					if pay, err = c.StartPayment(ctx, b.token, bearer(index[b.user])); err == nil {
+						err = s.Provider.Pay(ctx, pay)
 					}
 				}
 				var ae *apiError
@@ -459,15 +460,31 @@ func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Cont
 	if err := s.Provider.Wait(ctx); err != nil {
 		return PaymentsReport{}, err
 	}
-	// The late callbacks changed their orders after facts read them: read them again.
-	for tok := range f.Late {
-		o, err := reread(ctx, tok)
-		if err != nil {
-			return PaymentsReport{}, err
-		}
-		f.Orders[tok] = o
-	}
+	// The late notices changed their orders after facts read them: read them again, until none
+	// is owed back still where the server refunds by itself (its refunds' relay asks the
+	// provider, within the drain timeout).
+	_, refunding := s.Provider.proto.refunds()
 	deadline := time.Now().Add(s.DrainTimeout)
+	for {
+		owed := 0
+		for tok := range f.Late {
+			o, err := reread(ctx, tok)
+			if err != nil {
+				return PaymentsReport{}, err
+			}
+			f.Orders[tok] = o
+			owed += btoi(o.Status == sale.StatusRefundPending)
+		}
+		if !refunding || owed == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return PaymentsReport{}, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	deadline = time.Now().Add(s.DrainTimeout)
 	for {
 		events := s.Provider.Events()
 		complete := true
@@ -487,8 +504,8 @@ func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Cont
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	r, facts := s.Provider.report(f.Orders)
-	f.Payments, f.Unsigned = facts, r.Unsigned
+	r, facts, refunds := s.Provider.report(f.Orders)
+	f.Payments, f.Unsigned, f.Refunds = facts, r.Unsigned, refunds
 	return r, nil
 }
 

@@ -31,6 +31,9 @@ type Facts struct {
 	Events   map[string][]string
 	// Unsigned counts the webhook posts whose signature failed.
 	Unsigned int
+	// Refunds are the refunds the provider made at the server's request (refund id -> cents),
+	// with a provider the server refunds through by itself; nil otherwise.
+	Refunds map[string]int64
 	// Board is a red packet's leaderboard as the server lists it (the amounts of its top
 	// entries, in order); nil when none was read.
 	Board []int64
@@ -81,7 +84,11 @@ type Verdict struct {
 	// the order they happened, and the webhook posts whose signature failed.
 	Unsettled      int64 `json:"unsettled_payments"`
 	ForgedAccepted int64 `json:"forged_accepted"`
-	EventsOff      int64 `json:"events_off"`
+	// RefundsOff counts, with a provider the server refunds through by itself, the payments
+	// REFUNDED without the provider's refund of what they received, and the provider's refunds
+	// of no payment refunded (money given back twice, or that was kept).
+	RefundsOff int64 `json:"refunds_off"`
+	EventsOff  int64 `json:"events_off"`
 	// With an operator (--operator): AfterEnd counts the grabs sent after the sale's end was
 	// answered that won, on any node; ChangesFailed the operator's changes refused or failed.
 	AfterEnd      int64 `json:"after_end"`
@@ -93,7 +100,7 @@ type Verdict struct {
 // OK reports whether the sale kept every invariant.
 func (v Verdict) OK() bool {
 	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
-		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.EventsOff == 0 &&
+		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.RefundsOff == 0 && v.EventsOff == 0 &&
 		v.AfterEnd == 0 && v.ChangesFailed == 0
 }
 
@@ -205,18 +212,37 @@ func Check(history []Record, f Facts) Verdict {
 
 	// The server may hold more than the history shows only through unanswered requests.
 	dbHeld := f.Stats.Created + f.Stats.Paid
+	refunded := map[string]bool{} // the refund ids of the payments whose money went back
 	for _, pm := range f.Payments {
 		switch {
 		case pm.status != sale.StatusPaid && pm.status != sale.StatusRefundPending && pm.status != sale.StatusRefunded:
 			problem("unsettled", "payment %s of order %s: the order is %s, neither kept nor refunded", pm.id, pm.token, pm.status)
 			v.Unsettled++
-		case slices.ContainsFunc(pm.statuses, func(s int) bool { return s != 200 }):
-			problem("unsettled", "payment %s: the server answered its callbacks %v", pm.id, pm.statuses)
+		case pm.refused > 0:
+			problem("unsettled", "payment %s: the server refused its notices %v", pm.id, pm.answers)
+			v.Unsettled++
+		case pm.refunding && pm.status == sale.StatusRefundPending:
+			problem("unsettled", "payment %s of order %s: owed back, and the server never refunded it", pm.id, pm.token)
 			v.Unsettled++
 		}
+		if pm.refunding && pm.status == sale.StatusRefunded {
+			id := sale.RefundID(pm.id)
+			refunded[id] = true
+			if got, ok := f.Refunds[id]; !ok || got != pm.amount {
+				problem("refunds", "payment %s of order %s is REFUNDED; the provider's refund %s: %d cents (made: %v), want %d",
+					pm.id, pm.token, id, got, ok, pm.amount)
+				v.RefundsOff++
+			}
+		}
 		if pm.forgedOK {
-			problem("forged", "a forged callback of payment %s was not refused", pm.id)
+			problem("forged", "a forged notice of payment %s was not refused", pm.id)
 			v.ForgedAccepted++
+		}
+	}
+	for _, id := range sortedKeys(f.Refunds) {
+		if !refunded[id] {
+			problem("refunds", "the provider made refund %s of %d cents, of no payment the server says it refunded", id, f.Refunds[id])
+			v.RefundsOff++
 		}
 	}
 	if f.Unsigned > 0 {

@@ -127,23 +127,49 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			return h
 		}, func(v Verdict) int64 { return v.Unsettled }, "paid late, is CANCELLED"},
 		{"a payment whose order is neither paid nor refunded", "item", func(h []Record, f *Facts) []Record {
-			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "CREATED", statuses: []int{200}}}
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "CREATED", answers: []string{"200"}}}
 			return h
 		}, func(v Verdict) int64 { return v.Unsettled }, "neither kept nor refunded"},
 		{"a callback the server failed", "item", func(h []Record, f *Facts) []Record {
 			f.Orders["t1"] = Order{Found: true, Status: "PAID"}
 			f.Stats.Created--
 			f.Stats.Paid++
-			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", statuses: []int{200, 503}}}
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", answers: []string{"200", "503"}, refused: 1}}
 			return h
-		}, func(v Verdict) int64 { return v.Unsettled }, "answered its callbacks [200 503]"},
+		}, func(v Verdict) int64 { return v.Unsettled }, "refused its notices [200 503]"},
 		{"a forged callback taken", "item", func(h []Record, f *Facts) []Record {
 			f.Orders["t1"] = Order{Found: true, Status: "PAID"}
 			f.Stats.Created--
 			f.Stats.Paid++
-			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", statuses: []int{200}, forgedOK: true}}
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", status: "PAID", answers: []string{"200"}, forgedOK: true}}
 			return h
-		}, func(v Verdict) int64 { return v.ForgedAccepted }, "forged callback of payment pay1"},
+		}, func(v Verdict) int64 { return v.ForgedAccepted }, "forged notice of payment pay1"},
+		{"a late payment the server never refunded itself", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t1"] = Order{Found: true, Status: "REFUND_PENDING"}
+			f.Stats.Created--
+			f.Stats.RefundPending++
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", amount: 990, status: "REFUND_PENDING", answers: []string{"success"},
+				refunding: true}}
+			f.Refunds = map[string]int64{}
+			return h
+		}, func(v Verdict) int64 { return v.Unsettled }, "never refunded it"},
+		{"a payment refunded without the provider's refund", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t1"] = Order{Found: true, Status: "REFUNDED"}
+			f.Stats.Created--
+			f.Stats.Refunded++
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", amount: 990, status: "REFUNDED", answers: []string{"success"},
+				refunding: true}}
+			f.Refunds = map[string]int64{"rf_pay1": 900}
+			return h
+		}, func(v Verdict) int64 { return v.RefundsOff }, "rf_pay1: 900 cents"},
+		{"a refund of money kept", "item", func(h []Record, f *Facts) []Record {
+			f.Orders["t1"] = Order{Found: true, Status: "PAID"}
+			f.Stats.Created--
+			f.Stats.Paid++
+			f.Payments = []paymentFact{{id: "pay1", token: "t1", amount: 990, status: "PAID", answers: []string{"success"}, refunding: true}}
+			f.Refunds = map[string]int64{"rf_pay1": 990}
+			return h
+		}, func(v Verdict) int64 { return v.RefundsOff }, "of no payment the server says it refunded"},
 		{"an order's events out of order", "item", func(h []Record, f *Facts) []Record {
 			f.Events = map[string][]string{}
 			for tok := range f.Orders {

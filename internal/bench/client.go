@@ -297,16 +297,17 @@ func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) 
 	return string(out.Status), nil
 }
 
-// StartPayment is the pay call of a server with a payment provider: 202, and where to pay.
-func (c *Client) StartPayment(ctx context.Context, token, bearer string) (payURL string, err error) {
+// StartPayment is the pay call of a server with a payment provider: 202, the payment started
+// and where to pay it.
+func (c *Client) StartPayment(ctx context.Context, token, bearer string) (*wire.PaymentResponse, error) {
 	var out wire.OrderResponse
 	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/pay", bearer, nil, http.StatusAccepted, &out); err != nil {
-		return "", fmt.Errorf("pay %s: %w", token, err)
+		return nil, fmt.Errorf("pay %s: %w", token, err)
 	}
-	if out.Payment == nil {
-		return "", fmt.Errorf("pay %s: the answer has no payment", token)
+	if out.Payment == nil || out.Payment.PayURL == "" {
+		return nil, fmt.Errorf("pay %s: the answer has no payment and page", token)
 	}
-	return out.Payment.PayURL, nil
+	return out.Payment, nil
 }
 
 // Grab sends one grab request to node i (or, if it is down, the next one up) and records how it

@@ -1,13 +1,16 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +32,8 @@ type Provider struct {
 	srv      *http.Server
 	base     string
 	client   *http.Client
-	callback string // the server's callback URL
+	callback string   // the server's route of the provider's notices
+	proto    protocol // the provider's own side: its settings, its pages, its notices
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -44,23 +48,30 @@ type Provider struct {
 
 // ProviderSpec says how the simulated provider behaves. The shares are of the payments.
 type ProviderSpec struct {
+	// Kind is the provider the server is configured with and the buyers pay at: signed (the
+	// generic signed callback, the default), stripe (stripe-mock for its API), alipay or
+	// wechatpay (fakes of their APIs in this process, internal/paytest). Each sends its own
+	// notices, signed its own way; the last three the server refunds through by itself.
+	Kind                      string
 	PaymentSecret, HookSecret string
 	Late, Dup, Forged         float64
 	// Window is the activity's payment window: a payment on time calls back within its first
 	// third, a late one after it (and after the sweeper has closed it).
 	Window time.Duration
 	Seed   uint64
+	// Dir holds what the provider writes for the servers: its keys, stripe-mock's files.
+	Dir string
 }
 
-// payment is one payment the provider took, and what became of its callbacks.
+// payment is one payment the provider took, and what became of its notices.
 type payment struct {
 	id, token string
 	amount    int64
 	late, dup bool
 	forged    bool
-	statuses  []int       // the server's answers to the real callbacks
-	order     sale.Status // the order's status in the server's answer to the first real callback
-	forgedOK  bool        // a forged callback was taken
+	answers   []string // the server's answers to the real notices
+	refused   int      // of which the provider would send again: not taken
+	forgedOK  bool     // a forged notice was taken
 }
 
 // Validate reports a spec that cannot run.
@@ -71,6 +82,8 @@ func (s ProviderSpec) Validate() error {
 		}
 	}
 	switch {
+	case !slices.Contains(ProviderKinds, s.Kind):
+		return fmt.Errorf("--provider %q: want one of %s", s.Kind, strings.Join(ProviderKinds, ", "))
 	case len(s.PaymentSecret) < 16 || len(s.HookSecret) < 16:
 		return fmt.Errorf("the provider's secrets must be at least 16 bytes")
 	case s.Window < time.Second:
@@ -91,12 +104,22 @@ func StartProvider(spec ProviderSpec) (*Provider, error) {
 	p := &Provider{spec: spec, base: "http://" + ln.Addr().String(), client: &http.Client{Timeout: 10 * time.Second},
 		rng: rand.New(rand.NewPCG(spec.Seed, 0x9a7e)), payments: map[string]*payment{}, events: map[string][]string{},
 		ids: map[string]bool{}}
+	if p.proto, err = openProtocol(p); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /checkout", p.checkout)
 	mux.HandleFunc("POST /hook", p.hook)
 	p.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go p.srv.Serve(ln)
 	return p, nil
+}
+
+// Env is the servers' settings that make them take payments at this provider and post their
+// events to its receiver.
+func (p *Provider) Env() []string {
+	return append(p.proto.env(), "SECKILL_WEBHOOK_SECRET="+p.spec.HookSecret, "SECKILL_WEBHOOK_URL="+p.HookURL())
 }
 
 // CheckoutURL is the provider's page (SECKILL_PAYMENT_URL); HookURL the shop's receiver
@@ -106,16 +129,31 @@ func (p *Provider) CheckoutURL() string { return p.base + "/checkout" }
 // HookURL is the webhook receiver's URL.
 func (p *Provider) HookURL() string { return p.base + "/hook" }
 
-// CallBack names the server the provider calls back: its base URL.
+// CallBack names the server the provider sends its notices to: its base URL (the notify URL a
+// load balancer would route to one of the nodes).
 func (p *Provider) CallBack(base string) {
-	p.callback = strings.TrimSuffix(base, "/") + "/api/payments/callback"
+	p.callback = strings.TrimSuffix(base, "/") + "/api/payments/" + p.proto.route()
 }
 
-// Close stops serving.
-func (p *Provider) Close() error { return p.srv.Close() }
+// Close stops serving, and the provider's API.
+func (p *Provider) Close() error {
+	p.proto.close()
+	return p.srv.Close()
+}
 
-// Pay is a buyer paying at the page the server sent them to (pay_url).
-func (p *Provider) Pay(ctx context.Context, payURL string) error {
+// Pay is a buyer paying at the provider the server sent them to: the payment the pay call
+// started, and its page (pay_url).
+func (p *Provider) Pay(ctx context.Context, pay *wire.PaymentResponse) error {
+	if p.spec.Kind != signature.ProviderName {
+		if pay.Provider != p.spec.Kind {
+			return fmt.Errorf("payment %s is at %q, not %s", pay.PaymentID, pay.Provider, p.spec.Kind)
+		}
+		if err := p.proto.take(ctx, pay); err != nil {
+			return err
+		}
+		return p.schedule(&payment{id: pay.PaymentID, token: pay.OrderToken, amount: pay.AmountCents})
+	}
+	payURL := pay.PayURL
 	if !strings.HasPrefix(payURL, p.CheckoutURL()+"?") {
 		return fmt.Errorf("pay_url %q is not the provider's checkout page", payURL)
 	}
@@ -149,17 +187,26 @@ func (p *Provider) checkout(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a payment", http.StatusBadRequest)
 		return
 	}
+	if err := p.schedule(&payment{id: q.Get("payment_id"), token: q.Get("order_token"), amount: amount}); err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// schedule takes pm's money and schedules its notices: on time (within the window's first
+// third) or late (after the window, and after the sweeper has closed it), twice or once, with a
+// forged one first or not, as the spec's shares draw.
+func (p *Provider) schedule(pm *payment) error {
 	p.mu.Lock()
-	pm := &payment{id: q.Get("payment_id"), token: q.Get("order_token"), amount: amount,
-		late: p.rng.Float64() < p.spec.Late, dup: p.rng.Float64() < p.spec.Dup, forged: p.rng.Float64() < p.spec.Forged}
+	pm.late, pm.dup, pm.forged = p.rng.Float64() < p.spec.Late, p.rng.Float64() < p.spec.Dup, p.rng.Float64() < p.spec.Forged
 	delay := time.Duration(p.rng.Int64N(int64(p.spec.Window / 3)))
 	if pm.late {
 		delay = p.spec.Window + 1500*time.Millisecond + delay // the sweeper runs every second
 	}
 	if _, again := p.payments[pm.token]; again {
 		p.mu.Unlock()
-		http.Error(w, "paid already", http.StatusConflict)
-		return
+		return errors.New("paid already")
 	}
 	p.payments[pm.token] = pm
 	p.pending.Add(1)
@@ -169,29 +216,26 @@ func (p *Provider) checkout(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(delay)
 		p.call(pm)
 	}()
-	w.WriteHeader(http.StatusOK)
+	return nil
 }
 
-// call makes a payment's callbacks: a forged one first if it is to be, then the real one, twice
+// call sends a payment's notices: a forged one first if it is to be, then the real one, twice
 // if it is to be duplicated.
 func (p *Provider) call(pm *payment) {
-	body, _ := json.Marshal(wire.CallbackRequest{OrderToken: pm.token, PaymentID: pm.id, AmountCents: &pm.amount, Status: sale.OutcomeSucceeded})
 	if pm.forged {
-		status, _, err := p.post(body, []byte("not the provider's secret at all"))
+		taken, _, err := p.post(p.proto.notice(pm, true))
 		p.mu.Lock()
-		pm.forgedOK = err == nil && status != http.StatusUnauthorized
+		pm.forgedOK = err == nil && taken
 		p.mu.Unlock()
 	}
-	for i := range 1 + btoi(pm.dup) {
-		status, order, err := p.post(body, []byte(p.spec.PaymentSecret))
+	for range 1 + btoi(pm.dup) {
+		taken, answer, err := p.post(p.proto.notice(pm, false))
 		p.mu.Lock()
 		if err != nil {
-			p.errs = append(p.errs, fmt.Sprintf("callback of %s: %v", pm.id, err))
+			p.errs = append(p.errs, fmt.Sprintf("notice of %s: %v", pm.id, err))
 		}
-		pm.statuses = append(pm.statuses, status)
-		if i == 0 {
-			pm.order = order
-		}
+		pm.answers = append(pm.answers, answer)
+		pm.refused += 1 - btoi(taken)
 		p.mu.Unlock()
 	}
 }
@@ -203,25 +247,24 @@ func btoi(b bool) int {
 	return 0
 }
 
-// post sends one callback signed with secret, and returns the status and the order's status.
-func (p *Provider) post(body, secret []byte) (int, sale.Status, error) {
-	req, err := http.NewRequest(http.MethodPost, p.callback, strings.NewReader(string(body)))
+// post sends one notice to the server, and says whether the provider takes its answer (stops
+// sending it), and what the answer was.
+func (p *Provider) post(n notice) (bool, string, error) {
+	req, err := http.NewRequest(http.MethodPost, p.callback, bytes.NewReader(n.body))
 	if err != nil {
-		return 0, "", err
+		return false, "", err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(signature.Header, signature.Sign(secret, time.Now(), body))
+	for k, v := range n.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", n.contentType)
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return 0, "", err
+		return false, "", err
 	}
 	defer resp.Body.Close()
-	var out wire.SettlementResponse
-	json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&out)
-	if out.Order == nil {
-		return resp.StatusCode, "", nil
-	}
-	return resp.StatusCode, out.Order.Status, nil
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	return p.proto.taken(resp.StatusCode, body), strconv.Itoa(resp.StatusCode) + " " + strings.TrimSpace(string(body[:min(len(body), 80)])), nil
 }
 
 // hook is the shop's webhook receiver: it checks the signature over the raw body, and keeps each
@@ -290,30 +333,36 @@ func (p *Provider) Events() map[string][]string {
 
 // PaymentsReport is what the simulated provider and receiver saw of a run.
 type PaymentsReport struct {
-	Payments   int `json:"payments"`   // taken at the checkout page
-	Late       int `json:"late"`       // called back after the window
-	Duplicated int `json:"duplicated"` // called back twice
-	Forged     int `json:"forged"`     // preceded by a forged callback (which must be refused)
-	Kept       int `json:"kept"`       // their order PAID
-	Refunded   int `json:"refunded"`   // their order REFUND_PENDING or REFUNDED: the unit was resold
-	Events     int `json:"events"`     // distinct events received
-	Posts      int `json:"posts"`      // webhook posts received (a retry or a redelivery counts again)
-	Unsigned   int `json:"unsigned"`   // posts whose signature failed (a violation)
-	Callbacks  int `json:"callbacks"`  // real callbacks made
-	Errors     int `json:"errors"`     // callbacks that got no answer
+	Provider   string `json:"provider"`   // signed, stripe, alipay or wechatpay
+	Payments   int    `json:"payments"`   // taken at the provider
+	Late       int    `json:"late"`       // notified after the window
+	Duplicated int    `json:"duplicated"` // notified twice
+	Forged     int    `json:"forged"`     // preceded by a forged notice (which must be refused)
+	Kept       int    `json:"kept"`       // their order PAID
+	Refunded   int    `json:"refunded"`   // their order REFUND_PENDING or REFUNDED: the unit was resold
+	// RefundsMade are the refunds the server asked the provider for (stripe, alipay,
+	// wechatpay: each refund of a late payment is the server's own).
+	RefundsMade int `json:"refunds_made"`
+	Events      int `json:"events"`    // distinct events received
+	Posts       int `json:"posts"`     // webhook posts received (a retry or a redelivery counts again)
+	Unsigned    int `json:"unsigned"`  // posts whose signature failed (a violation)
+	Callbacks   int `json:"callbacks"` // real notices sent
+	Errors      int `json:"errors"`    // notices that got no answer
 }
 
 // report sums up the payments, given each order's final status.
-func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFact) {
+func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFact, map[string]int64) {
+	refunds, refunding := p.proto.refunds()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := PaymentsReport{Payments: len(p.payments), Events: len(p.ids), Posts: p.hooks, Unsigned: p.unsigned, Errors: len(p.errs)}
+	r := PaymentsReport{Provider: p.spec.Kind, Payments: len(p.payments), Events: len(p.ids), Posts: p.hooks, Unsigned: p.unsigned,
+		Errors: len(p.errs), RefundsMade: len(refunds)}
 	var facts []paymentFact
 	for _, pm := range p.payments {
 		r.Late += btoi(pm.late)
 		r.Duplicated += btoi(pm.dup)
 		r.Forged += btoi(pm.forged)
-		r.Callbacks += len(pm.statuses)
+		r.Callbacks += len(pm.answers)
 		status := orders[pm.token].Status
 		switch status {
 		case sale.StatusPaid:
@@ -321,16 +370,24 @@ func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFac
 		case sale.StatusRefundPending, sale.StatusRefunded:
 			r.Refunded++
 		}
-		facts = append(facts, paymentFact{id: pm.id, token: pm.token, status: status, statuses: append([]int(nil), pm.statuses...),
-			forgedOK: pm.forgedOK})
+		facts = append(facts, paymentFact{id: pm.id, token: pm.token, amount: pm.amount, status: status,
+			answers: append([]string(nil), pm.answers...), refused: pm.refused, forgedOK: pm.forgedOK, refunding: refunding})
 	}
-	return r, facts
+	if !refunding {
+		refunds = nil
+	}
+	return r, facts, refunds
 }
 
 // paymentFact is one payment as the checker sees it.
 type paymentFact struct {
 	id, token string
+	amount    int64
 	status    sale.Status
-	statuses  []int
+	answers   []string // the server's answers to the real notices
+	refused   int      // of which the provider was refused
 	forgedOK  bool
+	// refunding says the server refunds through the provider by itself: a payment owed back
+	// must end REFUNDED, by one refund of the provider's.
+	refunding bool
 }

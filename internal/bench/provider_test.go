@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"seckill/internal/httpapi/wire"
 	"seckill/internal/signature"
 )
 
@@ -19,7 +20,7 @@ import (
 // whose URL the shop signed, and calls back for the amount it asked; a URL whose amount the buyer
 // edited, or that is not signed, is refused and never called back.
 func TestProviderTakesOnlyWhatTheShopSigned(t *testing.T) {
-	spec := ProviderSpec{PaymentSecret: "the provider's payment secret", HookSecret: "the shop's webhook secret",
+	spec := ProviderSpec{Kind: "signed", PaymentSecret: "the provider's payment secret", HookSecret: "the shop's webhook secret",
 		Window: 3 * time.Second, Seed: 1}
 	var mu sync.Mutex
 	var bodies []string
@@ -47,7 +48,7 @@ func TestProviderTakesOnlyWhatTheShopSigned(t *testing.T) {
 		return p.CheckoutURL() + "?" + q.Encode()
 	}
 	ctx := context.Background()
-	if err := p.Pay(ctx, checkout("pay_1", "g1", 990, nil)); err != nil {
+	if err := p.Pay(ctx, &wire.PaymentResponse{PayURL: checkout("pay_1", "g1", 990, nil)}); err != nil {
 		t.Fatalf("a signed checkout: %v", err)
 	}
 	for name, u := range map[string]string{
@@ -57,7 +58,7 @@ func TestProviderTakesOnlyWhatTheShopSigned(t *testing.T) {
 			q.Set(signature.CheckoutParam, signature.SignCheckout([]byte("not the shop's secret"), "pay_4", "g4", 990))
 		}),
 	} {
-		if err := p.Pay(ctx, u); err == nil || !strings.Contains(err.Error(), "403") {
+		if err := p.Pay(ctx, &wire.PaymentResponse{PayURL: u}); err == nil || !strings.Contains(err.Error(), "403") {
 			t.Errorf("%s: %v, want the page's refusal (403)", name, err)
 		}
 	}

@@ -224,12 +224,12 @@ func (r Result) WriteText(w io.Writer) error {
 			o.Added, o.Busy, 100*o.BusyShare, r.AfterEnd, r.ChangesFailed)
 	}
 	if p := r.Payments; p != nil {
-		fmt.Fprintf(w, "payments %d at the provider (%d called back late, %d twice, %d after a forged callback): %d kept, %d refunded\n",
-			p.Payments, p.Late, p.Duplicated, p.Forged, p.Kept, p.Refunded)
-		fmt.Fprintf(w, "webhooks: %d events in %d posts, every order's in order unless counted below; %d callbacks unanswered\n",
+		fmt.Fprintf(w, "payments %d at %s (%d notified late, %d twice, %d after a forged notice): %d kept, %d refunded, %d refunds made by the server\n",
+			p.Payments, p.Provider, p.Late, p.Duplicated, p.Forged, p.Kept, p.Refunded, p.RefundsMade)
+		fmt.Fprintf(w, "webhooks: %d events in %d posts, every order's in order unless counted below; %d notices unanswered\n",
 			p.Events, p.Posts, p.Errors)
-		fmt.Fprintf(w, "unsettled payments %d  forged callbacks accepted %d  orders with events off %d\n",
-			r.Unsettled, r.ForgedAccepted, r.EventsOff)
+		fmt.Fprintf(w, "unsettled payments %d  forged notices accepted %d  refunds off %d  orders with events off %d\n",
+			r.Unsettled, r.ForgedAccepted, r.RefundsOff, r.EventsOff)
 	}
 	for _, c := range r.CPU {
 		fmt.Fprintf(w, "cpu %s: %.2f s in the crowd, %.2f s in the drain (%d process(es), the busiest %.2f s)\n",
