@@ -282,7 +282,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer os.RemoveAll(dir)
-		c.payments.Dir = dir
+		c.payments.Dir, c.payments.StripeMock = dir, startStripeMock
 		p, err := bench.StartProvider(*c.payments)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -33,3 +34,6 @@ func startServers(c *benchConfig) (*owned, error) {
 
 const withoutLab = "this seckill is a release build (-tags release), which cannot start servers or strike them; " +
 	"run it from a development build (go run ./cmd/seckill bench ...)"
+
+// startStripeMock refuses: stripe-mock is a lab server, which a release build does not start.
+func startStripeMock(string) (string, func(), error) { return "", nil, errors.New(withoutLab) }

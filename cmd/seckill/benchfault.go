@@ -275,3 +275,12 @@ func (o *owned) slotMaster(activity string) (slot, master int, err error) {
 	}
 	return slot, master, err
 }
+
+// startStripeMock starts stripe-mock for bench --provider stripe: Stripe's API for the servers.
+func startStripeMock(dir string) (string, func(), error) {
+	m, err := servers.StartStripeMock(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	return m.URL(), m.Stop, nil
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -21,7 +22,6 @@ import (
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/paytest"
 	"seckill/internal/sale"
-	"seckill/internal/servers"
 	"seckill/internal/signature"
 	"seckill/internal/stripepay"
 	"seckill/internal/wechatpay"
@@ -67,7 +67,10 @@ func openProtocol(p *Provider) (protocol, error) {
 	}
 	switch p.spec.Kind {
 	case stripepay.Name:
-		return openStripe(dir, p.spec.PaymentSecret)
+		if p.spec.StripeMock == nil {
+			return nil, errors.New("--provider stripe needs stripe-mock, which this build cannot start")
+		}
+		return openStripe(dir, p.spec.PaymentSecret, p.spec.StripeMock)
 	case alipay.Name:
 		appKey, _, err := paytest.WritePEM(dir, 0)
 		if err != nil {
@@ -231,21 +234,21 @@ func (w *wechatProtocol) close() { w.api.Close() }
 // server asks for (stripe-mock keeps nothing); its events signed with the endpoint's secret by
 // stripe-go's own helper.
 type stripeProtocol struct {
-	mock   *servers.StripeMock
-	proxy  *httptest.Server
-	secret string // the webhook endpoint's
+	stopMock func()
+	proxy    *httptest.Server
+	secret   string // the webhook endpoint's
 
 	mu   sync.Mutex
 	made map[string]int64 // Idempotency-Key's refund id -> cents, once per key, as Stripe keeps them
 }
 
-func openStripe(dir, secret string) (*stripeProtocol, error) {
-	mock, err := servers.StartStripeMock(dir)
+func openStripe(dir, secret string, start func(dir string) (string, func(), error)) (*stripeProtocol, error) {
+	api, stop, err := start(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--provider stripe: %w", err)
 	}
-	target, _ := url.Parse(mock.URL())
-	s := &stripeProtocol{mock: mock, secret: "whsec_" + secret, made: map[string]int64{}}
+	target, _ := url.Parse(api)
+	s := &stripeProtocol{stopMock: stop, secret: "whsec_" + secret, made: map[string]int64{}}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	s.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/refunds" {
@@ -312,5 +315,5 @@ func (s *stripeProtocol) refunds() (map[string]int64, bool) {
 
 func (s *stripeProtocol) close() {
 	s.proxy.Close()
-	s.mock.Stop()
+	s.stopMock()
 }

@@ -61,6 +61,9 @@ type ProviderSpec struct {
 	Seed   uint64
 	// Dir holds what the provider writes for the servers: its keys, stripe-mock's files.
 	Dir string
+	// StripeMock starts stripe-mock with its files in dir, for --provider stripe: its API's
+	// URL, and how to stop it (a lab server: nil in a release build, which starts none).
+	StripeMock func(dir string) (url string, stop func(), err error)
 }
 
 // payment is one payment the provider took, and what became of its notices.
