@@ -35,7 +35,7 @@ import (
 // forged), what its answers mean and the refunds it made.
 type provider interface {
 	name() string
-	configure(t *testing.T, c *node.Payments, dir string)
+	configure(t testing.TB, c *node.Payments, dir string)
 	// visit is the buyer arriving at payURL, the pay call's answer for payment p.
 	visit(t *testing.T, payURL string, p sale.Payment)
 	// paid is the provider's notice that it took cents for p; refunded, that it gave them back.
@@ -60,7 +60,7 @@ type notice struct {
 // providerSite is a node configured with one provider, its loops running as the binary's do
 // (the refunds' relay among them), served on loopback: the providers post to its public URL.
 type providerSite struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	env    saletest.Env
 	node   *node.Node
@@ -71,7 +71,7 @@ type providerSite struct {
 
 // newProviderSite serves a node configured with the providers prs; the site's provider is the
 // first.
-func newProviderSite(t *testing.T, prs ...provider) *providerSite {
+func newProviderSite(t testing.TB, prs ...provider) *providerSite {
 	pr := prs[0]
 	var h atomic.Pointer[http.Handler]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { (*h.Load()).ServeHTTP(w, r) }))
@@ -85,7 +85,10 @@ func newProviderSite(t *testing.T, prs ...provider) *providerSite {
 			p.configure(t, &c.Payments, t.TempDir())
 		}
 	})
-	served := openapitest.Handler(t, n.Handler(), openapitest.APIPath)
+	served := n.Handler()
+	if _, fuzz := t.(*testing.F); !fuzz { // a fuzz target's exchanges report to its own t
+		served = openapitest.Handler(t, served, openapitest.APIPath)
+	}
 	h.Store(&served)
 	tokens, err := auth.New([]byte(nodetest.Secret), clock.Now)
 	if err != nil {
@@ -379,7 +382,7 @@ type alipayCase struct{ gw *paytest.Alipay }
 
 func (*alipayCase) name() string { return "alipay" }
 
-func (a *alipayCase) configure(t *testing.T, c *node.Payments, dir string) {
+func (a *alipayCase) configure(t testing.TB, c *node.Payments, dir string) {
 	appPriv, _, err := paytest.WritePEM(dir, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -464,7 +467,7 @@ func (*wechatCase) name() string { return "wechatpay" }
 
 const wechatKey = "0123456789abcdef0123456789abcdef" // the API v3 key: 32 bytes
 
-func (w *wechatCase) configure(t *testing.T, c *node.Payments, dir string) {
+func (w *wechatCase) configure(t testing.TB, c *node.Payments, dir string) {
 	merchantPriv, _, err := paytest.WritePEM(dir, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -541,7 +544,7 @@ func (*stripeCase) name() string { return "stripe" }
 
 const stripeSecret = "whsec_test_secret_of_the_endpoint"
 
-func (s *stripeCase) configure(t *testing.T, c *node.Payments, dir string) {
+func (s *stripeCase) configure(t testing.TB, c *node.Payments, dir string) {
 	mock, err := servers.StartStripeMock(dir)
 	if err != nil {
 		t.Fatalf("stripe-mock: %v", err)
@@ -631,4 +634,110 @@ func (s *stripeCase) refunds() map[string]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// TestPhonesPayInTheirBrowser: a buyer on a phone's browser (its User-Agent) is sent to Alipay's
+// wap.pay and WeChat Pay's H5 page, with their address; on a desktop to page.pay and a Native
+// QR code.
+func TestPhonesPayInTheirBrowser(t *testing.T) {
+	ali, wx := &alipayCase{}, &wechatCase{}
+	s := newProviderSite(t, ali, wx)
+	const phone = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148"
+	pay := func(user, provider, ua string) map[string]any {
+		o := s.order(user)
+		tok, err := s.tokens.Mint(user, s.env.Clock.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("POST", s.url+"/api/orders/"+o.Token+"/pay", strings.NewReader(fmt.Sprintf(`{"provider":%q}`, provider)))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("User-Agent", ua)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("pay at %s: %d %v", provider, resp.StatusCode, out)
+		}
+		return out["payment"].(map[string]any)
+	}
+	for _, tc := range []struct {
+		user, ua, alipayMethod, wechatKind string
+	}{
+		{"phil", phone, "alipay.trade.wap.pay", "h5"},
+		{"dora", "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0", "alipay.trade.page.pay", "native"},
+	} {
+		p := pay(tc.user+"-a", "alipay", tc.ua)
+		u, _ := url.Parse(p["pay_url"].(string))
+		if m := u.Query().Get("method"); m != tc.alipayMethod {
+			t.Errorf("%s at alipay: method %q, want %s", tc.user, m, tc.alipayMethod)
+		}
+		p = pay(tc.user+"-w", "wechatpay", tc.ua)
+		o, ok := wx.api.Order(p["payment_id"].(string))
+		_, qr := p["pay_qr"]
+		if !ok || o.Kind != tc.wechatKind || qr != (tc.wechatKind == "native") {
+			t.Errorf("%s at wechatpay: order %+v (%v), pay_url %v, a QR code %v; want a %s order", tc.user, o, ok, p["pay_url"], qr, tc.wechatKind)
+		}
+	}
+}
+
+// FuzzProviderNotices posts arbitrary bodies and signature headers to each provider's notice
+// route of a node that has the three: every answer is the provider's refusal, never a 5xx, and
+// no payment is ever recorded: what is not the provider's signed word changes nothing.
+func FuzzProviderNotices(f *testing.F) {
+	ali, wx := &alipayCase{}, &wechatCase{}
+	for _, seed := range []struct {
+		route uint8
+		sig   string
+		body  string
+	}{
+		{0, "", "trade_status=TRADE_SUCCESS&out_trade_no=pay_1&total_amount=9.90&app_id=2021000000000001&sign=AAAA&sign_type=RSA2"},
+		{0, "", "%zz&&=="},
+		{1, "WECHATPAY/SIGNTEST/abc", `{"id":"EV-1","event_type":"TRANSACTION.SUCCESS","resource":{"algorithm":"AEAD_AES_256_GCM","ciphertext":"AAAA","nonce":"n","associated_data":"transaction"}}`},
+		{1, "", "{"},
+		{2, "t=1764864000,v1=00", `{"id":"evt_1","type":"checkout.session.completed","data":{"object":{"client_reference_id":"pay_1"}}}`},
+		{2, "t=abc", "\xff\xfe"},
+	} {
+		f.Add(seed.route, seed.sig, []byte(seed.body))
+	}
+	s := newProviderSite(f, ali, wx, stripeNotices{&stripeCase{}})
+	routes := []string{"alipay", "wechatpay", "stripe"}
+	f.Fuzz(func(t *testing.T, route uint8, sig string, body []byte) {
+		name := routes[int(route)%len(routes)]
+		if strings.ContainsFunc(sig, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			t.Skip("no HTTP client sends such a header")
+		}
+		h := http.Header{}
+		switch name {
+		case "wechatpay":
+			h.Set("Wechatpay-Serial", "PUB_KEY_ID_0001")
+			h.Set("Wechatpay-Timestamp", fmt.Sprint(time.Now().Unix()))
+			h.Set("Wechatpay-Nonce", "n")
+			h.Set("Wechatpay-Signature", sig)
+		case "stripe":
+			h.Set("Stripe-Signature", sig)
+		}
+		status, answer, err := paytest.Post(s.url+"/api/payments/"+name, "application/octet-stream", h, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := map[string]bool{"alipay": status == 200 && answer == "failure", "wechatpay": status == 400, "stripe": status == 400}
+		if !refused[name] {
+			t.Fatalf("%s took %q (signature %q): %d %q", name, body, sig, status, answer)
+		}
+		if ps, err := s.env.Payments.List(context.Background(), sale.PaymentFilter{Limit: 10}); err != nil || len(ps) != 0 {
+			t.Fatalf("%s's refused notice %q recorded payments %+v, %v", name, body, ps, err)
+		}
+	})
+}
+
+// stripeNotices configures Stripe for its notices alone: no payment is started, so its API is
+// never called.
+type stripeNotices struct{ *stripeCase }
+
+func (stripeNotices) configure(_ testing.TB, c *node.Payments, _ string) {
+	c.Stripe = node.Stripe{SecretKey: "sk_test_123", WebhookSecret: stripeSecret, APIURL: "http://127.0.0.1:9", Currency: "usd"}
 }
