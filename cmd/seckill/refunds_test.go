@@ -88,11 +88,7 @@ func (h *refundHold) refundIDs() []string {
 
 func killBetweenRefundAndRecord(t *testing.T, provider string) {
 	dir := t.TempDir()
-	appKey, _, err := paytest.WritePEM(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, providerKey, err := paytest.WritePEM(dir, 1)
+	appKey, providerKey, err := paytest.WriteKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

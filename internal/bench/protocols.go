@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -72,22 +73,14 @@ func openProtocol(p *Provider) (protocol, error) {
 		}
 		return openStripe(dir, p.spec.PaymentSecret, p.spec.StripeMock)
 	case alipay.Name:
-		appKey, _, err := paytest.WritePEM(dir, 0)
-		if err != nil {
-			return nil, err
-		}
-		_, alipayKey, err := paytest.WritePEM(dir, 1)
+		appKey, alipayKey, err := paytest.WriteKeys(dir)
 		if err != nil {
 			return nil, err
 		}
 		gw := paytest.StartAlipay("2021000000000001", &paytest.Key(0).PublicKey, paytest.Key(1))
 		return &alipayProtocol{gw: gw, appKey: appKey, alipayKey: alipayKey}, nil
 	case wechatpay.Name:
-		merchantKey, _, err := paytest.WritePEM(dir, 0)
-		if err != nil {
-			return nil, err
-		}
-		_, platformKey, err := paytest.WritePEM(dir, 1)
+		merchantKey, platformKey, err := paytest.WriteKeys(dir)
 		if err != nil {
 			return nil, err
 		}
@@ -306,11 +299,7 @@ func (*stripeProtocol) taken(status int, _ []byte) bool { return status == http.
 func (s *stripeProtocol) refunds() (map[string]int64, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int64, len(s.made))
-	for k, v := range s.made {
-		out[k] = v
-	}
-	return out, true
+	return maps.Clone(s.made), true
 }
 
 func (s *stripeProtocol) close() {

@@ -383,11 +383,7 @@ type alipayCase struct{ gw *paytest.Alipay }
 func (*alipayCase) name() string { return "alipay" }
 
 func (a *alipayCase) configure(t testing.TB, c *node.Payments, dir string) {
-	appPriv, _, err := paytest.WritePEM(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, alipayPub, err := paytest.WritePEM(dir, 1)
+	appPriv, alipayPub, err := paytest.WriteKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,11 +464,7 @@ func (*wechatCase) name() string { return "wechatpay" }
 const wechatKey = "0123456789abcdef0123456789abcdef" // the API v3 key: 32 bytes
 
 func (w *wechatCase) configure(t testing.TB, c *node.Payments, dir string) {
-	merchantPriv, _, err := paytest.WritePEM(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, platformPub, err := paytest.WritePEM(dir, 1)
+	merchantPriv, platformPub, err := paytest.WriteKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -72,11 +73,7 @@ func (a *Alipay) Trade(outTradeNo string) (AlipayTrade, bool) {
 func (a *Alipay) Refunds() (map[string]int64, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := make(map[string]int64, len(a.refunds))
-	for k, v := range a.refunds {
-		out[k] = v
-	}
-	return out, a.calls
+	return maps.Clone(a.refunds), a.calls
 }
 
 func (a *Alipay) ServeHTTP(w http.ResponseWriter, r *http.Request) {

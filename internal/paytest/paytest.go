@@ -51,3 +51,14 @@ func WritePEM(dir string, i int) (private, public string, err error) {
 	}
 	return private, public, os.WriteFile(public, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
+
+// WriteKeys writes the keys of a node and its provider as PEM files in dir: the node's private
+// key (key 0: an Alipay app's, a WeChat Pay merchant's) and the provider's public key (key 1,
+// whose private half the fakes sign with).
+func WriteKeys(dir string) (ours, theirs string, err error) {
+	if ours, _, err = WritePEM(dir, 0); err != nil {
+		return "", "", err
+	}
+	_, theirs, err = WritePEM(dir, 1)
+	return ours, theirs, err
+}

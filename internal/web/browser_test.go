@@ -591,11 +591,7 @@ func TestPayingAtTheProvider(t *testing.T) {
 // order to Paid when WeChat Pay's notice comes.
 func TestChoosingAProviderAndScanning(t *testing.T) {
 	dir := t.TempDir()
-	appKey, _, err := paytest.WritePEM(dir, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, providerKey, err := paytest.WritePEM(dir, 1)
+	appKey, providerKey, err := paytest.WriteKeys(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
