@@ -136,7 +136,7 @@ func settings(c *config) []setting {
 		{"stripe-webhook-secret", "SECKILL_STRIPE_WEBHOOK_SECRET", "", "the signing `secret` (whsec_...) of the Stripe webhook endpoint POST /api/payments/stripe; required with stripe",
 			text(&c.Payments.Stripe.WebhookSecret)},
 		{"stripe-api-url", "SECKILL_STRIPE_API_URL", "", "Stripe's API base `URL`; empty: Stripe's own (https://api.stripe.com)", text(&c.Payments.Stripe.APIURL)},
-		{"stripe-currency", "SECKILL_STRIPE_CURRENCY", "usd", "the `currency` (ISO 4217, lower case) of the shop's amounts at Stripe", text(&c.Payments.Stripe.Currency)},
+		{"stripe-currency", "SECKILL_STRIPE_CURRENCY", "usd", "the `currency` (ISO 4217, lower case) of an activity at Stripe when it names none", text(&c.Payments.Stripe.Currency)},
 		{"alipay-app-id", "SECKILL_ALIPAY_APP_ID", "", "the Alipay app's `id`; required with alipay", text(&c.Payments.Alipay.AppID)},
 		{"alipay-private-key", "SECKILL_ALIPAY_PRIVATE_KEY", "", "the PEM `file` of the Alipay app's RSA private key, which signs what the node sends; required with alipay",
 			text(&c.Payments.Alipay.PrivateKey)},

@@ -17,6 +17,9 @@ type Provider struct {
 // Name is Alipay's name in the settings and the API.
 const Name = "alipay"
 
+// Takes implements sale.PaymentProvider: Alipay takes cny alone (the shop's own, "", is cny).
+func (Provider) Takes(currency string) bool { return currency == "" || currency == "cny" }
+
 // Name implements sale.PaymentProvider.
 func (Provider) Name() string { return Name }
 

@@ -110,7 +110,7 @@ func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) wire.A
 	}
 	return wire.ActivityResponse{
 		ID: a.ID, Name: a.Name, Kind: a.Kind, Status: status, Stock: a.Stock, Remaining: rem,
-		PriceCents: a.PriceCents, TotalCents: a.TotalCents, PerUserLimit: a.PerUserLimit,
+		PriceCents: a.PriceCents, TotalCents: a.TotalCents, Currency: a.Currency, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
 		RequireChallenge: a.RequireChallenge, Admission: a.Admission, Revision: a.Revision,
 	}
@@ -160,6 +160,7 @@ func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
 		Name:        c.Name,
 		Kind:        sale.Kind(c.Kind),
 		PriceCents:  c.PriceCents,
+		Currency:    c.Currency,
 		TotalCents:  c.TotalCents,
 		PayWindow:   DefaultPayWindow,
 		Admission:   sale.Admission(c.Admission),

@@ -219,6 +219,8 @@ func TestCreateActivityBadInput(t *testing.T) {
 		{"bad time", adminToken, strings.Replace(validItem, `2001-11-30T11:00:00Z`, `tomorrow`, 1), 400, "INVALID_ARGUMENT"},
 		{"missing end", adminToken, strings.Replace(validItem, `,"end_at":"2001-11-30T13:00:00Z"`, ``, 1), 400, "INVALID_ARGUMENT"},
 		{"bad kind", adminToken, strings.Replace(validItem, `"item"`, `"car"`, 1), 400, "INVALID_ARGUMENT"},
+		{"a currency in capitals", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"currency":"USD"`, 1), 400, "INVALID_ARGUMENT"},
+		{"no currency at all", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"currency":"dollars"`, 1), 400, "INVALID_ARGUMENT"},
 		{"negative stock shards", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"stock_shards":-1`, 1), 400, "INVALID_ARGUMENT"},
 		{"more stock shards than units", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2,"stock_shards":3`, 1), 400, "INVALID_ARGUMENT"},
 		{"too many stock shards", adminToken, strings.Replace(validItem, `"stock":2`, `"stock":2000,"stock_shards":65`, 1), 400, "INVALID_ARGUMENT"},

@@ -123,9 +123,15 @@ func (s *providerSite) call(method, path, user, body string) (int, map[string]an
 // order grabs a unit of a new item for user and returns its order, CREATED.
 func (s *providerSite) order(user string) sale.Order {
 	s.t.Helper()
+	return s.orderIn(user, "")
+}
+
+// orderIn is order, the item's price in currency ("": the shop's).
+func (s *providerSite) orderIn(user, currency string) sale.Order {
+	s.t.Helper()
 	ctx := context.Background()
 	now := s.env.Clock.Now()
-	a, err := s.env.Service.CreateActivity(ctx, sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 1, PriceCents: 990,
+	a, err := s.env.Service.CreateActivity(ctx, sale.Activity{Name: "Phone X", Kind: sale.KindItem, Stock: 1, PriceCents: 990, Currency: currency,
 		PerUserLimit: 1, StartAt: now, EndAt: now.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitDirect})
 	if err != nil {
 		s.t.Fatal(err)
@@ -527,9 +533,10 @@ func (w *wechatCase) refunds() map[string]int64 { r, _ := w.api.Refunds(); retur
 // for are read from its requests), its events signed with the endpoint's secret by stripe-go's
 // own helper.
 type stripeCase struct {
-	mu   sync.Mutex
-	keys map[string]int // Idempotency-Key -> requests
-	made map[string]int64
+	mu         sync.Mutex
+	keys       map[string]int // Idempotency-Key -> requests
+	made       map[string]int64
+	currencies map[string]string // payment id -> the currency its session asked for
 }
 
 func (*stripeCase) name() string { return "stripe" }
@@ -542,11 +549,17 @@ func (s *stripeCase) configure(t testing.TB, c *node.Payments, dir string) {
 		t.Fatalf("stripe-mock: %v", err)
 	}
 	t.Cleanup(mock.Stop)
-	s.keys, s.made = map[string]int{}, map[string]int64{}
+	s.keys, s.made, s.currencies = map[string]int{}, map[string]int64{}, map[string]string{}
 	c.Stripe = node.Stripe{SecretKey: "sk_test_123", WebhookSecret: stripeSecret, APIURL: mock.URL(), Currency: "usd"}
 	c.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
 		s.mu.Lock()
 		s.keys[r.Header.Get("Idempotency-Key")]++
+		if r.URL.Path == "/v1/checkout/sessions" && r.Body != nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			f, _ := url.ParseQuery(string(body))
+			s.currencies[f.Get("client_reference_id")] = f.Get("line_items[0][price_data][currency]")
+		}
 		if r.URL.Path == "/v1/refunds" && r.Body != nil {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(strings.NewReader(string(body)))
@@ -732,4 +745,44 @@ type stripeNotices struct{ *stripeCase }
 
 func (stripeNotices) configure(_ testing.TB, c *node.Payments, _ string) {
 	c.Stripe = node.Stripe{SecretKey: "sk_test_123", WebhookSecret: stripeSecret, APIURL: "http://127.0.0.1:9", Currency: "usd"}
+}
+
+// TestCurrencies: an activity's currency goes to Stripe's session (the shop's,
+// SECKILL_STRIPE_CURRENCY, when it names none); Alipay and WeChat Pay take cny alone, and a pay
+// call at one of them for another currency is refused with no payment started.
+func TestCurrencies(t *testing.T) {
+	testtier.NeedsServer(t, "stripe-mock")
+	st := &stripeCase{}
+	s := newProviderSite(t, st, &alipayCase{}, &wechatCase{})
+	for _, tc := range []struct{ currency, want string }{{"", "usd"}, {"eur", "eur"}} {
+		o := s.orderIn("u-"+tc.want, tc.currency)
+		p, _ := s.pay("u-"+tc.want, o)
+		if got := st.currencyOf(p.ID); got != tc.want {
+			t.Errorf("an activity in %q: Stripe's session in %q, want %q", tc.currency, got, tc.want)
+		}
+	}
+	for _, provider := range []string{"alipay", "wechatpay"} {
+		o := s.orderIn("v-"+provider, "usd")
+		status, body := s.call("POST", "/api/orders/"+o.Token+"/pay", "v-"+provider, fmt.Sprintf(`{"provider":%q}`, provider))
+		if e, _ := body["error"].(map[string]any); status != http.StatusBadRequest || e["code"] != "INVALID_ARGUMENT" {
+			t.Errorf("%s for usd: %d %v; want 400 INVALID_ARGUMENT", provider, status, body)
+		}
+		if ps, err := s.env.Payments.List(context.Background(), sale.PaymentFilter{OrderToken: o.Token, Limit: 10}); err != nil || len(ps) != 0 {
+			t.Errorf("%s for usd started payments %+v, %v", provider, ps, err)
+		}
+		s.pr = s.prs[1]
+		if provider == "wechatpay" {
+			s.pr = s.prs[2]
+		}
+		o = s.orderIn("w-"+provider, "cny")
+		s.pay("w-"+provider, o)
+		s.pr = s.prs[0]
+	}
+}
+
+// currencyOf is the currency of the session Stripe was asked for payment id.
+func (s *stripeCase) currencyOf(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.currencies[id]
 }

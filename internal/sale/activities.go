@@ -63,11 +63,15 @@ const (
 // is created, but for ArchivedAt, set once its hot state is archived (a node's cached copy may
 // not know it yet).
 type Activity struct {
-	ID               string
-	Name             string
-	Kind             Kind
-	Stock            int64 // units for sale; the number of shares for a red packet
-	PriceCents       int64
+	ID         string
+	Name       string
+	Kind       Kind
+	Stock      int64 // units for sale; the number of shares for a red packet
+	PriceCents int64
+	// Currency is what the amounts are in (ISO 4217, lower case: "cny", "usd"); "" is the
+	// shop's own, which each payment provider takes as its default (Alipay's and WeChat Pay's
+	// is cny, the only one they take; Stripe's SECKILL_STRIPE_CURRENCY).
+	Currency         string
 	PerUserLimit     int64
 	StartAt          time.Time
 	EndAt            time.Time
@@ -162,6 +166,8 @@ func (a Activity) Validate() error {
 		return bad("queue_cap and admit_rate are for queue and lottery admission")
 	case a.StockShards < 1 || a.StockShards > MaxStockShards:
 		return bad("stock_shards must be between 1 and %d", MaxStockShards)
+	case a.Currency != "" && !validCurrency(a.Currency):
+		return bad("currency must be an ISO 4217 code in lower case, such as cny or usd")
 	case a.StockShards > 1 && a.Kind != KindItem:
 		return bad("stock_shards is for items; a red packet's shares stay in one list")
 	case a.StockShards > a.Stock:
@@ -422,4 +428,17 @@ func (m *misses) size() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return len(m.until)
+}
+
+// validCurrency says c looks like an ISO 4217 code in lower case: three letters.
+func validCurrency(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for _, r := range c {
+		if r < 'a' || r > 'z' {
+			return false
+		}
+	}
+	return true
 }

@@ -153,8 +153,9 @@ type Checkout struct {
 	Payment Payment
 	// ReturnURL is where the provider sends the buyer back: the activity's page, or the shop's.
 	ReturnURL string
-	// Subject is what is bought: the activity's name.
-	Subject string
+	// Subject is what is bought: the activity's name; Currency what its amount is in (the
+	// activity's: "" is the shop's own, the provider's default).
+	Subject, Currency string
 	// Expire is when the order's payment window closes: the provider is asked to take no money
 	// after it (a payment that comes later all the same is owed back).
 	Expire time.Time
@@ -172,6 +173,9 @@ type PaymentProvider interface {
 	// Name is the provider's name as the settings and the API spell it (stripe, alipay,
 	// wechatpay, signed): the Provider of its payments.
 	Name() string
+	// Takes says the provider takes payments in currency (ISO 4217, lower case; "": the
+	// shop's own, which every provider takes as its default).
+	Takes(currency string) bool
 	// PayURL returns where the buyer pays c.Payment: the provider's page, or what its app scans.
 	// Asked again for the same payment (a second click), it returns the same payment's page:
 	// the provider takes its money at most once (our payment id is its merchant order number).
@@ -233,9 +237,9 @@ func (s *Payments) provider(name string) (PaymentProvider, error) {
 // with one provider: that one): the buyer pays at the returned URL, and the order becomes PAID
 // when the provider's notice says so (Settle). Asking again before the provider answers returns
 // the same payment; asking with another provider starts another and closes the first. Errors:
-// ErrInvalid (no such provider), ErrNotFound, ErrInvalidState (the order is not awaiting
-// payment, its window has closed, or it is still being created), ErrBusy (the store, or the
-// provider, which may be asked again).
+// ErrInvalid (no such provider, or one that does not take the activity's currency),
+// ErrNotFound, ErrInvalidState (the order is not awaiting payment, its window has closed, or it
+// is still being created), ErrBusy (the store, or the provider, which may be asked again).
 func (s *Payments) Start(ctx context.Context, userID, ref string, c Checkout) (Payment, string, error) {
 	pr, err := s.provider(c.Payment.Provider)
 	if err != nil {
@@ -245,15 +249,18 @@ func (s *Payments) Start(ctx context.Context, userID, ref string, c Checkout) (P
 	if err != nil {
 		return Payment{}, "", err
 	}
+	a, err := s.core.Activity(ctx, o.ActivityID)
+	if err != nil {
+		return Payment{}, "", err
+	}
+	if !pr.Takes(a.Currency) {
+		return Payment{}, "", fmt.Errorf("%w: %s does not take %s", ErrInvalid, pr.Name(), a.Currency)
+	}
 	p, err := s.store.StartPayment(ctx, o.Token, NewToken("pay_"), pr.Name(), s.core.now())
 	if err != nil {
 		return Payment{}, "", err
 	}
-	if a, err := s.core.Activity(ctx, o.ActivityID); err == nil {
-		c.Subject = a.Name
-	} else {
-		c.Subject = o.ActivityID
-	}
+	c.Subject, c.Currency = a.Name, a.Currency
 	c.Payment, c.Expire = p, o.ExpiresAt
 	if s.returnTo != nil {
 		c.ReturnURL = s.returnTo(o.ActivityID)

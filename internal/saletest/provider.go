@@ -17,6 +17,9 @@ const ProviderName = "suite"
 // Name implements sale.PaymentProvider.
 func (*Provider) Name() string { return ProviderName }
 
+// Takes implements sale.PaymentProvider: any currency.
+func (*Provider) Takes(string) bool { return true }
+
 // PayURL implements sale.PaymentProvider: the same page for the same payment.
 func (*Provider) PayURL(_ context.Context, c sale.Checkout) (string, error) {
 	return "https://pay.example/" + c.Payment.ID, nil

@@ -24,6 +24,9 @@ const ProviderName = "signed"
 // Name implements sale.PaymentProvider.
 func (p *Provider) Name() string { return ProviderName }
 
+// Takes implements sale.PaymentProvider: the shop's own page takes what it takes.
+func (p *Provider) Takes(string) bool { return true }
+
 // PayURL implements sale.PaymentProvider: the checkout page with the payment's payment_id,
 // order_token and amount_cents added to its query, and their signature, so that a buyer who
 // edits the URL is refused there. (Should a provider take another amount all the same, its

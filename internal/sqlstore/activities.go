@@ -13,7 +13,7 @@ import (
 
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
-	stock_shards, queue_cap, admit_rate, draw_seed`
+	stock_shards, queue_cap, admit_rate, draw_seed, currency`
 
 // activityRead is what a read of an activity selects: what was written at its creation, when it
 // was archived, and its revision.
@@ -26,7 +26,7 @@ func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var seed string
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
 		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
-		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &archived, &a.Revision)
+		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &a.Currency, &archived, &a.Revision)
 	if archived != 0 {
 		a.ArchivedAt = fromMS(archived)
 	}
@@ -57,10 +57,10 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			challenge = 1
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
 			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt),
-			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1), a.QueueCap, a.AdmitRate, seedText(a.Seed))
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1), a.QueueCap, a.AdmitRate, seedText(a.Seed), a.Currency)
 		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}

@@ -12,12 +12,16 @@ import (
 // the reader of the events Stripe posts to POST /api/payments/stripe.
 type Provider struct {
 	*Client
-	// Currency is what the shop's amounts are in (ISO 4217, lower case: "usd").
+	// Currency is what the shop's amounts are in (ISO 4217, lower case: "usd") when an activity
+	// names none.
 	Currency string
 }
 
 // Name is Stripe's name in the settings and the API.
 const Name = "stripe"
+
+// Takes implements sale.PaymentProvider: Stripe takes any currency ("": Currency).
+func (Provider) Takes(string) bool { return true }
 
 // Name implements sale.PaymentProvider.
 func (Provider) Name() string { return Name }
@@ -25,8 +29,12 @@ func (Provider) Name() string { return Name }
 // PayURL implements sale.PaymentProvider: the url of the payment's Checkout Session, created
 // once (the payment id is its idempotency key: a second click finds the same session).
 func (p Provider) PayURL(ctx context.Context, c sale.Checkout) (string, error) {
+	currency := c.Currency
+	if currency == "" {
+		currency = p.Currency
+	}
 	u, _, err := p.Checkout(ctx, Session{PaymentID: c.Payment.ID, OrderToken: c.Payment.OrderToken, Cents: c.Payment.AmountCents,
-		Currency: p.Currency, Name: c.Subject, SuccessURL: c.ReturnURL, CancelURL: c.ReturnURL})
+		Currency: currency, Name: c.Subject, SuccessURL: c.ReturnURL, CancelURL: c.ReturnURL})
 	return u, err
 }
 

@@ -19,6 +19,9 @@ type Provider struct {
 // Name is WeChat Pay's name in the settings and the API.
 const Name = "wechatpay"
 
+// Takes implements sale.PaymentProvider: WeChat Pay takes cny alone (the shop's own, "", is cny).
+func (Provider) Takes(currency string) bool { return currency == "" || currency == "cny" }
+
 // Name implements sale.PaymentProvider.
 func (Provider) Name() string { return Name }
 

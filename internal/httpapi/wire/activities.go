@@ -16,6 +16,7 @@ type ActivityResponse struct {
 	Remaining    *int64    `json:"remaining"` // approximate: the gate's count when asked; null when shed
 	PriceCents   int64     `json:"price_cents,omitempty"`
 	TotalCents   int64     `json:"total_cents,omitempty"`
+	Currency     string    `json:"currency,omitempty"` // ISO 4217, lower case; none: the shop's own
 	PerUserLimit int64     `json:"per_user_limit"`
 	StartAt      time.Time `json:"start_at"`
 	EndAt        time.Time `json:"end_at"`
@@ -52,6 +53,7 @@ type CreateActivityRequest struct {
 	Kind             string `json:"kind"`
 	Stock            *int64 `json:"stock,omitempty"`
 	PriceCents       int64  `json:"price_cents,omitempty"`
+	Currency         string `json:"currency,omitempty"`
 	PerUserLimit     *int64 `json:"per_user_limit,omitempty"`
 	StartAt          string `json:"start_at"`
 	EndAt            string `json:"end_at"`
