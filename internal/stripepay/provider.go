@@ -34,7 +34,7 @@ func (p Provider) PayURL(ctx context.Context, c sale.Checkout) (string, error) {
 		currency = p.Currency
 	}
 	u, _, err := p.Checkout(ctx, Session{PaymentID: c.Payment.ID, OrderToken: c.Payment.OrderToken, Cents: c.Payment.AmountCents,
-		Currency: currency, Name: c.Subject, SuccessURL: c.ReturnURL, CancelURL: c.ReturnURL})
+		Currency: currency, Name: c.Subject, SuccessURL: c.ReturnURL, CancelURL: c.ReturnURL, Expire: c.Expire})
 	return u, err
 }
 

@@ -52,10 +52,28 @@ type Session struct {
 	Currency              string // ISO 4217, lower case: "usd", "cny"
 	Name                  string // what the buyer pays for
 	SuccessURL, CancelURL string
+	// Expire is when the order's payment window closes: the session expires then, or as
+	// near as Stripe allows (SessionExpiry).
+	Expire time.Time
+}
+
+// SessionExpiry is when a session started at now for a window closing at expire expires:
+// expire, kept within what Stripe takes (30 minutes to 24 hours after the session's creation;
+// a minute's margin each side for the clocks). A payment that comes after its window all the
+// same is owed back, and refunded.
+func SessionExpiry(expire, now time.Time) time.Time {
+	if earliest := now.Add(31 * time.Minute); expire.Before(earliest) {
+		return earliest
+	}
+	if latest := now.Add(24*time.Hour - time.Minute); expire.After(latest) {
+		return latest
+	}
+	return expire
 }
 
 // Checkout creates (or, for a payment asked again, finds) the Checkout Session of s and returns
-// where the buyer pays (the session's url) and the session's id.
+// where the buyer pays (the session's url) and the session's id. Its Idempotency-Key is the
+// payment id: Stripe answers the same payment asked again with the same session.
 func (c *Client) Checkout(ctx context.Context, s Session) (url, id string, err error) {
 	meta := map[string]string{"payment_id": s.PaymentID, "order_token": s.OrderToken}
 	p := &stripe.CheckoutSessionCreateParams{
@@ -74,8 +92,11 @@ func (c *Client) Checkout(ctx context.Context, s Session) (url, id string, err e
 			},
 		}},
 	}
+	if !s.Expire.IsZero() {
+		p.ExpiresAt = stripe.Int64(SessionExpiry(s.Expire, time.Now()).Unix())
+	}
 	p.Context = ctx
-	p.SetIdempotencyKey("checkout-" + s.PaymentID)
+	p.SetIdempotencyKey(s.PaymentID)
 	cs, err := c.sc.V1CheckoutSessions.Create(ctx, p)
 	if err != nil {
 		return "", "", fmt.Errorf("stripe: checkout session of %s: %w", s.PaymentID, err)
@@ -84,13 +105,13 @@ func (c *Client) Checkout(ctx context.Context, s Session) (url, id string, err e
 }
 
 // Refund asks Stripe to give back cents of the payment of paymentIntent. refundID names this
-// refund: asked again (a retry after a lost answer), it refunds once. Done says the money went
+// refund and is its Idempotency-Key: asked again (a retry after a lost answer), it refunds once. Done says the money went
 // back now; otherwise a charge.refunded event will say so.
 func (c *Client) Refund(ctx context.Context, paymentIntent, refundID string, cents int64) (done bool, err error) {
 	p := &stripe.RefundCreateParams{PaymentIntent: stripe.String(paymentIntent), Amount: stripe.Int64(cents),
 		Metadata: map[string]string{"refund_id": refundID}}
 	p.Context = ctx
-	p.SetIdempotencyKey("refund-" + refundID)
+	p.SetIdempotencyKey(refundID)
 	r, err := c.sc.V1Refunds.Create(ctx, p)
 	if err != nil {
 		return false, fmt.Errorf("stripe: refund %s: %w", refundID, err)

@@ -111,3 +111,16 @@ func TestCheckoutAndRefundOnStripeMock(t *testing.T) {
 		t.Fatalf("refund: %v", err)
 	}
 }
+
+// TestSessionExpiry: a session expires with its order's window, kept within the 30 minutes to
+// 24 hours Stripe takes.
+func TestSessionExpiry(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct{ window, want time.Duration }{
+		{15 * time.Minute, 31 * time.Minute}, {2 * time.Hour, 2 * time.Hour}, {48 * time.Hour, 24*time.Hour - time.Minute},
+	} {
+		if got := stripepay.SessionExpiry(now.Add(tc.window), now); !got.Equal(now.Add(tc.want)) {
+			t.Errorf("a window of %s: the session expires %s after, want %s", tc.window, got.Sub(now), tc.want)
+		}
+	}
+}
