@@ -87,9 +87,18 @@ type Activity struct {
 	// QueueCap bounds the tickets waiting in a queue or lottery line at once (QUEUE_FULL beyond);
 	// AdmitRate is how many tickets a second the line's drainer admits to the gate (queue mode).
 	QueueCap, AdmitRate int64
-	// Seed orders the early crowd of a queue or lottery line (see DrawOrder). It is secret until
-	// the draw; its commitment is public from the creation.
-	Seed      Seed
+	// Seed orders the early crowd of a queue or lottery line, or a reservation's waves drawn at
+	// random (see DrawOrder). It is secret until the draw; its commitment is public from the
+	// creation.
+	Seed Seed
+	// ReserveFrom opens a reservation sale's reservations (they close at StartAt); Waves splits
+	// its reservers into that many waves, in WaveOrder, opening WaveInterval apart from StartAt
+	// (see reservation.go).
+	ReserveFrom  time.Time
+	Waves        int64
+	WaveInterval time.Duration
+	WaveOrder    WaveOrder
+
 	CreatedAt time.Time
 	// Revision counts the activity's versions: 1 as created, one more for every change an
 	// operator makes (stock added, the sale ended early). The gate keeps the revision it holds

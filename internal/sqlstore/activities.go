@@ -13,7 +13,7 @@ import (
 
 const activityColumns = `id, name, kind, stock, price_cents, per_user_limit, start_at, end_at,
 	pay_window_ms, total_cents, require_challenge, admission, created_at, rate_user, rate_ip, rate_global,
-	stock_shards, queue_cap, admit_rate, draw_seed, currency`
+	stock_shards, queue_cap, admit_rate, draw_seed, currency, reserve_from, waves, wave_interval_ms, wave_order`
 
 // activityRead is what a read of an activity selects: what was written at its creation, when it
 // was archived, and its revision.
@@ -21,12 +21,17 @@ const activityRead = activityColumns + `, archived_at, revision`
 
 func scanActivity(row interface{ Scan(...any) error }) (sale.Activity, error) {
 	var a sale.Activity
-	var start, end, window, created, archived int64
+	var start, end, window, created, archived, reserveFrom, waveInterval int64
 	var challenge int
 	var seed string
 	err := row.Scan(&a.ID, &a.Name, &a.Kind, &a.Stock, &a.PriceCents, &a.PerUserLimit, &start, &end,
 		&window, &a.TotalCents, &challenge, &a.Admission, &created, &a.Rates.PerUser, &a.Rates.PerIP, &a.Rates.Global,
-		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &a.Currency, &archived, &a.Revision)
+		&a.StockShards, &a.QueueCap, &a.AdmitRate, &seed, &a.Currency, &reserveFrom, &a.Waves, &waveInterval, &a.WaveOrder,
+		&archived, &a.Revision)
+	if reserveFrom != 0 {
+		a.ReserveFrom = fromMS(reserveFrom)
+	}
+	a.WaveInterval = time.Duration(waveInterval) * time.Millisecond
 	if archived != 0 {
 		a.ArchivedAt = fromMS(archived)
 	}
@@ -57,10 +62,11 @@ func (s *Store) CreateActivity(ctx context.Context, a sale.Activity, shares []in
 			challenge = 1
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO activities (`+activityColumns+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			a.ID, a.Name, a.Kind, a.Stock, a.PriceCents, a.PerUserLimit, ms(a.StartAt), ms(a.EndAt),
 			a.PayWindow.Milliseconds(), a.TotalCents, challenge, a.Admission, ms(a.CreatedAt),
-			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1), a.QueueCap, a.AdmitRate, seedText(a.Seed), a.Currency)
+			a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global, max(a.StockShards, 1), a.QueueCap, a.AdmitRate, seedText(a.Seed), a.Currency,
+			ms(a.ReserveFrom), a.Waves, a.WaveInterval.Milliseconds(), string(a.WaveOrder))
 		if s.w.d.unique(err) {
 			return fmt.Errorf("activity %s: %w", a.ID, sale.ErrExists)
 		}

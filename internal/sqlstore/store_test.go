@@ -72,6 +72,7 @@ var storeTests = []struct {
 	{"PaymentsOwedBack", testPaymentsOwedBack},
 	{"FailedThenSucceeded", testFailedThenSucceeded},
 	{"PaymentProviders", testPaymentProviders},
+	{"Reservations", testReservations},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }

@@ -1,0 +1,109 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+var _ sale.ReservationStore = (*Store)(nil)
+
+// Reserve implements sale.ReservationStore. The activity's row is locked first: the
+// reservations of one activity are numbered one at a time, in the order they commit, and a
+// buyer's second reservation at once with the first finds the first.
+func (s *Store) Reserve(ctx context.Context, activityID, userID string, now time.Time) (sale.Reservation, bool, error) {
+	var r sale.Reservation
+	var created bool
+	err := s.inTx(ctx, func(t tx) error {
+		created = false
+		var reserved int64
+		err := t.QueryRowContext(ctx, `SELECT reserved FROM activities WHERE id = ?`+t.d.forUpdate(), activityID).Scan(&reserved)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if r, err = reservationOf(ctx, t, activityID, userID); !errors.Is(err, sale.ErrNotFound) {
+			return err // found (nil), or failed
+		}
+		r = sale.Reservation{ActivityID: activityID, UserID: userID, Number: reserved + 1, ReservedAt: fromMS(ms(now))}
+		if _, err := t.ExecContext(ctx, `UPDATE activities SET reserved = ? WHERE id = ?`, r.Number, activityID); err != nil {
+			return err
+		}
+		if _, err := t.ExecContext(ctx, `INSERT INTO reservations (activity_id, user_id, number, reserved_at, wave)
+			VALUES (?, ?, ?, ?, 0)`, activityID, userID, r.Number, ms(now)); err != nil {
+			return err
+		}
+		created = true
+		return nil
+	})
+	return r, created, err
+}
+
+const reservationColumns = `activity_id, user_id, number, reserved_at, wave`
+
+func scanReservation(row interface{ Scan(...any) error }) (sale.Reservation, error) {
+	var r sale.Reservation
+	var at int64
+	err := row.Scan(&r.ActivityID, &r.UserID, &r.Number, &at, &r.Wave)
+	r.ReservedAt = fromMS(at)
+	return r, err
+}
+
+func reservationOf(ctx context.Context, q querier, activityID, userID string) (sale.Reservation, error) {
+	r, err := scanReservation(q.QueryRowContext(ctx, `SELECT `+reservationColumns+` FROM reservations
+		WHERE activity_id = ? AND user_id = ?`, activityID, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return sale.Reservation{}, fmt.Errorf("reservation of %s by %s: %w", activityID, userID, sale.ErrNotFound)
+	}
+	return r, err
+}
+
+// Reservation implements sale.ReservationStore.
+func (s *Store) Reservation(ctx context.Context, activityID, userID string) (sale.Reservation, error) {
+	return reservationOf(ctx, s.r, activityID, userID)
+}
+
+// Reservations implements sale.ReservationStore.
+func (s *Store) Reservations(ctx context.Context, activityID string, after int64, limit int) ([]sale.Reservation, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+reservationColumns+` FROM reservations
+		WHERE activity_id = ? AND number > ? ORDER BY number LIMIT ?`, activityID, after, limit)
+	return collect(rows, err, scanReservation)
+}
+
+// setWavesChunk bounds the numbers of one UPDATE of SetWaves.
+const setWavesChunk = 500
+
+// SetWaves implements sale.ReservationStore: one UPDATE per wave and chunk of numbers, in one
+// transaction.
+func (s *Store) SetWaves(ctx context.Context, activityID string, waves map[int64]int64) error {
+	byWave := map[int64][]int64{}
+	for number, wave := range waves {
+		byWave[wave] = append(byWave[wave], number)
+	}
+	return s.inTx(ctx, func(t tx) error {
+		for _, wave := range slices.Sorted(maps.Keys(byWave)) {
+			numbers := byWave[wave]
+			slices.Sort(numbers)
+			for chunk := range slices.Chunk(numbers, setWavesChunk) {
+				args := []any{wave, activityID}
+				for _, n := range chunk {
+					args = append(args, n)
+				}
+				// Built per chunk: rewritten without the dialect's cache.
+				if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`UPDATE reservations SET wave = ? WHERE activity_id = ? AND number IN `+
+					placeholders(1, len(chunk))), args...); err != nil {
+					return fmt.Errorf("set wave %d of %d reservations of %s: %w", wave, len(chunk), activityID, err)
+				}
+			}
+		}
+		return nil
+	})
+}

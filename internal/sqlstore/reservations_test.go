@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// testReservations: a reservation sale's settings round-trip; reservations are numbered from 1
+// in the order they commit, one per buyer however often (or however many at once) they reserve;
+// they list by number, page after page; their waves are recorded at the close.
+func testReservations(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	a := item("res", 10, 1)
+	a.Admission, a.ReserveFrom, a.Waves, a.WaveInterval, a.WaveOrder = sale.AdmitReservation, t0.Add(-48*time.Hour), 3, 10*time.Minute, sale.WaveDrawn
+	create(t, s, a)
+	got, err := s.Activity(ctx, a.ID)
+	if err != nil || !got.ReserveFrom.Equal(a.ReserveFrom) || got.Waves != 3 || got.WaveInterval != 10*time.Minute || got.WaveOrder != sale.WaveDrawn {
+		t.Fatalf("the activity read back: %+v, %v", got, err)
+	}
+	if _, _, err := s.Reserve(ctx, "nope", "u1", t0); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("a reservation of no activity: %v", err)
+	}
+	if _, err := s.Reservation(ctx, a.ID, "u1"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("no reservation yet: %v", err)
+	}
+	// 40 buyers reserve at once, each twice: 40 reservations numbered 1 to 40, each buyer's
+	// second answer its first.
+	const buyers = 40
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	numbers := map[string][]int64{}
+	created := 0
+	for i := range buyers {
+		for range 2 {
+			wg.Go(func() {
+				u := fmt.Sprintf("u%02d", i)
+				r, isNew, err := s.Reserve(ctx, a.ID, u, t0.Add(time.Duration(i)*time.Second))
+				if err != nil {
+					t.Errorf("reserve %s: %v", u, err)
+					return
+				}
+				mu.Lock()
+				numbers[u] = append(numbers[u], r.Number)
+				if isNew {
+					created++
+				}
+				mu.Unlock()
+			})
+		}
+	}
+	wg.Wait()
+	seen := map[int64]string{}
+	for u, ns := range numbers {
+		if len(ns) != 2 || ns[0] != ns[1] {
+			t.Errorf("%s got numbers %v; want one, twice", u, ns)
+		}
+		if other, dup := seen[ns[0]]; dup {
+			t.Errorf("number %d given to %s and %s", ns[0], u, other)
+		}
+		seen[ns[0]] = u
+	}
+	if created != buyers || len(seen) != buyers {
+		t.Fatalf("%d created, %d numbers; want %d of each", created, len(seen), buyers)
+	}
+	var all []sale.Reservation
+	for after := int64(0); ; {
+		page, err := s.Reservations(ctx, a.ID, after, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Number
+	}
+	for i, r := range all {
+		if r.Number != int64(i+1) || seen[r.Number] != r.UserID || r.Wave != 0 {
+			t.Fatalf("reservation %d: %+v; want number %d of %s, no wave yet", i, r, i+1, seen[int64(i+1)])
+		}
+	}
+	if len(all) != buyers {
+		t.Fatalf("%d reservations listed, want %d", len(all), buyers)
+	}
+	waves := sale.AssignWaves(got, all)
+	if err := s.SetWaves(ctx, a.ID, waves); err != nil {
+		t.Fatal(err)
+	}
+	perWave := map[int64]int{}
+	for _, r := range all {
+		back, err := s.Reservation(ctx, a.ID, r.UserID)
+		if err != nil || back.Wave != waves[r.Number] || back.Number != r.Number || !back.ReservedAt.Equal(r.ReservedAt) {
+			t.Fatalf("%s's reservation after the close: %+v, %v; want wave %d", r.UserID, back, err, waves[r.Number])
+		}
+		perWave[back.Wave]++
+	}
+	if perWave[1] != 14 || perWave[2] != 14 || perWave[3] != 12 {
+		t.Errorf("waves %v; want 14, 14, 12 of 40 in 3", perWave)
+	}
+}
