@@ -217,12 +217,42 @@ func (x guardedStore) ReplayDeadLetter(ctx context.Context, token string, now ti
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Placement, error) { return x.p.ReplayDeadLetter(ctx, token, now) })
 }
 
+func (x guardedStore) Reservation(ctx context.Context, activityID string, userID string) (sale.Reservation, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (sale.Reservation, error) { return x.p.Reservation(ctx, activityID, userID) })
+}
+
+func (x guardedStore) Reservations(ctx context.Context, activityID string, after int64, limit int) ([]sale.Reservation, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Reservation, error) {
+		return x.p.Reservations(ctx, activityID, after, limit)
+	})
+}
+
+func (x guardedStore) Reserve(ctx context.Context, activityID string, userID string, now time.Time) (sale.Reservation, bool, error) {
+	type results struct {
+		r0 sale.Reservation
+		r1 bool
+	}
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (results, error) {
+		r0, r1, err := x.p.Reserve(ctx, activityID, userID, now)
+		return results{r0, r1}, err
+	})
+	return v.r0, v.r1, err
+}
+
+func (x guardedStore) Reserved(ctx context.Context, activityID string) (int64, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (int64, error) { return x.p.Reserved(ctx, activityID) })
+}
+
 func (x guardedStore) ReviseActivity(ctx context.Context, a sale.Activity, r sale.Revision) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.ReviseActivity(ctx, a, r) })
 }
 
 func (x guardedStore) Revised(ctx context.Context, id string, rev int64) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Revised(ctx, id, rev) })
+}
+
+func (x guardedStore) SetWaves(ctx context.Context, activityID string, waves map[int64]int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SetWaves(ctx, activityID, waves) })
 }
 
 func (x guardedStore) Settle(ctx context.Context, n sale.PaymentNotice, now time.Time) (sale.Settlement, error) {

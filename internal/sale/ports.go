@@ -156,6 +156,7 @@ type Store interface {
 	AuditStore
 	EventStore
 	PaymentStore
+	ReservationStore
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

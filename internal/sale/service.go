@@ -132,4 +132,6 @@ type Features struct {
 	Challenges *Challenges
 	Blocks     *Blocks
 	Audit      *Audit
+	// Reservations are the reservation sales' reservations (issue 38: not yet served).
+	Reservations *Reservations
 }

@@ -107,3 +107,13 @@ func (s *Store) SetWaves(ctx context.Context, activityID string, waves map[int64
 		return nil
 	})
 }
+
+// Reserved implements sale.ReservationStore: the activity row's counter.
+func (s *Store) Reserved(ctx context.Context, activityID string) (int64, error) {
+	var n int64
+	err := s.r.QueryRowContext(ctx, `SELECT reserved FROM activities WHERE id = ?`, activityID).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
+	}
+	return n, err
+}

@@ -1,0 +1,107 @@
+package saletest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"seckill/internal/node/nodetest"
+	"seckill/internal/sale"
+	"seckill/internal/saletest"
+)
+
+// TestReservationsService: buyers reserve between the reservations' opening and the sale's
+// start, once each (a second call answers the first, and so does one after the close); the
+// close assigns the waves, in the order of reservation or drawn, and may run again to the same
+// waves; an activity of another admission takes none.
+func TestReservationsService(t *testing.T) {
+	ctx := context.Background()
+	clock := saletest.NewClock(saletest.T0)
+	env := nodetest.Embedded(t, clock)
+	rs := env.Reservations
+	create := func(id string, order sale.WaveOrder, admission sale.Admission) sale.Activity {
+		t.Helper()
+		now := clock.Now()
+		a := sale.Activity{ID: id, Name: "Phone", Kind: sale.KindItem, Stock: 10, PriceCents: 100, PerUserLimit: 1,
+			StartAt: now.Add(time.Hour), EndAt: now.Add(2 * time.Hour), PayWindow: time.Minute, Admission: admission,
+			StockShards: 1, CreatedAt: now, Revision: 1, ReserveFrom: now.Add(10 * time.Minute), Waves: 3,
+			WaveInterval: 5 * time.Minute, WaveOrder: order}
+		a.Seed[0] = 7
+		// Not through CreateActivity: its admission is not one an operator may create yet.
+		if err := env.Store.CreateActivity(ctx, a, nil); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	byNumber, drawn := create("res-n", sale.WaveByNumber, sale.AdmitReservation), create("res-d", sale.WaveDrawn, sale.AdmitReservation)
+	direct := create("direct", "", sale.AdmitDirect)
+	if _, _, err := rs.Reserve(ctx, byNumber.ID, "u00"); !errors.Is(err, sale.ErrReservationsNotOpen) {
+		t.Errorf("before the reservations open: %v", err)
+	}
+	if _, _, err := rs.Reserve(ctx, direct.ID, "u00"); !errors.Is(err, sale.ErrNotReservable) {
+		t.Errorf("an activity of direct admission: %v", err)
+	}
+	if _, _, err := rs.Reserve(ctx, "nope", "u00"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("no such activity: %v", err)
+	}
+	if _, _, err := rs.Reserve(ctx, byNumber.ID, ""); !errors.Is(err, sale.ErrInvalid) {
+		t.Errorf("no user: %v", err)
+	}
+	clock.Advance(15 * time.Minute)
+	const buyers = 10
+	for _, a := range []sale.Activity{byNumber, drawn} {
+		for i := range buyers {
+			u := fmt.Sprintf("u%02d", i)
+			r, created, err := rs.Reserve(ctx, a.ID, u)
+			if err != nil || !created || r.Number != int64(i+1) || r.Wave != 0 {
+				t.Fatalf("%s reserves %s: %+v, %v, %v; want number %d, no wave yet", u, a.ID, r, created, err, i+1)
+			}
+			if again, created, err := rs.Reserve(ctx, a.ID, u); err != nil || created || again.Number != r.Number {
+				t.Fatalf("%s reserves %s again: %+v, %v, %v; want the first", u, a.ID, again, created, err)
+			}
+		}
+		if _, err := rs.Close(ctx, a, 4); !errors.Is(err, sale.ErrInvalidState) {
+			t.Errorf("a close before the start: %v", err)
+		}
+	}
+	if _, err := rs.Mine(ctx, byNumber.ID, "stranger"); !errors.Is(err, sale.ErrNotReserved) {
+		t.Errorf("a stranger's reservation: %v", err)
+	}
+	clock.Advance(time.Hour)
+	if _, _, err := rs.Reserve(ctx, byNumber.ID, "late"); !errors.Is(err, sale.ErrReservationsClosed) {
+		t.Errorf("a reservation after the start: %v", err)
+	}
+	if r, created, err := rs.Reserve(ctx, byNumber.ID, "u03"); err != nil || created || r.Number != 4 {
+		t.Errorf("a reserver asking after the start: %+v, %v, %v; want their reservation", r, created, err)
+	}
+	for _, a := range []sale.Activity{byNumber, drawn} {
+		for range 2 { // a close that runs again assigns the same waves
+			if n, err := rs.Close(ctx, a, 4); err != nil || n != buyers {
+				t.Fatalf("close %s: %d, %v", a.ID, n, err)
+			}
+		}
+	}
+	waveOf := func(a sale.Activity, u string) int64 {
+		r, err := rs.Mine(ctx, a.ID, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Wave
+	}
+	perWave := map[int64]int{}
+	differ := false
+	for i := range buyers {
+		u := fmt.Sprintf("u%02d", i)
+		if want := sale.WaveOf(int64(i), buyers, 3); waveOf(byNumber, u) != want {
+			t.Errorf("%s in wave %d of %s; want %d, by number", u, waveOf(byNumber, u), byNumber.ID, want)
+		}
+		w := waveOf(drawn, u)
+		perWave[w]++
+		differ = differ || w != waveOf(byNumber, u)
+	}
+	if perWave[1] != 4 || perWave[2] != 4 || perWave[3] != 2 || !differ {
+		t.Errorf("the drawn waves %v (4, 4, 2 of 10), differing from the order of reservation: %v", perWave, differ)
+	}
+}
