@@ -254,3 +254,39 @@ func BenchmarkRedisLeaderboardRank(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReservedSetMemory measures what a reservation would cost Redis in the layout issue
+// 38's gate is to keep the reserved set in: one hash per activity on its slot, the user id to
+// the wave. Each run fills a fresh hash with n reservations (ids like a shop's: "u" and twelve
+// digits; waves 1 to 100) and reports MEMORY USAGE of the hash per reservation: below Redis's
+// listpack limit (128 fields) and a million.
+func BenchmarkReservedSetMemory(b *testing.B) {
+	rdb := benchRedis(b)
+	ctx := context.Background()
+	for _, n := range []int{100, 1_000_000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			var perReservation float64
+			for i := range b.N {
+				key := fmt.Sprintf("{act:bench%d-%d}:reserved", n, i)
+				for from := 0; from < n; from += 1000 {
+					fields := make([]any, 0, 2000)
+					for u := from; u < min(from+1000, n); u++ {
+						fields = append(fields, fmt.Sprintf("u%012d", u), u%100+1)
+					}
+					if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				used, err := rdb.MemoryUsage(ctx, key, 0).Result() // SAMPLES 0: every field
+				if err != nil {
+					b.Fatal(err)
+				}
+				perReservation = float64(used) / float64(n)
+				if err := rdb.Del(ctx, key).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(perReservation, "bytes/reservation")
+		})
+	}
+}
