@@ -714,7 +714,9 @@ func TestDashboardOperatorControls(t *testing.T) {
 	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
 	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
 	b.WaitFor(`document.querySelectorAll("#dead tbody button").length === 1 && document.querySelectorAll("#parked tbody button").length === 1 &&
-		document.querySelectorAll("#refunds tbody button").length === 1`, 10*time.Second, "the dead letter, the parked event and the refund listed")
+		document.querySelectorAll("#refunds tbody button").length === 1 &&
+		document.querySelector("#refunds tbody td:nth-child(2)").textContent === "signed"`, 10*time.Second,
+		"the dead letter, the parked event and the refund listed, with its provider (the signed one: an operator refunds it)")
 	b.Screenshot("dashboard-support")
 	b.Do(setValue("pick", a.ID), chromedp.Evaluate[chromedp.Void](`document.getElementById("pick").dispatchEvent(new Event("change"))`))
 	b.WaitFor(`document.getElementById("t-stock").textContent === "2"`, 10*time.Second, "the live view")

@@ -287,12 +287,17 @@
         () => "Event " + p.event_id + " is due again.")))) :
       [empty(5, none(parked, "No outbox on this node: no receiver of the order events is configured."))]));
     const rs = refunds && refunds.status === 200 ? refunds.body.payments : [];
+    // The providers that refund on the node's request (stripe, alipay, wechatpay) are asked by its
+    // refunds' relay: "Mark refunded" is for a refund made outside, by hand.
+    const byNode = { stripe: true, alipay: true, wechatpay: true };
     $("refunds").tBodies[0].replaceChildren(...(rs.length ? rs.map((p) => el("tr", {},
-      el("td", { text: p.payment_id }), el("td", { text: p.order_token }), el("td", { text: (p.refund_reason || "").replaceAll("_", " ") }),
+      el("td", { text: p.payment_id }),
+      el("td", { text: p.provider + (byNode[p.provider] ? " (the node refunds it)" : "") }),
+      el("td", { text: p.order_token }), el("td", { text: (p.refund_reason || "").replaceAll("_", " ") }),
       el("td", { class: "num", text: money(p.received_cents) }),
       el("td", {}, act("Mark refunded", "POST", "/api/admin/payments/" + encodeURIComponent(p.payment_id) + "/refunded", undefined,
         (b) => "Payment " + p.payment_id + " refunded: " + (b.order ? "order " + b.order.status : "no order of ours") + ".")))) :
-      [empty(5, none(refunds, "No payment provider on this node: buyers pay with the pay call, and no money comes to refund."))]));
+      [empty(6, none(refunds, "No payment provider on this node: buyers pay with the pay call, and no money comes to refund."))]));
   }
 
   async function reconcile() {
