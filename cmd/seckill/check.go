@@ -20,6 +20,9 @@ func checkCmd(args []string, env map[string]string, stdout, stderr io.Writer) er
 	for i, p := range c.API.TrustedProxies {
 		proxies[i] = p.String()
 	}
+	if err := c.Payments.Check(); err != nil { // the providers' settings, their key files read
+		return err
+	}
 	quiet := c.API.Risk
 	quiet.Record = "" // check writes nothing
 	risky, err := node.OpenRisk(quiet, nil)

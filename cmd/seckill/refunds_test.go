@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,5 +229,50 @@ func killBetweenRefundAndRecord(t *testing.T, provider string) {
 	}
 	if m := made(); len(m) != 1 || m[want] != 100 {
 		t.Errorf("the provider made refunds %v; want one, %s of 100 cents", m, want)
+	}
+}
+
+// TestCheckReadsTheProvidersKeys: seckill check refuses what the node would refuse at its start:
+// a provider's key file missing or not a key, a setting it needs left out, a provider it does
+// not know; and it accepts a provider configured whole.
+func TestCheckReadsTheProvidersKeys(t *testing.T) {
+	dir := t.TempDir()
+	appKey, alipayKey, err := paytest.WriteKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alipay := func(more ...string) map[string]string {
+		env := map[string]string{"SECKILL_PAYMENT_PROVIDERS": "alipay", "SECKILL_PUBLIC_URL": "https://shop.example",
+			"SECKILL_ALIPAY_APP_ID": "2021000000000001", "SECKILL_ALIPAY_PRIVATE_KEY": appKey, "SECKILL_ALIPAY_PUBLIC_KEY": alipayKey}
+		for i := 0; i+1 < len(more); i += 2 {
+			if more[i+1] == "" {
+				delete(env, more[i])
+			} else {
+				env[more[i]] = more[i+1]
+			}
+		}
+		return env
+	}
+	var out bytes.Buffer
+	if err := checkCmd(nil, alipay(), &out, io.Discard); err != nil || !strings.Contains(out.String(), `"alipay"`) {
+		t.Fatalf("check of a whole alipay: %v\n%s", err, out.String())
+	}
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"a missing key file":    {alipay("SECKILL_ALIPAY_PRIVATE_KEY", dir+"/nope.pem"), "SECKILL_ALIPAY_PRIVATE_KEY"},
+		"a file that is no key": {alipay("SECKILL_ALIPAY_PUBLIC_KEY", appKey), "SECKILL_ALIPAY_PUBLIC_KEY"},
+		"no app id":             {alipay("SECKILL_ALIPAY_APP_ID", ""), "SECKILL_ALIPAY_APP_ID"},
+		"no public URL":         {alipay("SECKILL_PUBLIC_URL", ""), "SECKILL_PUBLIC_URL"},
+		"an unknown provider":   {alipay("SECKILL_PAYMENT_PROVIDERS", "paypal"), "paypal"},
+		"wechatpay's key short": {map[string]string{"SECKILL_PAYMENT_PROVIDERS": "wechatpay", "SECKILL_PUBLIC_URL": "https://shop.example",
+			"SECKILL_WECHATPAY_MCH_ID": "1", "SECKILL_WECHATPAY_APP_ID": "wx", "SECKILL_WECHATPAY_SERIAL": "S",
+			"SECKILL_WECHATPAY_PRIVATE_KEY": appKey, "SECKILL_WECHATPAY_PLATFORM_KEY": alipayKey, "SECKILL_WECHATPAY_PLATFORM_SERIAL": "P",
+			"SECKILL_WECHATPAY_APIV3_KEY": "short"}, "SECKILL_WECHATPAY_APIV3_KEY"},
+	} {
+		if err := checkCmd(nil, tc.env, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error naming %s", name, err, tc.want)
+		}
 	}
 }

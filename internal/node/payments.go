@@ -148,6 +148,13 @@ func (p Payments) open() (payments, error) {
 	return out, nil
 }
 
+// Check builds the providers p names, their keys read, and drops them: what seckill check does
+// to refuse a configuration the node would refuse at its start. Errors name the setting at fault.
+func (p Payments) Check() error {
+	_, err := p.open()
+	return err
+}
+
 // readKey reads the PEM file at path, named by setting, with parse.
 func readKey[K any](setting, path string, parse func([]byte) (K, error)) (K, error) {
 	var zero K
