@@ -276,3 +276,94 @@ func TestCheckReadsTheProvidersKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPaymentsOutlastAProviderOutage: WeChat Pay's API is unreachable (every connection to it
+// dropped) while a buyer starts to pay and while a late payment's refund is due. The pay call
+// answers 503 BUSY, and succeeds once the API is back, with the payment it had started; the
+// refunds' relay fails its attempts, backs off, and makes the refund once the API answers again:
+// the order ends REFUNDED, one refund made.
+func TestPaymentsOutlastAProviderOutage(t *testing.T) {
+	dir := t.TempDir()
+	merchantKey, platformKey, err := paytest.WriteKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const apiV3Key = "0123456789abcdef0123456789abcdef"
+	api := paytest.StartWeChatPay("1900000109", "wxd678efh567hg6787", "MERCHANT-SERIAL", &paytest.Key(0).PublicKey,
+		"PUB_KEY_ID_0001", paytest.Key(1), []byte(apiV3Key))
+	t.Cleanup(api.Close)
+	var down sync.Mutex // held: the API is unreachable
+	var dropped int
+	var mu sync.Mutex
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !down.TryLock() {
+			mu.Lock()
+			dropped++
+			mu.Unlock()
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close() // the connection dies, as a provider that is away
+			}
+			return
+		}
+		down.Unlock()
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	env := testEnv(sqliteDSN(t), "SECKILL_PAYMENT_PROVIDERS", "wechatpay", "SECKILL_PUBLIC_URL", "https://shop.example",
+		"SECKILL_SWEEP_EVERY", "100ms", "SECKILL_WECHATPAY_MCH_ID", api.MchID, "SECKILL_WECHATPAY_APP_ID", api.AppID,
+		"SECKILL_WECHATPAY_SERIAL", "MERCHANT-SERIAL", "SECKILL_WECHATPAY_PRIVATE_KEY", merchantKey,
+		"SECKILL_WECHATPAY_PLATFORM_KEY", platformKey, "SECKILL_WECHATPAY_PLATFORM_SERIAL", "PUB_KEY_ID_0001",
+		"SECKILL_WECHATPAY_APIV3_KEY", apiV3Key, "SECKILL_WECHATPAY_API_URL", front.URL)
+	node := e2etest.StartChild(t, env)
+	c := newClient(t, node.Base)
+	id := c.CreateItem(5, 1, time.Second)
+	token := c.Must("POST", "/api/activities/"+id+"/grab", c.Token("bob"), "", http.StatusAccepted)["order_token"].(string)
+	c.Drained(id)
+
+	down.Lock() // the API goes away
+	status, body, err := c.Call("POST", "/api/orders/"+token+"/pay", c.Token("bob"), "")
+	if e, _ := body["error"].(map[string]any); err != nil || status != http.StatusServiceUnavailable || e["code"] != "BUSY" {
+		t.Fatalf("pay while the provider is away: %d %v, %v; want 503 BUSY", status, body, err)
+	}
+	down.Unlock()
+	p := c.Must("POST", "/api/orders/"+token+"/pay", c.Token("bob"), "", http.StatusAccepted)["payment"].(map[string]any)
+	payID := p["payment_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for c.Must("GET", "/api/orders/"+token, c.Token("bob"), "", http.StatusOK)["status"] != "CANCELLED" {
+		if time.Now().After(deadline) {
+			t.Fatal("the sweeper never cancelled bob's order")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	down.Lock() // away again, as the late payment's refund falls due
+	h, notice := api.Notice(nil, time.Now(), "EV-"+payID, "TRANSACTION.SUCCESS", api.Paid(payID, 100))
+	if status, answer, err := paytest.Post(node.Base+"/api/payments/wechatpay", "application/json", h, notice); err != nil || status != http.StatusNoContent {
+		t.Fatalf("the late payment's notice: %d %q, %v", status, answer, err)
+	}
+	for {
+		mu.Lock()
+		n := dropped
+		mu.Unlock()
+		if n >= 3 { // the pay call's, and at least two of the relay's attempts
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the refund was tried %d times while the provider was away", n-1)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if o := c.Must("GET", "/api/orders/"+token, c.Token("bob"), "", http.StatusOK); o["status"] != "REFUND_PENDING" {
+		t.Fatalf("bob's order while the refund cannot be made: %v", o)
+	}
+	down.Unlock() // back
+	for c.Must("GET", "/api/orders/"+token, c.Token("bob"), "", http.StatusOK)["status"] != "REFUNDED" {
+		if time.Now().After(deadline) {
+			t.Fatal("the refund was never made once the provider came back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if made, _ := api.Refunds(); len(made) != 1 || made[sale.RefundID(payID)] != 100 {
+		t.Errorf("the provider made refunds %v; want one of 100 cents", made)
+	}
+}
