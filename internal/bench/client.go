@@ -121,6 +121,13 @@ func (c *Client) onNodes(i int, try func(base string) error) (int, error) {
 	return i % n, err
 }
 
+// How a crowd's buyer clicks again when no node takes the connection: after refusedPause, for
+// up to refusedPatience in all (then the click is recorded NotSent).
+const (
+	refusedPause    = 50 * time.Millisecond
+	refusedPatience = 30 * time.Second
+)
+
 // refused reports whether err is a connection that could not be made: the request never left.
 func refused(err error) bool {
 	var op *net.OpError
@@ -310,18 +317,32 @@ func (c *Client) StartPayment(ctx context.Context, token, bearer string) (*wire.
 	return out.Payment, nil
 }
 
-// Grab sends one grab request to node i (or, if it is down, the next one up) and records how it
-// went. Times are Unix microseconds.
+// Grab sends one grab request to node i (or, if it is down, the next one up; if every node is
+// down, again a moment later) and records how it went. Times are Unix microseconds.
 func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {
 	r := Record{User: user}
 	r.Start = time.Now().UnixMicro()
 	path := "/api/activities/" + url.PathEscape(activity) + "/grab"
 	var status int
 	var data []byte
-	node, err := c.onNodes(i, func(base string) (err error) {
-		status, data, err = c.crowd.post(ctx, base, path, bearer)
-		return err
-	})
+	var node int
+	var err error
+	// A buyer whose click reaches no node (every one down: the only node killed and restarting)
+	// clicks again a moment later, as a page that could not connect is clicked again, for a
+	// while: so a crowd that outruns a node's restart still asks the node that comes back.
+	for patience := time.Now().Add(refusedPatience); ; {
+		node, err = c.onNodes(i, func(base string) (err error) {
+			status, data, err = c.crowd.post(ctx, base, path, bearer)
+			return err
+		})
+		if err == nil || !refused(err) || ctx.Err() != nil || time.Now().After(patience) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(refusedPause):
+		}
+	}
 	r.Node, r.End = node, time.Now().UnixMicro()
 	if err != nil {
 		r.Outcome, r.Err, r.NotSent = Error, err.Error(), refused(err)
