@@ -25,6 +25,10 @@ func (x guardedGate) Grab(ctx context.Context, a sale.Activity, r sale.GrabReque
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Grab, error) { return x.p.Grab(ctx, a, r) })
 }
 
+func (x guardedGate) HoldWaves(ctx context.Context, a sale.Activity, waves map[string]int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.HoldWaves(ctx, a, waves) })
+}
+
 func (x guardedGate) IssuePass(ctx context.Context, a sale.Activity, userID string, token string, now time.Time, expires time.Time) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.IssuePass(ctx, a, userID, token, now, expires) })
 }
@@ -51,6 +55,10 @@ func (x guardedGate) Revise(ctx context.Context, a sale.Activity, add int64) err
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Revise(ctx, a, add) })
 }
 
+func (x guardedGate) SealWaves(ctx context.Context, a sale.Activity, n int64) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SealWaves(ctx, a, n) })
+}
+
 func (x guardedGate) SpendPass(ctx context.Context, a sale.Activity, userID string, token string, now time.Time) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.SpendPass(ctx, a, userID, token, now) })
 }
@@ -58,6 +66,10 @@ func (x guardedGate) SpendPass(ctx context.Context, a sale.Activity, userID stri
 // Warm is slow (no call deadline): loading grows with the activity's stock.
 func (x guardedGate) Warm(ctx context.Context, a sale.Activity, st sale.GateState) (bool, error) {
 	return slowCall(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.p.Warm(ctx, a, st) })
+}
+
+func (x guardedGate) WavesSealed(ctx context.Context, a sale.Activity) (bool, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.p.WavesSealed(ctx, a) })
 }
 
 // GuardStore returns p with every call but Ping guarded by guard.
@@ -97,6 +109,18 @@ func (x guardedStore) Cancel(ctx context.Context, token string, reason string, n
 	}
 	v, err := slowCall(ctx, x.guard, func(ctx context.Context) (results, error) {
 		r0, r1, err := x.p.Cancel(ctx, token, reason, now)
+		return results{r0, r1}, err
+	})
+	return v.r0, v.r1, err
+}
+
+func (x guardedStore) CloseReservations(ctx context.Context, activityID string) (int64, bool, error) {
+	type results struct {
+		r0 int64
+		r1 bool
+	}
+	v, err := Call(ctx, x.guard, func(ctx context.Context) (results, error) {
+		r0, r1, err := x.p.CloseReservations(ctx, activityID)
 		return results{r0, r1}, err
 	})
 	return v.r0, v.r1, err
@@ -271,6 +295,10 @@ func (x guardedStore) Unreleased(ctx context.Context, limit int) ([]sale.Order, 
 
 func (x guardedStore) Unrevised(ctx context.Context, id string, limit int) ([]sale.Revision, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Revision, error) { return x.p.Unrevised(ctx, id, limit) })
+}
+
+func (x guardedStore) WavesAssigned(ctx context.Context, activityID string) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.WavesAssigned(ctx, activityID) })
 }
 
 // GuardLine returns p with every call guarded by guard: joins, polls and the drainer's steps fail fast while the breaker is open.

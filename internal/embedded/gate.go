@@ -8,6 +8,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,15 @@ var _ sale.Gate = (*Gate)(nil)
 type Gate struct {
 	mu     sync.RWMutex
 	acts   map[string]*activity
+	waves  map[string]*waves // activity id -> its reservers, apart from acts: a load leaves them
 	commit *committer[sale.Grab]
+}
+
+// waves are a reservation sale's reservers with their waves (sale.Waves).
+type waves struct {
+	mu     sync.RWMutex
+	of     map[string]int64 // user -> wave
+	sealed bool
 }
 
 // activity is the gate's state for one sale. mu guards everything but soldOut, a hint read
@@ -63,7 +72,7 @@ type answer struct {
 // places them as orders), in batches of at most maxBatch, and calls committed after each batch
 // (the queue's wake-up, for a journal). Close it to flush.
 func NewGate(w Writer, maxBatch int, committed func()) *Gate {
-	return &Gate{acts: map[string]*activity{}, commit: newCommitter(w.AppendGrabs, maxBatch, committed)}
+	return &Gate{acts: map[string]*activity{}, waves: map[string]*waves{}, commit: newCommitter(w.AppendGrabs, maxBatch, committed)}
 }
 
 // Close stops taking grabs, waits for the grabs already taken to be committed, and stops.
@@ -190,8 +199,67 @@ func (g *Gate) activity(id string) (*activity, error) {
 func (g *Gate) Drop(_ context.Context, a sale.Activity) error {
 	g.mu.Lock()
 	delete(g.acts, a.ID)
+	delete(g.waves, a.ID)
 	g.mu.Unlock()
 	return nil
+}
+
+// wavesOf returns the reservers of activity id, made empty when create and there are none.
+func (g *Gate) wavesOf(id string, create bool) *waves {
+	g.mu.RLock()
+	w := g.waves[id]
+	g.mu.RUnlock()
+	if w != nil || !create {
+		return w
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if w = g.waves[id]; w == nil {
+		w = &waves{of: map[string]int64{}}
+		g.waves[id] = w
+	}
+	return w
+}
+
+// HoldWaves implements sale.Waves.
+func (g *Gate) HoldWaves(_ context.Context, a sale.Activity, set map[string]int64) error {
+	w := g.wavesOf(a.ID, true)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	maps.Copy(w.of, set)
+	return nil
+}
+
+// SealWaves implements sale.Waves.
+func (g *Gate) SealWaves(_ context.Context, a sale.Activity, _ int64) error {
+	w := g.wavesOf(a.ID, true)
+	w.mu.Lock()
+	w.sealed = true
+	w.mu.Unlock()
+	return nil
+}
+
+// WavesSealed implements sale.Waves.
+func (g *Gate) WavesSealed(_ context.Context, a sale.Activity) (bool, error) {
+	w := g.wavesOf(a.ID, false)
+	if w == nil {
+		return false, nil
+	}
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.sealed, nil
+}
+
+// admit checks a grab of user at now from a, a reservation sale (sale.Activity.Admit).
+func (g *Gate) admit(a *sale.Activity, user string, now time.Time) error {
+	w := g.wavesOf(a.ID, false)
+	if w == nil {
+		return a.Admit(false, 0, now)
+	}
+	w.mu.RLock()
+	sealed, wave := w.sealed, w.of[user]
+	w.mu.RUnlock()
+	return a.Admit(sealed, wave, now)
 }
 
 // Grab implements sale.Gate.
@@ -204,6 +272,10 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (s
 		return sale.Grab{}, fmt.Errorf("activity %s: the gate holds revision %d, not %d: %w", a.ID, cur.Revision, a.Revision, sale.ErrStale)
 	} else if err := cur.Open(r.Now); err != nil {
 		return sale.Grab{}, err
+	} else if cur.Admission == sale.AdmitReservation {
+		if err := g.admit(cur, r.UserID, r.Now); err != nil {
+			return sale.Grab{}, err
+		}
 	}
 	if r.IdempotencyKey == "" && r.Pass == "" && act.soldOut.Load() {
 		return sale.Grab{}, sale.ErrSoldOut

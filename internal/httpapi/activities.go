@@ -113,7 +113,25 @@ func publicView(a sale.Activity, rem *int64, soldOut bool, now time.Time) wire.A
 		PriceCents: a.PriceCents, TotalCents: a.TotalCents, Currency: a.Currency, PerUserLimit: a.PerUserLimit,
 		StartAt: a.StartAt, EndAt: a.EndAt, PayWindowS: int64(a.PayWindow / time.Second), NowMS: now.UnixMilli(),
 		RequireChallenge: a.RequireChallenge, Admission: a.Admission, Revision: a.Revision,
+		Reservation: reservationSaleView(a, now),
 	}
+}
+
+// reservationSaleView is the public view of a reservation sale's terms at now; nil for an
+// activity of another admission.
+func reservationSaleView(a sale.Activity, now time.Time) *wire.ReservationSaleResponse {
+	if a.Admission != sale.AdmitReservation {
+		return nil
+	}
+	v := &wire.ReservationSaleResponse{ReserveFrom: a.ReserveFrom, Waves: a.Waves, WaveIntervalS: int64(a.WaveInterval / time.Second),
+		WaveOrder: string(a.WaveOrder), DrawCommitment: a.Seed.Commitment()}
+	for k := int64(1); k <= a.Waves; k++ {
+		v.WaveOpensAt = append(v.WaveOpensAt, a.WaveOpens(k))
+	}
+	if !now.Before(a.StartAt) { // the close draws with it: from then anyone may check the draw
+		v.DrawSeed = a.Seed.String()
+	}
+	return v
 }
 
 // ratesOf reads the limits given, in the domain's terms (0 is sale.RateOff), per user, per IP and
@@ -167,6 +185,8 @@ func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
 		StockShards: c.StockShards,
 		QueueCap:    c.QueueCap,
 		AdmitRate:   c.AdmitRate,
+		Waves:       c.Waves,
+		WaveOrder:   sale.WaveOrder(c.WaveOrder),
 
 		RequireChallenge: c.RequireChallenge,
 	}
@@ -215,6 +235,15 @@ func activityOf(c wire.CreateActivityRequest) (sale.Activity, error) {
 	if a.EndAt, err = time.Parse(time.RFC3339, c.EndAt); err != nil {
 		return bad("end_at must be an RFC 3339 time")
 	}
+	if c.ReserveFrom != "" {
+		if a.ReserveFrom, err = time.Parse(time.RFC3339, c.ReserveFrom); err != nil {
+			return bad("reserve_from must be an RFC 3339 time")
+		}
+	}
+	if c.WaveIntervalS < 0 || c.WaveIntervalS > int64(sale.MaxWaveInterval/time.Second) {
+		return bad(fmt.Sprintf("wave_interval_s must be between 1 and %d", int64(sale.MaxWaveInterval/time.Second)))
+	}
+	a.WaveInterval = time.Duration(c.WaveIntervalS) * time.Second
 	return a, nil
 }
 

@@ -39,6 +39,12 @@ var classes = []struct {
 	{sale.ErrRateLimited, http.StatusTooManyRequests, wire.CodeRateLimited},
 	{sale.ErrQueueFull, http.StatusTooManyRequests, wire.CodeQueueFull},
 	{sale.ErrAmountMismatch, http.StatusUnprocessableEntity, wire.CodeAmountMismatch},
+	{sale.ErrNotReserved, http.StatusForbidden, wire.CodeNotReserved},
+	{sale.ErrNoReservation, http.StatusNotFound, wire.CodeNotReserved},
+	{sale.ErrWaveNotOpen, http.StatusTooEarly, wire.CodeWaveNotOpen},
+	{sale.ErrNotReservable, http.StatusConflict, wire.CodeNotReservable},
+	{sale.ErrReservationsNotOpen, http.StatusConflict, wire.CodeReservationsNotOpen},
+	{sale.ErrReservationsClosed, http.StatusConflict, wire.CodeReservationsClosed},
 	{signature.ErrNoSignature, http.StatusUnauthorized, wire.CodeBadSignature},
 	{signature.ErrBadSignature, http.StatusUnauthorized, wire.CodeBadSignature},
 	{signature.ErrStale, http.StatusUnauthorized, wire.CodeSignatureExpired},
@@ -80,7 +86,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case http.StatusServiceUnavailable:
 		s.log.WarnContext(r.Context(), "dependency unavailable", "err", err, "request_id", requestID(w))
 		w.Header()["Retry-After"] = retryAfter
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusTooEarly:
 		if _, set := w.Header()["Retry-After"]; !set { // a limiter may have said when
 			w.Header()["Retry-After"] = retryAfter
 		}

@@ -70,6 +70,8 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	if th := (sale.Throttled{}); errors.As(err, &th) { // the user's rate, checked by the gate
 		w.Header()["Retry-After"] = retryAfterHeader(th.RetryAfter)
 		name = "rate_limited_user"
+	} else if wn := (sale.WaveNotOpen{}); errors.As(err, &wn) {
+		w.Header()["Retry-After"] = retryAfterHeader(wn.RetryAfter(s.svc.Now()))
 	}
 	switch {
 	case err == nil && e.Lined:

@@ -32,6 +32,7 @@ type fixture struct {
 	srv     *httpapi.Server
 	svc     *sale.Service
 	lines   *sale.Lines
+	rsv     *sale.Reservations
 	store   sale.Store
 	tokens  *auth.Tokens
 	clock   *saletest.Clock
@@ -79,7 +80,7 @@ func newFixtureEnv(t testing.TB, dsn string, set func(c *httpapi.Config, env sal
 	default:
 		h = openapitest.Handler(t, h, openapitest.Everything)
 	}
-	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, store: env.Store, tokens: tokens, clock: clock,
+	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, rsv: env.Reservations, store: env.Store, tokens: tokens, clock: clock,
 		answers: env.Answers}
 }
 

@@ -97,35 +97,36 @@ type Limits struct {
 
 // Server serves the API.
 type Server struct {
-	svc        *sale.Service
-	operator   *sale.Operator
-	payments   *sale.Payments
-	outbox     *sale.Outbox
-	lines      *sale.Lines
-	boards     *sale.Boards
-	challenges *sale.Challenges
-	blocks     *sale.Blocks
-	audit      *sale.Audit
-	tokens     *auth.Tokens
-	admins     []Admin
-	devLogin   bool
-	ready      func(ctx context.Context) error
-	log        *slog.Logger
-	mux        *http.ServeMux
-	ids        *idSource
-	limits     Limits
-	trusted    []netip.Prefix
-	observe    Observer
-	health     *breaker.Monitor
-	risk       *risk.Engine
-	riskLog    riskLog // samples the model's log lines
-	callback   *Callback
-	notices    []Notices
-	csrf       *http.CrossOriginProtection
-	live       *funnel.Tracker
-	streams    atomic.Int32  // live streams open
-	stop       chan struct{} // closed by StopStreams
-	stopOnce   sync.Once
+	svc          *sale.Service
+	operator     *sale.Operator
+	payments     *sale.Payments
+	outbox       *sale.Outbox
+	lines        *sale.Lines
+	reservations *sale.Reservations
+	boards       *sale.Boards
+	challenges   *sale.Challenges
+	blocks       *sale.Blocks
+	audit        *sale.Audit
+	tokens       *auth.Tokens
+	admins       []Admin
+	devLogin     bool
+	ready        func(ctx context.Context) error
+	log          *slog.Logger
+	mux          *http.ServeMux
+	ids          *idSource
+	limits       Limits
+	trusted      []netip.Prefix
+	observe      Observer
+	health       *breaker.Monitor
+	risk         *risk.Engine
+	riskLog      riskLog // samples the model's log lines
+	callback     *Callback
+	notices      []Notices
+	csrf         *http.CrossOriginProtection
+	live         *funnel.Tracker
+	streams      atomic.Int32  // live streams open
+	stop         chan struct{} // closed by StopStreams
+	stopOnce     sync.Once
 }
 
 // New returns a Server.
@@ -140,6 +141,7 @@ func New(c Config) *Server {
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
 	s.operator, s.outbox, s.lines, s.boards = c.Operator, c.Outbox, c.Lines, c.Boards
 	s.challenges, s.blocks, s.audit, s.payments = c.Challenges, c.Blocks, c.Audit, c.Payments
+	s.reservations = c.Reservations
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
@@ -253,12 +255,17 @@ func (s *Server) routes() []route {
 			route{"GET /api/activities/{id}/entries", s.entries},
 			route{"GET /api/queue/{token}", s.user(s.ticket)})
 	}
+	if s.reservations != nil {
+		rs = append(rs,
+			route{"POST /api/activities/{id}/reservations", s.reserve},
+			route{"GET /api/activities/{id}/reservations/me", s.user(s.myReservation)})
+	}
 	return rs
 }
 
 func (s *Server) features(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, wire.FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil, PaymentProviders: s.paymentProviders(),
-		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil,
+		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil, Reservations: s.reservations != nil,
 		Blocks: s.blocks != nil, Audit: s.audit != nil})
 }
 

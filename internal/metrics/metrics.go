@@ -57,7 +57,7 @@ func New() *Metrics {
 		reg: prometheus.NewRegistry(),
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests by outcome: won, joined and already_queued (a queue or lottery line), queue_full, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_node/_activity, blocked_ip/_user, risk_block, risk_challenge, challenge_required, already_bought, unauthorized, not_started, ended, busy, invalid, not_found.",
+			Help: "Grab requests by outcome: won, joined and already_queued (a queue or lottery line), queue_full, sold_out_edge (the local flag), sold_out (the gate), rate_limited_ip/_user/_node/_activity, blocked_ip/_user, risk_block, risk_challenge, challenge_required, already_bought, not_reserved and wave_not_open (a reservation sale), unauthorized, not_started, ended, busy, invalid, not_found.",
 		}, []string{"outcome"}),
 		grabTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_grab_duration_seconds",

@@ -35,8 +35,8 @@ func (c Config) sinks() ([]relay.Sink, error) {
 // startLoops starts the node's background loops, until Close: on every node the cache reloads,
 // the risk files' watcher, the restock announcements and the settling of sharded stocks' reservations; on a worker node
 // (role all or worker) the order worker, the lines' drainer, the payment-window sweeper, the
-// relays of the order events and the leased jobs (archive, the purge of the delivered events,
-// reconcile).
+// relays of the order events and the leased jobs (the reservation sales' waves, archive, the
+// purge of the delivered events, reconcile).
 func (n *Node) startLoops() {
 	c, b, svc, stats, log := n.Config, n.b, n.Service, n.Metrics, n.Config.Log
 	if b.restocks != nil {
@@ -79,6 +79,9 @@ func (n *Node) startLoops() {
 				}}).Run(ctx)
 		})
 	}
+	n.Go(func(ctx context.Context) {
+		(&worker.WaveOpener{Reservations: n.Reservations, Lease: b.lease, Holder: n.name, Every: openWavesEvery, Log: log}).Run(ctx)
+	})
 	if c.ArchiveAfter > 0 {
 		n.Go(func(ctx context.Context) {
 			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: n.name, Every: min(archiveEvery, c.ArchiveAfter),
@@ -218,6 +221,12 @@ const archiveEvery = time.Minute
 // purgeEvery is how often a node purges the order events every sink took (more often when they
 // are kept for less). A round with nothing to delete reads one batch of the oldest events.
 const purgeEvery = time.Minute
+
+// openWavesEvery is how often a node looks for reservation sales that started (one call to the
+// gate per sale, and a lease's): the first wave waits at most that long after the start, and
+// the time to copy its reservers into the gate, before it is admitted (the grabs meanwhile are
+// WAVE_NOT_OPEN, retry in a second).
+const openWavesEvery = 250 * time.Millisecond
 
 // drainTick is how often a node's drainer admits tickets from the lines it leads.
 const drainTick = 100 * time.Millisecond

@@ -201,19 +201,22 @@ func isDone(c *call) bool {
 // one script call and answers each of its grabs.
 func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	k := keysOf(shard)
-	keys := make([]string, 9, 9+len(batch))
-	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8] = k.stock, k.shares, k.held, k.answers, k.grabs,
-		k.stream, k.pending, k.away, k.revision
-	require, sharded := "0", "0"
+	keys := make([]string, 10, 10+len(batch))
+	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9] = k.stock, k.shares, k.held, k.answers,
+		k.grabs, k.stream, k.pending, k.away, k.revision, k.reserved
+	require, sharded, reservation := "0", "0", "0"
 	if a.RequireChallenge {
 		require = "1"
 	}
 	if shardsOf(a) > 1 {
 		sharded = "1"
 	}
-	args := make([]any, 0, 9+10*len(batch))
+	if a.Admission == sale.AdmitReservation {
+		reservation = "1"
+	}
+	args := make([]any, 0, 11+10*len(batch))
 	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded,
-		max(a.Revision, 1))
+		max(a.Revision, 1), reservation, a.WaveInterval.Milliseconds())
 	for _, c := range batch {
 		idx := 0
 		if c.req.Pass != "" {
@@ -283,6 +286,18 @@ func grabOfReply(a sale.Activity, pass string, code int64, token, rec string) (s
 		return sale.Grab{}, sale.Throttled{RetryAfter: time.Duration(ms) * time.Millisecond}
 	case -10:
 		return sale.Grab{}, fmt.Errorf("activity %s, revision %d: %w", a.ID, a.Revision, sale.ErrStale)
+	case -11:
+		return sale.Grab{}, fmt.Errorf("activity %s: %w", a.ID, sale.ErrNotReserved)
+	case -12:
+		opens, err1 := strconv.ParseInt(token, 10, 64)
+		wave, err2 := strconv.ParseInt(rec, 10, 64)
+		if err1 != nil || err2 != nil {
+			return sale.Grab{}, fmt.Errorf("grab on redis: script answered a wave %q opening at %q", rec, token)
+		}
+		if wave == 0 {
+			return sale.Grab{}, sale.WaveNotOpen{}
+		}
+		return sale.Grab{}, sale.WaveNotOpen{Wave: wave, OpensAt: time.UnixMilli(opens).UTC()}
 	case -6:
 		if pass == "" {
 			return sale.Grab{}, sale.ErrChallengeRequired

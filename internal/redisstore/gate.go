@@ -200,7 +200,7 @@ func (g *Gate) Drop(ctx context.Context, a sale.Activity) error {
 		k := keysOf(id)
 		// One slot per shard: one DEL each, cluster or not.
 		if err := g.rdb.Del(ctx, k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.shards,
-			k.revision, DeadKey(id)).Err(); err != nil {
+			k.revision, k.reserved, DeadKey(id)).Err(); err != nil {
 			return sale.Busy(err, "drop activity %s from redis", a.ID)
 		}
 		g.empty.Delete(id)

@@ -62,12 +62,12 @@ func TestRetriedScriptTakesOneUnit(t *testing.T) {
 		pass, _ := args[11].(string)
 		act, _ := args[9].(string)
 		k := keysOf(act)
-		keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.revision}
+		keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.revision, k.reserved}
 		idx := 0
 		if pass != "" {
-			keys, idx = append(keys, passKey(act, pass)), 10
+			keys, idx = append(keys, passKey(act, pass)), 11
 		}
-		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", 1, args[0], args[1], args[2], args[3], idx, pass, "", 0, 0, 0)...).Slice()
+		res, err := grabScript.Run(ctx, rdb, keys, append(append([]any{}, args[4:11]...), "0", 1, "0", 0, args[0], args[1], args[2], args[3], idx, pass, "", 0, 0, 0)...).Slice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	g, rdb := loadedGate(t, a)
 	k := keysOf(a.ID)
 	now := a.StartAt.UnixMilli()
-	args := []any{a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 1, "item", 100, a.ID, "0", "0", 1}
+	args := []any{a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), 1, "item", 100, a.ID, "0", "0", 1, "0", 0}
 	const parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	grabs := []struct {
 		token, user, key string
@@ -159,7 +159,7 @@ func TestBatchAnswersEachGrabAsAlone(t *testing.T) {
 	for _, gr := range grabs {
 		args = append(args, gr.token, gr.user, gr.key, now, 0, "", gr.parent, 0, 0, 0)
 	}
-	keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.revision}
+	keys := []string{k.stock, k.shares, k.held, k.answers, k.grabs, k.stream, k.pending, k.away, k.revision, k.reserved}
 	for run := range 2 { // the second run is go-redis retrying the whole call
 		res, err := grabScript.Run(ctx, rdb, keys, args...).Slice()
 		if err != nil {

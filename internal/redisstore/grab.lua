@@ -17,13 +17,16 @@
 -- KEYS[8] away     hash: token -> "shard NL record", a grab of a user of this shard that took
 --                  its unit on another shard
 -- KEYS[9] revision string: the revision of the activity this shard holds (absent: 1)
--- KEYS[10...] pass string: a path token's pass (its format: see keys.go), and rate string: a
+-- KEYS[10] reserved hash: user -> wave, a reservation sale's reservers whose home this shard is,
+--                  and NL -> how many reserved in all, once the set is whole (sealed)
+-- KEYS[11...] pass string: a path token's pass (its format: see keys.go), and rate string: a
 --                  user's request bucket on this activity, the time (Unix µs) its next request
 --                  would find it empty (GCRA's theoretical arrival time); it expires by itself
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
 --   8 "1" if the stock is sharded (these keys are one shard's, the home of these users),
---   9 the revision of the activity these arguments are of (the caller's copy);
+--   9 the revision of the activity these arguments are of (the caller's copy), 10 "1" if the
+--   activity admits reservers only (reservation admission), 11 the interval between its waves (ms);
 -- then 10 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
 --   of its pass key (0 for none), the pass ("" for none), the W3C traceparent of the grab's
 --   publishing span ("" for none, at most 128 bytes), the index in KEYS of the user's rate key
@@ -32,7 +35,9 @@
 -- record: code 0 granted, 1 the first answer again, -1 activity not loaded, -2 not started,
 -- -3 ended, -4 per-user limit reached, -5 sold out, -6 no valid pass, -7 over the user's rate
 -- (the token is then the wait in ms until a request would pass), -10 the shard holds another
--- revision than the caller's copy (nothing taken: read the activity again), -9 bad arguments (the token
+-- revision than the caller's copy (nothing taken: read the activity again), -11 not reserved,
+-- -12 the buyer's wave has not opened (the token is then when it opens, Unix ms, and the record
+-- the wave; both "0" while the set is not whole), -9 bad arguments (the token
 -- and the record are then ""); on a sharded stock also 2 reserved (this shard is out of units:
 -- the user's unit is held for the grab while it looks on the others) and 3 in progress (the
 -- idempotency key's first grab is still looking).
@@ -40,15 +45,17 @@
 local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local requirePass, sharded, revision = ARGV[7], ARGV[8], ARGV[9]
+local reservation, waveInterval = ARGV[10], tonumber(ARGV[11])
 local PER = 10
-local FIRST = 9 -- the per-grab arguments start after this one
-local PASSKEYS = 10 -- the first pass key
+local FIRST = 11 -- the per-grab arguments start after this one
+local PASSKEYS = 11 -- the first pass key
 
 -- Validate what the batch shares before anything; a grab's own arguments before its first write.
 local n = (#ARGV - FIRST) / PER
 if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or (sharded ~= '0' and sharded ~= '1') or not tonumber(revision) or n < 1 or n ~= math.floor(n) then
+    or (sharded ~= '0' and sharded ~= '1') or not tonumber(revision) or n < 1 or n ~= math.floor(n)
+    or (reservation ~= '0' and reservation ~= '1') or not waveInterval or waveInterval < 0 then
   return {-9, '', ''}
 end
 
@@ -88,6 +95,14 @@ local function lookup(key, fields)
   return m
 end
 local seen, held, firsts = lookup(KEYS[5], tokens), lookup(KEYS[3], users), lookup(KEYS[4], answerKeys)
+local waves = {}
+if reservation == '1' then
+  local fields = {'\n'}
+  for _, u in ipairs(users) do
+    fields[#fields + 1] = u
+  end
+  waves = lookup(KEYS[10], fields)
+end
 local away, reserved = {}, {}
 if sharded == '1' then
   for token, v in pairs(lookup(KEYS[8], tokens)) do
@@ -178,6 +193,21 @@ local function grab(g)
   end
   if g.now >= endAt then
     return answer(-3)
+  end
+  -- A reservation sale admits its reservers, each from their wave's opening (as
+  -- sale.Activity.Admit says): nothing is spent or taken for a grab it refuses.
+  if reservation == '1' then
+    if not waves['\n'] then
+      return answer(-12, '0', '0')
+    end
+    local wave = tonumber(waves[g.user] or '0') or 0
+    if wave < 1 then
+      return answer(-11)
+    end
+    local opens = startAt + (wave - 1) * waveInterval
+    if g.now < opens then
+      return answer(-12, string.format('%.0f', opens), tostring(wave))
+    end
   end
   -- The pass is spent whatever comes next, but a retry of this very grab (same token) may pass
   -- again, so that the retry gets the same answer as the first run.

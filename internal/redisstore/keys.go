@@ -38,6 +38,9 @@ import (
 //	{act:ID}:shards        string, shard 0 only: how many shards the stock has
 //	{act:ID}:revision      string: the revision of the activity the shard holds
 //	                       (sale.Activity.Revision); absent, 1
+//	{act:ID}:reserved      hash: user -> wave (from 1), a reservation sale's reservers whose home
+//	                       the shard is; and NL -> how many reserved in all, once the gate holds
+//	                       them all (sealed, on every shard). A load leaves it (see Waves)
 //	{act:ID}:dead          stream of the entries no worker could read, for a person to look at
 //	{act:ID}:pass:TOKEN    string: a path token's "user NL expiry (Unix ms)"; once spent, NL and
 //	                       the id of the grab or the spend that spent it. On the user's home shard;
@@ -72,13 +75,13 @@ import (
 func actPrefix(id string) string { return "{act:" + id + "}:" }
 
 // keys of an activity (or of one shard of its stock), all in the slot of its hash tag.
-type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards, revision string }
+type keys struct{ stock, shares, held, answers, grabs, stream, pending, away, shards, revision, reserved string }
 
 // keysOf returns the keys of an activity, or of a shard of its stock named by ShardID.
 func keysOf(id string) keys {
 	p := actPrefix(id)
 	return keys{p + "stock", p + "shares", p + "held", p + "answers", p + "grabs", p + "stream", p + "pending", p + "away",
-		p + "shards", p + "revision"}
+		p + "shards", p + "revision", p + "reserved"}
 }
 
 // shardsOf is the number of counters a's stock is split into.

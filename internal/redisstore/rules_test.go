@@ -70,6 +70,18 @@ func (g sharded) SpendPass(ctx context.Context, a sale.Activity, userID, token s
 	return g.Gate.SpendPass(ctx, shard(a), userID, token, now)
 }
 
+func (g sharded) HoldWaves(ctx context.Context, a sale.Activity, waves map[string]int64) error {
+	return g.Gate.HoldWaves(ctx, shard(a), waves)
+}
+
+func (g sharded) SealWaves(ctx context.Context, a sale.Activity, n int64) error {
+	return g.Gate.SealWaves(ctx, shard(a), n)
+}
+
+func (g sharded) WavesSealed(ctx context.Context, a sale.Activity) (bool, error) {
+	return g.Gate.WavesSealed(ctx, shard(a))
+}
+
 func (g sharded) Load(ctx context.Context, a sale.Activity, st sale.GateState) error {
 	return g.Gate.Load(ctx, shard(a), st)
 }

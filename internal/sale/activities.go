@@ -165,8 +165,8 @@ func (a Activity) Validate() error {
 		return bad("end_at must be after start_at")
 	case a.PayWindow <= 0 || a.PayWindow > MaxPayWindow:
 		return bad("pay_window_s must be between 1 and %d", int64(MaxPayWindow/time.Second))
-	case a.Admission != AdmitDirect && !a.Lined():
-		return bad("admission must be %q, %q or %q", AdmitDirect, AdmitQueue, AdmitLottery)
+	case a.Admission != AdmitDirect && a.Admission != AdmitReservation && !a.Lined():
+		return bad("admission must be %q, %q, %q or %q", AdmitDirect, AdmitQueue, AdmitLottery, AdmitReservation)
 	case a.Lined() && (a.QueueCap < 1 || a.QueueCap > MaxQueueCap):
 		return bad("queue_cap must be between 1 and %d", MaxQueueCap)
 	case a.Lined() && (a.AdmitRate < 1 || a.AdmitRate > MaxAdmitRate):
@@ -181,6 +181,9 @@ func (a Activity) Validate() error {
 		return bad("stock_shards is for items; a red packet's shares stay in one list")
 	case a.StockShards > a.Stock:
 		return bad("stock_shards must not exceed the stock")
+	}
+	if err := a.validateWaves(); err != nil {
+		return err
 	}
 	for _, r := range []int64{a.Rates.PerUser, a.Rates.PerIP, a.Rates.Global} {
 		if r < RateOff || r > MaxRate {
@@ -235,19 +238,33 @@ func (s *Service) CreateActivity(ctx context.Context, a Activity) (Activity, err
 	if a.StockShards == 0 {
 		a.StockShards = 1
 	}
+	if a.Admission == AdmitReservation {
+		if a.ReserveFrom.IsZero() {
+			a.ReserveFrom = s.now()
+		}
+		a.ReserveFrom = a.ReserveFrom.UTC().Truncate(time.Millisecond)
+		if a.Waves == 0 {
+			a.Waves = 1
+		}
+		if a.WaveOrder == "" {
+			a.WaveOrder = WaveByNumber
+		}
+	}
+	if a.Lined() || a.Admission == AdmitReservation {
+		if a.Seed == (Seed{}) { // a reservation sale's, for waves drawn at random
+			seed, err := NewSeed()
+			if err != nil {
+				return Activity{}, err
+			}
+			a.Seed = seed
+		}
+	}
 	if a.Lined() {
 		if a.QueueCap == 0 {
 			a.QueueCap = min(DefaultQueueFactor*a.Stock, MaxQueueCap)
 		}
 		if a.AdmitRate == 0 {
 			a.AdmitRate = DefaultAdmitRate
-		}
-		if a.Seed == (Seed{}) {
-			seed, err := NewSeed()
-			if err != nil {
-				return Activity{}, err
-			}
-			a.Seed = seed
 		}
 		if s.line == nil {
 			return Activity{}, fmt.Errorf("%w: admission %q needs a line, and this node has none", ErrInvalid, a.Admission)

@@ -68,7 +68,8 @@ var errArchived = errors.New("the activity is archived")
 var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrNotStarted, ErrEnded,
 	ErrChallengeRequired, ErrChallengeFailed, ErrBlocked, ErrAlreadyBought, ErrSoldOut, ErrInvalidState,
 	ErrExists, ErrRateLimited, ErrTooLarge, ErrQueueFull, ErrChanged, ErrUnplaceable, ErrAmountMismatch,
-	ErrStale, ErrUnloaded}
+	ErrStale, ErrUnloaded, ErrNotReservable, ErrReservationsClosed, ErrReservationsNotOpen, ErrNotReserved,
+	ErrNoReservation, ErrWaveNotOpen}
 
 // IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.

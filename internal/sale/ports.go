@@ -5,11 +5,13 @@ import (
 	"time"
 )
 
-// Gate is the stock gate: its Inventory, and the Passes a grab spends in the same atomic step
-// that takes its unit. It is what an adapter of the gate implements (embedded.Gate, redisstore.Gate).
+// Gate is the stock gate: its Inventory, the Passes a grab spends and the Waves a reservation
+// sale's grab is checked against, in the same atomic step that takes its unit. It is what an
+// adapter of the gate implements (embedded.Gate, redisstore.Gate).
 type Gate interface {
 	Inventory
 	Passes
+	Waves
 }
 
 // Inventory is the stock of the gate: the one atomic step that checks the sale window, the
@@ -92,6 +94,26 @@ type Passes interface {
 	// ErrChallengeRequired (no such pass, or spent, expired or someone else's), ErrNotFound,
 	// ErrBusy.
 	SpendPass(ctx context.Context, a Activity, userID, token string, now time.Time) error
+}
+
+// Waves are a reservation sale's reservers with their waves, kept beside the stock: a grab from
+// such a sale is checked against its buyer's wave in the step that takes its unit
+// (Inventory.Grab, Activity.Admit). The set is the database's, copied in once the reservations
+// have closed (Reservations.OpenWaves), and copied again whenever the gate lost it; it never
+// changes once whole. A load of the activity (Inventory.Load, Warm) leaves it; Drop forgets it.
+type Waves interface {
+	// HoldWaves adds reservers of a to the gate's set, user id -> wave (from 1). Adding one
+	// again is harmless. Errors: ErrBusy.
+	HoldWaves(ctx context.Context, a Activity, waves map[string]int64) error
+
+	// SealWaves records that the gate holds every one of a's n reservers. Until then every grab
+	// of a is refused with a WaveNotOpen of no wave; from then a grab of a user not in the set
+	// with ErrNotReserved, and of one whose wave has not opened with WaveNotOpen. Errors: ErrBusy.
+	SealWaves(ctx context.Context, a Activity, n int64) error
+
+	// WavesSealed reports whether the gate holds a's whole set: false once it lost any of it (a
+	// Redis shard's keys). Errors: ErrBusy.
+	WavesSealed(ctx context.Context, a Activity) (bool, error)
 }
 
 // Delivery is a grab handed to a worker. It stays in the queue until acknowledged, and is

@@ -13,9 +13,13 @@ import (
 // and enter in waves: the reservers split into Waves equal waves in WaveOrder, wave k opening at
 // StartAt + (k-1) × WaveInterval. A grab is taken only from a reserver whose wave is open.
 //
-// This file holds what the rest is built on: the reservations, their numbers and waves, and the
-// store that keeps them. The admission is not yet one an activity may be created with: the gates
-// do not hold the reserved set yet (issue 38).
+// The reservations are the database's (ReservationStore), numbered in the order they commit.
+// At the start the sale's reservations close and the reservers are split into their waves
+// (Reservations.Close, in the database), then copied into the gate with their waves and sealed
+// there (Reservations.OpenWaves, the Waves port): from then the gate refuses, in the grab's own
+// step, a grab of anyone not reserved (ErrNotReserved) and of a reserver whose wave has not
+// opened (WaveNotOpen). Until the gate holds the whole set every grab waits (WaveNotOpen with
+// no opening: a second), so that no reserver is ever refused for a copy not made yet.
 
 // AdmitReservation is the admission of reserved buyers, in waves.
 const AdmitReservation Admission = "reservation"
@@ -33,8 +37,11 @@ const (
 	WaveDrawn WaveOrder = "random"
 )
 
-// MaxWaves bounds an activity's waves.
-const MaxWaves = 100
+// MaxWaves bounds an activity's waves, and MaxWaveInterval the time between two.
+const (
+	MaxWaves        = 100
+	MaxWaveInterval = 7 * 24 * time.Hour
+)
 
 // Reservation is a buyer's reservation of an activity.
 type Reservation struct {
@@ -49,6 +56,39 @@ type Reservation struct {
 // WaveOpens is when wave k (from 1) of activity a opens.
 func (a Activity) WaveOpens(k int64) time.Time {
 	return a.StartAt.Add(time.Duration(k-1) * a.WaveInterval)
+}
+
+// validateWaves reports what is wrong with a's reservation settings, wrapped in ErrInvalid: a
+// reservation sale's reservations open before its start, it has 1 to MaxWaves waves, an
+// interval between them when there are several, and its last wave opens before its end;
+// another admission has none of them.
+func (a Activity) validateWaves() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+	}
+	if a.Admission != AdmitReservation {
+		if !a.ReserveFrom.IsZero() || a.Waves != 0 || a.WaveInterval != 0 || a.WaveOrder != "" {
+			return bad("reserve_from, waves, wave_interval_s and wave_order are for reservation admission")
+		}
+		return nil
+	}
+	switch {
+	case a.ReserveFrom.IsZero() || !a.ReserveFrom.Before(a.StartAt):
+		return bad("reserve_from must be before start_at")
+	case a.Waves < 1 || a.Waves > MaxWaves:
+		return bad("waves must be between 1 and %d", MaxWaves)
+	case a.Waves > 1 && (a.WaveInterval < time.Second || a.WaveInterval > MaxWaveInterval):
+		return bad("wave_interval_s is required with more than one wave, between 1 and %d", int64(MaxWaveInterval/time.Second))
+	case a.Waves == 1 && a.WaveInterval != 0:
+		return bad("wave_interval_s is for more than one wave")
+	case a.WaveInterval%time.Second != 0:
+		return bad("wave_interval_s is a whole number of seconds")
+	case !a.WaveOpens(a.Waves).Before(a.EndAt):
+		return bad("the last wave must open before end_at: start_at + (waves-1) × wave_interval_s")
+	case a.WaveOrder != WaveByNumber && a.WaveOrder != WaveDrawn:
+		return bad("wave_order must be %q or %q", WaveByNumber, WaveDrawn)
+	}
+	return nil
 }
 
 // WaveOf is the wave, from 1, of the reserver at place i (from 0) of the wave order among n
@@ -113,6 +153,15 @@ type ReservationStore interface {
 
 	// Reserved returns how many reserved activity. Errors: ErrNotFound (no such activity).
 	Reserved(ctx context.Context, activityID string) (int64, error)
+
+	// CloseReservations closes activity's reservations: from then Reserve refuses with
+	// ErrReservationsClosed, whatever the clock of the node that asks. It returns how many
+	// reserved, and whether their waves are recorded whole (WavesAssigned). Closing again
+	// returns the same. Errors: ErrNotFound.
+	CloseReservations(ctx context.Context, activityID string) (n int64, assigned bool, err error)
+
+	// WavesAssigned records that every reservation of a closed activity has its wave (SetWaves).
+	WavesAssigned(ctx context.Context, activityID string) error
 }
 
 // The refusals of a reservation.
@@ -123,20 +172,67 @@ var (
 	ErrReservationsClosed = errors.New("the reservations are closed")
 	// ErrReservationsNotOpen says the reservations have not opened yet.
 	ErrReservationsNotOpen = errors.New("the reservations are not open yet")
-	// ErrNotReserved says the buyer has no reservation of the activity.
+	// ErrNotReserved refuses a grab of a reservation sale by a buyer who did not reserve it.
 	ErrNotReserved = errors.New("not reserved")
+	// ErrNoReservation answers a lookup of a buyer's reservation that finds none: the same
+	// fact as ErrNotReserved, found rather than refused.
+	ErrNoReservation = errors.New("no reservation")
+	// ErrWaveNotOpen says the buyer's wave has not opened yet (see WaveNotOpen).
+	ErrWaveNotOpen = errors.New("the buyer's wave has not opened yet")
 )
+
+// WaveNotOpen is ErrWaveNotOpen with the buyer's wave and when it opens; both zero while the
+// gate does not hold the waves yet (they are being assigned and copied, at the start or after
+// the gate lost them): then the buyer tries again in a second.
+type WaveNotOpen struct {
+	Wave    int64
+	OpensAt time.Time
+}
+
+func (w WaveNotOpen) Error() string {
+	if w.Wave == 0 {
+		return fmt.Sprintf("%v: the waves are being assigned", ErrWaveNotOpen)
+	}
+	return fmt.Sprintf("%v: wave %d opens at %s", ErrWaveNotOpen, w.Wave, w.OpensAt.UTC().Format(time.RFC3339))
+}
+
+// Unwrap makes a WaveNotOpen an ErrWaveNotOpen.
+func (w WaveNotOpen) Unwrap() error { return ErrWaveNotOpen }
+
+// RetryAfter is how long after now the buyer should try again: until the wave opens, at least a
+// second (and a second while the waves are being assigned).
+func (w WaveNotOpen) RetryAfter(now time.Time) time.Duration {
+	return max(w.OpensAt.Sub(now), time.Second)
+}
+
+// Admit is the check a gate makes of a grab of userID at now from a, a reservation sale whose
+// reserver set it holds whole (sealed) or not yet, where userID has wave (0: not among them):
+// nil, ErrNotReserved or WaveNotOpen. Every gate checks it in the grab's own step, after the
+// sale's window and before anything is spent or taken.
+func (a Activity) Admit(sealed bool, wave int64, now time.Time) error {
+	switch {
+	case !sealed:
+		return WaveNotOpen{}
+	case wave < 1:
+		return fmt.Errorf("activity %s: %w", a.ID, ErrNotReserved)
+	case now.Before(a.WaveOpens(wave)):
+		return WaveNotOpen{Wave: wave, OpensAt: a.WaveOpens(wave)}
+	}
+	return nil
+}
 
 // Reservations are the reservation sales' reservations: a feature of its own on the
 // ReservationStore, beside the core service it reads the activities through.
 type Reservations struct {
 	core  *Service
 	store ReservationStore
+	waves Waves
 }
 
-// NewReservations returns the reservations of core's activities, kept by store.
-func NewReservations(core *Service, store ReservationStore) *Reservations {
-	return &Reservations{core: core, store: store}
+// NewReservations returns the reservations of core's activities, kept by store, whose waves
+// the gate holds in waves.
+func NewReservations(core *Service, store ReservationStore, waves Waves) *Reservations {
+	return &Reservations{core: core, store: store, waves: waves}
 }
 
 // reservable returns activity id if it takes reservations now. Errors: ErrNotFound,
@@ -176,7 +272,7 @@ func (s *Reservations) Reserve(ctx context.Context, id, userID string) (Reservat
 }
 
 // Mine returns userID's reservation of activity id. Errors: ErrNotFound (no such activity),
-// ErrNotReservable, ErrNotReserved, ErrBusy.
+// ErrNotReservable, ErrNoReservation, ErrBusy.
 func (s *Reservations) Mine(ctx context.Context, id, userID string) (Reservation, error) {
 	a, err := s.core.Activity(ctx, id)
 	if err != nil {
@@ -187,16 +283,17 @@ func (s *Reservations) Mine(ctx context.Context, id, userID string) (Reservation
 	}
 	r, err := s.store.Reservation(ctx, id, userID)
 	if errors.Is(err, ErrNotFound) {
-		return Reservation{}, fmt.Errorf("%s of %s: %w", userID, id, ErrNotReserved)
+		return Reservation{}, fmt.Errorf("%s of %s: %w", userID, id, ErrNoReservation)
 	}
 	return r, err
 }
 
-// Close assigns the waves of activity a's reservations once they have closed, batch
-// reservations at a time: in the order of reservation a page's waves follow from its numbers
-// and the count; drawn, the draw needs every reserver's user id (a million take some 40 MB),
-// then the waves are written batch at a time. It may run again (after a crash): it assigns the
-// same waves. It returns how many it assigned. Errors: ErrNotReservable, ErrInvalidState (the
+// Close closes activity a's reservations in the database (Store.CloseReservations) once it has
+// started, and assigns their waves, batch reservations at a time: in the order of reservation a
+// page's waves follow from its numbers and the count; drawn, the draw needs every reserver's
+// user id (a million take some 40 MB), then the waves are written batch at a time. A close
+// that finds the waves assigned writes nothing; one cut off (a crash) is run again and assigns
+// the same waves. It returns how many reserved. Errors: ErrNotReservable, ErrInvalidState (the
 // reservations are still open), ErrBusy.
 func (s *Reservations) Close(ctx context.Context, a Activity, batch int) (int64, error) {
 	switch {
@@ -205,53 +302,118 @@ func (s *Reservations) Close(ctx context.Context, a Activity, batch int) (int64,
 	case s.core.now().Before(a.StartAt):
 		return 0, fmt.Errorf("%w: the reservations of %s close at its start", ErrInvalidState, a.ID)
 	}
-	n, err := s.store.Reserved(ctx, a.ID)
-	if err != nil {
+	batch = max(batch, 1)
+	n, assigned, err := s.store.CloseReservations(ctx, a.ID)
+	if err != nil || assigned {
+		return n, err
+	}
+	if err := s.assign(ctx, a, n, batch); err != nil {
 		return 0, err
 	}
+	return n, s.store.WavesAssigned(ctx, a.ID)
+}
+
+// assign writes the waves of a's n reservations (see Close).
+func (s *Reservations) assign(ctx context.Context, a Activity, n int64, batch int) error {
 	waves := max(a.Waves, 1)
 	if a.WaveOrder != WaveDrawn {
-		var done int64
-		for after := int64(0); ; {
-			page, err := s.store.Reservations(ctx, a.ID, after, batch)
-			if err != nil || len(page) == 0 {
-				return done, err
-			}
+		return s.pages(ctx, a.ID, batch, func(page []Reservation) error {
 			set := make(map[int64]int64, len(page))
 			for _, r := range page {
 				set[r.Number] = WaveOf(r.Number-1, n, waves)
 			}
-			if err := s.store.SetWaves(ctx, a.ID, set); err != nil {
-				return done, err
-			}
-			done += int64(len(page))
-			after = page[len(page)-1].Number
-		}
+			return s.store.SetWaves(ctx, a.ID, set)
+		})
 	}
 	var all []Reservation
-	for after := int64(0); ; {
-		page, err := s.store.Reservations(ctx, a.ID, after, batch)
-		if err != nil {
-			return 0, err
-		}
-		if len(page) == 0 {
-			break
-		}
+	err := s.pages(ctx, a.ID, batch, func(page []Reservation) error {
 		for _, r := range page { // only what the draw needs
 			all = append(all, Reservation{UserID: r.UserID, Number: r.Number})
 		}
-		after = page[len(page)-1].Number
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	assigned := AssignWaves(a, all)
 	numbers := slices.Sorted(maps.Keys(assigned))
-	for chunk := range slices.Chunk(numbers, max(batch, 1)) {
+	for chunk := range slices.Chunk(numbers, batch) {
 		set := make(map[int64]int64, len(chunk))
 		for _, num := range chunk {
 			set[num] = assigned[num]
 		}
 		if err := s.store.SetWaves(ctx, a.ID, set); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return int64(len(all)), nil
+	return nil
+}
+
+// pages calls fn with the reservations of activity id, batch at a time, in the order of their
+// numbers.
+func (s *Reservations) pages(ctx context.Context, id string, batch int, fn func([]Reservation) error) error {
+	for after := int64(0); ; {
+		page, err := s.store.Reservations(ctx, id, after, batch)
+		if err != nil || len(page) == 0 {
+			return err
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		after = page[len(page)-1].Number
+	}
+}
+
+// OpenWaves makes the gate hold the waves of activity a, a reservation sale that has started:
+// unless the gate holds them whole already, it closes the reservations (Close), copies the
+// reservers with their waves into the gate batch at a time, and seals the set there, from when
+// the gate admits each reserver in their wave. It is what the sale needs at its start, and again
+// whenever the gate lost the set (a node rebuilt, a Redis shard lost): until it is done every
+// grab of a waits (WaveNotOpen). Two at once do the same work twice, harmlessly; the node runs
+// it under a lease. It returns how many reservers it copied. Errors: those of Close, ErrBusy.
+func (s *Reservations) OpenWaves(ctx context.Context, a Activity, batch int) (int64, error) {
+	if sealed, err := s.waves.WavesSealed(ctx, a); err != nil || sealed {
+		return 0, err
+	}
+	batch = max(batch, 1)
+	n, err := s.Close(ctx, a, batch)
+	if err != nil {
+		return 0, err
+	}
+	var copied int64
+	err = s.pages(ctx, a.ID, batch, func(page []Reservation) error {
+		set := make(map[string]int64, len(page))
+		for _, r := range page {
+			set[r.UserID] = r.Wave
+		}
+		copied += int64(len(page))
+		return s.waves.HoldWaves(ctx, a, set)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return copied, s.waves.SealWaves(ctx, a, n)
+}
+
+// OpenBatch is how many reservations OpenWaves reads, writes and copies at a time.
+const OpenBatch = 5000
+
+// OpenDue opens the waves (OpenWaves) of every reservation sale this node knows that has started
+// and not ended, and returns how many reservers it copied into the gate (0 when the gate held
+// every set already: one check per activity).
+func (s *Reservations) OpenDue(ctx context.Context) (int, error) {
+	var copied int64
+	var errs []error
+	now := s.core.now()
+	for _, a := range s.core.Current() {
+		if a.Admission != AdmitReservation || now.Before(a.StartAt) || a.Archived() {
+			continue
+		}
+		n, err := s.OpenWaves(ctx, a, OpenBatch)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("open the waves of %s: %w", a.ID, err))
+		}
+		copied += n
+	}
+	return int(copied), errors.Join(errs...)
 }

@@ -41,6 +41,98 @@ func GateTests(t *testing.T, newGate func(t *testing.T) sale.Gate) {
 	t.Run("Passes", func(t *testing.T) { gatePasses(t, newGate(t)) })
 	t.Run("PassesSpentAlone", func(t *testing.T) { gateSpendPass(t, newGate(t)) })
 	t.Run("Revisions", func(t *testing.T) { gateRevisions(t, newGate(t)) })
+	t.Run("Waves", func(t *testing.T) { gateWaves(t, newGate(t)) })
+}
+
+// gateWaves: a reservation sale's grab waits until the gate holds the whole set of reservers
+// (sealed), then is refused to anyone not among them and to a reserver before their wave
+// opens, taking nothing, and admitted from then as any grab; a load leaves the set, a drop
+// forgets it.
+func gateWaves(t *testing.T, g sale.Gate) {
+	ctx := context.Background()
+	a := GateItem("wv", 100, 1)
+	a.Admission, a.ReserveFrom, a.Waves, a.WaveInterval, a.WaveOrder = sale.AdmitReservation, T0.Add(-time.Hour), 3,
+		10*time.Minute, sale.WaveByNumber
+	a.StockShards = 3 // a gate that splits stocks keeps each reserver on their home shard
+	load(t, g, a, sale.GateState{})
+	grab := func(user string, at time.Time) error {
+		t.Helper()
+		_, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: "k-" + user, Now: at})
+		return err
+	}
+	sealed := func(want bool) {
+		t.Helper()
+		if got, err := g.WavesSealed(ctx, a); err != nil || got != want {
+			t.Fatalf("WavesSealed = %v, %v; want %v", got, err, want)
+		}
+	}
+	notYet := func(err error) bool {
+		var w sale.WaveNotOpen
+		return errors.As(err, &w) && w.Wave == 0 && w.OpensAt.IsZero()
+	}
+	const reservers = 60
+	waves := map[string]int64{}
+	for i := range reservers {
+		waves[fmt.Sprintf("u%02d", i)] = sale.WaveOf(int64(i), reservers, a.Waves)
+	}
+	sealed(false)
+	if err := grab("u00", T0); !notYet(err) {
+		t.Fatalf("a grab before the gate holds any reserver: %v; want a WaveNotOpen of no wave", err)
+	}
+	first, rest := map[string]int64{}, map[string]int64{}
+	for u, w := range waves {
+		if u < "u30" {
+			first[u] = w
+		} else {
+			rest[u] = w
+		}
+	}
+	if err := g.HoldWaves(ctx, a, first); err != nil {
+		t.Fatal(err)
+	}
+	sealed(false)
+	if err := grab("u00", T0); !notYet(err) {
+		t.Fatalf("a grab while the set is being copied: %v; want a WaveNotOpen of no wave", err)
+	}
+	for _, step := range []func() error{
+		func() error { return g.HoldWaves(ctx, a, rest) },
+		func() error { return g.HoldWaves(ctx, a, first) }, // a copy made again
+		func() error { return g.SealWaves(ctx, a, reservers) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sealed(true)
+	if err := grab("stranger", T0); !errors.Is(err, sale.ErrNotReserved) {
+		t.Fatalf("a grab of someone not reserved: %v; want ErrNotReserved", err)
+	}
+	if err := grab("u25", T0.Add(time.Minute)); !errors.Is(err, sale.ErrWaveNotOpen) {
+		t.Fatalf("a grab of wave 2 in wave 1: %v", err)
+	} else if w := (sale.WaveNotOpen{}); !errors.As(err, &w) || w.Wave != 2 || !w.OpensAt.Equal(a.WaveOpens(2)) {
+		t.Fatalf("a grab of wave 2 in wave 1: %+v; want wave 2 opening at %s", w, a.WaveOpens(2))
+	}
+	if got := remaining(t, g, a); got != 100 {
+		t.Fatalf("the refusals took units: %d left of 100", got)
+	}
+	for i := range reservers { // each in the first second of their wave
+		u := fmt.Sprintf("u%02d", i)
+		if err := grab(u, a.WaveOpens(waves[u]).Add(time.Second)); err != nil {
+			t.Fatalf("%s in their wave %d: %v", u, waves[u], err)
+		}
+	}
+	if got := remaining(t, g, a); got != 100-reservers {
+		t.Fatalf("%d left after %d reservers grabbed; want %d", got, reservers, 100-reservers)
+	}
+	load(t, g, a, sale.GateState{}) // a reload (a rebuild) leaves the set
+	sealed(true)
+	if err := grab("stranger", a.WaveOpens(3)); !errors.Is(err, sale.ErrNotReserved) {
+		t.Fatalf("a stranger after a reload: %v; want ErrNotReserved", err)
+	}
+	if err := g.Drop(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	sealed(false)
 }
 
 // gateRevisions: a revision is given once and in order, its units go on sale with it, and from

@@ -66,7 +66,7 @@ func TestReservationsService(t *testing.T) {
 			t.Errorf("a close before the start: %v", err)
 		}
 	}
-	if _, err := rs.Mine(ctx, byNumber.ID, "stranger"); !errors.Is(err, sale.ErrNotReserved) {
+	if _, err := rs.Mine(ctx, byNumber.ID, "stranger"); !errors.Is(err, sale.ErrNoReservation) {
 		t.Errorf("a stranger's reservation: %v", err)
 	}
 	clock.Advance(time.Hour)

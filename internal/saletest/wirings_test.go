@@ -915,3 +915,21 @@ func TestEventPurge(t *testing.T) {
 		saletest.EventPurge(t, nodetest.EmbeddedOn(t, saletest.NewClock(saletest.T0), dbtest.PostgresDSN(t)))
 	})
 }
+
+// TestReservationWaves: a reservation sale's crowds in each wave, on every gate: embedded, a
+// Redis that loses its data between two waves (killed and restarted without persistence), and a
+// three-master cluster with the stock split over three slots.
+func TestReservationWaves(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { saletest.ReservationTests(t, nodetest.Embedded, nil) })
+	t.Run("redis", func(t *testing.T) {
+		srv := redistest.Start(t, redistest.Options{})
+		saletest.ReservationTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return nodetest.Distributed(t, c, srv.URL(), dbtest.MySQLDSN(t))
+		}, func(t *testing.T) { srv.Kill(); srv.Restart(t) })
+	})
+	t.Run("cluster", func(t *testing.T) {
+		saletest.ReservationTests(t, func(t testing.TB, c *saletest.Clock) saletest.Env {
+			return nodetest.Distributed(t, c, redistest.StartCluster(t).Seeds(), dbtest.PostgresDSN(t))
+		}, nil)
+	})
+}

@@ -14,6 +14,13 @@ import (
 
 var _ sale.ReservationStore = (*Store)(nil)
 
+// The states of an activity's reservations (activities.reservations_state).
+const (
+	reservationsOpen     = 0
+	reservationsClosed   = 1 // the count is final
+	reservationsAssigned = 2 // and every reservation has its wave
+)
+
 // Reserve implements sale.ReservationStore. The activity's row is locked first: the
 // reservations of one activity are numbered one at a time, in the order they commit, and a
 // buyer's second reservation at once with the first finds the first.
@@ -22,8 +29,9 @@ func (s *Store) Reserve(ctx context.Context, activityID, userID string, now time
 	var created bool
 	err := s.inTx(ctx, func(t tx) error {
 		created = false
-		var reserved int64
-		err := t.QueryRowContext(ctx, `SELECT reserved FROM activities WHERE id = ?`+t.d.forUpdate(), activityID).Scan(&reserved)
+		var reserved, state int64
+		err := t.QueryRowContext(ctx, `SELECT reserved, reservations_state FROM activities WHERE id = ?`+t.d.forUpdate(),
+			activityID).Scan(&reserved, &state)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
 		}
@@ -32,6 +40,9 @@ func (s *Store) Reserve(ctx context.Context, activityID, userID string, now time
 		}
 		if r, err = reservationOf(ctx, t, activityID, userID); !errors.Is(err, sale.ErrNotFound) {
 			return err // found (nil), or failed
+		}
+		if state != reservationsOpen {
+			return fmt.Errorf("activity %s: %w", activityID, sale.ErrReservationsClosed)
 		}
 		r = sale.Reservation{ActivityID: activityID, UserID: userID, Number: reserved + 1, ReservedAt: fromMS(ms(now))}
 		if _, err := t.ExecContext(ctx, `UPDATE activities SET reserved = ? WHERE id = ?`, r.Number, activityID); err != nil {
@@ -116,4 +127,31 @@ func (s *Store) Reserved(ctx context.Context, activityID string) (int64, error) 
 		return 0, fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
 	}
 	return n, err
+}
+
+// CloseReservations implements sale.ReservationStore: under the activity row's lock, which
+// every reservation takes first, so that none commits after the count is read.
+func (s *Store) CloseReservations(ctx context.Context, activityID string) (int64, bool, error) {
+	var n, state int64
+	err := s.inTx(ctx, func(t tx) error {
+		err := t.QueryRowContext(ctx, `SELECT reserved, reservations_state FROM activities WHERE id = ?`+t.d.forUpdate(),
+			activityID).Scan(&n, &state)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("activity %s: %w", activityID, sale.ErrNotFound)
+		}
+		if err != nil || state != reservationsOpen {
+			return err
+		}
+		state = reservationsClosed
+		_, err = t.ExecContext(ctx, `UPDATE activities SET reservations_state = ? WHERE id = ?`, state, activityID)
+		return err
+	})
+	return n, state == reservationsAssigned, err
+}
+
+// WavesAssigned implements sale.ReservationStore.
+func (s *Store) WavesAssigned(ctx context.Context, activityID string) error {
+	_, err := s.w.ExecContext(ctx, `UPDATE activities SET reservations_state = ? WHERE id = ? AND reservations_state = ?`,
+		reservationsAssigned, activityID, reservationsClosed)
+	return err
 }

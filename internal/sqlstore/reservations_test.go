@@ -89,9 +89,65 @@ func testReservations(t *testing.T, dsn string) {
 	if len(all) != buyers {
 		t.Fatalf("%d reservations listed, want %d", len(all), buyers)
 	}
+	// The close, while 20 more buyers reserve: each reservation committed before it is counted,
+	// each after it refused, whatever the clock its node read.
+	var late sync.WaitGroup
+	var lateMu sync.Mutex
+	lateNumbers := map[string]int64{}
+	for i := range 20 {
+		late.Go(func() {
+			u := fmt.Sprintf("late%02d", i)
+			r, _, err := s.Reserve(ctx, a.ID, u, t0)
+			switch {
+			case err == nil:
+				lateMu.Lock()
+				lateNumbers[u] = r.Number
+				lateMu.Unlock()
+			case !errors.Is(err, sale.ErrReservationsClosed):
+				t.Errorf("reserve %s at the close: %v", u, err)
+			}
+		})
+	}
+	n, assigned, err := s.CloseReservations(ctx, a.ID)
+	late.Wait()
+	if err != nil || assigned || n != buyers+int64(len(lateNumbers)) {
+		t.Fatalf("close: %d, %v, %v; want %d reserved (%d of them during the close), not assigned", n, assigned, err,
+			buyers+len(lateNumbers), len(lateNumbers))
+	}
+	for u, num := range lateNumbers {
+		if num > n {
+			t.Errorf("%s got number %d after a close that counted %d", u, num, n)
+		}
+	}
+	if _, _, err := s.Reserve(ctx, a.ID, "after", t0); !errors.Is(err, sale.ErrReservationsClosed) {
+		t.Errorf("a reservation after the close: %v", err)
+	}
+	if r, isNew, err := s.Reserve(ctx, a.ID, "u07", t0); err != nil || isNew || r.Number != numbers["u07"][0] {
+		t.Errorf("a reserver asking again after the close: %+v, %v, %v; want their reservation", r, isNew, err)
+	}
+	if _, _, err := s.CloseReservations(ctx, "nope"); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("closing no activity: %v", err)
+	}
+	for after := all[len(all)-1].Number; ; { // the ones that came in time
+		page, err := s.Reservations(ctx, a.ID, after, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Number
+	}
 	waves := sale.AssignWaves(got, all)
 	if err := s.SetWaves(ctx, a.ID, waves); err != nil {
 		t.Fatal(err)
+	}
+	if err := s.WavesAssigned(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if again, assigned, err := s.CloseReservations(ctx, a.ID); err != nil || !assigned || again != n {
+		t.Fatalf("close again: %d, %v, %v; want %d, assigned", again, assigned, err, n)
 	}
 	perWave := map[int64]int{}
 	for _, r := range all {
@@ -101,7 +157,8 @@ func testReservations(t *testing.T, dsn string) {
 		}
 		perWave[back.Wave]++
 	}
-	if perWave[1] != 14 || perWave[2] != 14 || perWave[3] != 12 {
-		t.Errorf("waves %v; want 14, 14, 12 of 40 in 3", perWave)
+	size := (n + 2) / 3
+	if int64(perWave[1]) != size || int64(perWave[2]) != size || int64(perWave[3]) != n-2*size {
+		t.Errorf("waves %v; want %d, %d, %d of %d in 3", perWave, size, size, n-2*size, n)
 	}
 }

@@ -143,6 +143,35 @@ func (p *EventPurger) job() leasedJob {
 		do: func(ctx context.Context) (int, error) { return p.Outbox.Purge(ctx, p.Keep) }}
 }
 
+// WaveOpener opens, every Every, the waves of the reservation sales that have started
+// (Reservations.OpenDue): their reservations close, their waves are assigned and the gate is
+// given the reservers, once at the start and again whenever it lost them. One node of many
+// does it, the one holding the lease "waves"; a round that outlasts the lease (a million
+// reservers) and meets another node's does the same work twice, harmlessly.
+type WaveOpener struct {
+	Reservations *sale.Reservations
+	Lease        sale.Lease
+	Holder       string
+	Every        time.Duration
+	Log          *slog.Logger
+}
+
+// WavesLease is the lease a WaveOpener holds for its rounds.
+const WavesLease = "waves"
+
+// Run opens what is due every Every until ctx ends.
+func (w *WaveOpener) Run(ctx context.Context) { w.job().run(ctx) }
+
+// Round opens what is due if this node holds the lease; it returns how many reservers it gave
+// the gate.
+func (w *WaveOpener) Round(ctx context.Context) int { return w.job().round(ctx) }
+
+func (w *WaveOpener) job() leasedJob {
+	return leasedJob{lease: w.Lease, name: WavesLease, holder: w.Holder, every: w.Every, log: w.Log,
+		what: "open the reservation sales' waves", did: "gave the gate the reservers of the sales started",
+		do: w.Reservations.OpenDue}
+}
+
 // leasedJob is a job one node of many runs every every, the one holding the lease name: each
 // round does do, logs what it did (did) or why it failed (what), and tells done how many.
 type leasedJob struct {

@@ -24,9 +24,12 @@ type ActivityResponse struct {
 	NowMS        int64     `json:"now_ms"`
 	// RequireChallenge says grabs need a solved challenge's path token.
 	RequireChallenge bool `json:"require_challenge"`
-	// Admission is direct, queue or lottery; Line describes a queue or lottery's line.
+	// Admission is direct, queue, lottery or reservation; Line describes a queue or lottery's
+	// line.
 	Admission sale.Admission `json:"admission"`
 	Line      *LineResponse  `json:"line,omitempty"`
+	// Reservation describes a reservation sale's terms.
+	Reservation *ReservationSaleResponse `json:"reservation,omitempty"`
 	// Revision counts the activity's versions: 1 as created, one more for each change an
 	// operator made (stock added, the sale ended early).
 	Revision int64 `json:"revision"`
@@ -68,6 +71,13 @@ type CreateActivityRequest struct {
 	// times the stock) and its admissions a second (default 1000).
 	QueueCap  int64 `json:"queue_cap,omitempty"`
 	AdmitRate int64 `json:"admit_rate,omitempty"`
+	// A reservation sale's terms: its reservations open at ReserveFrom (RFC 3339, default now)
+	// and close at the start; Waves (default 1) open WaveIntervalS apart from the start, filled
+	// in WaveOrder (reserved, the default, or random).
+	ReserveFrom   string `json:"reserve_from,omitempty"`
+	Waves         int64  `json:"waves,omitempty"`
+	WaveIntervalS int64  `json:"wave_interval_s,omitempty"`
+	WaveOrder     string `json:"wave_order,omitempty"`
 	// RateLimits override the node's grab rate limits for this activity, in requests per
 	// second; 0 switches one off, and one left out keeps the node's.
 	RateLimits *RateLimitsRequest `json:"rate_limits,omitempty"`

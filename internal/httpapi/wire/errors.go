@@ -27,6 +27,14 @@ const (
 	CodeBadSignature     = "BAD_SIGNATURE"
 	CodeSignatureExpired = "SIGNATURE_EXPIRED"
 	CodeAmountMismatch   = "AMOUNT_MISMATCH"
+	// A reservation sale's refusals: a grab of a buyer who did not reserve, or before their
+	// wave opens (425, Retry-After: the seconds to the opening); a reservation of an activity of
+	// another admission, before the reservations open or after they closed at the start.
+	CodeNotReserved         = "NOT_RESERVED"
+	CodeWaveNotOpen         = "WAVE_NOT_OPEN"
+	CodeNotReservable       = "NOT_RESERVABLE"
+	CodeReservationsNotOpen = "RESERVATIONS_NOT_OPEN"
+	CodeReservationsClosed  = "RESERVATIONS_CLOSED"
 )
 
 // ErrorBody is the body of every answer of 4xx or 5xx: {"error": {"code": ..., "message": ...}}.

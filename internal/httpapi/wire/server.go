@@ -14,4 +14,5 @@ type FeaturesResponse struct {
 	Challenges       bool     `json:"challenges"`
 	Blocks           bool     `json:"blocks"`
 	Audit            bool     `json:"audit"`
+	Reservations     bool     `json:"reservations"`
 }
