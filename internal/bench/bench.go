@@ -489,7 +489,25 @@ func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Cont
 		events := s.Provider.Events()
 		complete := true
 		for tok, o := range f.Orders {
-			if len(events[tok]) < len(eventsOf(o.Status)) {
+			status, moved := f.Moved[tok]
+			if !moved {
+				status = o.Status
+			}
+			if len(events[tok]) > len(eventsOf(status)) {
+				// More events than the order's status says: it moved on since it was read (an
+				// unpaid order's window closed meanwhile). Its events are held to what it is now.
+				now, err := reread(ctx, tok)
+				if err != nil {
+					return PaymentsReport{}, err
+				}
+				if now.Status != status {
+					if f.Moved == nil {
+						f.Moved = map[string]sale.Status{}
+					}
+					f.Moved[tok], status = now.Status, now.Status
+				}
+			}
+			if len(events[tok]) < len(eventsOf(status)) {
 				complete = false
 				break
 			}

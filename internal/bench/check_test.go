@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"seckill/internal/httpapi/wire"
+	"seckill/internal/sale"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -181,6 +182,15 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Events["t2"] = []string{"paid", "created"}
 			return h
 		}, func(v Verdict) int64 { return v.EventsOff }, "arrived [paid created]"},
+		{"an order's expiry sent while it is still open", "item", func(h []Record, f *Facts) []Record {
+			f.Events = map[string][]string{}
+			for tok := range f.Orders {
+				f.Events[tok] = []string{"created"}
+			}
+			// read again during the settle, it was still CREATED: the expiry is not its
+			f.Events["t2"] = []string{"created", "expired"}
+			return h
+		}, func(v Verdict) int64 { return v.EventsOff }, "t2 of u2 ended CREATED; its events arrived [created expired]"},
 		{"an order's event missing", "item", func(h []Record, f *Facts) []Record {
 			f.Events = map[string][]string{}
 			for tok := range f.Orders {
@@ -246,6 +256,26 @@ func TestCheckCountsRestockedUnits(t *testing.T) {
 	v := Check(h, f)
 	if !v.OK() || v.Restocked != 1 {
 		t.Fatalf("verdict %+v", v)
+	}
+}
+
+// TestCheckHoldsMovedOrdersToTheirEvents: an unpaid order read CREATED whose window closed
+// while its events were awaited, read again CANCELLED (Facts.Moved), has its expiry's event
+// held to what it became; the stock's count stays the one read with the stats.
+func TestCheckHoldsMovedOrdersToTheirEvents(t *testing.T) {
+	h, f := finishedSale(50, 10, "item")
+	f.Events = map[string][]string{}
+	for tok := range f.Orders {
+		f.Events[tok] = []string{"created"}
+	}
+	f.Events["t4"] = []string{"created", "expired"}
+	f.Moved = map[string]sale.Status{"t4": sale.StatusCancelled}
+	if v := Check(h, f); !v.OK() || v.Restocked != 0 {
+		t.Fatalf("verdict %+v", v)
+	}
+	f.Events["t4"] = []string{"created", "expired", "refunded"}
+	if v := Check(h, f); v.EventsOff != 1 {
+		t.Fatalf("an event beyond the moved status: verdict %+v", v)
 	}
 }
 
