@@ -85,7 +85,10 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Float64Var(&s.Unpaid, "unpaid", 0, "share of the winners who never pay: their orders expire, the units go back and the losers try again")
 	fs.DurationVar(&s.PayWindow, "pay-window", 0, "the activity's payment window (needed with --unpaid, at most 10m; default the server's 15m)")
 	fs.Uint64Var(&s.Seed, "seed", 1, "orders the clicks; the same seed sends the same sequence")
-	fs.StringVar(&s.Line.Admission, "admission", "direct", "direct (grabs race to the gate), queue (a waiting line: the early crowd shuffled, then in order) or lottery (entries, then a draw)")
+	fs.StringVar(&s.Line.Admission, "admission", "direct", "direct (grabs race to the gate), queue (a waiting line: the early crowd shuffled, then in order), lottery (entries, then a draw) or reservation (reservations, then waves)")
+	fs.IntVar(&s.Reservation.Reserved, "reserved", 0, "reservation: how many of the users reserve before the start (the others click too, and must all be refused)")
+	fs.Int64Var(&s.Reservation.Waves, "waves", 0, "reservation: the waves the reservers enter in (default 1)")
+	fs.DurationVar(&s.Reservation.WaveInterval, "wave-interval", 0, "reservation: the time between two waves' openings (whole seconds; required with several waves)")
 	fs.Int64Var(&s.Line.AdmitRate, "admit-rate", 0, "queue: tickets the line admits a second (default the server's, 1000)")
 	fs.Int64Var(&s.Line.QueueCap, "queue-cap", 0, "queue or lottery: tickets waiting at most (default the server's, 10 × stock)")
 	fs.DurationVar(&s.Line.PreQueue, "pre-queue", 0, "queue or lottery: the activity starts this long after it is created; the clicks before form the early crowd (default 3s)")
@@ -119,6 +122,9 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	if s.Kind == "redpacket" && s.TotalCents == 0 {
 		s.TotalCents = 100 * s.Stock
+	}
+	if s.Line.Admission == bench.AdmitReservation && s.Reservation.Waves == 0 {
+		s.Reservation.Waves = 1
 	}
 	if s.Line.Lined() && s.Line.PreQueue == 0 {
 		s.Line.PreQueue = 3 * time.Second

@@ -247,7 +247,12 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"short secret", []string{"--url", base, "--jwt-secret", "short", "--admin-token", testAdmin}, "--jwt-secret"},
 		{"wrong secret", []string{"--url", base, "--jwt-secret", strings.Repeat("x", 40), "--admin-token", testAdmin}, "refuses the user tokens"},
 		{"wrong admin token", []string{"--url", base, "--jwt-secret", testSecret, "--admin-token", "nope"}, "refuses the admin token"},
-		{"unknown admission", []string{"--admission", "raffle"}, "want direct, queue or lottery"},
+		{"unknown admission", []string{"--admission", "raffle"}, "want direct, queue, lottery or reservation"},
+		{"reservations without a reservation sale", []string{"--reserved", "10"}, "are for --admission reservation"},
+		{"more reservers than users", []string{"--admission", "reservation", "--users", "10", "--reserved", "11"}, "--reserved 11"},
+		{"waves without an interval", []string{"--admission", "reservation", "--reserved", "10", "--waves", "3"}, "--wave-interval 0s"},
+		{"a reservation sale with unpaid orders", []string{"--admission", "reservation", "--reserved", "10", "--unpaid", "0.1",
+			"--pay-window", "2s"}, "a burst at each wave"},
 		{"a rate without a line", []string{"--admit-rate", "10"}, "are for --admission queue or lottery"},
 		{"a short pre-queue", []string{"--admission", "queue", "--pre-queue", "10ms"}, "--pre-queue 10ms"},
 		{"a line with unpaid orders", []string{"--admission", "queue", "--unpaid", "0.1", "--pay-window", "2s"}, "for direct admission"},
@@ -292,6 +297,29 @@ func TestBenchAdmission(t *testing.T) {
 			t.Fatalf("result %+v line %+v", res, l)
 		}
 	})
+	// A reservation sale: 300 of 1,000 users reserve, in three waves 2 s apart, for 250 units;
+	// at each opening everyone clicks. The checker finds no stranger's or early win, every
+	// reserver where their number puts them, and the stock sold to the first two waves and half
+	// the third.
+	for name, args := range map[string]func(t *testing.T) []string{
+		"reservation": func(*testing.T) []string { return nil },
+		"reservation on Redis and Postgres": func(t *testing.T) []string {
+			return []string{"--redis", redistest.Start(t, redistest.Options{}).URL(), "--db", dbtest.PostgresDSN(t)}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, _ := runBench(t, noEnv, append([]string{"--admission", "reservation", "--users", "1000", "--reserved", "300",
+				"--waves", "3", "--wave-interval", "2s", "--stock", "250", "--concurrency", "32"}, args(t)...)...)
+			r := res.Reservation
+			if !res.OK || r == nil || !r.OK() || r.Reserved != 300 || res.Wins != 250 || len(r.Waves) != 3 ||
+				r.Waves[0].Won != 100 || r.Waves[1].Won != 100 || r.Waves[2].Won != 50 || r.Strangers < 700 {
+				t.Fatalf("result %+v reservation %+v", res, r)
+			}
+			if res.Outcomes["not_reserved"].Count == 0 || res.Outcomes["wave_not_open"].Count == 0 {
+				t.Fatalf("no stranger refused, or nobody told to wait: %+v", res.Outcomes)
+			}
+		})
+	}
 	t.Run("lottery", func(t *testing.T) {
 		res, _ := runBench(t, noEnv, "--admission", "lottery", "--users", "2000", "--dup", "0", "--stock", "100",
 			"--pre-queue", "4s", "--queue-cap", "100000", "--concurrency", "32")

@@ -42,6 +42,8 @@ type Sale struct {
 	PayWindow time.Duration // the activity's payment window; 0: the server's default (15 min)
 	// Line makes the sale a queue or lottery: the crowd joins its waiting line (see LineSpec).
 	Line LineSpec
+	// Reservation is a reservation sale's reservations and waves (Line.Admission reservation).
+	Reservation ReservationSpec
 	// Meter, when set, reads the CPU time of the servers: the result says what each role used.
 	Meter Meter
 	// Provider, when set, is the payment provider the server sends its buyers to, and the
@@ -153,6 +155,16 @@ func (s Sale) Validate() error {
 			return errors.New("--operator changes an item's direct sale: no --unpaid, --payments, line or red packet")
 		}
 	}
+	if s.Line.Admission == AdmitReservation {
+		if err := s.Reservation.Validate(s.Users); err != nil {
+			return err
+		}
+		if s.Unpaid > 0 || s.Provider != nil || s.Fault != nil || s.Operator != nil || s.Ramp > 0 {
+			return errors.New("--admission reservation runs a burst at each wave: no --unpaid, --payments, fault, --operator or ramp")
+		}
+	} else if s.Reservation != (ReservationSpec{}) {
+		return errors.New("--reserved, --waves and --wave-interval are for --admission reservation")
+	}
 	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
 		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")
 	}
@@ -178,6 +190,9 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	}
 	if s.Line.Lined() {
 		return s.runLine(ctx, c, bearer)
+	}
+	if s.Line.Admission == AdmitReservation {
+		return s.runReservation(ctx, c, bearer)
 	}
 	now := time.Now().UTC()
 	id, err := c.CreateActivity(ctx, s.spec(fmt.Sprintf("bench seed %d", s.Seed), now.Add(-time.Second)))

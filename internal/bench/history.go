@@ -33,7 +33,7 @@ const (
 )
 
 // Outcomes lists the outcomes in report order.
-var Outcomes = []Outcome{Won, Joined, AlreadyBought, SoldOut, QueueFull, Closed, Ended, RateLimited, Error}
+var Outcomes = []Outcome{Won, Joined, AlreadyBought, SoldOut, QueueFull, Closed, Ended, NotReserved, WaveNotOpen, RateLimited, Error}
 
 // outcomeOf classifies an answer by its status.
 func outcomeOf(status int) Outcome {

@@ -41,8 +41,8 @@ func (l LineSpec) Lined() bool { return l.Admission == AdmitQueue || l.Admission
 // Validate reports a line that cannot run.
 func (l LineSpec) Validate() error {
 	switch {
-	case l.Admission != "" && l.Admission != AdmitDirect && !l.Lined():
-		return fmt.Errorf("--admission %q: want direct, queue or lottery", l.Admission)
+	case l.Admission != "" && l.Admission != AdmitDirect && l.Admission != AdmitReservation && !l.Lined():
+		return fmt.Errorf("--admission %q: want direct, queue, lottery or reservation", l.Admission)
 	case !l.Lined() && (l.AdmitRate != 0 || l.QueueCap != 0 || l.PreQueue != 0):
 		return errors.New("--admit-rate, --queue-cap and --pre-queue are for --admission queue or lottery")
 	case l.AdmitRate < 0 || l.AdmitRate > sale.MaxAdmitRate:

@@ -122,6 +122,8 @@ type Result struct {
 	DrainS float64 `json:"drain_s"`
 	// Line is what a queue or lottery run found about its line.
 	Line *LineReport `json:"line,omitempty"`
+	// Reservation is what a reservation sale's run found about its reservations and waves.
+	Reservation *ReservationReport `json:"reservation,omitempty"`
 	// CPU is what the processes of each role used (Sale.Meter), Setup what they were.
 	CPU   []RoleCPU `json:"cpu,omitempty"`
 	Setup *Setup    `json:"setup,omitempty"`
@@ -190,6 +192,19 @@ func (r Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "wins %d of stock %d (demand %d, restocked %d, unanswered %d)\n", r.Wins, r.Stock, r.Demand, r.Restocked, r.Unanswered)
 	fmt.Fprintf(w, "oversell %d  undersell %d  duplicates %d  lost %d  unreleased %d  shares off %d cents  leaderboard off %d\n",
 		r.Oversell, r.Undersell, r.Duplicates, r.Lost, r.Unreleased, r.SharesOff, r.BoardOff)
+	if rs := r.Reservation; rs != nil {
+		fmt.Fprintf(w, "reservation: %d reserved in %.2f s (%d refused RESERVATIONS_CLOSED); the first unit %.2f s after the start\n",
+			rs.Reserved, rs.ReserveS, rs.Closed, rs.OpenS)
+		for k, wv := range rs.Waves {
+			fmt.Fprintf(w, "  wave %d: %d reserved, %d won\n", k+1, wv.Reserved, wv.Won)
+		}
+		fmt.Fprintf(w, "strangers refused %d, reservers told to wait while the waves were given %d\n", rs.Strangers, rs.Waited)
+		fmt.Fprintf(w, "stranger wins %d  early wins %d  reservers refused %d  numbering off %d  waves off %d\n",
+			rs.Stranger, rs.Early, rs.Refused, rs.Numbering, rs.WavesOff)
+		for _, p := range rs.Problems {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
 	if l := r.Line; l != nil {
 		fmt.Fprintf(w, "%s: %d tickets (%d early, drawn at the start), %d refused QUEUE_FULL (cap %d), %d entries after the start refused\n",
 			l.Admission, l.Tickets, l.Early, l.QueueFull, l.Cap, l.Closed)

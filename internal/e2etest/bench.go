@@ -48,13 +48,14 @@ type BenchResult struct {
 	Outcomes map[string]struct {
 		Count int64 `json:"count"`
 	} `json:"outcomes"`
-	AfterEnd      int64                 `json:"after_end"`
-	ChangesFailed int64                 `json:"changes_failed"`
-	Operator      *bench.OperatorReport `json:"operator"`
-	Line          *bench.LineReport     `json:"line"`
-	CPU           []bench.RoleCPU       `json:"cpu"`
-	Setup         *bench.Setup          `json:"setup"`
-	Payments      *bench.PaymentsReport `json:"payments"`
+	AfterEnd      int64                    `json:"after_end"`
+	ChangesFailed int64                    `json:"changes_failed"`
+	Operator      *bench.OperatorReport    `json:"operator"`
+	Line          *bench.LineReport        `json:"line"`
+	Reservation   *bench.ReservationReport `json:"reservation"`
+	CPU           []bench.RoleCPU          `json:"cpu"`
+	Setup         *bench.Setup             `json:"setup"`
+	Payments      *bench.PaymentsReport    `json:"payments"`
 }
 
 // CheckCPU checks that the result says each role's processes used CPU in the run.
