@@ -192,3 +192,68 @@ func TestChallengeBeforeTheLineOnThePage(t *testing.T) {
 		t.Errorf("stats %+v, %v; want one ticket", st.Line, err)
 	}
 }
+
+// openWaves gives the gate the waves of the site's reservation sales as they start, as the
+// binary's lease holder does, until the test ends.
+func (s *site) openWaves() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			if _, err := s.env.Reservations.OpenDue(ctx); err != nil && ctx.Err() == nil {
+				s.t.Errorf("open the waves: %v", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	s.t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestReservationOnThePage: a reservation sale's page reserves before the start ("Reserve"),
+// shows the buyer's number, then after the start their wave and a countdown to it with the
+// button shut, and grabs once the wave opens; a buyer who did not reserve is told so.
+func TestReservationOnThePage(t *testing.T) {
+	s := newSite(t)
+	a := s.create(sale.Activity{Name: "Phone launch", Kind: sale.KindItem, Stock: 5, PriceCents: 599_900,
+		Admission: sale.AdmitReservation, Waves: 2, WaveInterval: 6 * time.Second}, 10*time.Second)
+	if _, _, err := s.env.Reservations.Reserve(context.Background(), a.ID, "bob"); err != nil {
+		t.Fatal(err) // number 1: wave 1 of two reservers in two waves
+	}
+	b := browsertest.New(t, 1280, 900)
+	b.Do(chromedp.Navigate(s.url + "/activity/" + a.ID))
+	signIn(b, "alice")
+	if got := b.Text("grab"); got != "Reserve" {
+		t.Fatalf("button of a reservation sale before the start: %q", got)
+	}
+	if note := b.Text("fairness"); !strings.Contains(note, "only those who reserved may buy") {
+		t.Errorf("fairness note %q: want the reservation explained", note)
+	}
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("grab").textContent === "Reserved, #2" && document.getElementById("reservation-number").textContent === "#2"`,
+		10*time.Second, "alice's reservation")
+	if got := b.Text("reservation-wave"); got != "Assigned at the start" {
+		t.Errorf("wave before the start: %q", got)
+	}
+	b.Screenshot("reservation-reserved")
+
+	s.openWaves()
+	b.WaitFor(`document.getElementById("reservation-wave").textContent === "2" && /^Wave 2 opens in/.test(document.getElementById("grab").textContent)`,
+		20*time.Second, "alice's wave after the start")
+	if !browsertest.Eval[bool](b, `document.getElementById("grab").disabled`) || b.Text("clock-label") != "Your wave opens in" {
+		t.Errorf("before her wave: the button %q (disabled %v), the clock %q", b.Text("grab"),
+			browsertest.Eval[bool](b, `document.getElementById("grab").disabled`), b.Text("clock-label"))
+	}
+	b.Screenshot("reservation-wave")
+	if code := s.grab(a.ID, "carol"); code != http.StatusForbidden {
+		t.Errorf("a stranger's grab: %d; want 403", code)
+	}
+	b.WaitFor(`document.getElementById("grab").textContent === "Grab" && !document.getElementById("grab").disabled`,
+		15*time.Second, "the grab open in alice's wave")
+	b.Do(chromedp.Click(chromedp.ID("grab")))
+	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "alice's order")
+	b.Screenshot("reservation-won")
+}

@@ -2,7 +2,10 @@
 // clock; the grab button opens at the start, rests for 3 s after each click, walks through the
 // challenge when the sale asks for one, and after a win follows the order until it is paid. A
 // sale with a waiting line (queue or lottery admission) takes tickets before the start too: the
-// page then shows the ticket's place and wait, or the draw, until the line answers.
+// page then shows the ticket's place and wait, or the draw, until the line answers. A reservation
+// sale takes reservations before the start ("Reserve"), then shows the buyer's number and, once
+// the waves are assigned at the start, counts down to the buyer's wave: the button grabs when it
+// opens.
 "use strict";
 
 (() => {
@@ -25,11 +28,14 @@
   let polling = false;
   let ticket = null;      // the line's ticket being followed (queue or lottery admission)
   let providers = [];     // the payment providers the buyers may pay at, the default first
+  let reservation = null; // the buyer's reservation of a reservation sale, as the server has it
+  let reserving = false;  // a reservation is in flight
   let watching = false;
 
   const isPacket = () => act && act.kind === "redpacket";
   const lined = () => act && (act.admission === "queue" || act.admission === "lottery");
   const isLottery = () => act && act.admission === "lottery";
+  const byReservation = () => act && act.admission === "reservation";
   const orderKey = () => "seckill.order." + id + "." + ((session.valid() || {}).user || "");
   const ticketKey = () => "seckill.ticket." + id + "." + ((session.valid() || {}).user || "");
 
@@ -63,8 +69,19 @@
     const left = act.remaining === null || act.remaining === undefined ? null : act.remaining;
     $("stock").textContent = left === null ? (act.status === "sold_out" ? "0" : "–") : left + " / " + act.stock;
     $("limit").textContent = String(act.per_user_limit);
-    $("admission-fact").hidden = !lined();
-    $("fairness").hidden = !lined();
+    $("admission-fact").hidden = !lined() && !byReservation();
+    $("fairness").hidden = !lined() && !byReservation();
+    if (byReservation()) {
+      const rs = act.reservation;
+      $("admission-label").textContent = "Reservation";
+      $("admission").textContent = rs.waves === 1 ? "one wave" : rs.waves + " waves, " + span(rs.wave_interval_s * 1000) + " apart";
+      let note = "Reserve before the start: only those who reserved may buy, each from their wave's opening";
+      note += rs.wave_order === "random"
+        ? ", the waves drawn at random at the start (draw commitment " + rs.draw_commitment.slice(0, 16) + "…"
+          + (rs.draw_seed ? "; seed revealed: " + rs.draw_seed.slice(0, 16) + "…" : "") + ")."
+        : ", in the order of reservation.";
+      $("fairness").textContent = note;
+    }
     if (lined()) {
       const l = act.line;
       $("admission-label").textContent = isLottery() ? "Lottery" : "Waiting line";
@@ -82,9 +99,13 @@
   function render() {
     const ph = phase();
     const now = clock.now();
+    const waveOpens = reservation && reservation.opens_at ? Date.parse(reservation.opens_at) : 0;
     if (ph === "upcoming") {
       $("clock-label").textContent = "Starts in";
       $("clock").textContent = span(Date.parse(act.start_at) - now);
+    } else if (ph === "open" && waveOpens > now) {
+      $("clock-label").textContent = "Your wave opens in";
+      $("clock").textContent = span(waveOpens - now);
     } else if (ph === "open") {
       $("clock-label").textContent = "Ends in";
       $("clock").textContent = span(Date.parse(act.end_at) - now);
@@ -105,8 +126,18 @@
     else if (final === "blocked") label = "Not available to you";
     else if (final === "not_drawn") label = "Not drawn";
     else if (order) label = isPacket() ? "You have your share" : "You won";
+    else if (final === "not_reserved") label = "Not reserved";
     else if (ticket) label = isLottery() ? "You are entered" : "You are in line";
-    else if (!me) label = "Sign in to grab";
+    else if (!me) label = byReservation() && ph === "upcoming" ? "Sign in to reserve" : "Sign in to grab";
+    else if (byReservation() && ph === "upcoming") {
+      const from = Date.parse(act.reservation.reserve_from);
+      if (reservation) label = "Reserved, #" + reservation.number;
+      else if (reserving) label = "Reserving…";
+      else if (now < from) label = "Reservations open in " + span(from - now);
+      else { label = "Reserve"; enabled = true; }
+    } else if (byReservation() && ph === "open" && !reservation) label = "Not reserved";
+    else if (byReservation() && ph === "open" && !waveOpens) label = "Your wave is being assigned…";
+    else if (byReservation() && ph === "open" && waveOpens > now) label = "Wave " + reservation.wave + " opens in " + span(waveOpens - now);
     else if (lined() && isLottery() && ph !== "upcoming") label = "Entries closed";
     else if (ph === "upcoming" && !lined()) label = "Not started yet";
     else if (busy) label = "Grabbing…";
@@ -122,10 +153,13 @@
 
   function onSession() {
     final = final === "bought" || final === "not_drawn" ? "" : final;
+    final = final === "not_reserved" ? "" : final;
     order = null;
     ticket = null;
+    reservation = null;
     $("order").hidden = true;
     $("line").hidden = true;
+    $("reservation").hidden = true;
     $("amount").hidden = true;
     say("");
     seckill.renderSession($("session"), onSession);
@@ -133,8 +167,12 @@
     resume();
   }
 
-  // grab is the button's click.
+  // grab is the button's click: a reservation before a reservation sale's start, else a grab.
   async function grab() {
+    if (byReservation() && phase() === "upcoming") {
+      await reserve();
+      return;
+    }
     restUntil = Date.now() + DEBOUNCE_MS;
     clickedAt = performance.now();
     if (act.require_challenge && !pass) {
@@ -143,6 +181,56 @@
       return;
     }
     await send();
+  }
+
+  // reserve reserves the sale for the signed-in buyer.
+  async function reserve() {
+    const me = session.valid();
+    if (!me || reserving) return;
+    reserving = true;
+    render();
+    const r = await api("POST", "/api/activities/" + encodeURIComponent(id) + "/reservations", { token: me.token });
+    reserving = false;
+    if (r.status === 200 || r.status === 201) {
+      showReservation(r.body);
+      say("Reserved: you are number " + r.body.number + ". Your wave is assigned at the start.", "ok");
+      // The wave comes with the close, at the start: look then.
+      setTimeout(followReservation, Math.max(1000, Date.parse(act.start_at) - clock.now() + 500));
+    } else if (errorCode(r) === "RESERVATIONS_CLOSED") {
+      say("The reservations closed at the start.", "bad");
+    } else if (errorCode(r) === "RESERVATIONS_NOT_OPEN") {
+      say("The reservations are not open yet.", "warn");
+    } else if (errorCode(r) === "RATE_LIMITED") {
+      restUntil = Date.now() + 1000 * Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
+      say("Too many tries: wait a moment.", "warn");
+    } else {
+      say("Could not reserve: " + ((r.body && r.body.error && r.body.error.message) || r.status), "bad");
+    }
+    render();
+  }
+
+  // showReservation shows the buyer's reservation: their number, and their wave once assigned.
+  function showReservation(v) {
+    reservation = v;
+    $("reservation").hidden = false;
+    $("reservation-number").textContent = "#" + v.number;
+    $("reservation-wave").textContent = v.wave ? String(v.wave) : "Assigned at the start";
+    $("reservation-opens").textContent = v.opens_at ? new Date(v.opens_at).toLocaleString() : "–";
+  }
+
+  // followReservation reads the buyer's reservation until it has its wave (assigned at the start).
+  async function followReservation() {
+    const me = session.valid();
+    if (!me || !byReservation()) return;
+    const r = await api("GET", "/api/activities/" + encodeURIComponent(id) + "/reservations/me", { token: me.token });
+    if (r.status === 200) {
+      showReservation(r.body);
+      if (!r.body.wave) setTimeout(followReservation, phase() === "upcoming" ? 5000 : 1000);
+    } else if (r.status === 404) {
+      reservation = null;
+      $("reservation").hidden = true;
+    }
+    render();
   }
 
   async function send() {
@@ -223,6 +311,17 @@
       say("That check is used up or expired: here is a new one.", "warn");
       await startChallenge();
       return;
+    case "NOT_RESERVED":
+      key = ""; final = "not_reserved";
+      say("Only those who reserved before the start may buy.", "bad");
+      return;
+    case "WAVE_NOT_OPEN": {
+      const wait = Math.max(1, parseInt(r.headers.get("Retry-After") || "1", 10));
+      restUntil = Math.max(restUntil, Date.now() + wait * 1000);
+      say(wait <= 1 ? "Your wave is being assigned: a moment." : "Your wave has not opened yet.", "warn");
+      if (!reservation || !reservation.wave) followReservation();
+      return;
+    }
     case "NOT_STARTED":
       say("Not started yet.", "warn");
       await clock.sync();
@@ -452,6 +551,7 @@
   // resume shows the order (or the line's ticket) this user already has here, after a reload.
   async function resume() {
     if (!session.valid()) return;
+    followReservation();
     const token = localStorage.getItem(orderKey());
     if (token) {
       follow(token);
