@@ -297,6 +297,11 @@ func (x guardedStore) Unrevised(ctx context.Context, id string, limit int) ([]sa
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Revision, error) { return x.p.Unrevised(ctx, id, limit) })
 }
 
+// WaveStats is slow (no call deadline): counting joins every reservation of the sale with its orders.
+func (x guardedStore) WaveStats(ctx context.Context, activityID string) ([]sale.WaveStats, error) {
+	return slowCall(ctx, x.guard, func(ctx context.Context) ([]sale.WaveStats, error) { return x.p.WaveStats(ctx, activityID) })
+}
+
 func (x guardedStore) WavesAssigned(ctx context.Context, activityID string) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.WavesAssigned(ctx, activityID) })
 }

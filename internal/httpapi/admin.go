@@ -48,6 +48,11 @@ func (s *Server) statsOf(ctx context.Context, id string, level breaker.Level) (a
 			if u, err := s.boards.Usage(ctx, id); err == nil {
 				resp.Leaderboard = &wire.BoardUsageResponse{ActivityID: u.ActivityID, Strategy: u.Strategy, Bytes: u.Bytes}
 			}
+			if s.reservations != nil {
+				if rs, err := s.reservations.Stats(ctx, id); err == nil {
+					resp.Reservation = reservationStats(rs)
+				}
+			}
 			return resp, nil
 		}
 		if !errors.Is(err, sale.ErrBusy) {
@@ -97,4 +102,13 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.ReconcileResponse{OK: rec.OK, Stock: rec.Stock, GateRemaining: rec.GateRemaining,
 		ExpectedRemaining: rec.ExpectedRemaining, Held: rec.Held, Drift: rec.Drift, Repaired: rec.Repaired,
 		Outcome: rec.Outcome, Note: rec.Note})
+}
+
+// reservationStats is the stats' view of a reservation sale's reservations.
+func reservationStats(rs sale.ReservationStats) *wire.ReservationStatsResponse {
+	v := &wire.ReservationStatsResponse{Reserved: rs.Reserved, Waves: make([]wire.WaveStatsResponse, len(rs.Waves))}
+	for i, w := range rs.Waves {
+		v.Waves[i] = wire.WaveStatsResponse{Wave: w.Wave, Reserved: w.Reserved, Grabbed: w.Grabbed, Won: w.Won}
+	}
+	return v
 }

@@ -2,6 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/csv"
+	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -81,14 +85,41 @@ func TestReservationsOverHTTP(t *testing.T) {
 	if r := reserve("alice"); r.status != 200 || r.body["wave"] != 1.0 {
 		t.Fatalf("alice's reservation asked again after the close: %d %s", r.status, r.raw)
 	}
+	var bobsOrder string
 	for _, u := range []string{"alice", "bob"} {
-		if r := grab(u); r.status != 202 {
+		r := grab(u)
+		if r.status != 202 {
 			t.Fatalf("%s in wave 1: %d %s", u, r.status, r.raw)
 		}
+		bobsOrder, _ = r.body["order_token"].(string)
 	}
 	f.clock.Advance(10 * time.Minute)
 	if r := grab("carol"); r.status != 202 {
 		t.Fatalf("carol in wave 2: %d %s", r.status, r.raw)
+	}
+	// The operators' view: per wave the reservers, who grabbed and who holds a unit (bob's
+	// order cancelled); and every reservation as CSV.
+	if r := f.do("POST", "/api/orders/"+bobsOrder+"/cancel", f.user("bob"), ""); r.status != 200 {
+		t.Fatalf("bob cancels: %d %s", r.status, r.raw)
+	}
+	f.clock.Advance(10 * time.Second) // past the stats' 5 s
+	st := f.do("GET", "/api/admin/activities/"+id+"/stats", adminToken, "")
+	rs, _ := st.body["reservation"].(map[string]any)
+	if st.status != 200 || rs == nil || rs["reserved"] != 3.0 ||
+		fmt.Sprint(rs["waves"]) != "[map[grabbed:2 reserved:2 wave:1 won:1] map[grabbed:1 reserved:1 wave:2 won:1]]" {
+		t.Fatalf("stats: %d %s", st.status, st.raw)
+	}
+	req := httptest.NewRequest("GET", "/api/admin/activities/"+id+"/reservations.csv", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	rows, err := csv.NewReader(rec.Body).ReadAll()
+	if err != nil || rec.Code != 200 || len(rows) != 4 || strings.Join(rows[0], ",") != "user,number,wave,reserved_at" ||
+		strings.Join(rows[3][:3], ",") != "carol,3,2" {
+		t.Fatalf("reservations.csv: %d %v %v", rec.Code, rows, err)
+	}
+	if r := f.do("GET", "/api/admin/activities/"+direct+"/reservations.csv", adminToken, ""); r.status != 409 || r.code() != "NOT_RESERVABLE" {
+		t.Fatalf("the reservations of a direct sale: %d %s", r.status, r.raw)
 	}
 	if r := grab("carol"); r.status != 409 || r.code() != "ALREADY_BOUGHT" {
 		t.Fatalf("carol again: %d %s", r.status, r.raw)

@@ -258,7 +258,8 @@ func (s *Server) routes() []route {
 	if s.reservations != nil {
 		rs = append(rs,
 			route{"POST /api/activities/{id}/reservations", s.reserve},
-			route{"GET /api/activities/{id}/reservations/me", s.user(s.myReservation)})
+			route{"GET /api/activities/{id}/reservations/me", s.user(s.myReservation)},
+			route{"GET /api/admin/activities/{id}/reservations.csv", s.admin(RoleViewer, s.exportReservations)})
 	}
 	return rs
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -162,6 +163,23 @@ type ReservationStore interface {
 
 	// WavesAssigned records that every reservation of a closed activity has its wave (SetWaves).
 	WavesAssigned(ctx context.Context, activityID string) error
+
+	// WaveStats counts activity's reservers per wave (wave 0: not assigned yet), with those of
+	// them who grabbed a unit (have an order) and who hold it (CREATED or PAID), by wave.
+	WaveStats(ctx context.Context, activityID string) ([]WaveStats, error)
+}
+
+// WaveStats is one wave's reservers, those of them who grabbed a unit and those who hold it
+// still (their order CREATED or PAID; not cancelled, expired or refunded).
+type WaveStats struct {
+	Wave, Reserved, Grabbed, Won int64
+}
+
+// ReservationStats is a reservation sale's reservations for its operators: how many reserved,
+// and per wave (one wave 0 before the close) the reservers and what they took.
+type ReservationStats struct {
+	Reserved int64
+	Waves    []WaveStats
 }
 
 // The refusals of a reservation.
@@ -227,6 +245,7 @@ type Reservations struct {
 	core  *Service
 	store ReservationStore
 	waves Waves
+	stats sync.Map // activity id -> counted
 }
 
 // NewReservations returns the reservations of core's activities, kept by store, whose waves
@@ -286,6 +305,62 @@ func (s *Reservations) Mine(ctx context.Context, id, userID string) (Reservation
 		return Reservation{}, fmt.Errorf("%s of %s: %w", userID, id, ErrNoReservation)
 	}
 	return r, err
+}
+
+// statsFor is how long a reservation sale's stats are served from the last count: a live
+// dashboard asks every second, and a count joins every reservation with the orders.
+const statsFor = 5 * time.Second
+
+// Stats returns activity id's reservations per wave, counted at most statsFor ago. Errors:
+// ErrNotFound, ErrNotReservable, ErrBusy.
+func (s *Reservations) Stats(ctx context.Context, id string) (ReservationStats, error) {
+	a, err := s.core.Activity(ctx, id)
+	if err != nil {
+		return ReservationStats{}, err
+	}
+	if a.Admission != AdmitReservation {
+		return ReservationStats{}, fmt.Errorf("activity %s: %w", id, ErrNotReservable)
+	}
+	now := s.core.now()
+	if c, ok := s.stats.Load(id); ok && now.Sub(c.(counted).at) < statsFor {
+		return c.(counted).stats, nil
+	}
+	ws, err := s.store.WaveStats(ctx, id)
+	if err != nil {
+		return ReservationStats{}, err
+	}
+	st := ReservationStats{Waves: ws}
+	for _, w := range ws {
+		st.Reserved += w.Reserved
+	}
+	s.stats.Store(id, counted{at: now, stats: st})
+	return st, nil
+}
+
+// counted is a reservation sale's stats and when they were counted.
+type counted struct {
+	at    time.Time
+	stats ReservationStats
+}
+
+// Each calls fn with every reservation of activity id, by number, read batch at a time.
+// Errors: ErrNotFound, ErrNotReservable, ErrBusy, and fn's, which stops it.
+func (s *Reservations) Each(ctx context.Context, id string, fn func(Reservation) error) error {
+	a, err := s.core.Activity(ctx, id)
+	if err != nil {
+		return err
+	}
+	if a.Admission != AdmitReservation {
+		return fmt.Errorf("activity %s: %w", id, ErrNotReservable)
+	}
+	return s.pages(ctx, id, OpenBatch, func(page []Reservation) error {
+		for _, r := range page {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // Close closes activity a's reservations in the database (Store.CloseReservations) once it has

@@ -155,3 +155,20 @@ func (s *Store) WavesAssigned(ctx context.Context, activityID string) error {
 		reservationsAssigned, activityID, reservationsClosed)
 	return err
 }
+
+// WaveStats implements sale.ReservationStore: the reservations of the activity joined with
+// each reserver's orders of it (a user's orders counted once: grabbed if any, won if one holds
+// its unit).
+func (s *Store) WaveStats(ctx context.Context, activityID string) ([]sale.WaveStats, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT r.wave, COUNT(*), COUNT(o.user_id), COALESCE(SUM(o.holds), 0)
+		FROM reservations r
+		LEFT JOIN (SELECT user_id, MAX(CASE WHEN status IN (?, ?) THEN 1 ELSE 0 END) AS holds
+			FROM orders WHERE activity_id = ? GROUP BY user_id) o ON o.user_id = r.user_id
+		WHERE r.activity_id = ?
+		GROUP BY r.wave ORDER BY r.wave`, string(sale.StatusCreated), string(sale.StatusPaid), activityID, activityID)
+	return collect(rows, err, func(row interface{ Scan(...any) error }) (sale.WaveStats, error) {
+		var w sale.WaveStats
+		err := row.Scan(&w.Wave, &w.Reserved, &w.Grabbed, &w.Won)
+		return w, err
+	})
+}

@@ -157,6 +157,15 @@ func testReservations(t *testing.T, dsn string) {
 		}
 		perWave[back.Wave]++
 	}
+	ws, err := s.WaveStats(ctx, a.ID)
+	if err != nil || len(ws) != 3 {
+		t.Fatalf("wave stats: %+v, %v; want 3 waves", ws, err)
+	}
+	for _, w := range ws {
+		if w.Reserved != int64(perWave[w.Wave]) || w.Grabbed != 0 || w.Won != 0 {
+			t.Errorf("wave %d's stats %+v; want %d reserved, nobody's order yet", w.Wave, w, perWave[w.Wave])
+		}
+	}
 	size := (n + 2) / 3
 	if int64(perWave[1]) != size || int64(perWave[2]) != size || int64(perWave[3]) != n-2*size {
 		t.Errorf("waves %v; want %d, %d, %d of %d in 3", perWave, size, size, n-2*size, n)

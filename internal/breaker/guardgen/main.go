@@ -48,6 +48,7 @@ var ports = []port{
 			"GateState":      "reading what the gate must hold grows with the activity's orders",
 			"Cancel":         "never abandoned at a deadline: the caller that won the cancellation must learn it, as it is the one that restocks",
 			"PurgeDelivered": "a batch of deletes in the background, its time growing with the events it looks at",
+			"WaveStats":      "counting joins every reservation of the sale with its orders",
 		},
 		direct: map[string]string{
 			"Ping": "it is how /readyz tells whether the database answers, whatever the breaker thinks",

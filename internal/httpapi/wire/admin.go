@@ -15,13 +15,30 @@ type StatsResponse struct {
 	Expired   int64 `json:"expired"` // of the cancelled, those whose payment window closed
 	Failed    int64 `json:"failed"`
 	// RefundPending and Refunded are orders whose payment came after they were cancelled.
-	RefundPending int64               `json:"refund_pending"`
-	Refunded      int64               `json:"refunded"`
-	PendingQueue  int64               `json:"pending_queue"`
-	DeadLetters   int64               `json:"dead_letters"`
-	Line          *LineStatsResponse  `json:"line,omitempty"`
-	Health        breaker.Level       `json:"health"`
-	Leaderboard   *BoardUsageResponse `json:"leaderboard,omitempty"`
+	RefundPending int64                     `json:"refund_pending"`
+	Refunded      int64                     `json:"refunded"`
+	PendingQueue  int64                     `json:"pending_queue"`
+	DeadLetters   int64                     `json:"dead_letters"`
+	Line          *LineStatsResponse        `json:"line,omitempty"`
+	Reservation   *ReservationStatsResponse `json:"reservation,omitempty"`
+	Health        breaker.Level             `json:"health"`
+	Leaderboard   *BoardUsageResponse       `json:"leaderboard,omitempty"`
+}
+
+// ReservationStatsResponse is a reservation sale's reservations (sale.ReservationStats), counted
+// at most 5 s ago: how many reserved, and per wave (a wave 0 before the close) the reservers,
+// those of them who grabbed a unit and those who hold it still.
+type ReservationStatsResponse struct {
+	Reserved int64               `json:"reserved"`
+	Waves    []WaveStatsResponse `json:"waves"`
+}
+
+// WaveStatsResponse is one wave of a reservation sale (sale.WaveStats).
+type WaveStatsResponse struct {
+	Wave     int64 `json:"wave"`
+	Reserved int64 `json:"reserved"`
+	Grabbed  int64 `json:"grabbed"`
+	Won      int64 `json:"won"`
 }
 
 // LineStatsResponse is a queue or lottery activity's line for the dashboard (sale.LineStats).
