@@ -69,18 +69,7 @@ func testReservations(t *testing.T, dsn string) {
 	if created != buyers || len(seen) != buyers {
 		t.Fatalf("%d created, %d numbers; want %d of each", created, len(seen), buyers)
 	}
-	var all []sale.Reservation
-	for after := int64(0); ; {
-		page, err := s.Reservations(ctx, a.ID, after, 15)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		all = append(all, page...)
-		after = page[len(page)-1].Number
-	}
+	all := reservationsAfter(t, s, a.ID, 0)
 	for i, r := range all {
 		if r.Number != int64(i+1) || seen[r.Number] != r.UserID || r.Wave != 0 {
 			t.Fatalf("reservation %d: %+v; want number %d of %s, no wave yet", i, r, i+1, seen[int64(i+1)])
@@ -128,17 +117,7 @@ func testReservations(t *testing.T, dsn string) {
 	if _, _, err := s.CloseReservations(ctx, "nope"); !errors.Is(err, sale.ErrNotFound) {
 		t.Errorf("closing no activity: %v", err)
 	}
-	for after := all[len(all)-1].Number; ; { // the ones that came in time
-		page, err := s.Reservations(ctx, a.ID, after, 15)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page) == 0 {
-			break
-		}
-		all = append(all, page...)
-		after = page[len(page)-1].Number
-	}
+	all = append(all, reservationsAfter(t, s, a.ID, all[len(all)-1].Number)...) // the ones that came in time
 	waves := sale.AssignWaves(got, all)
 	if err := s.SetWaves(ctx, a.ID, waves); err != nil {
 		t.Fatal(err)
@@ -169,5 +148,22 @@ func testReservations(t *testing.T, dsn string) {
 	size := (n + 2) / 3
 	if int64(perWave[1]) != size || int64(perWave[2]) != size || int64(perWave[3]) != n-2*size {
 		t.Errorf("waves %v; want %d, %d, %d of %d in 3", perWave, size, size, n-2*size, n)
+	}
+}
+
+// reservationsAfter lists the reservations of activity id numbered after after, page by page.
+func reservationsAfter(t *testing.T, s *Store, id string, after int64) []sale.Reservation {
+	t.Helper()
+	var all []sale.Reservation
+	for {
+		page, err := s.Reservations(context.Background(), id, after, 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Number
 	}
 }
