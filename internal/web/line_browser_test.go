@@ -257,3 +257,41 @@ func TestReservationOnThePage(t *testing.T) {
 	b.WaitFor(`document.getElementById("order-status").textContent.startsWith("Created")`, 15*time.Second, "alice's order")
 	b.Screenshot("reservation-won")
 }
+
+// TestDashboardReservation: the dashboard creates a reservation sale (its waves checked before
+// it is sent), and shows its reservers and, once the waves open, each wave's progress.
+func TestDashboardReservation(t *testing.T) {
+	s := newSite(t)
+	b := browsertest.New(t, 1280, 1100)
+	b.Do(chromedp.Navigate(s.url + "/admin"))
+	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
+	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	// The server's clock runs ahead of the browser's by skew: the sale starts in 4 s on it.
+	b.Do(chromedp.SendKeys(chromedp.ID("c-name"), "Launch day"),
+		chromedp.SendKeys(chromedp.ID("c-stock"), "5"),
+		chromedp.SendKeys(chromedp.ID("c-money"), "59.90"),
+		setValue("c-start", time.Now().Add(skew+4*time.Second).Format("2006-01-02T15:04:05")),
+		setValue("c-end", time.Now().Add(skew+time.Hour).Format("2006-01-02T15:04:05")),
+		setValue("c-admission", "reservation"), setValue("c-waves", "2"), submit("create"))
+	b.WaitFor(`document.getElementById("e-interval").textContent.startsWith("Seconds")`, 5*time.Second,
+		"two waves without an interval refused")
+	b.Do(setValue("c-interval", "60"), setValue("c-order", "random"), submit("create"))
+	b.WaitFor(`document.getElementById("create-result").textContent.startsWith("Created ")`, 10*time.Second, "the sale created")
+	acts := s.env.Service.Current()
+	if len(acts) != 1 || acts[0].Admission != sale.AdmitReservation || acts[0].Waves != 2 ||
+		acts[0].WaveInterval != time.Minute || acts[0].WaveOrder != sale.WaveDrawn {
+		t.Fatalf("created %+v", acts)
+	}
+	a := acts[0]
+	for i := range 4 {
+		if _, _, err := s.env.Reservations.Reserve(context.Background(), a.ID, fmt.Sprint("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.WaitFor(`!document.getElementById("reservation-tiles").hidden && document.getElementById("t-reserved").textContent === "4"`,
+		15*time.Second, "four reserved")
+	s.openWaves()
+	b.WaitFor(`document.getElementById("t-waves").textContent === "wave 1: 0 / 0 / 2 · wave 2: 0 / 0 / 2"`,
+		20*time.Second, "the waves assigned at the start")
+	b.Screenshot("dashboard-reservation")
+}

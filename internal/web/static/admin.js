@@ -133,6 +133,13 @@
     $("t-stock").textContent = num(s.stock);
     $("t-remaining").textContent = num(s.remaining);
     $("t-queue").textContent = num(s.pending_queue);
+    const rs = s.reservation;
+    $("reservation-tiles").hidden = !rs;
+    if (rs) {
+      $("t-reserved").textContent = num(rs.reserved);
+      $("t-waves").textContent = rs.waves.map((w) => (w.wave ? "wave " + w.wave : "not assigned") + ": " +
+        num(w.won) + " / " + num(w.grabbed) + " / " + num(w.reserved)).join(" · ") || "–";
+    }
     const line = s.line;
     $("line-tiles").hidden = !line;
     if (line) {
@@ -352,6 +359,11 @@
     const admission = $("c-admission").value;
     const cap = $("c-cap").value.trim() === "" ? 0 : Number($("c-cap").value);
     const rate = Number($("c-rate").value);
+    const lined = admission === "queue" || admission === "lottery";
+    const reserveText = $("c-reserve").value;
+    const reserveFrom = reserveText ? new Date(reserveText) : null;
+    const waves = Number($("c-waves").value);
+    const interval = $("c-interval").value.trim() === "" ? 0 : Number($("c-interval").value);
     if (!name) errs.name = "A name is required.";
     if (!Number.isInteger(stock) || stock < 1 || stock > 100000000) errs.stock = "A whole number from 1 to 100,000,000.";
     if (Number.isNaN(amount)) errs.money = "An amount such as 9.99.";
@@ -364,11 +376,20 @@
     if (!Number.isInteger(shards) || shards < 1 || shards > 64) errs.shards = "A whole number from 1 to 64.";
     else if (shards > 1 && kind === "redpacket") errs.shards = "A red packet keeps one list of shares: 1.";
     else if (Number.isInteger(stock) && shards > stock) errs.shards = "No more than the stock.";
-    if (admission !== "direct") {
+    if (admission === "reservation") {
+      if (reserveFrom && Number.isNaN(reserveFrom.getTime())) errs.reserve = "A time, or empty for now.";
+      else if (reserveFrom && !errs.start && reserveFrom >= start) errs.reserve = "Before the start.";
+      if (!Number.isInteger(waves) || waves < 1 || waves > 100) errs.waves = "A whole number from 1 to 100.";
+      else if (waves > 1 && (!Number.isInteger(interval) || interval < 1 || interval > 604800)) errs.interval = "Seconds, from 1 to 604,800, with several waves.";
+      else if (waves === 1 && interval !== 0) errs.interval = "Empty with one wave.";
+      else if (!errs.start && !errs.end && start.getTime() + (waves - 1) * interval * 1000 >= end.getTime()) errs.interval = "The last wave must open before the end.";
+    }
+    if (lined) {
       if (!Number.isInteger(cap) || cap < 0 || cap > 100000000) errs.cap = "Empty (10 × stock) or a whole number up to 100,000,000.";
       if (!Number.isInteger(rate) || rate < 1 || rate > 1000000) errs.rate = "A whole number from 1 to 1,000,000.";
     }
-    for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards", "admission", "cap", "rate"]) {
+    for (const f of ["name", "stock", "money", "limit", "start", "end", "window", "shards", "admission", "cap", "rate",
+      "reserve", "waves", "interval", "order"]) {
       $("e-" + f).textContent = errs[f] || "";
       const input = $("c-" + f);
       if (errs[f]) input.setAttribute("aria-invalid", "true"); else input.removeAttribute("aria-invalid");
@@ -382,10 +403,14 @@
     if (kind === "redpacket") Object.assign(body, { count: stock, total_cents: amount });
     else Object.assign(body, { stock, price_cents: amount });
     if (shards > 1) body.stock_shards = shards;
-    if (admission !== "direct") {
+    if (lined) {
       body.admission = admission;
       body.admit_rate = rate;
       if (cap > 0) body.queue_cap = cap;
+    } else if (admission === "reservation") {
+      Object.assign(body, { admission, waves, wave_order: $("c-order").value });
+      if (waves > 1) body.wave_interval_s = interval;
+      if (reserveFrom) body.reserve_from = reserveFrom.toISOString();
     }
     return body;
   }
