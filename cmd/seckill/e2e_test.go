@@ -107,8 +107,15 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	if rec := c.Must("POST", "/api/admin/activities/"+id+"/reconcile", testAdmin, "", http.StatusOK); rec["ok"] != true {
 		t.Fatalf("reconcile after the sale: %v", rec)
 	}
-	// The node's metrics count the same sale: its wins, its losing clicks, its orders.
+	// The node's metrics count the same sale: its wins, its losing clicks, its orders. An order
+	// is counted once its commit has returned, a moment after the database has it: the scrape
+	// waits for the counts, for a while.
 	text := scrape(t, base)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(text, fmt.Sprintf("seckill_orders_total{event=\"created\"} %d\n", stock)) &&
+		time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		text = scrape(t, base)
+	}
 	soldOut := 0
 	for _, line := range strings.Split(text, "\n") {
 		for _, name := range []string{`seckill_grab_requests_total{outcome="sold_out"} `, `seckill_grab_requests_total{outcome="sold_out_edge"} `} {
@@ -132,7 +139,14 @@ func flashCrowd(t *testing.T, dsn string, env ...string) {
 	}
 	for _, want := range wants {
 		if !strings.Contains(text, want+"\n") {
-			t.Errorf("/metrics lacks %q", want)
+			name, _, _ := strings.Cut(want, " ")
+			var got []string
+			for _, line := range strings.Split(text, "\n") {
+				if strings.HasPrefix(line, name+" ") {
+					got = append(got, line)
+				}
+			}
+			t.Errorf("/metrics lacks %q; it has %q", want, got)
 		}
 	}
 	if soldOut != codes["SOLD_OUT"] {
