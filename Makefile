@@ -4,11 +4,11 @@
 test: deps
 	go vet ./...
 	rm -rf artifacts && mkdir artifacts
-	# cmd/seckill's end-to-end suite takes about 7 of go test's default 10 minutes per package on
-	# 2 cores (330 s alone, 390-430 s beside the rest; 545 s once in CI): the alarm against a hung
-	# test is set above it, the whole suite's 15-minute budget above that. The suite waits for
-	# its servers more than it computes (two cores 60 % busy at -p 2), so four packages run at
-	# once.
+	# The suite waits for its servers more than it computes (at -p 2, go test's default on two
+	# cores, 11m48s with the cores 60 % busy), so four packages run at once (9m36s). cmd/seckill's
+	# end-to-end suite is the longest: 330 s alone, 549 s beside the others at -p 4 (545 s once
+	# in CI at -p 2); the alarm against a hung test is set above it, the whole suite's 15-minute
+	# budget above that.
 	go test -race -p 4 -timeout 14m -artifacts -outputdir "$(CURDIR)/artifacts" ./...
 
 # The fast tier: vet and the tests that need no server, no browser and no built binary
