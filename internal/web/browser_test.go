@@ -710,9 +710,7 @@ func TestDashboardOperatorControls(t *testing.T) {
 	}
 
 	b := browsertest.New(t, 1280, 1400)
-	b.Do(chromedp.Navigate(s.url + "/admin"))
-	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
-	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	openDashboard(b, s)
 	b.WaitFor(`document.querySelectorAll("#dead tbody button").length === 1 && document.querySelectorAll("#parked tbody button").length === 1 &&
 		document.querySelectorAll("#refunds tbody button").length === 1 &&
 		document.querySelector("#refunds tbody td:nth-child(2)").textContent === "signed"`, 10*time.Second,
@@ -763,4 +761,11 @@ func TestDashboardOperatorControls(t *testing.T) {
 		t.Errorf("after the end: %d remaining, %v; want 4", rem, err)
 	}
 	b.Screenshot("dashboard-operated")
+}
+
+// openDashboard opens the site's dashboard in b and signs in with the admin token.
+func openDashboard(b *browsertest.Browser, s *site) {
+	b.Do(chromedp.Navigate(s.url + "/admin"))
+	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
+	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
 }

@@ -140,9 +140,7 @@ func TestLotteryOnThePage(t *testing.T) {
 func TestDashboardLine(t *testing.T) {
 	s := newSite(t)
 	b := browsertest.New(t, 1280, 1000)
-	b.Do(chromedp.Navigate(s.url + "/admin"))
-	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
-	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	openDashboard(b, s)
 	// The server's clock runs an hour ahead of the browser's: the sale starts in 3 s on it.
 	b.Do(chromedp.SendKeys(chromedp.ID("c-name"), "Queue day"),
 		chromedp.SendKeys(chromedp.ID("c-stock"), "5"),
@@ -263,9 +261,7 @@ func TestReservationOnThePage(t *testing.T) {
 func TestDashboardReservation(t *testing.T) {
 	s := newSite(t)
 	b := browsertest.New(t, 1280, 1100)
-	b.Do(chromedp.Navigate(s.url + "/admin"))
-	b.Do(chromedp.WaitVisible(chromedp.ID("token")), chromedp.SendKeys(chromedp.ID("token"), admin), submit("auth"))
-	b.WaitFor(`!document.getElementById("desk").hidden`, 10*time.Second, "the dashboard")
+	openDashboard(b, s)
 	// The server's clock runs ahead of the browser's by skew: the sale starts in 4 s on it.
 	b.Do(chromedp.SendKeys(chromedp.ID("c-name"), "Launch day"),
 		chromedp.SendKeys(chromedp.ID("c-stock"), "5"),
