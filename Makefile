@@ -4,12 +4,12 @@
 test: deps
 	go vet ./...
 	rm -rf artifacts && mkdir artifacts
-	# The suite waits for its servers more than it computes (at -p 2, go test's default on two
-	# cores, 11m48s with the cores 60 % busy), so four packages run at once (9m36s). cmd/seckill's
-	# end-to-end suite is the longest: 330 s alone, 549 s beside the others at -p 4 (545 s once
-	# in CI at -p 2); the alarm against a hung test is set above it, the whole suite's 15-minute
-	# budget above that.
-	go test -race -p 4 -timeout 14m -artifacts -outputdir "$(CURDIR)/artifacts" ./...
+	# cmd/seckill's end-to-end suite is the longest package: 330 s alone, 390-430 s beside the
+	# others (545 s once in CI); the alarm against a hung test is set above it, the whole suite's
+	# 15-minute budget above that (11m48s on a clean clone). Four packages at once (-p 4) took
+	# 9m36s, but the extra load let a crowd outrun Redis's restart in TestBenchFaults (the crowd
+	# does not wait out a BUSY): two packages at once, go test's default here, until it does.
+	go test -race -timeout 14m -artifacts -outputdir "$(CURDIR)/artifacts" ./...
 
 # The fast tier: vet and the tests that need no server, no browser and no built binary
 # (internal/testtier skips the others under -short). Every test runs, none from the cache.
