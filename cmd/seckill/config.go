@@ -208,6 +208,8 @@ func settings(c *config) []setting {
 			orOff(&c.ArchiveAfter, 0, "a duration such as 24h, or 0 to keep everything")},
 		{"events-keep", "SECKILL_EVENTS_KEEP", "168h", "how long an order event is kept once every receiver it was written for has taken it (it can be replayed meanwhile); then one node deletes it and its deliveries. An event not yet taken everywhere, pending or parked, is kept whatever this says (0: kept for ever)",
 			orOff(&c.EventsKeep, time.Second, "a duration of a second or more such as 168h, or 0 to keep every event")},
+		{"remind-before", "SECKILL_REMIND_BEFORE", "5m", "how long before each wave of a reservation sale opens its reminder (activity.wave_opening) goes to the order events' receivers, once (0: no reminders)",
+			orOff(&c.RemindBefore, time.Second, "a duration of a second or more such as 5m, or 0 for no reminders")},
 	}
 }
 

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"seckill/internal/dbtest"
+	"seckill/internal/redistest"
 	"seckill/internal/relay"
 	"seckill/internal/signature"
 
@@ -563,5 +565,123 @@ func TestKillNineMidPaymentCallbacks(t *testing.T) {
 			t.Fatalf("the receiver heard order.paid of %d orders of %d", heard, n)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWaveRemindersOutliveTheirWriter runs a node of the binary on Redis and PostgreSQL with a
+// signed webhook receiver and a reservation sale of three waves four seconds apart whose
+// reminders are written three seconds ahead (SECKILL_REMIND_BEFORE=3s). Once wave 1's reminder
+// arrives a second node starts and the first is killed (-9), its leases with it: the second
+// writes the reminders of waves 2 and 3 in their time and relays what the first left. Each
+// reminder is written once (one event in the outbox), within the three seconds before its wave
+// opens, arrives (at least once: a post the dead node made may be made again), and says the
+// activity, the wave, its opening and its two reservers (six in three waves); the reservers then
+// grab in their waves.
+func TestWaveRemindersOutliveTheirWriter(t *testing.T) {
+	const secret, before, interval = "the shop's webhook secret", 3 * time.Second, 4 * time.Second
+	var mu sync.Mutex
+	reminders := map[string]relay.Message{}
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var m relay.Message
+		if signature.Verify([]byte(secret), r.Header.Get(signature.Header), body, time.Now(), signature.Tolerance) != nil ||
+			json.Unmarshal(body, &m) != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		if m.Type == "activity.wave_opening" {
+			mu.Lock()
+			reminders[m.ID] = m
+			mu.Unlock()
+		}
+	}))
+	t.Cleanup(rc.Close)
+	rs := redistest.Start(t, redistest.Options{})
+	env := testEnv(dbtest.PostgresDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_WEBHOOK_URL", rc.URL+"/hook",
+		"SECKILL_WEBHOOK_SECRET", secret, "SECKILL_REMIND_BEFORE", before.String(), "SECKILL_RATE_USER", "0")
+	first := e2etest.StartChild(t, env)
+	c := newClient(t, first.Base)
+	start := time.Now().Add(6 * time.Second).Truncate(time.Second)
+	id := c.Must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(`{"name":"phone launch","kind":"item","stock":10,
+		"price_cents":100,"start_at":%q,"end_at":%q,"admission":"reservation","waves":3,"wave_interval_s":%d}`,
+		start.Format(time.RFC3339), start.Add(time.Minute).Format(time.RFC3339), int(interval/time.Second)), http.StatusCreated)["id"].(string)
+	users := []string{"u1", "u2", "u3", "u4", "u5", "u6"}
+	for _, u := range users {
+		c.Must("POST", "/api/activities/"+id+"/reservations", c.Token(u), "", http.StatusCreated)
+	}
+	if time.Now().After(start.Add(-before)) {
+		t.Fatalf("the six reservations took until %s, past wave 1's reminder at %s: the machine is too slow for this schedule",
+			time.Now().Format(time.StampMilli), start.Add(-before).Format(time.StampMilli))
+	}
+	wait := func(n int, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for {
+			mu.Lock()
+			have := len(reminders)
+			mu.Unlock()
+			if have >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				_, ds, _ := c.Call("GET", "/api/admin/deliveries?limit=100", testAdmin, "")
+				t.Fatalf("%d reminders within %s; want %d; the outbox: %v", have, within, n, ds)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	wait(1, 10*time.Second)
+	second := e2etest.StartChild(t, env)
+	first.Kill()
+	c = newClient(t, second.Base)
+	wait(3, 30*time.Second) // the relay's lease outlives its dead holder by up to 15 s
+
+	mu.Lock()
+	for k := int64(1); k <= 3; k++ {
+		opens := start.Add(time.Duration(k-1) * interval)
+		m, ok := reminders[fmt.Sprintf("%s.wave_opening.%d", id, k)]
+		switch {
+		case !ok:
+			t.Errorf("wave %d: no reminder; got %v", k, reminders)
+		case m.Activity == nil || m.Activity.ID != id || m.Activity.Name != "phone launch" || m.Wave != k ||
+			m.OpensAt == nil || !m.OpensAt.Equal(opens) || m.Reserved == nil || *m.Reserved != 2 || m.Order != nil:
+			t.Errorf("wave %d's reminder: %+v (activity %+v); want wave %d of %s opening at %s with 2 reserved", k, m, m.Activity, k, id, opens)
+		case !m.CreatedAt.Before(opens) || m.CreatedAt.Before(opens.Add(-before)):
+			t.Errorf("wave %d's reminder written at %s; want within the %s before it opens at %s", k,
+				m.CreatedAt.Format(time.StampMilli), before, opens.Format(time.StampMilli))
+		}
+	}
+	mu.Unlock()
+	ds := c.Must("GET", "/api/admin/deliveries?limit=100", testAdmin, "", http.StatusOK)["deliveries"].([]any)
+	written := map[string]int{}
+	for _, d := range ds {
+		if d := d.(map[string]any); d["type"] == "activity.wave_opening" {
+			written[d["event_id"].(string)]++
+		}
+	}
+	if len(written) != 3 {
+		t.Errorf("the outbox's reminders: %v; want one delivery of each of the 3 waves'", written)
+	}
+	for id, n := range written {
+		if n != 1 {
+			t.Errorf("reminder %s: %d deliveries; want 1", id, n)
+		}
+	}
+	// The reservers grab in their waves (by the order of reservation: u1 and u2 first).
+	for i, u := range users {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			status, body, err := c.Call("POST", "/api/activities/"+id+"/grab", c.Token(u), "")
+			if err == nil && status == http.StatusAccepted {
+				break
+			}
+			if err != nil || status != http.StatusTooEarly || time.Now().After(deadline) {
+				t.Fatalf("reserver %d (%s) grabs: %d %v %v; want 202 in its wave", i+1, u, status, body, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if opens := start.Add(time.Duration(i/2) * interval); time.Now().Before(opens) {
+			t.Errorf("%s's grab taken at %s, before its wave opened at %s", u, time.Now().Format(time.StampMilli), opens.Format(time.StampMilli))
+		}
 	}
 }

@@ -271,7 +271,8 @@ func (p *Provider) post(n notice) (bool, string, error) {
 }
 
 // hook is the shop's webhook receiver: it checks the signature over the raw body, and keeps each
-// event once, in the order of arrival per order.
+// order's event once, in the order of arrival per order (an activity's events are taken and
+// left).
 func (p *Provider) hook(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
@@ -287,8 +288,12 @@ func (p *Provider) hook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var m relay.Message
-	if err := json.Unmarshal(body, &m); err != nil || m.ID == "" {
+	if err := json.Unmarshal(body, &m); err != nil || m.ID == "" || (m.Order == nil) == (m.Activity == nil) {
 		http.Error(w, "not an event", http.StatusBadRequest)
+		return
+	}
+	if m.Order == nil { // an activity's event (a reservation sale's reminder): no order's
+		w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	if !p.ids[m.ID] {

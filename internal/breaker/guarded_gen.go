@@ -229,6 +229,10 @@ func (x guardedStore) Released(ctx context.Context, token string) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Released(ctx, token) })
 }
 
+func (x guardedStore) RemindWave(ctx context.Context, e sale.Event) (bool, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) (bool, error) { return x.p.RemindWave(ctx, e) })
+}
+
 func (x guardedStore) RemoveBlock(ctx context.Context, kind sale.BlockKind, value string) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.RemoveBlock(ctx, kind, value) })
 }

@@ -9,13 +9,19 @@ import (
 
 func deliveryOf(d sale.EventDelivery) wire.DeliveryResponse {
 	r := wire.DeliveryResponse{Seq: d.Seq, EventID: d.ID, Type: d.Type, CreatedAt: d.At, Sink: d.Sink, State: d.State,
-		Attempts: d.Attempts, NextAt: d.NextAt, LastError: d.LastError,
-		Order: wire.EventOrder{Token: d.Order.Token, ID: d.Order.ID, ActivityID: d.Order.ActivityID, User: d.Order.UserID,
-			AmountCents: d.Order.AmountCents, Status: d.Order.Status}, PaymentID: d.PaymentID}
+		Attempts: d.Attempts, NextAt: d.NextAt, LastError: d.LastError, PaymentID: d.PaymentID}
 	if !d.DeliveredAt.IsZero() {
 		at := d.DeliveredAt
 		r.DeliveredAt = &at
 	}
+	if w := d.Wave; w != nil {
+		opens, reserved := w.OpensAt, w.Reserved
+		r.Activity = &wire.EventActivity{ID: w.ActivityID, Name: w.ActivityName}
+		r.Wave, r.OpensAt, r.Reserved = w.Wave, &opens, &reserved
+		return r
+	}
+	r.Order = &wire.EventOrder{Token: d.Order.Token, ID: d.Order.ID, ActivityID: d.Order.ActivityID, User: d.Order.UserID,
+		AmountCents: d.Order.AmountCents, Status: d.Order.Status}
 	if d.PaymentID != "" {
 		cents := d.ReceivedCents
 		r.ReceivedCents = &cents

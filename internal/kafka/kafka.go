@@ -77,7 +77,7 @@ func (s *Sink) Deliver(ctx context.Context, e sale.Event) error {
 	}
 	// No Timestamp: kgo times a record's delivery from it, and an event relayed late (after an
 	// outage, a replay) would time out before it was sent. The event's time is in its value.
-	r := &kgo.Record{Key: []byte(e.Order.Token), Value: body,
+	r := &kgo.Record{Key: []byte(e.Subject()), Value: body,
 		Headers: []kgo.RecordHeader{{Key: HeaderEventID, Value: []byte(e.ID)}, {Key: HeaderEventType, Value: []byte(e.Type)}}}
 	return s.cl.ProduceSync(ctx, r).FirstErr()
 }

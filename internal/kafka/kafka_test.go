@@ -38,7 +38,11 @@ func cluster(t *testing.T) *kfake.Cluster {
 	return c
 }
 
-// relayTo makes OrderChanges' 30 orders on a SQLite store and relays their events to sink.
+// reminders is how many wave reminders relayTo writes of OrderChanges' activity.
+const reminders = 3
+
+// relayTo makes OrderChanges' 30 orders on a SQLite store, writes the reminders of three waves
+// of their activity, and relays their events to sink.
 func relayTo(t *testing.T, sink *kafka.Sink) []string {
 	t.Helper()
 	store, err := sqlstore.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "db"))
@@ -48,6 +52,13 @@ func relayTo(t *testing.T, sink *kafka.Sink) []string {
 	t.Cleanup(func() { store.Close() })
 	store.EmitTo(sink.Name())
 	tokens := saletest.OrderChanges(t, store, 30)
+	for k := int64(1); k <= reminders; k++ {
+		w := &sale.WaveOpening{ActivityID: "a", ActivityName: "A", Wave: k, OpensAt: saletest.T0.Add(time.Duration(k) * time.Minute), Reserved: 10}
+		if ok, err := store.RemindWave(context.Background(), sale.Event{ID: sale.WaveOpeningID("a", k), Type: sale.EventWaveOpening,
+			At: saletest.T0, Order: sale.Order{ActivityID: "a"}, Wave: w}); err != nil || !ok {
+			t.Fatalf("wave %d's reminder: %v, %v", k, ok, err)
+		}
+	}
 	r := &relay.Relay{Store: store, Sink: sink, Lease: embedded.NewLease(time.Now), Holder: "node-1",
 		Log: slog.New(slog.DiscardHandler), Backoff: func(int) time.Duration { return 0 },
 		Failed: func(d sale.EventDelivery, err error, parked bool) { t.Logf("%s: %v", d.ID, err) }}
@@ -97,7 +108,14 @@ func consume(t *testing.T, c *kfake.Cluster, want int) map[string][]record {
 			for _, kv := range r.Headers {
 				h[kv.Key] = string(kv.Value)
 			}
-			if m.ID != h[kafka.HeaderEventID] || m.Type != h[kafka.HeaderEventType] || m.Order.Token != string(r.Key) {
+			subject := ""
+			switch {
+			case m.Order != nil:
+				subject = m.Order.Token
+			case m.Activity != nil:
+				subject = sale.ActivitySubject(m.Activity.ID)
+			}
+			if m.ID != h[kafka.HeaderEventID] || m.Type != h[kafka.HeaderEventType] || subject != string(r.Key) {
 				t.Errorf("record key %s headers %v value %s", r.Key, h, r.Value)
 			}
 			byKey[string(r.Key)] = append(byKey[string(r.Key)], record{r.Partition, m.ID, m.Type})
@@ -110,9 +128,19 @@ func consume(t *testing.T, c *kfake.Cluster, want int) map[string][]record {
 	return byKey
 }
 
-// check holds the topic to the orders: each order's events once, in order, on one partition.
+// check holds the topic to the orders: each order's events once, in order, on one partition;
+// and the activity's reminders once each, in the order of their waves, on one partition.
 func check(t *testing.T, tokens []string, byKey map[string][]record) {
 	t.Helper()
+	rs := byKey[sale.ActivitySubject("a")]
+	if len(rs) != reminders {
+		t.Errorf("the activity's reminders: %v; want %d", rs, reminders)
+	}
+	for i, r := range rs {
+		if r.id != sale.WaveOpeningID("a", int64(i+1)) || r.typ != string(sale.EventWaveOpening) || r.partition != rs[0].partition {
+			t.Errorf("the activity's record %d: %+v; want wave %d's reminder on partition %d", i, r, i+1, rs[0].partition)
+		}
+	}
 	partitions := map[int32]bool{}
 	for i, tok := range tokens {
 		rs := byKey[tok]
@@ -146,7 +174,7 @@ func TestSinkProducesEveryEventInOrder(t *testing.T) {
 		t.Fatalf("name %q", sink.Name())
 	}
 	tokens := relayTo(t, sink)
-	check(t, tokens, consume(t, c, 60))
+	check(t, tokens, consume(t, c, 60+reminders))
 }
 
 // TestSinkRetriesAreWrittenOnce: the brokers drop the first produce requests' connections; the
@@ -170,7 +198,7 @@ func TestSinkRetriesAreWrittenOnce(t *testing.T) {
 	if dropped.Load() < 3 {
 		t.Fatalf("%d produce requests seen; the injected failures did not happen", dropped.Load())
 	}
-	check(t, tokens, consume(t, c, 60))
+	check(t, tokens, consume(t, c, 60+reminders))
 }
 
 // TestSinkFailsWithoutACluster: a delivery to brokers that are gone is an error, for the relay

@@ -82,6 +82,12 @@ func (n *Node) startLoops() {
 	n.Go(func(ctx context.Context) {
 		(&worker.WaveOpener{Reservations: n.Reservations, Lease: b.lease, Holder: n.name, Every: openWavesEvery, Log: log}).Run(ctx)
 	})
+	if c.RemindBefore > 0 && n.Outbox != nil {
+		n.Go(func(ctx context.Context) {
+			(&worker.WaveReminder{Reservations: n.Reservations, Before: c.RemindBefore, Lease: b.lease, Holder: n.name,
+				Every: remindEvery, Log: log}).Run(ctx)
+		})
+	}
 	if c.ArchiveAfter > 0 {
 		n.Go(func(ctx context.Context) {
 			(&worker.Archiver{Service: svc, Lease: b.lease, Holder: n.name, Every: min(archiveEvery, c.ArchiveAfter),
@@ -230,3 +236,7 @@ const openWavesEvery = 250 * time.Millisecond
 
 // drainTick is how often a node's drainer admits tickets from the lines it leads.
 const drainTick = 100 * time.Millisecond
+
+// remindEvery is how often a node looks for reservation sales' waves to remind of: a reminder is
+// written at most that long after its moment.
+const remindEvery = time.Second

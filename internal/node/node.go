@@ -61,6 +61,9 @@ type Config struct {
 	ReconcileRepair bool
 	ArchiveAfter    time.Duration
 	EventsKeep      time.Duration
+	// RemindBefore is how long before a reservation sale's wave opens its reminder is written
+	// to the outbox (0: none).
+	RemindBefore time.Duration
 
 	// The receivers of the order events: webhooks (each signed with WebhookSecret) and a Kafka
 	// topic.

@@ -23,6 +23,28 @@ const (
 	EventFailed          EventType = "order.failed" // the database refused the grab: no unit was held
 )
 
+// EventWaveOpening is an activity's event, not an order's: a reservation sale's wave opens soon
+// (Reservations.RemindDue), so that the shop can remind its reservers. Each wave has one.
+const EventWaveOpening EventType = "activity.wave_opening"
+
+// WaveOpening is what an EventWaveOpening says: the activity (its name when the event was
+// written), the wave, when it opens and how many reservers enter in it.
+type WaveOpening struct {
+	ActivityID, ActivityName string
+	Wave                     int64
+	OpensAt                  time.Time
+	Reserved                 int64
+}
+
+// WaveOpeningID names the reminder of wave k of activity id.
+func WaveOpeningID(id string, k int64) string {
+	return fmt.Sprintf("%s.wave_opening.%d", id, k)
+}
+
+// ActivitySubject is the key the events of activity id are ordered by, as an order's token keys
+// its events: a sink hears of an activity's waves in the order they open.
+func ActivitySubject(id string) string { return "activity:" + id }
+
 // Event is one change of an order, kept in the database's outbox (written in the change's own
 // transaction) until every sink has it.
 type Event struct {
@@ -34,13 +56,24 @@ type Event struct {
 	ID    string
 	Type  EventType
 	At    time.Time
-	Order Order // the order as the change left it
+	Order Order // the order as the change left it; of an activity's event, only its ActivityID
+	// Wave is what an EventWaveOpening says; nil on an order's event.
+	Wave *WaveOpening
 	// PaymentID names the payment the change was about (order.paid through a provider, and the
 	// refund events); "" for none.
 	PaymentID string
 	// ReceivedCents is, with PaymentID, what the provider took for that payment: on the refund
 	// events what to give back, which is not the order's amount when the provider took another.
 	ReceivedCents int64
+}
+
+// Subject is what e is about, which a sink hears of in order: the order's token, or for an
+// activity's event ActivitySubject.
+func (e Event) Subject() string {
+	if e.Wave != nil {
+		return ActivitySubject(e.Wave.ActivityID)
+	}
+	return e.Order.Token
 }
 
 // EventID names the event of type t of the order token: an order has at most one of each.
@@ -89,9 +122,9 @@ type DeliveryFilter struct {
 // with.
 type EventStore interface {
 	// Deliverable returns up to limit pending deliveries to sink due by now, oldest first and at
-	// most one per order: the earliest of the order's events not yet delivered, and none of an
-	// order whose earlier event is parked or not yet due, so that a sink hears of an order's
-	// changes in the order they happened.
+	// most one per subject (Event.Subject: an order, an activity): the earliest of its events not
+	// yet delivered, and none of a subject whose earlier event is parked or not yet due, so that
+	// a sink hears of an order's changes in the order they happened.
 	Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]EventDelivery, error)
 
 	// Delivered records that sink took event id at now.

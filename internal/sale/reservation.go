@@ -92,6 +92,15 @@ func (a Activity) validateWaves() error {
 	return nil
 }
 
+// WaveSize is how many of n reservers split into waves enter in wave k (see WaveOf).
+func WaveSize(k, n, waves int64) int64 {
+	if waves < 1 || n < 1 || k < 1 {
+		return 0
+	}
+	size := (n + waves - 1) / waves
+	return min(max(n-(k-1)*size, 0), size)
+}
+
 // WaveOf is the wave, from 1, of the reserver at place i (from 0) of the wave order among n
 // reservers split into waves: the first ⌈n/waves⌉ in wave 1, and so on, so that the waves are
 // equal but for the last ones, which may be smaller (or empty, with fewer reservers than waves).
@@ -163,6 +172,12 @@ type ReservationStore interface {
 
 	// WavesAssigned records that every reservation of a closed activity has its wave (SetWaves).
 	WavesAssigned(ctx context.Context, activityID string) error
+
+	// RemindWave writes e, the reminder of wave e.Wave.Wave (EventWaveOpening), to the outbox
+	// unless the activity's reminders reached that wave already: each wave's reminder is written
+	// once, whichever node writes it, however long its event stays in the outbox. It returns
+	// whether it wrote it. Errors: ErrNotFound (no such activity).
+	RemindWave(ctx context.Context, e Event) (bool, error)
 
 	// WaveStats counts activity's reservers per wave (wave 0: not assigned yet), with those of
 	// them who grabbed a unit (have an order) and who hold it (CREATED or PAID), by wave.
@@ -246,12 +261,15 @@ type Reservations struct {
 	store ReservationStore
 	waves Waves
 	stats sync.Map // activity id -> counted
+
+	mu       sync.Mutex
+	reminded map[string]int64 // activity id -> the last wave whose reminder is in the outbox
 }
 
 // NewReservations returns the reservations of core's activities, kept by store, whose waves
 // the gate holds in waves.
 func NewReservations(core *Service, store ReservationStore, waves Waves) *Reservations {
-	return &Reservations{core: core, store: store, waves: waves}
+	return &Reservations{core: core, store: store, waves: waves, reminded: map[string]int64{}}
 }
 
 // reservable returns activity id if it takes reservations now. Errors: ErrNotFound,
@@ -491,4 +509,75 @@ func (s *Reservations) OpenDue(ctx context.Context) (int, error) {
 		copied += n
 	}
 	return int(copied), errors.Join(errs...)
+}
+
+// DefaultRemindBefore is how long before a wave opens its reminder is written
+// (SECKILL_REMIND_BEFORE).
+const DefaultRemindBefore = 5 * time.Minute
+
+// RemindDue writes the reminders (EventWaveOpening) of the waves of the reservation sales this
+// node knows that open within before from now and have not opened yet, each once (the store
+// keeps which were written: another node's, or this one's before a restart, are not written
+// again), in the order the waves open, and returns how many it wrote. A wave that opened with no
+// reminder written (every node was down through its window) gets none: it is no longer news.
+// Its reserved are the wave's reservers, or before the close the wave's share of those so far
+// (WaveSize).
+func (s *Reservations) RemindDue(ctx context.Context, before time.Duration) (int, error) {
+	now := s.core.now()
+	current := s.core.Current()
+	s.mu.Lock()
+	known := make(map[string]int64, len(current))
+	for _, a := range current {
+		known[a.ID] = s.reminded[a.ID]
+	}
+	s.reminded = known // forget the activities that ended
+	s.mu.Unlock()
+	written := 0
+	var errs []error
+	for _, a := range current {
+		if a.Admission != AdmitReservation || a.Archived() {
+			continue
+		}
+		n, err := s.remind(ctx, a, known[a.ID], now, before)
+		written += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("remind the waves of %s: %w", a.ID, err))
+		}
+	}
+	return written, errors.Join(errs...)
+}
+
+// remind writes the due reminders of a's waves after wave done (see RemindDue).
+func (s *Reservations) remind(ctx context.Context, a Activity, done int64, now time.Time, before time.Duration) (int, error) {
+	written := 0
+	reserved := int64(-1)
+	for k := done + 1; k <= a.Waves; k++ {
+		opens := a.WaveOpens(k)
+		if !now.Before(opens) {
+			continue
+		}
+		if now.Before(opens.Add(-before)) {
+			break // the later waves open later still
+		}
+		if reserved < 0 {
+			n, err := s.store.Reserved(ctx, a.ID)
+			if err != nil {
+				return written, err
+			}
+			reserved = n
+		}
+		e := Event{ID: WaveOpeningID(a.ID, k), Type: EventWaveOpening, At: now, Order: Order{ActivityID: a.ID},
+			Wave: &WaveOpening{ActivityID: a.ID, ActivityName: a.Name, Wave: k, OpensAt: opens, Reserved: WaveSize(k, reserved, a.Waves)}}
+		sent, err := s.store.RemindWave(ctx, e)
+		if err != nil {
+			return written, err // the later waves wait: the store would take them as this one's done
+		}
+		if sent {
+			written++
+		}
+		s.mu.Lock()
+		s.reminded[a.ID] = max(s.reminded[a.ID], k)
+		s.mu.Unlock()
+	}
+	return written, nil
 }

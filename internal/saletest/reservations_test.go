@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"seckill/internal/node"
 	"seckill/internal/node/nodetest"
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -103,5 +105,87 @@ func TestReservationsService(t *testing.T) {
 	}
 	if perWave[1] != 4 || perWave[2] != 4 || perWave[3] != 2 || !differ {
 		t.Errorf("the drawn waves %v (4, 4, 2 of 10), differing from the order of reservation: %v", perWave, differ)
+	}
+}
+
+// TestWaveReminders: RemindDue writes each wave's reminder once, in the before ahead of its
+// opening and not earlier, in the order of the waves, saying the wave's reservers (its share of
+// them before the close); a wave that opened unreminded gets none, and an activity of another
+// admission none at all.
+func TestWaveReminders(t *testing.T) {
+	ctx := context.Background()
+	clock := saletest.NewClock(saletest.T0)
+	const sink = "http://127.0.0.1:9/hook"
+	env, n := nodetest.Served(t, clock, func(c *node.Config) {
+		c.Webhooks, c.WebhookSecret = []string{sink}, "the shop's webhook secret"
+	})
+	now := clock.Now()
+	a := sale.Activity{ID: "remind", Name: "Phone", Kind: sale.KindItem, Stock: 10, PriceCents: 100, PerUserLimit: 1,
+		StartAt: now.Add(time.Hour), EndAt: now.Add(2 * time.Hour), PayWindow: time.Minute, Admission: sale.AdmitReservation,
+		StockShards: 1, CreatedAt: now, Revision: 1, ReserveFrom: now, Waves: 4, WaveInterval: 10 * time.Minute, WaveOrder: sale.WaveByNumber}
+	direct := a
+	direct.ID, direct.Admission, direct.ReserveFrom, direct.Waves, direct.WaveInterval, direct.WaveOrder = "direct", sale.AdmitDirect, time.Time{}, 0, 0, ""
+	for _, x := range []sale.Activity{a, direct} {
+		if err := env.Store.CreateActivity(ctx, x, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := env.Service.ReloadActivities(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 7 {
+		if _, _, err := env.Reservations.Reserve(ctx, a.ID, fmt.Sprint("u", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reminders := func() []sale.EventDelivery {
+		t.Helper()
+		ds, err := n.Store.Deliveries(ctx, sale.DeliveryFilter{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Reverse(ds) // oldest first
+		return ds
+	}
+	remind := func(want int) {
+		t.Helper()
+		if got, err := env.Reservations.RemindDue(ctx, 5*time.Minute); err != nil || got != want {
+			t.Fatalf("at %s: %d reminders written, %v; want %d", clock.Now().Sub(now), got, err, want)
+		}
+	}
+	remind(0) // an hour ahead
+	clock.Advance(54*time.Minute + 59*time.Second)
+	remind(0)
+	clock.Advance(time.Second) // wave 1 opens in 5 minutes
+	remind(1)
+	remind(0)
+	// Wave 2 opens at 1h10m; its reminder is due from 1h05m. The clock jumps past wave 2's opening
+	// (every node was down) into wave 3's window.
+	clock.Advance(21 * time.Minute) // 1h16m: wave 3 opens at 1h20m
+	remind(1)
+	remind(0)
+	clock.Advance(10 * time.Minute) // 1h26m: wave 4 at 1h30m
+	remind(1)
+	clock.Advance(time.Hour)
+	remind(0)
+	ds := reminders()
+	var waves []int64
+	for _, d := range ds {
+		if d.Type != sale.EventWaveOpening || d.Wave == nil || d.Wave.ActivityID != a.ID || d.Order.ActivityID != a.ID {
+			t.Fatalf("delivery %+v: want a reminder of %s", d, a.ID)
+		}
+		k := d.Wave.Wave
+		waves = append(waves, k)
+		// 7 reservers in 4 waves: 2, 2, 2, 1.
+		if want := map[int64]int64{1: 2, 2: 2, 3: 2, 4: 1}[k]; d.Wave.Reserved != want || !d.Wave.OpensAt.Equal(a.WaveOpens(k)) ||
+			d.Wave.ActivityName != "Phone" || d.ID != sale.WaveOpeningID(a.ID, k) {
+			t.Errorf("wave %d's reminder %+v; want %d reserved, opening at %s", k, d.Wave, want, a.WaveOpens(k))
+		}
+		if d.At.Before(d.Wave.OpensAt.Add(-5*time.Minute)) || !d.At.Before(d.Wave.OpensAt) {
+			t.Errorf("wave %d's reminder written at %s; want within the 5 minutes before %s", k, d.At, d.Wave.OpensAt)
+		}
+	}
+	if !slices.Equal(waves, []int64{1, 3, 4}) {
+		t.Errorf("reminders of waves %v; want 1, 3 and 4 (2 opened while nobody reminded)", waves)
 	}
 }

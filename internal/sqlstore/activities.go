@@ -108,14 +108,19 @@ func (s *Store) Archive(ctx context.Context, id string, at time.Time) error {
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM activities WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
-		} else if err != nil {
-			return err
-		}
-		return nil // archived already: the first time stands
+		return activityExists(ctx, tx, id) // archived already: the first time stands
 	})
+}
+
+// activityExists returns sale.ErrNotFound when activity id is not in the database: what an
+// update that changed nothing says about it.
+func activityExists(ctx context.Context, t tx, id string) error {
+	var one int
+	err := t.QueryRowContext(ctx, `SELECT 1 FROM activities WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("activity %s: %w", id, sale.ErrNotFound)
+	}
+	return err
 }
 
 // Activities implements sale.Store.

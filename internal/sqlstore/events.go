@@ -70,22 +70,26 @@ func (s *Store) emit(ctx context.Context, t tx, all []sale.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	const cols = 12
+	const cols = 16
 	args := make([]any, 0, cols*len(evs))
 	for _, e := range evs {
-		o := e.Order
-		args = append(args, e.ID, string(e.Type), o.Token, o.ID, o.ActivityID, o.UserID, o.AmountCents, string(o.Status),
-			truncate(o.Reason, 255), ms(e.At), e.PaymentID, e.ReceivedCents)
+		o, w := e.Order, e.Wave
+		if w == nil {
+			w = &sale.WaveOpening{}
+		}
+		args = append(args, e.ID, string(e.Type), e.Subject(), o.ID, o.ActivityID, o.UserID, o.AmountCents, string(o.Status),
+			truncate(o.Reason, 255), ms(e.At), e.PaymentID, e.ReceivedCents, w.Wave, ms(w.OpensAt), w.Reserved, w.ActivityName)
 	}
 	// Built per call (a row per event): rewritten without the dialect's cache.
 	if _, err := t.Tx.ExecContext(ctx, t.d.rewrite(`INSERT INTO order_events (event_id, type, order_token, order_id, activity_id,
-		user_id, amount_cents, status, reason, at_ms, payment_id, payment_cents) VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
+		user_id, amount_cents, status, reason, at_ms, payment_id, payment_cents, wave, opens_at_ms, reserved, activity_name)
+		VALUES `+placeholders(len(evs), cols)+t.d.keepFirst("event_id")), args...); err != nil {
 		return fmt.Errorf("write %d order events: %w", len(evs), err)
 	}
 	args, rows := args[:0], 0
 	for i, e := range evs {
 		for _, sink := range deliveries[i] {
-			args = append(args, sink, e.ID, e.Order.Token, string(sale.DeliveryPending), ms(e.At))
+			args = append(args, sink, e.ID, e.Subject(), string(sale.DeliveryPending), ms(e.At))
 			rows++
 		}
 	}
@@ -130,17 +134,24 @@ func placedEvents(pls []sale.Placement) []sale.Event {
 }
 
 const deliveryColumns = `e.seq, e.event_id, e.type, e.order_token, e.order_id, e.activity_id, e.user_id, e.amount_cents,
-	e.status, e.reason, e.at_ms, e.payment_id, e.payment_cents, d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
+	e.status, e.reason, e.at_ms, e.payment_id, e.payment_cents, e.wave, e.opens_at_ms, e.reserved, e.activity_name,
+	d.sink, d.state, d.attempts, d.next_at, d.last_error, d.delivered_at`
 
 func scanDelivery(row interface{ Scan(...any) error }) (sale.EventDelivery, error) {
 	var d sale.EventDelivery
 	var typ, status, state string
-	var at, next, delivered int64
+	var at, next, delivered, opens int64
+	var w sale.WaveOpening
 	o := &d.Order
 	err := row.Scan(&d.Seq, &d.ID, &typ, &o.Token, &o.ID, &o.ActivityID, &o.UserID, &o.AmountCents, &status, &o.Reason, &at,
-		&d.PaymentID, &d.ReceivedCents, &d.Sink, &state, &d.Attempts, &next, &d.LastError, &delivered)
+		&d.PaymentID, &d.ReceivedCents, &w.Wave, &opens, &w.Reserved, &w.ActivityName,
+		&d.Sink, &state, &d.Attempts, &next, &d.LastError, &delivered)
 	d.Type, o.Status, d.State = sale.EventType(typ), sale.Status(status), sale.DeliveryState(state)
 	d.At, d.NextAt, d.DeliveredAt = fromMS(at), fromMS(next), fromMS(delivered)
+	if d.Type == sale.EventWaveOpening { // an activity's event: its order_token is its subject
+		w.ActivityID, w.OpensAt = o.ActivityID, fromMS(opens)
+		d.Wave, o.Token = &w, ""
+	}
 	return d, err
 }
 

@@ -156,6 +156,31 @@ func (s *Store) WavesAssigned(ctx context.Context, activityID string) error {
 	return err
 }
 
+// RemindWave implements sale.ReservationStore: the activity row's last wave reminded moves to
+// e's and the event is written in the same transaction, or neither.
+func (s *Store) RemindWave(ctx context.Context, e sale.Event) (bool, error) {
+	if e.Wave == nil {
+		return false, fmt.Errorf("%w: event %s reminds of no wave", sale.ErrInvalid, e.ID)
+	}
+	sent := false
+	err := s.inTx(ctx, func(t tx) error {
+		res, err := t.ExecContext(ctx, `UPDATE activities SET reminded_waves = ? WHERE id = ? AND reminded_waves < ?`,
+			e.Wave.Wave, e.Wave.ActivityID, e.Wave.Wave)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err == nil {
+				err = activityExists(ctx, t, e.Wave.ActivityID)
+			}
+			return err
+		}
+		sent = true
+		return s.emit(ctx, t, []sale.Event{e})
+	})
+	return sent, err
+}
+
 // WaveStats implements sale.ReservationStore: the reservations of the activity joined with
 // each reserver's orders of it (a user's orders counted once: grabbed if any, won if one holds
 // its unit).

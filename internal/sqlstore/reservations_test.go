@@ -167,3 +167,85 @@ func reservationsAfter(t *testing.T, s *Store, id string, after int64) []sale.Re
 		after = page[len(page)-1].Number
 	}
 }
+
+// testWaveReminders: a wave's reminder is written to the outbox once, however many nodes write
+// it at once or again later (after its event is purged too); an earlier wave's reminder is not
+// written once a later one's is; the event reads back as an activity's, behind the activity's
+// earlier reminder for each sink and beside the orders' events.
+func testWaveReminders(t *testing.T, dsn string) {
+	ctx := context.Background()
+	s := openStore(t, dsn)
+	s.EmitTo("hook", "kafka:t")
+	a := item("rem", 10, 1)
+	a.Admission, a.ReserveFrom, a.Waves, a.WaveInterval, a.WaveOrder = sale.AdmitReservation, t0.Add(-time.Hour), 3, time.Minute, sale.WaveByNumber
+	create(t, s, a)
+	reminder := func(k int64) sale.Event {
+		return sale.Event{ID: sale.WaveOpeningID(a.ID, k), Type: sale.EventWaveOpening, At: t0, Order: sale.Order{ActivityID: a.ID},
+			Wave: &sale.WaveOpening{ActivityID: a.ID, ActivityName: "名 " + a.ID, Wave: k, OpensAt: a.WaveOpens(k), Reserved: 7}}
+	}
+	// Five nodes write wave 1's reminder at once: one writes it.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sent := 0
+	for range 5 {
+		wg.Go(func() {
+			ok, err := s.RemindWave(ctx, reminder(1))
+			if err != nil {
+				t.Errorf("remind of wave 1: %v", err)
+			}
+			if ok {
+				mu.Lock()
+				sent++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if sent != 1 {
+		t.Fatalf("wave 1's reminder written %d times; want once", sent)
+	}
+	place(t, s, grab(a.ID, "u1", 0)) // an order's event between the two reminders
+	if ok, err := s.RemindWave(ctx, reminder(3)); err != nil || !ok {
+		t.Fatalf("wave 3's reminder: %v, %v", ok, err)
+	}
+	if ok, err := s.RemindWave(ctx, reminder(2)); err != nil || ok {
+		t.Errorf("wave 2's reminder after wave 3's: written %v, %v; want not written", ok, err)
+	}
+	if _, err := s.RemindWave(ctx, sale.Event{ID: "x", Type: sale.EventWaveOpening, Wave: &sale.WaveOpening{ActivityID: "nope", Wave: 1}}); !errors.Is(err, sale.ErrNotFound) {
+		t.Errorf("a reminder of no activity: %v; want ErrNotFound", err)
+	}
+	for _, sink := range []string{"hook", "kafka:t"} {
+		ds, err := s.Deliverable(ctx, sink, t0.Add(time.Hour), 10)
+		if err != nil || len(ds) != 2 {
+			t.Fatalf("%s's deliverable: %+v, %v; want wave 1's reminder and the order's event", sink, ds, err)
+		}
+		d := ds[0]
+		if d.Wave == nil || d.ID != sale.WaveOpeningID(a.ID, 1) || d.Type != sale.EventWaveOpening || d.Order.Token != "" ||
+			d.Order.ActivityID != a.ID || *d.Wave != *reminder(1).Wave || !d.At.Equal(t0) {
+			t.Errorf("%s's first: %+v (wave %+v); want wave 1's reminder", sink, d, d.Wave)
+		}
+		if ds[1].Wave != nil || ds[1].Type != sale.EventCreated {
+			t.Errorf("%s's second: %+v; want the order's event", sink, ds[1])
+		}
+		// Wave 3's waits for wave 1's, as an order's events wait for the one before.
+		if err := s.Delivered(ctx, sink, d.ID, t0); err != nil {
+			t.Fatal(err)
+		}
+		ds, err = s.Deliverable(ctx, sink, t0.Add(time.Hour), 10)
+		if err != nil || len(ds) != 2 || ds[1].ID != sale.WaveOpeningID(a.ID, 3) || ds[1].Wave.Wave != 3 {
+			t.Fatalf("%s's deliverable after wave 1's: %+v, %v; want the order's event and wave 3's reminder", sink, ds, err)
+		}
+		for _, d := range ds {
+			if err := s.Delivered(ctx, sink, d.ID, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Purged, wave 3's reminder is not written again.
+	if n, _, err := s.PurgeDelivered(ctx, t0.Add(time.Hour), 0, 100); err != nil || n != 3 {
+		t.Fatalf("purge: %d, %v; want the 3 events", n, err)
+	}
+	if ok, err := s.RemindWave(ctx, reminder(3)); err != nil || ok {
+		t.Errorf("wave 3's reminder after its purge: written %v, %v; want not written", ok, err)
+	}
+}

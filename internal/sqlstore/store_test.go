@@ -73,6 +73,7 @@ var storeTests = []struct {
 	{"FailedThenSucceeded", testFailedThenSucceeded},
 	{"PaymentProviders", testPaymentProviders},
 	{"Reservations", testReservations},
+	{"WaveReminders", testWaveReminders},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }

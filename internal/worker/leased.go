@@ -172,6 +172,32 @@ func (w *WaveOpener) job() leasedJob {
 		do: w.Reservations.OpenDue}
 }
 
+// WaveReminder writes, every Every, the reminders of the reservation sales' waves that open
+// within Before (sale.Reservations.RemindDue), on the node that holds the lease "reminders".
+type WaveReminder struct {
+	Reservations *sale.Reservations
+	Before       time.Duration
+	Lease        sale.Lease
+	Holder       string
+	Every        time.Duration
+	Log          *slog.Logger
+}
+
+// RemindersLease is the lease a WaveReminder holds for its rounds.
+const RemindersLease = "reminders"
+
+// Run writes the reminders due every Every until ctx ends.
+func (w *WaveReminder) Run(ctx context.Context) { w.job().run(ctx) }
+
+// Round writes the reminders due if this node holds the lease; it returns how many it wrote.
+func (w *WaveReminder) Round(ctx context.Context) int { return w.job().round(ctx) }
+
+func (w *WaveReminder) job() leasedJob {
+	return leasedJob{lease: w.Lease, name: RemindersLease, holder: w.Holder, every: w.Every, log: w.Log,
+		what: "remind of the reservation sales' waves", did: "wrote the reminders of the waves opening soon",
+		do: func(ctx context.Context) (int, error) { return w.Reservations.RemindDue(ctx, w.Before) }}
+}
+
 // leasedJob is a job one node of many runs every every, the one holding the lease name: each
 // round does do, logs what it did (did) or why it failed (what), and tells done how many.
 type leasedJob struct {

@@ -18,10 +18,22 @@ type DeliveryResponse struct {
 	NextAt      time.Time          `json:"next_at"`
 	LastError   string             `json:"last_error,omitempty"`
 	DeliveredAt *time.Time         `json:"delivered_at,omitempty"`
-	Order       EventOrder         `json:"order"`
+	Order       *EventOrder        `json:"order,omitempty"`      // an order's event
 	PaymentID   string             `json:"payment_id,omitempty"` // the payment the event is about
 	// ReceivedCents is, with PaymentID, what the provider took for it (what a refund gives back).
 	ReceivedCents *int64 `json:"received_cents,omitempty"`
+	// An activity's event (activity.wave_opening): the reservation sale whose Wave opens at
+	// OpensAt, Reserved reservers entering in it.
+	Activity *EventActivity `json:"activity,omitempty"`
+	Wave     int64          `json:"wave,omitempty"`
+	OpensAt  *time.Time     `json:"opens_at,omitempty"`
+	Reserved *int64         `json:"reserved,omitempty"`
+}
+
+// EventActivity names the activity of an activity's event, as the event was written.
+type EventActivity struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
 }
 
 // EventOrder is the order as the event left it.
