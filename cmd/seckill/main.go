@@ -61,7 +61,7 @@ func run(ctx context.Context, args []string, env map[string]string, stdout, stde
 	case "check":
 		return checkCmd(args, env, stdout, stderr)
 	case "plan":
-		return planCmd(args, stdout, stderr)
+		return planCmd(ctx, args, getenv, stdout, stderr)
 	case "risk":
 		return riskCmd(ctx, args, stdout, stderr)
 	case "help":

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"seckill/internal/capacity"
 )
@@ -36,7 +41,7 @@ func TestPlan(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &p); err != nil {
 		t.Fatalf("--json: %v\n%s", err, out.String())
 	}
-	if p.Sale.Users != 1_000_000 || p.Sale.MinReplicas != 1 || p.Replicas != 2 || p.APINodes < 2 || p.Costs.Setup == nil || p.Costs.Setup.MinReplicas != 1 {
+	if p.Sale.Users != 1_000_000 || p.Sale.MinReplicas != 1 || p.Replicas != 2 || p.APINodes < 2 || !strings.Contains(p.Costs.Setup, "min-replicas 1,") {
 		t.Errorf("--json --min-replicas 1: %+v", p)
 	}
 
@@ -121,6 +126,83 @@ func TestCapacityDocIsThePlan(t *testing.T) {
 		}
 		if got, want := out.String(), string(b[2]); got != want {
 			t.Errorf("docs/CAPACITY.md shows for seckill plan %s:\n%s\nthe program prints:\n%s", b[1], want, got)
+		}
+	}
+}
+
+// TestPlanForAnActivity runs seckill plan --activity against a node of the binary: the
+// reservation sale's forecast (40 reserved, on the prior: 32 buyers, 96 clicks), the plan for
+// its peak and the change to deploy/k8s, as one object per resource; and the flags that do not
+// go with it refused.
+func TestPlanForAnActivity(t *testing.T) {
+	base := startRun(t, testEnv(sqliteDSN(t)))
+	c := newClient(t, base)
+	start := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	id := c.Must("POST", "/api/admin/activities", testAdmin, fmt.Sprintf(`{"name":"launch","kind":"item","stock":10,"price_cents":100,
+		"start_at":%q,"end_at":%q,"admission":"reservation","waves":4,"wave_interval_s":60}`,
+		start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339)), http.StatusCreated)["id"].(string)
+	for i := range 40 {
+		c.Must("POST", "/api/activities/"+id+"/reservations", c.Token(fmt.Sprint("u", i)), "", http.StatusCreated)
+	}
+	patch := filepath.Join(t.TempDir(), "patch.yaml")
+	var out bytes.Buffer
+	args := []string{"plan", "--activity", id, "--url", base, "--admin-token", testAdmin, "--cores", "4", "--patch", patch}
+	if err := run(context.Background(), args, noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Activity " + id + ": 40 reserved. Expected 32 buyers (0.80 a reservation), 96 clicks (3.00 a buyer), a peak of 8.4 requests a second",
+		"the prior", "API nodes", "worker nodes", "The change to deploy/k8s for the sale is in " + patch} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), append(args[:len(args)-2], "--json"), noEnv, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Reserved int64
+		Plan     capacity.Plan
+	}
+	if err := json.Unmarshal(out.Bytes(), &f); err != nil || f.Reserved != 40 || f.Plan.Sale.Cores != 4 || f.Plan.APINodes < 2 {
+		t.Fatalf("--json: %+v, %v\n%s", f, err, out.String())
+	}
+	b, err := os.ReadFile(patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 4 || !strings.Contains(docs[0], "kubectl apply --server-side") {
+		t.Fatalf("the patch: %d parts\n%s", len(docs), b)
+	}
+	want := []struct {
+		kind, name, field string
+		value             int
+	}{
+		{"Deployment", "seckill-api", "replicas", f.Plan.APINodes},
+		{"HorizontalPodAutoscaler", "seckill-api", "minReplicas", f.Plan.APINodes},
+		{"Deployment", "seckill-worker", "replicas", f.Plan.WorkerNodes},
+	}
+	for i, w := range want {
+		var d struct {
+			Kind     string                `json:"kind"`
+			Metadata struct{ Name string } `json:"metadata"`
+			Spec     map[string]int        `json:"spec"`
+		}
+		if err := yaml.Unmarshal([]byte(docs[i+1]), &d); err != nil || d.Kind != w.kind || d.Metadata.Name != w.name || d.Spec[w.field] != w.value {
+			t.Errorf("the patch's object %d: %+v, %v; want %s %s with %s %d", i+1, d, err, w.kind, w.name, w.field, w.value)
+		}
+	}
+	for _, bad := range [][]string{
+		{"plan", "--activity", id, "--admin-token", testAdmin},
+		{"plan", "--activity", id, "--url", base},
+		{"plan", "--activity", id, "--url", base, "--admin-token", testAdmin, "--peak", "100"},
+		{"plan", "--activity", id, "--url", "ftp://x", "--admin-token", testAdmin},
+		{"plan", "--activity", "nope", "--url", base, "--admin-token", testAdmin},
+		{"plan", "--activity", id, "--url", base, "--admin-token", "wrong"},
+	} {
+		if err := run(context.Background(), bad, noEnv, io.Discard, io.Discard); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }

@@ -89,12 +89,30 @@ func (x guardedStore) Activity(ctx context.Context, id string) (sale.Activity, e
 	return Call(ctx, x.guard, func(ctx context.Context) (sale.Activity, error) { return x.p.Activity(ctx, id) })
 }
 
+// AddArrivals is slow (no call deadline): a node's seconds and users of a few seconds, in the background.
+func (x guardedStore) AddArrivals(ctx context.Context, activityID string, perSecond map[int64]int64, users []string) error {
+	return x.guard.Slow(ctx, func(ctx context.Context) error { return x.p.AddArrivals(ctx, activityID, perSecond, users) })
+}
+
 func (x guardedStore) AddBlock(ctx context.Context, b sale.Block) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.AddBlock(ctx, b) })
 }
 
 func (x guardedStore) Archive(ctx context.Context, id string, at time.Time) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Archive(ctx, id, at) })
+}
+
+// Arrivals is slow (no call deadline): reading a sale's every second and counting its reservers who clicked.
+func (x guardedStore) Arrivals(ctx context.Context, activityID string) (map[int64]int64, int64, error) {
+	type results struct {
+		r0 map[int64]int64
+		r1 int64
+	}
+	v, err := slowCall(ctx, x.guard, func(ctx context.Context) (results, error) {
+		r0, r1, err := x.p.Arrivals(ctx, activityID)
+		return results{r0, r1}, err
+	})
+	return v.r0, v.r1, err
 }
 
 func (x guardedStore) Blocks(ctx context.Context, now time.Time) ([]sale.Block, error) {
@@ -173,6 +191,15 @@ func (x guardedStore) Failed(ctx context.Context, sink string, id string, reason
 // GateState is slow (no call deadline): reading what the gate must hold grows with the activity's orders.
 func (x guardedStore) GateState(ctx context.Context, a sale.Activity, pending []sale.Grab) (sale.GateState, error) {
 	return slowCall(ctx, x.guard, func(ctx context.Context) (sale.GateState, error) { return x.p.GateState(ctx, a, pending) })
+}
+
+func (x guardedStore) History(ctx context.Context, limit int) ([]sale.SaleHistory, error) {
+	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.SaleHistory, error) { return x.p.History(ctx, limit) })
+}
+
+// KeepHistory is slow (no call deadline): in the archive's background round, deleting the sale's arrivals.
+func (x guardedStore) KeepHistory(ctx context.Context, h sale.SaleHistory) error {
+	return x.guard.Slow(ctx, func(ctx context.Context) error { return x.p.KeepHistory(ctx, h) })
 }
 
 func (x guardedStore) Order(ctx context.Context, token string) (sale.Order, error) {

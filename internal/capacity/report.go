@@ -32,9 +32,9 @@ func (p Plan) WriteText(w io.Writer) error {
 	peak := s.ramped().Peak
 	ew.printf("A sale of %s %s (%s per user) to %s users, at a peak of %s grab requests a second%s.\n",
 		group(float64(s.Stock)), unit(s.Kind), group(float64(s.PerUser)), group(float64(s.Users)), group(peak), ramp)
-	setup := "?"
-	if c.Setup != nil {
-		setup = fmt.Sprintf("Redis %s, appendfsync %s, min-replicas %d, database %s", c.Setup.Redis, orNone(c.Setup.Fsync), c.Setup.MinReplicas, c.Setup.DB)
+	setup := c.Setup
+	if setup == "" {
+		setup = "?"
 	}
 	ew.printf("\nCosts, CPU per unit of work, the median of %d flash and %d all-win bench runs (%s; %s):\n",
 		len(c.FlashRuns), len(c.AllWinRuns), orNone(c.Machine), setup)

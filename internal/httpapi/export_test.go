@@ -16,7 +16,7 @@ func Patterns() []string {
 	var out []string
 	every := &Server{operator: &sale.Operator{}, payments: &sale.Payments{}, outbox: &sale.Outbox{}, lines: &sale.Lines{},
 		boards: &sale.Boards{}, challenges: &sale.Challenges{}, blocks: &sale.Blocks{}, audit: &sale.Audit{},
-		reservations: &sale.Reservations{}, callback: &Callback{}, notices: everyProvider}
+		reservations: &sale.Reservations{}, forecasts: &sale.Forecasts{}, callback: &Callback{}, notices: everyProvider}
 	for _, rt := range every.routes() {
 		out = append(out, rt.pattern)
 	}
@@ -33,7 +33,7 @@ func FeatureOf() map[string]string {
 	for name, s := range map[string]*Server{"operator": {operator: &sale.Operator{}}, "payments": {payments: &sale.Payments{}, callback: &Callback{}, notices: everyProvider},
 		"outbox": {outbox: &sale.Outbox{}}, "lines": {lines: &sale.Lines{}}, "boards": {boards: &sale.Boards{}},
 		"challenges": {challenges: &sale.Challenges{}}, "blocks": {blocks: &sale.Blocks{}}, "audit": {audit: &sale.Audit{}},
-		"reservations": {reservations: &sale.Reservations{}}} {
+		"reservations": {reservations: &sale.Reservations{}}, "forecasts": {forecasts: &sale.Forecasts{}}} {
 		for _, rt := range s.routes() {
 			if _, core := out[rt.pattern]; !core {
 				out[rt.pattern] = name

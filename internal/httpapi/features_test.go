@@ -25,12 +25,12 @@ func TestFeatures(t *testing.T) {
 	}{
 		{"a provider and a receiver", newProviderFixture(t),
 			map[string]bool{"operator": true, "payments": true, "outbox": true, "lines": true, "boards": true,
-				"challenges": true, "blocks": true, "audit": true, "reservations": true}},
+				"challenges": true, "blocks": true, "audit": true, "reservations": true, "forecasts": true}},
 		{"neither", newFixtureWith(t, func(c *httpapi.Config, _ *saletest.Clock) {
 			c.Outbox = nil
 			c.Admins = []httpapi.Admin{{Name: "grafana", Role: httpapi.RoleViewer, Token: viewerToken}}
 		}), map[string]bool{"operator": true, "payments": false, "outbox": false, "lines": true, "boards": true,
-			"challenges": true, "blocks": true, "audit": true, "reservations": true}},
+			"challenges": true, "blocks": true, "audit": true, "reservations": true, "forecasts": true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := tc.f

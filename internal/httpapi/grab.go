@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"seckill/internal/httpapi/wire"
@@ -36,12 +37,15 @@ func pageOf(b wire.GrabBody) (*risk.Page, error) {
 // see the grab. The route with a path token ({pass}) is the hidden grab path a solved challenge
 // reveals; the gate spends the token with the grab.
 func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
-	start, outcome, id := requestStart(w), "won", r.PathValue("id")
+	start, outcome, id, user := requestStart(w), "won", r.PathValue("id"), ""
 	defer func() {
 		d := time.Since(start)
 		s.observe.Grab(outcome, d)
 		if _, known := s.svc.Known(id); known { // made-up ids must not grow the tracker
 			s.live.Record(id, stageOf(outcome), d)
+			if s.forecasts != nil && outcome != outcomeNotReserved { // a stranger is no reserver's click
+				s.forecasts.Record(id, user, s.svc.Now())
+			}
 		}
 	}()
 	key, err := idempotencyKey(r)
@@ -52,6 +56,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	}
 	pass := r.PathValue("pass")
 	c, name, err := s.edge(w, r, id, key != "", true)
+	user = c.user
 	var body wire.GrabBody
 	if err == nil {
 		err = decodeEmpty(w, r, &body)
@@ -89,6 +94,9 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	outcome = outcomeOr(name, err)
 	s.writeError(w, r, err)
 }
+
+// outcomeNotReserved is a grab refused as not reserved: a stranger to the reservation sale.
+var outcomeNotReserved = strings.ToLower(wire.CodeNotReserved)
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 128

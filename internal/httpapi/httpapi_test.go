@@ -19,6 +19,7 @@ import (
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
 
+	"seckill/internal/node"
 	"seckill/internal/node/nodetest"
 )
 
@@ -33,6 +34,7 @@ type fixture struct {
 	svc     *sale.Service
 	lines   *sale.Lines
 	rsv     *sale.Reservations
+	fc      *sale.Forecasts
 	store   sale.Store
 	tokens  *auth.Tokens
 	clock   *saletest.Clock
@@ -72,6 +74,7 @@ func newFixtureEnv(t testing.TB, dsn string, set func(c *httpapi.Config, env sal
 	c := httpapi.Config{Service: env.Service, Features: env.Features, Tokens: tokens, AdminToken: adminToken,
 		Ready: env.Store.Ping, Log: slog.New(slog.DiscardHandler)}
 	c.Payments = nil // the node of the binary has payments only with a provider: newProviderFixture's
+	c.Plan = node.PlanForecast
 	set(&c, env)
 	srv := httpapi.New(c)
 	var h http.Handler = srv
@@ -80,7 +83,7 @@ func newFixtureEnv(t testing.TB, dsn string, set func(c *httpapi.Config, env sal
 	default:
 		h = openapitest.Handler(t, h, openapitest.Everything)
 	}
-	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, rsv: env.Reservations, store: env.Store, tokens: tokens, clock: clock,
+	return &fixture{t: t, h: h, srv: srv, svc: env.Service, lines: env.Lines, rsv: env.Reservations, fc: env.Forecasts, store: env.Store, tokens: tokens, clock: clock,
 		answers: env.Answers}
 }
 

@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"encoding/csv"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -85,4 +88,73 @@ func (s *Server) exportReservations(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.log.WarnContext(r.Context(), "reservation export cut short", "activity", id, "err", err, "request_id", requestID(w))
 	}
+}
+
+// planTerms reads a forecast's plan terms from its query, each left out its default. Errors:
+// sale.ErrInvalid for one that is not a number (or a duration); the planner bounds them.
+func planTerms(q url.Values, minReplicas int) (PlanTerms, error) {
+	t := PlanTerms{Cores: 8, Headroom: 0.6, Drain: time.Minute, MinReplicas: minReplicas}
+	var err error
+	for name, parse := range map[string]func(string) error{
+		"cores":        func(v string) (err error) { t.Cores, err = strconv.Atoi(v); return err },
+		"headroom":     func(v string) (err error) { t.Headroom, err = strconv.ParseFloat(v, 64); return err },
+		"drain":        func(v string) (err error) { t.Drain, err = time.ParseDuration(v); return err },
+		"min_replicas": func(v string) (err error) { t.MinReplicas, err = strconv.Atoi(v); return err },
+	} {
+		if v := q.Get(name); v != "" && parse(v) != nil {
+			err = fmt.Errorf("%w: %s=%q: want a number (drain: a duration such as 90s)", sale.ErrInvalid, name, v)
+		}
+	}
+	return t, err
+}
+
+// PlanTerms are what a forecast's plan is sized with besides the forecast: a node's cores, the
+// share of them to use at the peak, how long the workers may take after the sell-out, and the
+// replicas that acknowledge each grab (see capacity.Sale).
+type PlanTerms struct {
+	Cores       int
+	Headroom    float64
+	Drain       time.Duration
+	MinReplicas int
+}
+
+// forecast answers a reservation sale's crowd forecast and the deployment planned for its peak:
+// ?cores= (8), ?headroom= (0.6), ?drain= (1m) and ?min_replicas= (the node's own) size the plan.
+func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
+	terms, err := planTerms(r.URL.Query(), s.minReplicas)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, history, err := s.forecasts.Forecast(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := wire.ForecastResponse{ActivityID: f.Activity.ID, Reserved: f.Reserved, ExpectedBuyers: f.ExpectedBuyers,
+		ExpectedClicks: f.ExpectedClicks, ExpectedPeakRPS: f.ExpectedPeakRPS, Basis: f.Basis,
+		Model: wire.CrowdModel{BuyersPerReservation: f.Model.BuyersPerReservation, ClicksPerBuyer: f.Model.ClicksPerBuyer,
+			PeakShare: f.Model.PeakShare, Sales: f.Model.Sales},
+		History: make([]wire.SaleHistory, 0, len(history))}
+	for _, h := range history {
+		resp.History = append(resp.History, wire.SaleHistory{ActivityID: h.ActivityID, ArchivedAt: h.ArchivedAt, Reserved: h.Reserved,
+			Buyers: h.Buyers, Clicks: h.Clicks, Waves: h.Waves, WaveIntervalS: int64(h.WaveInterval / time.Second), PeakRPS: h.PeakRPS,
+			PeakShare: h.PeakShare, Spread: h.Spread})
+	}
+	switch {
+	case s.plan == nil:
+		resp.PlanError = "this node has no measured costs to plan with"
+	default:
+		p, err := s.plan(f, terms)
+		if errors.Is(err, sale.ErrInvalid) {
+			s.writeError(w, r, err)
+			return
+		}
+		if err != nil {
+			resp.PlanError = err.Error()
+		} else {
+			resp.Plan = p
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
 }

@@ -125,3 +125,108 @@ func TestReservationsOverHTTP(t *testing.T) {
 		t.Fatalf("carol again: %d %s", r.status, r.raw)
 	}
 }
+
+// TestForecastOverHTTP runs three reservation sales through the API, each of four reservers in
+// two waves of whom three come: the first wave's two grab and the second's one grabs in wave 1
+// (told to wait) and again in wave 2. Each sale's arrivals are flushed and its history kept when
+// it is archived. A new sale's forecast is on the prior until three are kept, then on their
+// history: 3 buyers a 4 reservations, 4 clicks a 3 buyers, every wave's clicks in one second.
+// The plan is sized for its peak; bad terms are refused, and so is a sale of another admission.
+func TestForecastOverHTTP(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	sale := func(reserved int) (string, time.Time) {
+		now := f.clock.Now().UTC()
+		start := now.Add(time.Hour)
+		return f.create(fmt.Sprintf(`{"name":"Launch","kind":"item","stock":10,"price_cents":500,"admission":"reservation",
+			"waves":2,"wave_interval_s":600,"start_at":%q,"end_at":%q,"pay_window_s":60}`,
+			start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339))), start
+	}
+	forecast := func(id, query string) response {
+		return f.do("GET", "/api/admin/activities/"+id+"/forecast"+query, adminToken, "")
+	}
+	for run := range 3 {
+		id, start := sale(4)
+		users := []string{"a", "b", "c", "d"}
+		for _, u := range users {
+			if r := f.do("POST", "/api/activities/"+id+"/reservations", f.user(u), ""); r.status != 201 {
+				t.Fatalf("sale %d: %s reserves: %d %s", run, u, r.status, r.raw)
+			}
+		}
+		fc := forecast(id, "")
+		if fc.status != 200 || fc.body["basis"] != "prior" || fc.body["reserved"] != 4.0 || len(fc.body["history"].([]any)) != run {
+			t.Fatalf("sale %d's forecast with %d sales kept: %d %s; want the prior", run, run, fc.status, fc.raw)
+		}
+		f.clock.Advance(start.Sub(f.clock.Now())) // to the start
+		if _, err := f.rsv.OpenDue(ctx); err != nil {
+			t.Fatal(err)
+		}
+		grab := func(u string, want int) {
+			t.Helper()
+			r := f.do("POST", "/api/activities/"+id+"/grab", f.user(u), "")
+			if r.status != want {
+				t.Fatalf("sale %d: %s grabs: %d %s; want %d", run, u, r.status, r.raw, want)
+			}
+			if tok, ok := r.body["order_token"].(string); ok { // paid at once: an archive waits for no order
+				f.drain(id)
+				if r := f.do("POST", "/api/orders/"+tok+"/pay", f.user(u), ""); r.status != 200 {
+					t.Fatalf("%s pays: %d %s", u, r.status, r.raw)
+				}
+			}
+		}
+		grab("stranger", 403) // not counted
+		grab("a", 202)
+		grab("b", 202)
+		grab("c", 425)
+		f.clock.Advance(10 * time.Minute)
+		grab("c", 202)
+		if _, err := f.fc.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		f.clock.Advance(2 * time.Hour) // past the end and the pay window
+		if n, err := f.svc.ArchiveDue(ctx, 0); err != nil || n != 1 {
+			t.Fatalf("sale %d archived: %d, %v", run, n, err)
+		}
+	}
+	id, _ := sale(8)
+	for i := range 8 {
+		f.do("POST", "/api/activities/"+id+"/reservations", f.user(fmt.Sprint("u", i)), "")
+	}
+	fc := forecast(id, "")
+	model, _ := fc.body["model"].(map[string]any)
+	history, _ := fc.body["history"].([]any)
+	if fc.status != 200 || fc.body["basis"] != "history" || fc.body["reserved"] != 8.0 || len(history) != 3 || model["sales"] != 3.0 ||
+		model["buyers_per_reservation"] != 0.75 || model["peak_share"] != 1.0 {
+		t.Fatalf("the forecast after three sales: %d %s", fc.status, fc.raw)
+	}
+	// 8 reserved: 6 buyers, 8 clicks; the first wave's 4 reservers' share of them, all in one second.
+	if fc.body["expected_buyers"] != 6.0 || fc.body["expected_clicks"] != 8.0 || fc.body["expected_peak_rps"] != 4.0 {
+		t.Errorf("the forecast: %s; want 6 buyers, 8 clicks, 4 requests a second at the peak", fc.raw)
+	}
+	h := history[0].(map[string]any)
+	if h["reserved"] != 4.0 || h["buyers"] != 3.0 || h["clicks"] != 4.0 || h["peak_rps"] != 3.0 || h["waves"] != 2.0 {
+		t.Errorf("a sale's history: %v; want 4 reserved, 3 buyers, 4 clicks, 3 in the busiest second", h)
+	}
+	plan, _ := fc.body["plan"].(map[string]any)
+	if plan == nil || plan["api_nodes"].(float64) < 2 || fc.body["plan_error"] != nil {
+		t.Errorf("the plan: %s; want one sized", fc.raw)
+	}
+	if r := forecast(id, "?min_replicas=2"); r.status != 200 || r.body["plan"] != nil || r.body["plan_error"] == nil {
+		t.Errorf("a plan with replicas never measured: %d %s; want the forecast and why there is no plan", r.status, r.raw)
+	}
+	for _, q := range []string{"?cores=0", "?headroom=2", "?headroom=x", "?drain=-1m", "?drain=soon", "?cores=x", "?min_replicas=3"} {
+		if r := forecast(id, q); r.status != 400 || r.code() != "INVALID_ARGUMENT" {
+			t.Errorf("forecast%s: %d %s; want 400 INVALID_ARGUMENT", q, r.status, r.raw)
+		}
+	}
+	direct := f.create(validItem)
+	if r := forecast(direct, ""); r.status != 409 || r.code() != "NOT_RESERVABLE" {
+		t.Errorf("the forecast of a direct sale: %d %s", r.status, r.raw)
+	}
+	if r := forecast("nope", ""); r.status != 404 {
+		t.Errorf("the forecast of no activity: %d %s", r.status, r.raw)
+	}
+	if r := f.do("GET", "/api/admin/activities/"+id+"/forecast", "", ""); r.status != 401 {
+		t.Errorf("the forecast without a token: %d %s", r.status, r.raw)
+	}
+}

@@ -40,6 +40,11 @@ type Config struct {
 	// set: their routes are the server's only then, and a node without one says nothing of it.
 	// Payments needs the notices of its providers: Callback, Notices.
 	sale.Features
+	// Plan sizes the deployment for a forecast's peak (capacity planning; nil: the forecast has
+	// no plan), its errors wrapping sale.ErrInvalid for terms it refuses; MinReplicas is the
+	// node's SECKILL_REDIS_MIN_REPLICAS, the plan's default.
+	Plan        func(sale.Forecast, PlanTerms) (any, error)
+	MinReplicas int
 
 	Tokens *auth.Tokens
 	// AdminToken is the operator token named "admin"; Admins are more admin tokens, each with
@@ -103,6 +108,9 @@ type Server struct {
 	outbox       *sale.Outbox
 	lines        *sale.Lines
 	reservations *sale.Reservations
+	forecasts    *sale.Forecasts
+	plan         func(sale.Forecast, PlanTerms) (any, error)
+	minReplicas  int
 	boards       *sale.Boards
 	challenges   *sale.Challenges
 	blocks       *sale.Blocks
@@ -141,7 +149,7 @@ func New(c Config) *Server {
 		csrf: http.NewCrossOriginProtection(), live: c.Live, stop: make(chan struct{})}
 	s.operator, s.outbox, s.lines, s.boards = c.Operator, c.Outbox, c.Lines, c.Boards
 	s.challenges, s.blocks, s.audit, s.payments = c.Challenges, c.Blocks, c.Audit, c.Payments
-	s.reservations = c.Reservations
+	s.reservations, s.forecasts, s.plan, s.minReplicas = c.Reservations, c.Forecasts, c.Plan, c.MinReplicas
 	if s.observe == nil {
 		s.observe = noObserver{}
 	}
@@ -261,12 +269,15 @@ func (s *Server) routes() []route {
 			route{"GET /api/activities/{id}/reservations/me", s.user(s.myReservation)},
 			route{"GET /api/admin/activities/{id}/reservations.csv", s.admin(RoleViewer, s.exportReservations)})
 	}
+	if s.forecasts != nil {
+		rs = append(rs, route{"GET /api/admin/activities/{id}/forecast", s.admin(RoleViewer, s.forecast)})
+	}
 	return rs
 }
 
 func (s *Server) features(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, wire.FeaturesResponse{Operator: s.operator != nil, Payments: s.payments != nil, PaymentProviders: s.paymentProviders(),
-		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil, Reservations: s.reservations != nil,
+		Outbox: s.outbox != nil, Lines: s.lines != nil, Boards: s.boards != nil, Challenges: s.challenges != nil, Reservations: s.reservations != nil, Forecasts: s.forecasts != nil,
 		Blocks: s.blocks != nil, Audit: s.audit != nil})
 }
 

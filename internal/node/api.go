@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/capacity"
 	"seckill/internal/httpapi"
 	"seckill/internal/ratelimit"
 	"seckill/internal/risk"
+	"seckill/internal/sale"
 	"seckill/internal/web"
 )
 
@@ -154,8 +156,15 @@ func (n *Node) openAPI() error {
 			Windows:     n.Windows, Buckets: n.Buckets, UserAtGate: n.UserAtGate,
 		},
 		TrustedProxies: c.TrustedProxies,
+		Plan:           PlanForecast, MinReplicas: n.Config.Replication.Replicas,
 	})
 	return nil
+}
+
+// PlanForecast sizes the deployment for a reservation sale's forecast peak on the project's
+// measured costs (capacity.ForForecast).
+func PlanForecast(f sale.Forecast, t httpapi.PlanTerms) (any, error) {
+	return capacity.ForForecast(f, capacity.Sale{Cores: t.Cores, Headroom: t.Headroom, Drain: t.Drain, MinReplicas: t.MinReplicas})
 }
 
 // Handler is what the node serves on its API's port: the API and the pages, or on a worker

@@ -33,7 +33,7 @@ func (c Config) sinks() ([]relay.Sink, error) {
 }
 
 // startLoops starts the node's background loops, until Close: on every node the cache reloads,
-// the risk files' watcher, the restock announcements and the settling of sharded stocks' reservations; on a worker node
+// the flush of the reservation sales' arrivals, the risk files' watcher, the restock announcements and the settling of sharded stocks' reservations; on a worker node
 // (role all or worker) the order worker, the lines' drainer, the payment-window sweeper, the
 // relays of the order events and the leased jobs (the reservation sales' waves, archive, the
 // purge of the delivered events, reconcile).
@@ -43,6 +43,7 @@ func (n *Node) startLoops() {
 		n.Go(func(ctx context.Context) { listenRestocks(ctx, svc, log) })
 	}
 	n.Go(func(ctx context.Context) { reloadCaches(ctx, svc, n.Blocks, log) })
+	n.Go(func(ctx context.Context) { flushArrivals(ctx, n.Forecasts, log) })
 	if c.API.Risk.watched() { // the rules alone read no file
 		n.Go(func(ctx context.Context) { watchRisk(ctx, n.Risk, log) })
 	}
@@ -153,6 +154,24 @@ func reloadCaches(ctx context.Context, svc *sale.Service, blocks *sale.Blocks, l
 		}
 	})
 }
+
+// flushArrivals adds the reservation sales' arrivals this node counted to the database every
+// arrivalsEvery, and once more when the node stops.
+func flushArrivals(ctx context.Context, f *sale.Forecasts, log *slog.Logger) {
+	flush := func(ctx context.Context) {
+		if _, err := f.Flush(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("the reservation sales' arrivals", "err", err)
+		}
+	}
+	every(ctx, arrivalsEvery, func() { flush(ctx) })
+	last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	flush(last)
+}
+
+// arrivalsEvery is how often a node adds the reservation sales' arrivals it counted to the
+// database: a node killed loses at most that long of them (the forecast's history, not a sale).
+const arrivalsEvery = 2 * time.Second
 
 // throttled passes an activity's failures to report at most once every d, with how many
 // rounds failed since the last report: a drainer whose dependency is down fails ten rounds a

@@ -241,6 +241,7 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	}
 	n.Lines = sale.NewLines(n.Service)
 	n.Reservations = sale.NewReservations(n.Service, n.DB, n.Gate)
+	n.Forecasts = sale.NewForecasts(n.Service, n.DB, n.DB)
 	n.Boards = sale.NewBoards(n.Service, breaker.GuardLeaders(n.Store, dbGuard))
 	n.Challenges = sale.NewChallenges(n.Service, n.b.challenges)
 	n.Blocks = sale.NewBlocks(n.DB, c.Now)

@@ -29,6 +29,11 @@ func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
 		return false, err
 	}
 	if !a.Archived() {
+		for _, keep := range s.archiving {
+			if err := keep(ctx, a); err != nil {
+				return false, fmt.Errorf("archive %s: %w", a.ID, err)
+			}
+		}
 		if err := s.activities.Archive(ctx, a.ID, s.now()); err != nil {
 			return false, fmt.Errorf("archive %s: %w", a.ID, err)
 		}
@@ -53,6 +58,14 @@ func (s *Service) Archive(ctx context.Context, a Activity) (bool, error) {
 	s.soldOut.Delete(a.ID)
 	s.entries.Delete(a.ID)
 	return true, nil
+}
+
+// beforeArchive makes Archive call keep with an activity before it marks it archived: what a
+// feature keeps of a finished sale (Forecasts.Keep). A keep that fails holds the archive back,
+// to be tried again; it may be called again for an activity, and keeps the first. Called while
+// the node is built, before the service is used.
+func (s *Service) beforeArchive(keep func(context.Context, Activity) error) {
+	s.archiving = append(s.archiving, keep)
 }
 
 // maxOwedChecked is how many owed restocks Archive looks through for one of its activity.

@@ -179,6 +179,7 @@ type Store interface {
 	EventStore
 	PaymentStore
 	ReservationStore
+	ForecastStore
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

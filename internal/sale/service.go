@@ -82,6 +82,8 @@ type Service struct {
 	warming    flights  // the rebuilds of activities the gate lost, one at a time per activity
 	refreshing flights  // the reads of activities the gate holds another revision of, likewise
 	entries    sync.Map // activity id -> []string, a drawn line's entries, sorted (they never change)
+	// archiving are what the features keep of an activity before it is archived (beforeArchive).
+	archiving []func(context.Context, Activity) error
 }
 
 // SoldOutTTL is how long a node trusts a sold-out answer without asking the gate again, when
@@ -132,6 +134,7 @@ type Features struct {
 	Challenges *Challenges
 	Blocks     *Blocks
 	Audit      *Audit
-	// Reservations are the reservation sales' reservations (issue 38: not yet served).
+	// Reservations are the reservation sales' reservations, Forecasts their crowd forecasts.
 	Reservations *Reservations
+	Forecasts    *Forecasts
 }

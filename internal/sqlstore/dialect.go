@@ -99,6 +99,15 @@ func (d *dialect) keepFirst(col string) string {
 	return " ON CONFLICT DO NOTHING"
 }
 
+// addTo ends an INSERT into table that adds its col to the row already there when the key of
+// cols meets one (a counter many writers add to).
+func (d *dialect) addTo(table, col string, key ...string) string {
+	if d == mysqlDialect {
+		return " ON DUPLICATE KEY UPDATE " + col + " = " + col + " + VALUES(" + col + ")"
+	}
+	return " ON CONFLICT (" + strings.Join(key, ", ") + ") DO UPDATE SET " + col + " = " + table + "." + col + " + excluded." + col
+}
+
 // q returns query written for this dialect, from a cache of the queries it has seen.
 func (d *dialect) q(query string) string {
 	if d == sqliteDialect {

@@ -74,6 +74,7 @@ var storeTests = []struct {
 	{"PaymentProviders", testPaymentProviders},
 	{"Reservations", testReservations},
 	{"WaveReminders", testWaveReminders},
+	{"Forecast", testForecast},
 	{"Revisions", testRevisions},
 	{"OperatorReads", testOperatorReads},
 }

@@ -49,6 +49,9 @@ var ports = []port{
 			"Cancel":         "never abandoned at a deadline: the caller that won the cancellation must learn it, as it is the one that restocks",
 			"PurgeDelivered": "a batch of deletes in the background, its time growing with the events it looks at",
 			"WaveStats":      "counting joins every reservation of the sale with its orders",
+			"AddArrivals":    "a node's seconds and users of a few seconds, in the background",
+			"KeepHistory":    "in the archive's background round, deleting the sale's arrivals",
+			"Arrivals":       "reading a sale's every second and counting its reservers who clicked",
 		},
 		direct: map[string]string{
 			"Ping": "it is how /readyz tells whether the database answers, whatever the breaker thinks",

@@ -1,6 +1,8 @@
 package wire
 
-import "time"
+import (
+	"time"
+)
 
 // ReservationResponse is a buyer's reservation of a reservation sale: POST
 // /api/activities/{id}/reservations (201 the first time, 200 after) and GET
@@ -27,4 +29,42 @@ type ReservationSaleResponse struct {
 	WaveOpensAt    []time.Time `json:"wave_opens_at"`
 	DrawCommitment string      `json:"draw_commitment"`
 	DrawSeed       string      `json:"draw_seed,omitempty"`
+}
+
+// ForecastResponse is a reservation sale's crowd forecast, and the deployment planned for its
+// peak (Plan, capacity.Plan's JSON; left out when the node cannot plan, PlanError saying why).
+type ForecastResponse struct {
+	ActivityID      string        `json:"activity_id"`
+	Reserved        int64         `json:"reserved"`
+	ExpectedBuyers  int64         `json:"expected_buyers"`
+	ExpectedClicks  int64         `json:"expected_clicks"`
+	ExpectedPeakRPS float64       `json:"expected_peak_rps"`
+	Basis           string        `json:"basis"`
+	Model           CrowdModel    `json:"model"`
+	History         []SaleHistory `json:"history"`
+	Plan            any           `json:"plan,omitempty"`
+	PlanError       string        `json:"plan_error,omitempty"`
+}
+
+// CrowdModel is how a reservation sale's crowd behaves (sale.CrowdModel): Sales past sales
+// fitted from, 0 for the prior.
+type CrowdModel struct {
+	BuyersPerReservation float64 `json:"buyers_per_reservation"`
+	ClicksPerBuyer       float64 `json:"clicks_per_buyer"`
+	PeakShare            float64 `json:"peak_share"`
+	Sales                int     `json:"sales"`
+}
+
+// SaleHistory is what the crowd of a past reservation sale did (sale.SaleHistory).
+type SaleHistory struct {
+	ActivityID    string    `json:"activity_id"`
+	ArchivedAt    time.Time `json:"archived_at"`
+	Reserved      int64     `json:"reserved"`
+	Buyers        int64     `json:"buyers"`
+	Clicks        int64     `json:"clicks"`
+	Waves         int64     `json:"waves"`
+	WaveIntervalS int64     `json:"wave_interval_s"`
+	PeakRPS       int64     `json:"peak_rps"`
+	PeakShare     float64   `json:"peak_share"`
+	Spread        []float64 `json:"spread"`
 }

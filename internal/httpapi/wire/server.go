@@ -15,4 +15,5 @@ type FeaturesResponse struct {
 	Blocks           bool     `json:"blocks"`
 	Audit            bool     `json:"audit"`
 	Reservations     bool     `json:"reservations"`
+	Forecasts        bool     `json:"forecasts"`
 }
