@@ -89,6 +89,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.IntVar(&s.Reservation.Reserved, "reserved", 0, "reservation: how many of the users reserve before the start (the others click too, and must all be refused)")
 	fs.Int64Var(&s.Reservation.Waves, "waves", 0, "reservation: the waves the reservers enter in (default 1)")
 	fs.DurationVar(&s.Reservation.WaveInterval, "wave-interval", 0, "reservation: the time between two waves' openings (whole seconds; required with several waves)")
+	fs.Float64Var(&s.Reservation.Show, "show", 0, "reservation: the share of the reservers who come to the sale, drawn from the seed (the others never click); 0: all")
 	fs.Int64Var(&s.Line.AdmitRate, "admit-rate", 0, "queue: tickets the line admits a second (default the server's, 1000)")
 	fs.Int64Var(&s.Line.QueueCap, "queue-cap", 0, "queue or lottery: tickets waiting at most (default the server's, 10 × stock)")
 	fs.DurationVar(&s.Line.PreQueue, "pre-queue", 0, "queue or lottery: the activity starts this long after it is created; the clicks before form the early crowd (default 3s)")

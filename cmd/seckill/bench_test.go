@@ -251,8 +251,12 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"reservations without a reservation sale", []string{"--reserved", "10"}, "are for --admission reservation"},
 		{"more reservers than users", []string{"--admission", "reservation", "--users", "10", "--reserved", "11"}, "--reserved 11"},
 		{"waves without an interval", []string{"--admission", "reservation", "--reserved", "10", "--waves", "3"}, "--wave-interval 0s"},
+		{"more reservers coming than reserved", []string{"--admission", "reservation", "--reserved", "10", "--show", "1.5"}, "--show 1.5"},
+		{"reservers coming to a direct sale", []string{"--show", "0.5"}, "are for --admission reservation"},
+		{"orders expiring between the waves", []string{"--admission", "reservation", "--reserved", "10", "--waves", "3",
+			"--wave-interval", "10s", "--pay-window", "40s"}, "must outlive its waves, at least 50s"},
 		{"a reservation sale with unpaid orders", []string{"--admission", "reservation", "--reserved", "10", "--unpaid", "0.1",
-			"--pay-window", "2s"}, "a burst at each wave"},
+			"--pay-window", "2s"}, "the crowd at each wave"},
 		{"a rate without a line", []string{"--admit-rate", "10"}, "are for --admission queue or lottery"},
 		{"a short pre-queue", []string{"--admission", "queue", "--pre-queue", "10ms"}, "--pre-queue 10ms"},
 		{"a line with unpaid orders", []string{"--admission", "queue", "--unpaid", "0.1", "--pay-window", "2s"}, "for direct admission"},
@@ -298,9 +302,11 @@ func TestBenchAdmission(t *testing.T) {
 		}
 	})
 	// A reservation sale: 300 of 1,000 users reserve, in three waves 2 s apart, for 250 units;
-	// at each opening everyone clicks. The checker finds no stranger's or early win, every
-	// reserver where their number puts them, and the stock sold to the first two waves and half
-	// the third.
+	// at each opening its wave and the next click, and the 700 strangers at the first. The
+	// checker finds no stranger's or early win, every reserver where their number puts them, and
+	// the stock sold to the first two waves and half the third. The server's forecast (the prior:
+	// no sale archived yet) is held to the crowd: 240 of the 300 expected, all came, and 1,200
+	// clicks at least (the strangers' 700, the waves' 300 and the next waves' 200 early).
 	for name, args := range map[string]func(t *testing.T) []string{
 		"reservation": func(*testing.T) []string { return nil },
 		"reservation on Redis and Postgres": func(t *testing.T) []string {
@@ -317,6 +323,9 @@ func TestBenchAdmission(t *testing.T) {
 			}
 			if res.Outcomes["not_reserved"].Count == 0 || res.Outcomes["wave_not_open"].Count == 0 {
 				t.Fatalf("no stranger refused, or nobody told to wait: %+v", res.Outcomes)
+			}
+			if f := r.Forecast; f == nil || f.Basis != "prior" || f.ExpectedBuyers != 240 || f.Buyers != 300 || f.Clicks < 1200 || f.PeakRPS < 1 {
+				t.Fatalf("the forecast held to the crowd: %+v", f)
 			}
 		})
 	}

@@ -178,9 +178,9 @@ func planForecastCmd(ctx context.Context, fc forecastFlags, jsonOut bool, stdout
 	if f.Basis != "history" {
 		basis = "the prior: fewer than 3 reservation sales archived"
 	}
-	fmt.Fprintf(stdout, "Activity %s: %d reserved. Expected %d buyers (%.2f a reservation), %d clicks (%.2f a buyer), a peak of %g requests a second (%.0f %% of a wave's clicks in its busiest second): %s.\n\n",
+	fmt.Fprintf(stdout, "Activity %s: %d reserved. Expected %d buyers (%.2f a reservation), %d clicks (%.2f a buyer), a peak of %g requests a second (the busiest second %.2f times a wave's mean): %s.\n\n",
 		f.ActivityID, f.Reserved, f.ExpectedBuyers, m.BuyersPerReservation, f.ExpectedClicks, m.ClicksPerBuyer, f.ExpectedPeakRPS,
-		100*m.PeakShare, basis)
+		m.PeakFactor, basis)
 	if err := f.Plan.WriteText(stdout); err != nil {
 		return err
 	}

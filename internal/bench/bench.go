@@ -159,11 +159,16 @@ func (s Sale) Validate() error {
 		if err := s.Reservation.Validate(s.Users); err != nil {
 			return err
 		}
-		if s.Unpaid > 0 || s.Provider != nil || s.Fault != nil || s.Operator != nil || s.Ramp > 0 {
-			return errors.New("--admission reservation runs a burst at each wave: no --unpaid, --payments, fault, --operator or ramp")
+		if s.Unpaid > 0 || s.Provider != nil || s.Fault != nil || s.Operator != nil {
+			return errors.New("--admission reservation runs the crowd at each wave: no --unpaid, --payments, fault or --operator")
+		}
+		// The crowd clicks again at every opening: an order that expired meanwhile would let its
+		// buyer win again, beyond the limit the checker holds every run's wins to.
+		if span := time.Duration(s.Reservation.Waves-1)*s.Reservation.WaveInterval + reservationSlack; s.PayWindow > 0 && s.PayWindow < span {
+			return fmt.Errorf("--pay-window %s: a reservation run's orders must outlive its waves, at least %s (the waves' span and %s)", s.PayWindow, span, reservationSlack)
 		}
 	} else if s.Reservation != (ReservationSpec{}) {
-		return errors.New("--reserved, --waves and --wave-interval are for --admission reservation")
+		return errors.New("--reserved, --waves, --wave-interval and --show are for --admission reservation")
 	}
 	if s.Line.Lined() && (s.Unpaid > 0 || s.Fault != nil) {
 		return errors.New("--unpaid and faults are for direct admission; the line's faults are tested by TestKillNineThe*")

@@ -204,6 +204,10 @@ func (r Result) WriteText(w io.Writer) error {
 		for _, p := range rs.Problems {
 			fmt.Fprintf(w, "  %s\n", p)
 		}
+		if f := rs.Forecast; f != nil {
+			fmt.Fprintf(w, "forecast (%s, %d sales): %d buyers, %d clicks, a peak of %g/s; the crowd: %d buyers, %d clicks, a peak of %d/s (forecast off by %+.0f %%)\n",
+				f.Basis, f.Sales, f.ExpectedBuyers, f.ExpectedClicks, f.ExpectedPeakRPS, f.Buyers, f.Clicks, f.PeakRPS, 100*f.PeakError)
+		}
 	}
 	if l := r.Line; l != nil {
 		fmt.Fprintf(w, "%s: %d tickets (%d early, drawn at the start), %d refused QUEUE_FULL (cap %d), %d entries after the start refused\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,10 +15,16 @@ import (
 )
 
 // A reservation sale's run (--admission reservation): the first Reserved of the crowd's users
-// reserve before the start; at each wave's opening the whole crowd clicks once, and a reserver
-// of that wave told to wait (the waves are being given to the gate) clicks again a second later,
-// as the page does. The checker holds the sale's own invariants and the admission's: no grab of
-// a user who did not reserve taken, none before its wave, no reserver refused as not reserved.
+// reserve before the start. At each wave's opening its reservers click (all at once, or spread
+// over --arrival ramp:D), and so do the next wave's, early, as a script would (the page keeps
+// their button shut): they must be told to wait. The users who did not reserve click at the
+// first opening, and must all be refused. A reserver of the wave told to wait (the waves are being
+// given to the gate) clicks again a second later, as the page does. Of the reservers, a share
+// --show come at all. The checker holds the sale's own invariants and the admission's: no grab
+// of a user who did not reserve taken, none before its wave, no reserver refused as not
+// reserved. The server's forecast of the crowd, asked once the reservations are in, is held to
+// what the crowd did; once checked, the sale is ended, so that it is archived and kept in the
+// history later forecasts fit from.
 
 // AdmitReservation is the reservation sale's admission.
 const AdmitReservation = "reservation"
@@ -27,7 +34,25 @@ type ReservationSpec struct {
 	Reserved     int   // the users who reserve: the crowd's first Reserved
 	Waves        int64 // 1 to sale.MaxWaves
 	WaveInterval time.Duration
+	// Show is the share of the reservers who come to the sale (drawn from the seed); 0: all.
+	Show float64
 }
+
+// shows reports whether the reserver i comes to the sale: a share Show of them, drawn from
+// the crowd's seed.
+func (s Sale) shows(i int) bool {
+	show := s.Reservation.Show
+	if show <= 0 || show >= 1 {
+		return true
+	}
+	h := fnv.New64a()
+	fmt.Fprint(h, s.Seed, "/", i)
+	return float64(h.Sum64()%1_000_000) < show*1_000_000
+}
+
+// reservationSlack is how long after its last wave opens a reservation run's crowd may still
+// click (the reservers told to wait try again for up to 30 rounds of a second).
+const reservationSlack = 30 * time.Second
 
 // The outcomes of a reservation sale's refusals.
 const (
@@ -46,6 +71,8 @@ func (r ReservationSpec) Validate(users int) error {
 		return fmt.Errorf("--wave-interval %s: want whole seconds from 1s to 1m with several waves", r.WaveInterval)
 	case r.Waves == 1 && r.WaveInterval != 0:
 		return errors.New("--wave-interval is for more than one wave")
+	case !(r.Show >= 0 && r.Show <= 1):
+		return fmt.Errorf("--show %g: want the share of the reservers who come, 0 to 1 (0: all)", r.Show)
 	}
 	return nil
 }
@@ -66,6 +93,48 @@ type ReservationReport struct {
 	Refused   int64    `json:"refused"`   // reservers refused NOT_RESERVED
 	WavesOff  int64    `json:"waves_off"` // reservers whose wave is not the one their number gives
 	Problems  []string `json:"problems,omitempty"`
+	// Forecast is the server's forecast of the crowd, asked once the reservations were in,
+	// beside what the crowd did; nil when the server gave none.
+	Forecast *ForecastReport `json:"forecast,omitempty"`
+}
+
+// ForecastReport holds a reservation sale's forecast (GET .../forecast, before the start) to
+// the crowd the run sent: the reservers who clicked, every click from the start on (the
+// strangers' too: the load), and the most of them sent in one second. PeakError is the
+// forecast's peak off the measured one, as a share of it (+0.1: 10 % too high).
+type ForecastReport struct {
+	Basis           string  `json:"basis"`
+	Sales           int     `json:"sales"`
+	ExpectedBuyers  int64   `json:"expected_buyers"`
+	ExpectedClicks  int64   `json:"expected_clicks"`
+	ExpectedPeakRPS float64 `json:"expected_peak_rps"`
+	Buyers          int64   `json:"buyers"`
+	Clicks          int64   `json:"clicks"`
+	PeakRPS         int64   `json:"peak_rps"`
+	PeakError       float64 `json:"peak_error"`
+}
+
+// measure fills in what the crowd did: the history's requests sent from start on, per second,
+// and the reservers (those in reserved) among their users.
+func (f *ForecastReport) measure(history []Record, reserved map[string]int64, start time.Time) {
+	buyers := map[string]bool{}
+	perSecond := map[int64]int64{}
+	for _, r := range history {
+		if r.NotSent || r.Start < start.UnixMicro() {
+			continue
+		}
+		if _, ok := reserved[r.User]; ok {
+			buyers[r.User] = true
+		}
+		f.Clicks++
+		sec := (r.Start - start.UnixMicro()) / 1e6
+		perSecond[sec]++
+		f.PeakRPS = max(f.PeakRPS, perSecond[sec])
+	}
+	f.Buyers = int64(len(buyers))
+	if f.PeakRPS > 0 {
+		f.PeakError = f.ExpectedPeakRPS/float64(f.PeakRPS) - 1
+	}
 }
 
 // Wave is one wave's reservers and what they took.
@@ -127,6 +196,11 @@ func (s Sale) runReservation(ctx context.Context, c *Client, bearer func(int) st
 			rep.problem(&rep.Numbering, "no reservation has number %d of %d", n, rep.Reserved)
 		}
 	}
+	var fc wire.ForecastResponse
+	if err := c.do(ctx, http.MethodGet, "/api/admin/activities/"+url.PathEscape(id)+"/forecast", c.admin, nil, http.StatusOK, &fc); err == nil {
+		rep.Forecast = &ForecastReport{Basis: fc.Basis, Sales: fc.Model.Sales, ExpectedBuyers: fc.ExpectedBuyers,
+			ExpectedClicks: fc.ExpectedClicks, ExpectedPeakRPS: fc.ExpectedPeakRPS}
+	}
 	start := time.Now().UTC().Add(time.Second).Truncate(time.Second).Add(time.Second)
 	edit := wire.EditActivityRequest{StartAt: &start}
 	if err := c.do(ctx, http.MethodPatch, "/api/admin/activities/"+url.PathEscape(id), c.admin, edit, http.StatusOK, nil); err != nil {
@@ -148,18 +222,32 @@ func (s Sale) runReservation(ctx context.Context, c *Client, bearer func(int) st
 	var history []Record
 	burst := s.Crowd
 	burst.Ramp = 0
+	var coming []int32 // the strangers, and the reservers who come
+	for i := range s.Users {
+		if _, ok := reserved[s.User(i)]; !ok || s.shows(i) {
+			coming = append(coming, int32(i))
+		}
+	}
 	for k := int64(1); k <= rs.Waves; k++ {
 		select {
 		case <-ctx.Done():
 			return Result{}, history, ctx.Err()
 		case <-time.After(time.Until(opens(k))):
 		}
-		clicks := s.Shuffled(allUsers(s.Users), uint64(k))
+		var clicks []int32 // the crowd at opening k (see the top of this file)
+		for _, i := range coming {
+			if w := wave(s.User(int(i))); w == 0 && k == 1 || w == k || w == k+1 {
+				clicks = append(clicks, i)
+			}
+		}
+		clicks = s.Shuffled(clicks, uint64(k))
 		for round := 0; len(clicks) > 0 && round < 30; round++ {
+			crowd := s.Crowd // at an opening as the crowd arrives (--arrival), told to wait at once
 			if round > 0 {
 				time.Sleep(time.Second) // as the answer's Retry-After says
+				crowd = burst
 			}
-			got := Run(ctx, c, id, burst, clicks, bearer, nil)
+			got := Run(ctx, c, id, crowd, clicks, bearer, nil)
 			clicks = clicks[:0]
 			for i := range got {
 				r := &got[i]
@@ -200,12 +288,20 @@ func (s Sale) runReservation(ctx context.Context, c *Client, bearer func(int) st
 		seen[s.User(users[j])] = v
 	}
 	rep.check(history, waves, reserved, seen)
+	if rep.Forecast != nil {
+		rep.Forecast.measure(history, reserved, start)
+	}
 
 	facts, err := s.facts(ctx, c, id, history, bearer)
 	if err != nil {
 		return Result{}, history, err
 	}
 	v := Check(history, facts)
+	// The operator ends the sale once its crowd is checked, so that it is archived (after the
+	// server's SECKILL_ARCHIVE_AFTER) and its crowd kept in the history later forecasts fit from.
+	if err := c.do(ctx, http.MethodPost, "/api/admin/activities/"+url.PathEscape(id)+"/end", c.admin, struct{}{}, http.StatusOK, nil); err != nil {
+		return Result{}, history, fmt.Errorf("end the sale: %w", err)
+	}
 	return Result{Verdict: v, Load: Summarize(history), OK: v.OK() && rep.OK(), Activity: id, Reservation: &rep}, history, nil
 }
 
@@ -316,13 +412,4 @@ func (s Sale) each(ctx context.Context, n int, fn func(i int) (wire.ReservationR
 		firstErr = ctx.Err()
 	}
 	return out, firstErr
-}
-
-// allUsers is every user's index, 0..n-1.
-func allUsers(n int) []int32 {
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(i)
-	}
-	return out
 }

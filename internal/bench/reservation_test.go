@@ -71,3 +71,36 @@ func TestReservationCheckCatchesEachViolation(t *testing.T) {
 		})
 	}
 }
+
+// TestShows: --show lets that share of the reservers come, drawn from the seed: the same ones
+// for the same seed, others for another; 0 and 1 let all come.
+func TestShows(t *testing.T) {
+	s := Sale{Crowd: Crowd{Seed: 7}, Reservation: ReservationSpec{Show: 0.8}}
+	came := 0
+	for i := range 10_000 {
+		if s.shows(i) {
+			came++
+		}
+	}
+	if came < 7_700 || came > 8_300 {
+		t.Errorf("%d of 10,000 came; want about 8,000", came)
+	}
+	other := s
+	other.Seed = 8
+	same, differ := true, false
+	for i := range 100 {
+		same = same && s.shows(i) == s.shows(i)
+		differ = differ || s.shows(i) != other.shows(i)
+	}
+	if !same || !differ {
+		t.Errorf("the same seed draws the same reservers: %v; another seed others: %v", same, differ)
+	}
+	for _, all := range []float64{0, 1} {
+		s.Reservation.Show = all
+		for i := range 100 {
+			if !s.shows(i) {
+				t.Fatalf("--show %g: reserver %d stays away", all, i)
+			}
+		}
+	}
+}

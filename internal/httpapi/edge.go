@@ -131,6 +131,9 @@ type caller struct {
 	rate        sale.UserRate
 }
 
+// outcomeSoldOutEdge is a grab the node's sold-out flag turned away before its token was read.
+const outcomeSoldOutEdge = "sold_out_edge"
+
 // edge runs the layers in front of the gate for a request about activity id, cheapest first:
 // the local sold-out flag (unless retry, a request that may be owed an earlier answer), the
 // client IP's rate limit and block, the user's token and block, the activity's limit on this
@@ -141,7 +144,7 @@ type caller struct {
 // that check: the rule comes back as the caller's rate, for the grab to carry.
 func (s *Server) edge(w http.ResponseWriter, r *http.Request, id string, retry, grab bool) (c caller, outcome string, err error) {
 	if !retry && s.svc.SoldOut(id) {
-		return c, "sold_out_edge", sale.ErrSoldOut
+		return c, outcomeSoldOutEdge, sale.ErrSoldOut
 	}
 	// An activity may set its own limits; it is known here once this node has read it.
 	perIP, perUser, perAct := s.limits.PerIP, s.limits.PerUser, s.limits.PerActivity

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"seckill/internal/httpapi/wire"
@@ -41,9 +40,12 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		d := time.Since(start)
 		s.observe.Grab(outcome, d)
-		if _, known := s.svc.Known(id); known { // made-up ids must not grow the tracker
+		if a, known := s.svc.Known(id); known { // made-up ids must not grow the tracker
 			s.live.Record(id, stageOf(outcome), d)
-			if s.forecasts != nil && outcome != outcomeNotReserved { // a stranger is no reserver's click
+			if s.forecasts != nil && a.Admission == sale.AdmitReservation { // the load it takes, for its forecasts
+				if user == "" && outcome == outcomeSoldOutEdge {
+					user, _, _ = s.authenticate(r) // turned away unread: named for the forecast (a bad token names nobody)
+				}
 				s.forecasts.Record(id, user, s.svc.Now())
 			}
 		}
@@ -94,9 +96,6 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 	outcome = outcomeOr(name, err)
 	s.writeError(w, r, err)
 }
-
-// outcomeNotReserved is a grab refused as not reserved: a stranger to the reservation sale.
-var outcomeNotReserved = strings.ToLower(wire.CodeNotReserved)
 
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 128

@@ -134,12 +134,12 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 	resp := wire.ForecastResponse{ActivityID: f.Activity.ID, Reserved: f.Reserved, ExpectedBuyers: f.ExpectedBuyers,
 		ExpectedClicks: f.ExpectedClicks, ExpectedPeakRPS: f.ExpectedPeakRPS, Basis: f.Basis,
 		Model: wire.CrowdModel{BuyersPerReservation: f.Model.BuyersPerReservation, ClicksPerBuyer: f.Model.ClicksPerBuyer,
-			PeakShare: f.Model.PeakShare, Sales: f.Model.Sales},
+			PeakFactor: f.Model.PeakFactor, Sales: f.Model.Sales},
 		History: make([]wire.SaleHistory, 0, len(history))}
 	for _, h := range history {
 		resp.History = append(resp.History, wire.SaleHistory{ActivityID: h.ActivityID, ArchivedAt: h.ArchivedAt, Reserved: h.Reserved,
 			Buyers: h.Buyers, Clicks: h.Clicks, Waves: h.Waves, WaveIntervalS: int64(h.WaveInterval / time.Second), PeakRPS: h.PeakRPS,
-			PeakShare: h.PeakShare, Spread: h.Spread})
+			PeakFactor: h.PeakFactor, Spread: h.Spread})
 	}
 	switch {
 	case s.plan == nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -127,10 +128,11 @@ func TestReservationsOverHTTP(t *testing.T) {
 }
 
 // TestForecastOverHTTP runs three reservation sales through the API, each of four reservers in
-// two waves of whom three come: the first wave's two grab and the second's one grabs in wave 1
-// (told to wait) and again in wave 2. Each sale's arrivals are flushed and its history kept when
-// it is archived. A new sale's forecast is on the prior until three are kept, then on their
-// history: 3 buyers a 4 reservations, 4 clicks a 3 buyers, every wave's clicks in one second.
+// two waves of whom three come, and a stranger: in wave 1 the stranger is refused, the first
+// wave's two grab and the second's one is told to wait; in wave 2 it grabs again. Each sale's
+// arrivals are flushed and its history kept when it is archived. A new sale's forecast is on the
+// prior until three are kept, then on their history: 3 buyers a 4 reservations, 5 clicks a 3
+// buyers, 4 of them in the busiest second.
 // The plan is sized for its peak; bad terms are refused, and so is a sale of another admission.
 func TestForecastOverHTTP(t *testing.T) {
 	f := newFixture(t, false)
@@ -174,7 +176,7 @@ func TestForecastOverHTTP(t *testing.T) {
 				}
 			}
 		}
-		grab("stranger", 403) // not counted
+		grab("stranger", 403) // load too: counted, naming nobody who reserved
 		grab("a", 202)
 		grab("b", 202)
 		grab("c", 425)
@@ -196,16 +198,17 @@ func TestForecastOverHTTP(t *testing.T) {
 	model, _ := fc.body["model"].(map[string]any)
 	history, _ := fc.body["history"].([]any)
 	if fc.status != 200 || fc.body["basis"] != "history" || fc.body["reserved"] != 8.0 || len(history) != 3 || model["sales"] != 3.0 ||
-		model["buyers_per_reservation"] != 0.75 || model["peak_share"] != 1.0 {
+		model["buyers_per_reservation"] != 0.75 || math.Abs(model["peak_factor"].(float64)-1.6) > 1e-9 {
 		t.Fatalf("the forecast after three sales: %d %s", fc.status, fc.raw)
 	}
-	// 8 reserved: 6 buyers, 8 clicks; the first wave's 4 reservers' share of them, all in one second.
-	if fc.body["expected_buyers"] != 6.0 || fc.body["expected_clicks"] != 8.0 || fc.body["expected_peak_rps"] != 4.0 {
-		t.Errorf("the forecast: %s; want 6 buyers, 8 clicks, 4 requests a second at the peak", fc.raw)
+	// 8 reserved: 6 buyers, 10 clicks, 5 a wave; the busiest second 1.6 times that (4 of a
+	// sale's 5 clicks in one second, 2.5 a wave).
+	if fc.body["expected_buyers"] != 6.0 || fc.body["expected_clicks"] != 10.0 || fc.body["expected_peak_rps"] != 8.0 {
+		t.Errorf("the forecast: %s; want 6 buyers, 10 clicks, 8 requests a second at the peak", fc.raw)
 	}
 	h := history[0].(map[string]any)
-	if h["reserved"] != 4.0 || h["buyers"] != 3.0 || h["clicks"] != 4.0 || h["peak_rps"] != 3.0 || h["waves"] != 2.0 {
-		t.Errorf("a sale's history: %v; want 4 reserved, 3 buyers, 4 clicks, 3 in the busiest second", h)
+	if h["reserved"] != 4.0 || h["buyers"] != 3.0 || h["clicks"] != 5.0 || h["peak_rps"] != 4.0 || h["waves"] != 2.0 {
+		t.Errorf("a sale's history: %v; want 4 reserved, 3 buyers, 5 clicks, 4 in the busiest second", h)
 	}
 	plan, _ := fc.body["plan"].(map[string]any)
 	if plan == nil || plan["api_nodes"].(float64) < 2 || fc.body["plan_error"] != nil {
@@ -228,5 +231,45 @@ func TestForecastOverHTTP(t *testing.T) {
 	}
 	if r := f.do("GET", "/api/admin/activities/"+id+"/forecast", "", ""); r.status != 401 {
 		t.Errorf("the forecast without a token: %d %s", r.status, r.raw)
+	}
+}
+
+// TestForecastNamesTheSoldOutCrowd: a reserver turned away by the node's sold-out flag, before
+// its token is read, is still named as having clicked: after a sell-out the buyers do not read
+// low. A stranger's click is counted as load and names no reservation.
+func TestForecastNamesTheSoldOutCrowd(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	start := f.clock.Now().UTC().Add(time.Hour)
+	id := f.create(fmt.Sprintf(`{"name":"Launch","kind":"item","stock":1,"price_cents":500,"admission":"reservation",
+		"start_at":%q,"end_at":%q}`, start.Format(time.RFC3339), start.Add(time.Hour).Format(time.RFC3339)))
+	for _, u := range []string{"a", "b", "c"} {
+		f.do("POST", "/api/activities/"+id+"/reservations", f.user(u), "")
+	}
+	f.clock.Advance(time.Hour)
+	if _, err := f.rsv.OpenDue(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct {
+		user string
+		want int
+	}{{"a", 202}, {"b", 410}, {"c", 410}, {"c", 410}, {"stranger", 410}} {
+		if r := f.do("POST", "/api/activities/"+id+"/grab", f.user(g.user), ""); r.status != g.want {
+			t.Fatalf("%s grabs: %d %s; want %d", g.user, r.status, r.raw, g.want)
+		}
+	}
+	if _, err := f.fc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	per, clicked, err := f.store.Arrivals(ctx, id)
+	if err != nil || clicked != 3 {
+		t.Fatalf("arrivals %v, %d reservers clicked, %v; want a, b and c", per, clicked, err)
+	}
+	var clicks int64
+	for _, n := range per {
+		clicks += n
+	}
+	if clicks != 5 {
+		t.Errorf("%d clicks counted; want the 5, the stranger's too", clicks)
 	}
 }

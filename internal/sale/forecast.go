@@ -14,31 +14,32 @@ import (
 // The crowd forecast (AI预测与资源调度, in its plainest honest form): a reservation sale knows
 // before its start how many reserved, and the shop's past reservation sales say how such a
 // crowd behaves: how many of the reservers come (buyers per reservation), how often each clicks
-// (clicks per buyer) and how the clicks bunch up after a wave opens (the busiest second's share
-// of its wave's). From the three and the reservations, Forecasts.Forecast predicts the buyers,
+// (clicks per buyer) and how the clicks bunch up (the peak factor: the busiest second over a
+// wave's mean share of the clicks)// of its wave's). From the three and the reservations, Forecasts.Forecast predicts the buyers,
 // the clicks and the peak's requests a second, which capacity planning (seckill plan) sizes the
 // fleet for before the crowd comes.
 //
 // What a sale's crowd did is measured where it happens: every node counts the grab requests of
-// a reservation sale per second and who made them (Record), and adds them to the database every
-// few seconds (Flush); a request refused as not reserved is a stranger's, and not counted. When
-// the sale is archived its history is kept (Keep): the reservers, those who clicked, their
-// clicks from the start on, and per wave the spread of its requests over the seconds after its
-// opening.
+// a reservation sale per second from its start, whoever made them (the load the fleet takes:
+// strangers' refusals and the sold-out answers too), and the users they named, and adds them to
+// the database every few seconds (Record, Flush). When the sale is archived its history is kept
+// (Keep): the reservers, the buyers (those named), the clicks, the busiest second, and per wave
+// the spread of its requests over the seconds after its opening.
 
 // SaleHistory is what the crowd of one archived reservation sale did.
 type SaleHistory struct {
 	ActivityID   string
 	ArchivedAt   time.Time
 	Reserved     int64 // reservations at the close
-	Buyers       int64 // reservers who made a grab request
-	Clicks       int64 // the reservers' grab requests from the start to the end
+	Buyers       int64 // reservers named by a grab request
+	Clicks       int64 // the grab requests from the start to the end, whoever made them
 	Waves        int64
 	WaveInterval time.Duration
-	// PeakRPS is the busiest second's requests; PeakShare the busiest second of a wave as a share
-	// of its wave's requests, the most of any wave with requests.
-	PeakRPS   int64
-	PeakShare float64
+	// PeakRPS is the busiest second's requests; PeakFactor the busiest second over the mean
+	// requests of a wave (Clicks / Waves): how much of a wave's share of the clicks lands in one
+	// second, where a wave's own clicks, the early ones of the next and the strangers' crowd it.
+	PeakRPS    int64
+	PeakFactor float64
 	// Spread is, over the waves with requests, the mean share of a wave's requests in each of the
 	// SpreadSeconds seconds after its opening.
 	Spread []float64
@@ -52,16 +53,16 @@ const SpreadSeconds = 10
 type CrowdModel struct {
 	BuyersPerReservation float64
 	ClicksPerBuyer       float64
-	PeakShare            float64
+	PeakFactor           float64
 	// Sales are the past sales fitted from (0: the prior).
 	Sales int
 }
 
 // Prior is the model before a shop has MinHistory sales to fit from: most reservers come (four
 // in five), each clicks three times (the click, an impatient one, one after a refusal), and a
-// third of a wave's clicks land in its busiest second (a wave is a burst: the page's countdown
-// ends for everyone at once).
-var Prior = CrowdModel{BuyersPerReservation: 0.8, ClicksPerBuyer: 3, PeakShare: 0.35}
+// third of a wave's share of the clicks lands in its busiest second (a wave is a burst: the
+// page's countdown ends for everyone at once).
+var Prior = CrowdModel{BuyersPerReservation: 0.8, ClicksPerBuyer: 3, PeakFactor: 0.35}
 
 // MinHistory is how many past reservation sales with a crowd the forecast needs before it fits
 // from them rather than from Prior; HistoryFitted the most recent ones it fits from.
@@ -80,8 +81,8 @@ const (
 type Forecast struct {
 	Activity Activity
 	Reserved int64
-	// ExpectedBuyers of the reservers click, ExpectedClicks times in all; the busiest second, in
-	// the first (largest) wave, takes ExpectedPeakRPS requests.
+	// ExpectedBuyers of the reservers click, ExpectedClicks times in all; the busiest second
+	// takes ExpectedPeakRPS requests, a wave's mean share of the clicks times the peak factor.
 	ExpectedBuyers  int64
 	ExpectedClicks  int64
 	ExpectedPeakRPS float64
@@ -91,7 +92,7 @@ type Forecast struct {
 
 // Fit is the model of history (newest first): Prior below MinHistory sales with a crowd, else
 // the pooled rates of the latest HistoryFitted (buyers over reservations, clicks over buyers)
-// and their mean peak share.
+// and their mean peak factor.
 func Fit(history []SaleHistory) CrowdModel {
 	var use []SaleHistory
 	for _, h := range history {
@@ -103,12 +104,12 @@ func Fit(history []SaleHistory) CrowdModel {
 		return Prior
 	}
 	var reserved, buyers, clicks int64
-	var share float64
+	var factor float64
 	for _, h := range use {
-		reserved, buyers, clicks, share = reserved+h.Reserved, buyers+h.Buyers, clicks+h.Clicks, share+h.PeakShare
+		reserved, buyers, clicks, factor = reserved+h.Reserved, buyers+h.Buyers, clicks+h.Clicks, factor+h.PeakFactor
 	}
 	return CrowdModel{BuyersPerReservation: float64(buyers) / float64(reserved), ClicksPerBuyer: float64(clicks) / float64(buyers),
-		PeakShare: share / float64(len(use)), Sales: len(use)}
+		PeakFactor: factor / float64(len(use)), Sales: len(use)}
 }
 
 // Predict is the forecast of m for a, reserved by n.
@@ -120,10 +121,7 @@ func (m CrowdModel) Predict(a Activity, n int64) Forecast {
 	buyers := float64(n) * m.BuyersPerReservation
 	clicks := buyers * m.ClicksPerBuyer
 	f.ExpectedBuyers, f.ExpectedClicks = int64(math.Round(buyers)), int64(math.Round(clicks))
-	if n > 0 {
-		first := float64(WaveSize(1, n, max(a.Waves, 1))) / float64(n) // the largest wave's share
-		f.ExpectedPeakRPS = math.Round(clicks*first*m.PeakShare*10) / 10
-	}
+	f.ExpectedPeakRPS = math.Round(clicks/float64(max(a.Waves, 1))*m.PeakFactor*10) / 10
 	return f
 }
 
@@ -177,9 +175,8 @@ func NewForecasts(core *Service, store ForecastStore, reserved ReservationStore)
 	return f
 }
 
-// Record counts a grab request of userID at at for activity id, if it is a reservation sale this
-// node knows that has started and not ended. A request refused as not reserved (a stranger's)
-// is not to be recorded.
+// Record counts a grab request at at for activity id, if it is a reservation sale this node knows
+// that has started and not ended, and userID ("" for none known) as having made one.
 func (f *Forecasts) Record(id, userID string, at time.Time) {
 	a, ok := f.core.Known(id)
 	if !ok || a.Admission != AdmitReservation || at.Before(a.StartAt) || !at.Before(a.EndAt) {
@@ -257,13 +254,12 @@ func (f *Forecasts) Keep(ctx context.Context, a Activity) error {
 
 // HistoryOf is the history of reservation sale a, archived at at, reserved by n of whom clicked
 // clicked, who made perSecond requests (Unix seconds). Each second from the start belongs to the
-// last wave opened by it.
+// last wave opened by it (for the spread).
 func HistoryOf(a Activity, n, clicked int64, perSecond map[int64]int64, at time.Time) SaleHistory {
 	waves := max(a.Waves, 1)
 	h := SaleHistory{ActivityID: a.ID, ArchivedAt: at, Reserved: n, Buyers: clicked, Waves: waves, WaveInterval: a.WaveInterval,
 		Spread: make([]float64, SpreadSeconds)}
 	per := make([]int64, waves)     // requests per wave
-	busiest := make([]int64, waves) // the busiest second's, per wave
 	early := make([][]int64, waves) // the first SpreadSeconds seconds', per wave
 	start, end := a.StartAt.Unix(), a.EndAt.Unix()
 	for s, c := range perSecond {
@@ -277,7 +273,6 @@ func HistoryOf(a Activity, n, clicked int64, perSecond map[int64]int64, at time.
 		h.Clicks += c
 		h.PeakRPS = max(h.PeakRPS, c)
 		per[k] += c
-		busiest[k] = max(busiest[k], c)
 		if off := s - a.WaveOpens(k+1).Unix(); off < SpreadSeconds {
 			if early[k] == nil {
 				early[k] = make([]int64, SpreadSeconds)
@@ -291,7 +286,6 @@ func HistoryOf(a Activity, n, clicked int64, perSecond map[int64]int64, at time.
 			continue
 		}
 		counted++
-		h.PeakShare = max(h.PeakShare, float64(busiest[k])/float64(per[k]))
 		for i, c := range early[k] {
 			h.Spread[i] += float64(c) / float64(per[k])
 		}
@@ -300,6 +294,9 @@ func HistoryOf(a Activity, n, clicked int64, perSecond map[int64]int64, at time.
 		if counted > 0 {
 			h.Spread[i] /= float64(counted)
 		}
+	}
+	if h.Clicks > 0 {
+		h.PeakFactor = float64(h.PeakRPS) * float64(waves) / float64(h.Clicks)
 	}
 	return h
 }

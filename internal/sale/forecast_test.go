@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// TestHistoryOf: a sale's seconds from its start count, each in the wave opened last by then;
-// its peak is the busiest second, its peak share the busiest second's share of its wave's (the
-// most of any wave), and its spread the mean share of each second after an opening.
+// TestHistoryOf: a sale's seconds from its start count; its peak is the busiest second, its peak
+// factor the busiest second over a wave's mean (the clicks over the waves), and its spread the
+// mean share of each second after an opening, each second in the wave opened last by then.
 func TestHistoryOf(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
 	a := Activity{ID: "r", Admission: AdmitReservation, StartAt: start, EndAt: start.Add(time.Minute), Waves: 3, WaveInterval: 10 * time.Second}
@@ -26,8 +26,8 @@ func TestHistoryOf(t *testing.T) {
 		h.Waves != 3 || h.WaveInterval != 10*time.Second {
 		t.Fatalf("history %+v", h)
 	}
-	if h.PeakShare != 0.6 {
-		t.Errorf("peak share %g; want wave 1's 60 of 100", h.PeakShare)
+	if h.PeakFactor != 60.0*3/150 {
+		t.Errorf("peak factor %g; want 60 of the 50 a wave clicked on average", h.PeakFactor)
 	}
 	// Second 0: 0.6, 0.5, 0.5; second 1: 0.3; second 2: 0.5 (wave 2); second 9: 0.1. Wave 3's
 	// second 25 is past the spread's ten.
@@ -37,7 +37,7 @@ func TestHistoryOf(t *testing.T) {
 			t.Errorf("spread[%d] = %g; want %g (%v)", i, h.Spread[i], w, h.Spread)
 		}
 	}
-	if empty := HistoryOf(a, 10, 0, nil, at); empty.Clicks != 0 || empty.PeakShare != 0 || len(empty.Spread) != SpreadSeconds {
+	if empty := HistoryOf(a, 10, 0, nil, at); empty.Clicks != 0 || empty.PeakFactor != 0 || len(empty.Spread) != SpreadSeconds {
 		t.Errorf("a sale nobody clicked: %+v", empty)
 	}
 }
@@ -45,14 +45,14 @@ func TestHistoryOf(t *testing.T) {
 // TestFitAndPredict: below MinHistory sales with a crowd the prior; from them, the pooled rates
 // of the latest HistoryFitted; the prediction multiplies them out for the largest wave.
 func TestFitAndPredict(t *testing.T) {
-	sale := func(reserved, buyers, clicks int64, share float64) SaleHistory {
-		return SaleHistory{Reserved: reserved, Buyers: buyers, Clicks: clicks, PeakShare: share}
+	sale := func(reserved, buyers, clicks int64, factor float64) SaleHistory {
+		return SaleHistory{Reserved: reserved, Buyers: buyers, Clicks: clicks, PeakFactor: factor}
 	}
 	if m := Fit([]SaleHistory{sale(100, 80, 240, 0.5), sale(100, 90, 270, 0.5), sale(100, 0, 0, 0)}); m != Prior {
 		t.Errorf("two sales with a crowd: %+v; want the prior", m)
 	}
 	m := Fit([]SaleHistory{sale(100, 80, 160, 0.4), sale(300, 240, 720, 0.6), sale(100, 80, 320, 0.5), sale(50, 0, 0, 0)})
-	if m.Sales != 3 || m.BuyersPerReservation != 0.8 || m.ClicksPerBuyer != 3 || math.Abs(m.PeakShare-0.5) > 1e-12 {
+	if m.Sales != 3 || m.BuyersPerReservation != 0.8 || m.ClicksPerBuyer != 3 || math.Abs(m.PeakFactor-0.5) > 1e-12 {
 		t.Errorf("fitted %+v; want 3 sales, 0.8 buyers a reservation, 3 clicks a buyer, 0.5", m)
 	}
 	var many []SaleHistory
@@ -60,14 +60,13 @@ func TestFitAndPredict(t *testing.T) {
 		many = append(many, sale(10, 10, 10, 1))
 	}
 	many = append(many, sale(10, 1, 1000, 0)) // older than the latest HistoryFitted
-	if m := Fit(many); m.Sales != HistoryFitted || m.BuyersPerReservation != 1 || m.ClicksPerBuyer != 1 || m.PeakShare != 1 {
+	if m := Fit(many); m.Sales != HistoryFitted || m.BuyersPerReservation != 1 || m.ClicksPerBuyer != 1 || m.PeakFactor != 1 {
 		t.Errorf("fitted from %d: %+v; want the latest %d alone", len(many), m, HistoryFitted)
 	}
 
 	a := Activity{ID: "r", Admission: AdmitReservation, Waves: 4}
 	f := m.Predict(a, 1000)
-	// 1,000 reserved: 800 buyers, 2,400 clicks; the first of 4 waves 250 of them, 600 clicks, half
-	// in the busiest second.
+	// 1,000 reserved: 800 buyers, 2,400 clicks, 600 a wave of 4; half that in the busiest second.
 	if f.Basis != BasisHistory || f.Reserved != 1000 || f.ExpectedBuyers != 800 || f.ExpectedClicks != 2400 || f.ExpectedPeakRPS != 300 {
 		t.Errorf("forecast %+v", f)
 	}

@@ -77,9 +77,9 @@ func (s *Store) KeepHistory(ctx context.Context, h sale.SaleHistory) error {
 	}
 	return s.inTx(ctx, func(t tx) error {
 		if _, err := t.ExecContext(ctx, `INSERT INTO reservation_history (activity_id, archived_at_ms, reserved, buyers, clicks, waves,
-			wave_interval_s, peak_rps, peak_share, spread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`+t.d.keepFirst("activity_id"),
+			wave_interval_s, peak_rps, peak_factor, spread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`+t.d.keepFirst("activity_id"),
 			h.ActivityID, ms(h.ArchivedAt), h.Reserved, h.Buyers, h.Clicks, h.Waves, int64(h.WaveInterval/time.Second), h.PeakRPS,
-			h.PeakShare, strings.Join(spread, ",")); err != nil {
+			h.PeakFactor, strings.Join(spread, ",")); err != nil {
 			return fmt.Errorf("keep the history of %s: %w", h.ActivityID, err)
 		}
 		_, err := t.ExecContext(ctx, `DELETE FROM arrivals WHERE activity_id = ?`, h.ActivityID)
@@ -90,12 +90,12 @@ func (s *Store) KeepHistory(ctx context.Context, h sale.SaleHistory) error {
 // History implements sale.ForecastStore.
 func (s *Store) History(ctx context.Context, limit int) ([]sale.SaleHistory, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT activity_id, archived_at_ms, reserved, buyers, clicks, waves, wave_interval_s, peak_rps,
-		peak_share, spread FROM reservation_history ORDER BY archived_at_ms DESC, activity_id LIMIT ?`, limit)
+		peak_factor, spread FROM reservation_history ORDER BY archived_at_ms DESC, activity_id LIMIT ?`, limit)
 	return collect(rows, err, func(row interface{ Scan(...any) error }) (sale.SaleHistory, error) {
 		var h sale.SaleHistory
 		var at, interval int64
 		var spread string
-		if err := row.Scan(&h.ActivityID, &at, &h.Reserved, &h.Buyers, &h.Clicks, &h.Waves, &interval, &h.PeakRPS, &h.PeakShare, &spread); err != nil {
+		if err := row.Scan(&h.ActivityID, &at, &h.Reserved, &h.Buyers, &h.Clicks, &h.Waves, &interval, &h.PeakRPS, &h.PeakFactor, &spread); err != nil {
 			return h, err
 		}
 		h.ArchivedAt, h.WaveInterval = fromMS(at), time.Duration(interval)*time.Second

@@ -286,6 +286,13 @@ func TestDashboardReservation(t *testing.T) {
 	}
 	b.WaitFor(`!document.getElementById("reservation-tiles").hidden && document.getElementById("t-reserved").textContent === "4"`,
 		15*time.Second, "four reserved")
+	// The forecast of four reservers on the prior: 3 buyers (3.2), 10 clicks (9.6), a peak of
+	// 9.6 × 2/4 × 0.35 = 1.7 a second; and the fleet for it.
+	b.WaitFor(`!document.getElementById("forecast-tiles").hidden &&
+		document.getElementById("t-forecast").textContent === "3 buyers · 10 clicks · peak 1.7/s" &&
+		document.getElementById("t-basis").textContent.startsWith("the prior") &&
+		/^\d+ API nodes · \d+ workers · 1 Redis master/.test(document.getElementById("t-plan").textContent)`,
+		20*time.Second, "the forecast and the fleet for it")
 	s.openWaves()
 	b.WaitFor(`document.getElementById("t-waves").textContent === "wave 1: 0 / 0 / 2 · wave 2: 0 / 0 / 2"`,
 		20*time.Second, "the waves assigned at the start")

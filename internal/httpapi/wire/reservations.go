@@ -51,7 +51,7 @@ type ForecastResponse struct {
 type CrowdModel struct {
 	BuyersPerReservation float64 `json:"buyers_per_reservation"`
 	ClicksPerBuyer       float64 `json:"clicks_per_buyer"`
-	PeakShare            float64 `json:"peak_share"`
+	PeakFactor           float64 `json:"peak_factor"`
 	Sales                int     `json:"sales"`
 }
 
@@ -65,6 +65,6 @@ type SaleHistory struct {
 	Waves         int64     `json:"waves"`
 	WaveIntervalS int64     `json:"wave_interval_s"`
 	PeakRPS       int64     `json:"peak_rps"`
-	PeakShare     float64   `json:"peak_share"`
+	PeakFactor    float64   `json:"peak_factor"`
 	Spread        []float64 `json:"spread"`
 }

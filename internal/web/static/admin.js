@@ -112,6 +112,36 @@
     }
   }
 
+  // forecast shows a reservation sale's crowd forecast and the fleet planned for its peak, asked
+  // again every forecastEvery while the stats stream: the reservations move it until they close.
+  const forecastEvery = 10000;
+  let forecastAt = 0, forecastOf = "";
+
+  async function forecast(id) {
+    if (id === forecastOf && Date.now() - forecastAt < forecastEvery) return;
+    forecastOf = id;
+    forecastAt = Date.now();
+    const r = await api("GET", "/api/admin/activities/" + encodeURIComponent(id) + "/forecast", { token: token() });
+    if (id !== watching) return;
+    if (r.status !== 200) {
+      $("t-forecast").textContent = "unavailable (" + (errorCode(r) || r.status) + ")";
+      $("t-plan").textContent = "–";
+      return;
+    }
+    const f = r.body, m = f.model;
+    const num = (v) => Number(v).toLocaleString("en-US");
+    $("t-forecast").textContent = num(f.expected_buyers) + " buyers · " + num(f.expected_clicks) + " clicks · peak " +
+      num(f.expected_peak_rps) + "/s";
+    $("t-basis").textContent = f.basis === "history" ?
+      "fitted from " + m.sales + " past sales: " + m.buyers_per_reservation.toFixed(2) + " buyers a reservation, " +
+        m.clicks_per_buyer.toFixed(2) + " clicks a buyer, the busiest second " + m.peak_factor.toFixed(2) + " × a wave's mean" :
+      "the prior (fewer than 3 past reservation sales)";
+    const p = f.plan;
+    $("t-plan").textContent = p ? p.api_nodes + " API nodes · " + p.worker_nodes + " workers · " + p.redis_masters +
+      " Redis master" + (p.redis_masters === 1 ? "" : "s") + (p.rate_node ? " · SECKILL_RATE_NODE=" + p.rate_node : "") :
+      "no plan: " + f.plan_error;
+  }
+
   const FUNNEL = [
     ["rate_limited", "Rate limited", "node"],
     ["blocked", "Blocked", "node"],
@@ -139,7 +169,9 @@
       $("t-reserved").textContent = num(rs.reserved);
       $("t-waves").textContent = rs.waves.map((w) => (w.wave ? "wave " + w.wave : "not assigned") + ": " +
         num(w.won) + " / " + num(w.grabbed) + " / " + num(w.reserved)).join(" · ") || "–";
+      if (features.forecasts) forecast(watching);
     }
+    $("forecast-tiles").hidden = !rs || !features.forecasts;
     const line = s.line;
     $("line-tiles").hidden = !line;
     if (line) {

@@ -17,7 +17,7 @@ CREATE TABLE reservation_history (
     waves           BIGINT NOT NULL,
     wave_interval_s BIGINT NOT NULL,
     peak_rps        BIGINT NOT NULL,
-    peak_share      DOUBLE NOT NULL,
+    peak_factor      DOUBLE NOT NULL,
     spread          VARCHAR(400) NOT NULL,
     CONSTRAINT reservation_history_activity FOREIGN KEY (activity_id) REFERENCES activities (id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;

@@ -16,7 +16,7 @@ CREATE TABLE reservation_history (
     waves           BIGINT NOT NULL,
     wave_interval_s BIGINT NOT NULL,
     peak_rps        BIGINT NOT NULL,
-    peak_share      DOUBLE PRECISION NOT NULL,
+    peak_factor      DOUBLE PRECISION NOT NULL,
     spread          TEXT NOT NULL
 );
 

@@ -20,7 +20,7 @@ CREATE TABLE reservation_history (
     waves           INTEGER NOT NULL,
     wave_interval_s INTEGER NOT NULL,
     peak_rps        INTEGER NOT NULL,
-    peak_share      REAL NOT NULL,
+    peak_factor      REAL NOT NULL,
     spread          TEXT NOT NULL
 );
 
