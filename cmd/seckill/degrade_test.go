@@ -19,6 +19,7 @@ import (
 // Idempotency-Key and learns its fate. When Redis thaws the sale resumes, and in the end exactly
 // the stock is sold, once per user.
 func TestHungRedisFailsFastAndRecovers(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	const stock = 60
 	rs := redistest.Start(t, redistest.Options{})
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0"))

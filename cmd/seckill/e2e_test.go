@@ -326,6 +326,7 @@ func TestRunRefusesBadConfiguration(t *testing.T) {
 // is grabbing: in-flight requests drain, the batcher flushes, and after a restart on the same
 // data every acknowledged grab has its order.
 func TestGracefulShutdownKeepsAcknowledgedGrabs(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	env := testEnv(sqliteDSN(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	base, done := launch(t, ctx, env)
@@ -419,6 +420,7 @@ func grepLines(s, sub string) string {
 // has reloaded the blacklist (every node.ReloadEvery), and unblocked the same way. The test waits
 // three reload periods rather than probing, since a probe before the reload would be a real grab.
 func TestBlacklistReachesEveryNode(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	env := testEnv(dbtest.MySQLDSN(t), "SECKILL_REDIS", redistest.Start(t, redistest.Options{}).URL())
 	a, b := newClient(t, startRun(t, env)), newClient(t, startRun(t, env))
 	id := a.CreateItem(100, 1, 15*time.Minute)

@@ -578,6 +578,7 @@ func TestKillNineMidPaymentCallbacks(t *testing.T) {
 // activity, the wave, its opening and its two reservers (six in three waves); the reservers then
 // grab in their waves.
 func TestWaveRemindersOutliveTheirWriter(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	const secret, before, interval = "the shop's webhook secret", 3 * time.Second, 4 * time.Second
 	var mu sync.Mutex
 	reminders := map[string]relay.Message{}

@@ -21,6 +21,7 @@ import (
 // started with SECKILL_RECONCILE_REPAIR=on takes the lease over and repairs the drift, which
 // then reads 0.
 func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	rs := redistest.Start(t, redistest.Options{})
 	dsn := dbtest.MySQLDSN(t)
 	env := func(more ...string) map[string]string {
@@ -103,6 +104,7 @@ func TestScheduledReconcileReportsAndRepairsDrift(t *testing.T) {
 // and its order paid, its keys leave Redis; the stats and the order still answer, from the
 // database, without bringing them back.
 func TestArchiveDropsTheHotStateOfAFinishedSale(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	rs := redistest.Start(t, redistest.Options{})
 	base := startRun(t, testEnv(sqliteDSN(t), "SECKILL_REDIS", rs.URL(), "SECKILL_RATE_USER", "0", "SECKILL_ARCHIVE_AFTER", "1s"))
 	c := newClient(t, base)

@@ -208,6 +208,7 @@ func TestKillNineTheLineEmbedded(t *testing.T) {
 // and is killed mid-way. A second worker takes the line over once the first one's lease has run
 // out: every acknowledged ticket is answered, and the winners are exactly the draw's first ones.
 func TestKillNineTheDrainerOnRedis(t *testing.T) {
+	t.Parallel() // mostly waits (leases, timers, processes): overlapped with the suite's other waits
 	const stock = 300
 	dsn, srv := dbtest.MySQLDSN(t), redistest.Start(t, redistest.Options{})
 	env := func(role string) map[string]string {
