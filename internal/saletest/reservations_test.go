@@ -189,3 +189,34 @@ func TestWaveReminders(t *testing.T) {
 		t.Errorf("reminders of waves %v; want 1, 3 and 4 (2 opened while nobody reminded)", waves)
 	}
 }
+
+// BenchmarkForecastsRecord is what counting a reservation sale's grab for its forecast costs the
+// grab's handler: every request of the crowd takes the feature's lock for a map update, on every
+// core at once.
+func BenchmarkForecastsRecord(b *testing.B) {
+	ctx := context.Background()
+	clock := saletest.NewClock(saletest.T0)
+	env := nodetest.Embedded(b, clock)
+	now := clock.Now()
+	a := sale.Activity{ID: "bench", Name: "Phone", Kind: sale.KindItem, Stock: 10, PriceCents: 100, PerUserLimit: 1,
+		StartAt: now, EndAt: now.Add(time.Hour), PayWindow: time.Minute, Admission: sale.AdmitReservation,
+		StockShards: 1, CreatedAt: now, Revision: 1, ReserveFrom: now.Add(-time.Hour), Waves: 1, WaveOrder: sale.WaveByNumber}
+	if err := env.Store.CreateActivity(ctx, a, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := env.Service.ReloadActivities(ctx); err != nil {
+		b.Fatal(err)
+	}
+	users := make([]string, 4096)
+	for i := range users {
+		users[i] = fmt.Sprint("u", i)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			env.Forecasts.Record(a.ID, users[i%len(users)], now.Add(time.Duration(i%10)*time.Second))
+			i++
+		}
+	})
+}
