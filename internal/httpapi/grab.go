@@ -46,7 +46,7 @@ func (s *Server) grab(w http.ResponseWriter, r *http.Request) {
 				if user == "" && outcome == outcomeSoldOutEdge {
 					user, _, _ = s.authenticate(r) // turned away unread: named for the forecast (a bad token names nobody)
 				}
-				s.forecasts.Record(id, user, s.svc.Now())
+				s.forecasts.Record(a, user, s.svc.Now())
 			}
 		}
 	}()

@@ -175,13 +175,14 @@ func NewForecasts(core *Service, store ForecastStore, reserved ReservationStore)
 	return f
 }
 
-// Record counts a grab request at at for activity id, if it is a reservation sale this node knows
-// that has started and not ended, and userID ("" for none known) as having made one.
-func (f *Forecasts) Record(id, userID string, at time.Time) {
-	a, ok := f.core.Known(id)
-	if !ok || a.Admission != AdmitReservation || at.Before(a.StartAt) || !at.Before(a.EndAt) {
+// Record counts a grab request at at for a, the activity as the node knows it, if it is a
+// reservation sale that has started and not ended, and userID ("" for none known) as having made
+// one.
+func (f *Forecasts) Record(a Activity, userID string, at time.Time) {
+	if a.Admission != AdmitReservation || at.Before(a.StartAt) || !at.Before(a.EndAt) {
 		return
 	}
+	id := a.ID
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.pending[id]

@@ -97,9 +97,12 @@ func WaveSize(k, n, waves int64) int64 {
 	if waves < 1 || n < 1 || k < 1 {
 		return 0
 	}
-	size := (n + waves - 1) / waves
+	size := fullWave(n, waves)
 	return min(max(n-(k-1)*size, 0), size)
 }
+
+// fullWave is the size of the first waves of n reservers split into waves (n, waves ≥ 1): ⌈n/waves⌉.
+func fullWave(n, waves int64) int64 { return (n + waves - 1) / waves }
 
 // WaveOf is the wave, from 1, of the reserver at place i (from 0) of the wave order among n
 // reservers split into waves: the first ⌈n/waves⌉ in wave 1, and so on, so that the waves are
@@ -108,8 +111,7 @@ func WaveOf(i, n, waves int64) int64 {
 	if waves < 1 || n < 1 {
 		return 1
 	}
-	size := (n + waves - 1) / waves
-	return i/size + 1
+	return i/fullWave(n, waves) + 1
 }
 
 // AssignWaves returns the wave of each of the reservations rs of activity a (all of them, in
@@ -510,10 +512,6 @@ func (s *Reservations) OpenDue(ctx context.Context) (int, error) {
 	}
 	return int(copied), errors.Join(errs...)
 }
-
-// DefaultRemindBefore is how long before a wave opens its reminder is written
-// (SECKILL_REMIND_BEFORE).
-const DefaultRemindBefore = 5 * time.Minute
 
 // RemindDue writes the reminders (EventWaveOpening) of the waves of the reservation sales this
 // node knows that open within before from now and have not opened yet, each once (the store

@@ -215,7 +215,7 @@ func BenchmarkForecastsRecord(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		i := 0
 		for pb.Next() {
-			env.Forecasts.Record(a.ID, users[i%len(users)], now.Add(time.Duration(i%10)*time.Second))
+			env.Forecasts.Record(a, users[i%len(users)], now.Add(time.Duration(i%10)*time.Second))
 			i++
 		}
 	})
