@@ -229,6 +229,9 @@ func (s *Service) fresher(ctx context.Context, a Activity) (Activity, error) {
 		return k, nil
 	}
 	err := s.refreshing.do(ctx, a.ID, func() error {
+		if s.newest(a).Revision > a.Revision {
+			return nil // a refresh that ended after this grab looked brought the newer copy
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshWithin)
 		defer cancel()
 		fresh, err := s.activities.Activity(ctx, a.ID)
