@@ -18,9 +18,9 @@ import (
 // reserve before the start. At each wave's opening its reservers click (all at once, or spread
 // over --arrival ramp:D), and so do the next wave's, early, as a script would (the page keeps
 // their button shut): they must be told to wait. The users who did not reserve click at the
-// first opening, and must all be refused. A reserver of the wave told to wait (the waves are being
-// given to the gate) clicks again a second later, as the page does. Of the reservers, a share
-// --show come at all. The checker holds the sale's own invariants and the admission's: no grab
+// first opening, and must all be refused. A reserver of the wave, or a stranger, told to wait
+// (the waves are being given to the gate) clicks again a second later, as the page does. Of the
+// reservers, a share --show come at all. The checker holds the sale's own invariants and the admission's: no grab
 // of a user who did not reserve taken, none before its wave, no reserver refused as not
 // reserved. The server's forecast of the crowd, asked once the reservations are in, is held to
 // what the crowd did; once checked, the sale is ended, so that it is archived and kept in the
@@ -256,8 +256,11 @@ func (s Sale) runReservation(ctx context.Context, c *Client, bearer func(int) st
 					r.Outcome = NotReserved
 				case wire.CodeWaveNotOpen:
 					r.Outcome = WaveNotOpen
-					if wave(r.User) == k { // its own wave: the gate had not the waves yet
+					switch wave(r.User) {
+					case k: // its own wave: the gate had not the waves yet
 						rep.Waited++
+						clicks = append(clicks, index[r.User])
+					case 0: // a stranger told to wait while the gate took the waves: it asks again
 						clicks = append(clicks, index[r.User])
 					}
 				}
