@@ -448,6 +448,10 @@ func (x guardedRanking) Remove(ctx context.Context, gs []sale.Grab) error {
 	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Remove(ctx, gs) })
 }
 
+func (x guardedRanking) Restore(ctx context.Context, gs []sale.Grab) error {
+	return x.guard.Do(ctx, func(ctx context.Context) error { return x.p.Restore(ctx, gs) })
+}
+
 func (x guardedRanking) Top(ctx context.Context, activityID string, n int) ([]sale.Standing, error) {
 	return Call(ctx, x.guard, func(ctx context.Context) ([]sale.Standing, error) { return x.p.Top(ctx, activityID, n) })
 }

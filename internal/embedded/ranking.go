@@ -87,6 +87,21 @@ func (r *Ranking) Add(ctx context.Context, gs []sale.Grab) error {
 	return nil
 }
 
+// Restore implements sale.Ranking: the exact tree adds a share it lacks (adding one it holds
+// does nothing); a histogram is left as it is.
+func (r *Ranking) Restore(ctx context.Context, gs []sale.Grab) error {
+	for _, g := range gs {
+		if b := r.board(g.ActivityID); b != nil {
+			b.mu.Lock()
+			if b.exact != nil {
+				b.exact.Add(member(g))
+			}
+			b.mu.Unlock()
+		}
+	}
+	return nil
+}
+
 // Remove implements sale.Ranking.
 func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error {
 	for _, g := range gs {

@@ -126,12 +126,15 @@ func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, e
 	return m["strategy"], max, nil
 }
 
-// change adds or removes gs in one pipeline (a worker's batch is one round trip).
-func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
-	d := int64(1)
-	if !add {
-		d = -1
-	}
+// The changes a batch of grabs makes to their leaderboards.
+const (
+	added    = 1
+	removed  = -1
+	restored = 0 // on an exact leaderboard, added (ZADD of a member there already does nothing); on a histogram, nothing
+)
+
+// change adds, removes or restores gs in one pipeline (a worker's batch is one round trip).
+func (r *Ranking) change(ctx context.Context, gs []sale.Grab, d int64) error {
 	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, g := range gs {
 			strategy, max, err := r.meta(ctx, g.ActivityID)
@@ -143,11 +146,11 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
 			}
 			k := rankKeysOf(g.ActivityID)
 			switch {
-			case strategy == sale.RankExact && add:
-				p.ZAdd(ctx, k.zset, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)})
-			case strategy == sale.RankExact:
+			case strategy == sale.RankExact && d == removed:
 				p.ZRem(ctx, k.zset, rankMember(g))
-			default:
+			case strategy == sale.RankExact:
+				p.ZAdd(ctx, k.zset, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)})
+			case d != restored:
 				p.HIncrBy(ctx, k.hist, strconv.Itoa(rank.BucketOf(g.AmountCents, max, rank.Buckets)), d)
 			}
 		}
@@ -160,10 +163,17 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, add bool) error {
 }
 
 // Add implements sale.Ranking.
-func (r *Ranking) Add(ctx context.Context, gs []sale.Grab) error { return r.change(ctx, gs, true) }
+func (r *Ranking) Add(ctx context.Context, gs []sale.Grab) error { return r.change(ctx, gs, added) }
 
 // Remove implements sale.Ranking.
-func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error { return r.change(ctx, gs, false) }
+func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error {
+	return r.change(ctx, gs, removed)
+}
+
+// Restore implements sale.Ranking.
+func (r *Ranking) Restore(ctx context.Context, gs []sale.Grab) error {
+	return r.change(ctx, gs, restored)
+}
 
 // Top implements sale.Ranking.
 func (r *Ranking) Top(ctx context.Context, activityID string, n int) ([]sale.Standing, error) {

@@ -130,21 +130,31 @@ func (b *Boards) Rank(ctx context.Context, id, userID string) (Board, error) {
 // database fallback still answers.
 func (b *Boards) OrdersPlaced(ctx context.Context, ps []Placement) error { return b.core.rank(ctx, ps) }
 
-// rank puts the red-packet shares of the orders ps placed on their leaderboards.
+// rank puts the red-packet shares of the orders ps placed on their leaderboards: the new ones
+// added, the ones met again restored (the placement that created one may have committed with its
+// reply lost, and told nobody).
 func (s *Service) rank(ctx context.Context, ps []Placement) error {
 	if s.ranking == nil {
 		return nil
 	}
-	var gs []Grab
+	var added, again []Grab
 	for _, p := range ps {
-		if p.New && p.Order.Status.Holds() && s.isRedPacket(ctx, p.Order.ActivityID) {
-			gs = append(gs, p.Order.Grab())
+		switch {
+		case !p.Order.Status.Holds() || !s.isRedPacket(ctx, p.Order.ActivityID):
+		case p.New:
+			added = append(added, p.Order.Grab())
+		default:
+			again = append(again, p.Order.Grab())
 		}
 	}
-	if len(gs) == 0 {
-		return nil
+	var err error
+	if len(added) > 0 {
+		err = s.ranking.Add(ctx, added)
 	}
-	return s.ranking.Add(ctx, gs)
+	if len(again) > 0 {
+		err = errors.Join(err, s.ranking.Restore(ctx, again))
+	}
+	return err
 }
 
 func (s *Service) isRedPacket(ctx context.Context, id string) bool {

@@ -383,6 +383,11 @@ type Ranking interface {
 	// Add puts grabs on their activities' leaderboards; Remove takes them off.
 	Add(ctx context.Context, gs []Grab) error
 	Remove(ctx context.Context, gs []Grab) error
+	// Restore puts back grabs that may be on their leaderboards already: orders placed before
+	// and met again (a redelivery, or a placement whose reply was lost after it committed, which
+	// nobody added). An exact leaderboard adds those it lacks; a histogram, which cannot tell
+	// whether a share is counted, leaves them.
+	Restore(ctx context.Context, gs []Grab) error
 	// Top returns the first n of an exact leaderboard. ErrApproximate: the leaderboard is a
 	// histogram, which has no top.
 	Top(ctx context.Context, activityID string, n int) ([]Standing, error)

@@ -2,6 +2,7 @@ package saletest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 type Faults struct {
 	releases  atomic.Int64
 	revisions atomic.Int64
+	replies   atomic.Int64
 	repair    atomic.Pointer[func()]
 	warm      atomic.Pointer[func()]
 
@@ -51,8 +53,18 @@ func (s faultyStore) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Pl
 			return nil, fmt.Errorf("%w: the test refuses grab %s", sale.ErrUnplaceable, g.Token)
 		}
 	}
-	return s.Store.PlaceOrders(ctx, gs)
+	ps, err := s.Store.PlaceOrders(ctx, gs)
+	if err == nil && take(&s.f.replies) {
+		return nil, errors.New("the test lost the database's reply: the orders were placed")
+	}
+	return ps, err
 }
+
+// LosePlacementReplies makes the next n placements of orders that commit answer with an error
+// all the same: a reply lost after the commit (a placement cut short that committed anyway, a
+// worker killed between its commit and what it tells). Whoever places them again finds them
+// placed.
+func (f *Faults) LosePlacementReplies(n int64) { f.replies.Store(n) }
 
 // DuringRepair makes the next repair of the gate run f while it reads the database: traffic that
 // lands between a reconcile's reading and its writing. nil takes it back.
