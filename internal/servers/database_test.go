@@ -3,9 +3,11 @@ package servers
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,4 +164,27 @@ func TestPostgres(t *testing.T) {
 		insert:    "INSERT INTO item (id, name) VALUES (1, $1)",
 		dir:       pg.dir,
 	})
+}
+
+// TestMariaDBsStartTogether bootstraps several servers at once, as two test packages do: each
+// keeps its temporary tables in a tmpdir of its own, where another's start cannot remove them.
+func TestMariaDBsStartTogether(t *testing.T) {
+	testtier.NeedsServer(t, "mariadbd")
+	t.Parallel()
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			m, err := StartMariaDB()
+			if err == nil {
+				t.Cleanup(m.Close)
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("%d servers bootstrapped at once: %v", n, err)
+	}
 }

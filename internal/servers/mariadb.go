@@ -60,9 +60,14 @@ func StartMariaDB() (_ *MariaDB, err error) {
 
 // initMariaDBDataDir creates the system tables in dir/data, with a passwordless root.
 func initMariaDBDataDir(installDB, dir string) error {
+	tmp, err := mariaDBTmpDir(dir)
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + filepath.Join(dir, "data"),
+		"--tmpdir=" + tmp,
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 	}
@@ -75,6 +80,15 @@ func initMariaDBDataDir(installDB, dir string) error {
 		return fmt.Errorf("mariadb-install-db: %w\n%s", err, Tail(out))
 	}
 	return nil
+}
+
+// mariaDBTmpDir makes the server's own temporary directory in dir. A MariaDB server starting
+// removes the leftover temporary tables it finds in its tmpdir: two servers sharing /tmp (two
+// test packages bootstrapping at once) removed each other's, and mariadb-install-db failed with
+// "Unknown table 'mysql.tmp_user_sys'".
+func mariaDBTmpDir(dir string) (string, error) {
+	tmp := filepath.Join(dir, "tmp")
+	return tmp, os.MkdirAll(tmp, 0o700)
 }
 
 // Port returns the TCP port the server listens on, on 127.0.0.1.
@@ -157,6 +171,7 @@ func (m *MariaDB) serverArgs(logPath string) []string {
 	args := []string{
 		"--no-defaults",
 		"--datadir=" + filepath.Join(m.dir, "data"),
+		"--tmpdir=" + filepath.Join(m.dir, "tmp"), // made by initMariaDBDataDir
 		"--socket=" + filepath.Join(m.dir, "sock"),
 		"--port=" + strconv.Itoa(m.port),
 		"--bind-address=127.0.0.1",
