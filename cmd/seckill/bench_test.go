@@ -304,7 +304,10 @@ func TestBenchAdmission(t *testing.T) {
 	// A reservation sale: 300 of 1,000 users reserve, in three waves 2 s apart, for 250 units;
 	// at each opening its wave and the next click, and the 700 strangers at the first. The
 	// checker finds no stranger's or early win, every reserver where their number puts them, and
-	// the stock sold to the first two waves and half the third. The server's forecast (the prior:
+	// the stock sold to the whole first wave and to the next two. How the second and third share
+	// it depends on the machine: when the second opening's 200 clicks take over 2 s to answer,
+	// the third wave's clicks among them come after its own opening and rightly win before the
+	// second wave's last; the third wave takes half its size at least. The server's forecast (the prior:
 	// no sale archived yet) is held to the crowd: 240 of the 300 expected, all came, and 1,200
 	// clicks at least (the strangers' 700, the waves' 300 and the next waves' 200 early).
 	for name, args := range map[string]func(t *testing.T) []string{
@@ -318,7 +321,7 @@ func TestBenchAdmission(t *testing.T) {
 				"--waves", "3", "--wave-interval", "2s", "--stock", "250", "--concurrency", "32"}, args(t)...)...)
 			r := res.Reservation
 			if !res.OK || r == nil || !r.OK() || r.Reserved != 300 || res.Wins != 250 || len(r.Waves) != 3 ||
-				r.Waves[0].Won != 100 || r.Waves[1].Won != 100 || r.Waves[2].Won != 50 || r.Strangers < 700 {
+				r.Waves[0].Won != 100 || r.Waves[1].Won+r.Waves[2].Won != 150 || r.Waves[2].Won < 50 || r.Strangers < 700 {
 				t.Fatalf("result %+v reservation %+v", res, r)
 			}
 			if res.Outcomes["not_reserved"].Count == 0 || res.Outcomes["wave_not_open"].Count == 0 {
