@@ -604,41 +604,15 @@ func (s Sale) drain(ctx context.Context, c *Client, id string) error {
 
 // facts reads back, as each winner, the order of every acknowledged grab, and the counters.
 func (s Sale) facts(ctx context.Context, c *Client, id string, history []Record, bearer func(int) string) (Facts, error) {
-	f := Facts{Stock: s.Stock, PerUserLimit: s.PerUserLimit, Kind: s.Kind, TotalCents: s.TotalCents,
-		Orders: map[string]Order{}}
+	f := Facts{Stock: s.Stock, PerUserLimit: s.PerUserLimit, Kind: s.Kind, TotalCents: s.TotalCents}
 	userIndex := map[string]int{}
 	for i := range s.Users {
 		userIndex[s.User(i)] = i
 	}
-	type ask struct{ token, user string }
-	asks := make(chan ask)
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	for range min(s.Concurrency, 32) {
-		wg.Go(func() {
-			for a := range asks {
-				o, err := c.Order(ctx, a.token, bearer(userIndex[a.user]))
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				f.Orders[a.token] = o
-				mu.Unlock()
-			}
-		})
-	}
-	seen := map[string]bool{}
-	for _, r := range history {
-		if r.Outcome == Won && r.Token != "" && !seen[r.Token] {
-			seen[r.Token] = true
-			asks <- ask{r.Token, r.User}
-		}
-	}
-	close(asks)
-	wg.Wait()
-	if firstErr != nil {
-		return Facts{}, fmt.Errorf("read the orders back: %w", firstErr)
+	var err error
+	f.Orders, err = readOrders(ctx, c, s.Concurrency, history, func(u string) string { return bearer(userIndex[u]) })
+	if err != nil {
+		return Facts{}, err
 	}
 	st, err := c.Stats(ctx, id)
 	if err != nil {
@@ -651,4 +625,41 @@ func (s Sale) facts(ctx context.Context, c *Client, id string, history []Record,
 		}
 	}
 	return f, nil
+}
+
+// readOrders reads back, as each winner (bearer gives a user's token), the order of every grab
+// of history answered won, from up to conc requests at once (at most 32).
+func readOrders(ctx context.Context, c *Client, conc int, history []Record, bearer func(user string) string) (map[string]Order, error) {
+	orders := map[string]Order{}
+	type ask struct{ token, user string }
+	asks := make(chan ask)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(conc, 32) {
+		wg.Go(func() {
+			for a := range asks {
+				o, err := c.Order(ctx, a.token, bearer(a.user))
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				orders[a.token] = o
+				mu.Unlock()
+			}
+		})
+	}
+	seen := map[string]bool{}
+	for _, r := range history {
+		if r.isGrab() && r.Outcome == Won && r.Token != "" && !seen[r.Token] {
+			seen[r.Token] = true
+			asks <- ask{r.Token, r.User}
+		}
+	}
+	close(asks)
+	wg.Wait()
+	if firstErr != nil {
+		return nil, fmt.Errorf("read the orders back: %w", firstErr)
+	}
+	return orders, nil
 }

@@ -25,6 +25,8 @@ type Facts struct {
 	// window (kept if the sweeper had not closed it yet, else refunded). Empty unless the run had
 	// --unpaid.
 	Paid, Unpaid, Late map[string]bool
+	// Cancelled are the orders their owners cancelled, answered 200: each must be CANCELLED.
+	Cancelled map[string]bool
 	// Payments are the simulated provider's payments, and Events what its webhook receiver got
 	// of each order (event types without "order.", in the order they came); nil without one.
 	Payments []paymentFact
@@ -73,7 +75,8 @@ type Verdict struct {
 	Undersell  int64 `json:"undersell"`  // units left unsold although the demand exceeded the stock
 	Duplicates int64 `json:"duplicates"` // wins beyond a user's limit, tokens given twice, orders no grab explains
 	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order; paid orders not PAID
-	// Unreleased are orders left unpaid that still hold their unit after the payment window.
+	// Unreleased are orders left unpaid that still hold their unit after the payment window,
+	// and orders their owners cancelled that are not CANCELLED.
 	Unreleased int64 `json:"unreleased"`
 	// SharesOff is how far the red-packet amounts are from the total: the sum of the won
 	// amounts must never exceed it and must equal it once every share is taken; each order's
@@ -189,6 +192,9 @@ func Check(history []Record, f Facts) Verdict {
 		case f.Paid[tok] && o.Status != sale.StatusPaid:
 			problem("lost", "order %s of %s was paid and ended %s", tok, owner[tok], o.Status)
 			v.Lost++
+		case f.Cancelled[tok] && o.Status != sale.StatusCancelled:
+			problem("unreleased", "order %s of %s, cancelled by its owner, is %s", tok, owner[tok], o.Status)
+			v.Unreleased++
 		case f.Unpaid[tok] && o.Status != sale.StatusCancelled:
 			problem("unreleased", "order %s of %s, never paid, is %s after its payment window", tok, owner[tok], o.Status)
 			v.Unreleased++

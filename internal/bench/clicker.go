@@ -47,6 +47,7 @@ type clickConn struct {
 	req    []byte // the request being written
 	idleAt time.Time
 	used   bool // has answered a request: idleFor applies, not freshFor
+	pooled bool // taken from the idle connections, not dialed for this request
 }
 
 // target is where a base URL's requests go.
@@ -96,6 +97,7 @@ func (w *clicker) get(ctx context.Context, base string) (*clickConn, error) {
 		w.idle[base] = cs[:len(cs)-1]
 		w.mu.Unlock()
 		if age := now.Sub(wc.idleAt); (age < freshFor || (wc.used && age < idleFor)) && wc.alive() {
+			wc.pooled = true
 			return wc, nil
 		}
 		wc.conn.Close()
@@ -197,25 +199,44 @@ func (w *clicker) close() {
 // maxAnswer bounds the body of an answer to a click.
 const maxAnswer = 64 << 10
 
-// post sends a POST without a body to path on base, with bearer's Authorization, and returns the
-// answer's status and body. A cancelled ctx ends the request. An error from dialing is a
-// *net.OpError of Op "dial" (see refused): nothing was sent.
-func (w *clicker) post(ctx context.Context, base, path, bearer string) (status int, body []byte, err error) {
+// answer is the server's answer to a click: its status, its body, and the Retry-After of a
+// refusal (0 when it has none).
+type answer struct {
+	status int
+	body   []byte
+	retry  time.Duration
+}
+
+// post sends a POST without a body to path on base, with bearer's Authorization and, when key is
+// not empty, that Idempotency-Key, and returns the answer. A cancelled ctx ends the request. An
+// error from dialing is a *net.OpError of Op "dial" (see refused): nothing was sent.
+func (w *clicker) post(ctx context.Context, base, path, bearer, key string) (answer, error) {
 	wc, err := w.get(ctx, base)
 	if err != nil {
-		return 0, nil, err
+		return answer{}, err
 	}
-	status, body, keep, err := wc.exchange(ctx, path, bearer, w.timeout)
+	a, keep, err := wc.exchange(ctx, path, bearer, key, w.timeout)
+	if err != nil && a.status == 0 && wc.pooled && key != "" && ctx.Err() == nil {
+		// A kept connection the server closed as it was taken (its idle timeout, a restart): the
+		// request goes again on a new one, as net/http's Transport sends again a request that
+		// carries an Idempotency-Key. The key makes the second the first one's answer, if the
+		// first was heard at all.
+		wc.conn.Close()
+		if wc, err = w.dial(ctx, base); err != nil {
+			return answer{}, err
+		}
+		a, keep, err = wc.exchange(ctx, path, bearer, key, w.timeout)
+	}
 	if keep {
 		w.put(base, wc)
 	} else {
 		wc.conn.Close()
 	}
-	return status, body, err
+	return a, err
 }
 
 // exchange writes the request and reads its answer; keep says the connection can carry another.
-func (wc *clickConn) exchange(ctx context.Context, path, bearer string, timeout time.Duration) (status int, body []byte, keep bool, err error) {
+func (wc *clickConn) exchange(ctx context.Context, path, bearer, key string, timeout time.Duration) (a answer, keep bool, err error) {
 	wc.req = append(wc.req[:0], "POST "...)
 	wc.req = append(wc.req, wc.target.prefix...)
 	wc.req = append(wc.req, path...)
@@ -223,30 +244,38 @@ func (wc *clickConn) exchange(ctx context.Context, path, bearer string, timeout 
 	wc.req = append(wc.req, wc.target.host...)
 	wc.req = append(wc.req, "\r\nUser-Agent: seckill-bench\r\nContent-Length: 0\r\nAuthorization: Bearer "...)
 	wc.req = append(wc.req, bearer...)
+	if key != "" {
+		wc.req = append(wc.req, "\r\nIdempotency-Key: "...)
+		wc.req = append(wc.req, key...)
+	}
 	wc.req = append(wc.req, "\r\n\r\n"...)
 
 	if err := wc.conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, nil, false, err
+		return answer{}, false, err
 	}
 	stop := context.AfterFunc(ctx, func() { wc.conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	if _, err := wc.conn.Write(wc.req); err != nil {
-		return 0, nil, false, wc.failed(ctx, err)
+		return answer{}, false, wc.failed(ctx, err)
 	}
 	resp, err := http.ReadResponse(wc.br, nil)
 	if err != nil {
-		return 0, nil, false, wc.failed(ctx, err)
+		return answer{}, false, wc.failed(ctx, err)
 	}
-	body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	a.status = resp.StatusCode
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
+		a.retry = time.Duration(s) * time.Second
+	}
+	a.body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	resp.Body.Close()
 	switch {
 	case err != nil:
-		return resp.StatusCode, nil, false, wc.failed(ctx, err)
-	case len(body) > maxAnswer:
-		return resp.StatusCode, nil, false, fmt.Errorf("an answer of more than %d bytes", maxAnswer)
+		return answer{status: a.status}, false, wc.failed(ctx, err)
+	case len(a.body) > maxAnswer:
+		return answer{status: a.status}, false, fmt.Errorf("an answer of more than %d bytes", maxAnswer)
 	}
 	wc.used = true
-	return resp.StatusCode, body, !resp.Close, nil
+	return a, !resp.Close, nil
 }
 
 // failed names err as net/http's client would: by the context's end when that cut it short.

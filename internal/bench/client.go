@@ -304,6 +304,14 @@ func (c *Client) Pay(ctx context.Context, token, bearer string) (string, error) 
 	return string(out.Status), nil
 }
 
+// Cancel cancels an order as its owner (bearer): its unit goes back on sale.
+func (c *Client) Cancel(ctx context.Context, token, bearer string) error {
+	if err := c.do(ctx, "POST", "/api/orders/"+url.PathEscape(token)+"/cancel", bearer, nil, http.StatusOK, nil); err != nil {
+		return fmt.Errorf("cancel %s: %w", token, err)
+	}
+	return nil
+}
+
 // StartPayment is the pay call of a server with a payment provider: 202, the payment started
 // and where to pay it.
 func (c *Client) StartPayment(ctx context.Context, token, bearer string) (*wire.PaymentResponse, error) {
@@ -320,11 +328,16 @@ func (c *Client) StartPayment(ctx context.Context, token, bearer string) (*wire.
 // Grab sends one grab request to node i (or, if it is down, the next one up; if every node is
 // down, again a moment later) and records how it went. Times are Unix microseconds.
 func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string) Record {
-	r := Record{User: user}
+	return c.GrabKeyed(ctx, i, activity, user, bearer, "")
+}
+
+// GrabKeyed is Grab with an Idempotency-Key (none when key is empty): a click sent again with
+// the same key is owed the first one's answer.
+func (c *Client) GrabKeyed(ctx context.Context, i int, activity, user, bearer, key string) Record {
+	r := Record{User: user, Key: key}
 	r.Start = time.Now().UnixMicro()
 	path := "/api/activities/" + url.PathEscape(activity) + "/grab"
-	var status int
-	var data []byte
+	var a answer
 	var node int
 	var err error
 	// A buyer whose click reaches no node (every one down: the only node killed and restarting)
@@ -332,7 +345,7 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 	// while: so a crowd that outruns a node's restart still asks the node that comes back.
 	for patience := time.Now().Add(refusedPatience); ; {
 		node, err = c.onNodes(i, func(base string) (err error) {
-			status, data, err = c.crowd.post(ctx, base, path, bearer)
+			a, err = c.crowd.post(ctx, base, path, bearer, key)
 			return err
 		})
 		if err == nil || !refused(err) || ctx.Err() != nil || time.Now().After(patience) {
@@ -346,12 +359,13 @@ func (c *Client) Grab(ctx context.Context, i int, activity, user, bearer string)
 	r.Node, r.End = node, time.Now().UnixMicro()
 	if err != nil {
 		r.Outcome, r.Err, r.NotSent = Error, err.Error(), refused(err)
-		if status != 0 {
-			r.Status = status
+		if a.status != 0 {
+			r.Status = a.status
 		}
 		return r
 	}
-	r.Status, r.Outcome = status, outcomeOf(status)
+	r.Status, r.Outcome, r.RetryAfter = a.status, outcomeOf(a.status), int(a.retry/time.Second)
+	data := a.body
 	var body struct {
 		wire.GrabResponse        // a unit won
 		QueueToken        string `json:"queue_token"` // a place in the line: a wire.TicketResponse

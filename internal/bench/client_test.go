@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,8 +92,8 @@ func TestClickerDropsDeadConnections(t *testing.T) {
 	}
 	w.put(srv.URL, stale)
 	stale.idleAt = time.Now().Add(-2 * freshFor)
-	if status, _, err := w.post(ctx, srv.URL, "/x", "t"); err != nil || status != http.StatusOK {
-		t.Fatalf("a click after a stale connection: %d, %v", status, err)
+	if a, err := w.post(ctx, srv.URL, "/x", "t", ""); err != nil || a.status != http.StatusOK {
+		t.Fatalf("a click after a stale connection: %d, %v", a.status, err)
 	}
 	if _, err := stale.conn.Write([]byte("x")); err == nil {
 		t.Fatal("the stale connection is still open")
@@ -110,8 +113,8 @@ func TestClickerDropsDeadConnections(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if status, _, err := w.post(ctx, srv.URL, "/x", "t"); err != nil || status != http.StatusOK {
-		t.Fatalf("a click after the server closed its connection: %d, %v", status, err)
+	if a, err := w.post(ctx, srv.URL, "/x", "t", ""); err != nil || a.status != http.StatusOK {
+		t.Fatalf("a click after the server closed its connection: %d, %v", a.status, err)
 	}
 	if got := opened.Load(); got != 3 {
 		t.Fatalf("%d connections opened, want 3: the stale one, its replacement, and one after the close", got)
@@ -135,5 +138,61 @@ func TestBearersAreEachUsersOwn(t *testing.T) {
 		if err != nil || user != s.User(i) {
 			t.Fatalf("user %d's token two hours on: %q, %v; want %q", i, user, err, s.User(i))
 		}
+	}
+}
+
+// TestKeyedClickGoesAgainOnAClosedConnection: a server that drops a kept connection as a click
+// is sent on it (its idle timeout, a restart) gets the click again on a new connection when it
+// carries an Idempotency-Key, as net/http's Transport sends such a request again; a click
+// without a key reports the error.
+func TestKeyedClickGoesAgainOnAClosedConnection(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var keys []string
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					if n == 1 {
+						return // the second request on a connection: dropped unanswered
+					}
+					mu.Lock()
+					keys = append(keys, req.Header.Get("Idempotency-Key"))
+					mu.Unlock()
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+				}
+			}()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	ctx := context.Background()
+	w := newClicker(5 * time.Second)
+	defer w.close()
+	for i, key := range []string{"k1", "k2"} {
+		if a, err := w.post(ctx, base, "/x", "t", key); err != nil || a.status != http.StatusOK {
+			t.Fatalf("click %d with a key: %d, %v", i+1, a.status, err)
+		}
+	}
+	mu.Lock()
+	if !slices.Equal(keys, []string{"k1", "k2"}) {
+		t.Fatalf("the server heard keys %v, want k1 then k2 (sent again on a new connection)", keys)
+	}
+	mu.Unlock()
+	if _, err := w.post(ctx, base, "/x", "t", ""); err == nil {
+		t.Fatal("a click without a key on a dropped connection: no error")
 	}
 }

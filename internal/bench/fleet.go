@@ -34,6 +34,12 @@ type node struct {
 // listenTimeout is how long a node may take to start listening.
 const listenTimeout = 60 * time.Second
 
+// How Restart starts again a node that exited before it listened.
+const (
+	restartPause    = 250 * time.Millisecond
+	restartPatience = 2 * time.Minute
+)
+
 // StartFleet starts one node per role ("all", "api" or "worker") of the binary exe with env (the
 // SECKILL_* settings they share); their logs go to stderr.
 func StartFleet(ctx context.Context, exe string, env []string, roles []string, stderr io.Writer) (*Fleet, error) {
@@ -127,11 +133,37 @@ func (f *Fleet) Find(role string) int {
 // KillAndRestart kills node i with SIGKILL (no shutdown, no flush), starts it again and returns
 // its new address.
 func (f *Fleet) KillAndRestart(ctx context.Context, i int) (string, error) {
+	f.Kill(i)
+	return f.Restart(ctx, i)
+}
+
+// Kill kills node i with SIGKILL (no shutdown, no flush) and returns once it has exited.
+func (f *Fleet) Kill(i int) {
+	f.mu.Lock()
+	n := f.nodes[i]
+	f.mu.Unlock()
+	n.kill()
+}
+
+// Restart starts node i again, as it was started, once it has exited, and returns its new
+// address. A node that exits before it listens (its database is down: it cannot migrate) is
+// started again, as a supervisor would, every restartPause for up to restartPatience.
+func (f *Fleet) Restart(ctx context.Context, i int) (string, error) {
 	f.mu.Lock()
 	old := f.nodes[i]
 	f.mu.Unlock()
-	old.kill()
-	n, err := f.start(ctx, old.role)
+	<-old.done
+	var n *node
+	var err error
+	for patience := time.Now().Add(restartPatience); ; {
+		if n, err = f.start(ctx, old.role); err == nil || time.Now().After(patience) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(restartPause):
+		}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -141,12 +173,40 @@ func (f *Fleet) KillAndRestart(ctx context.Context, i int) (string, error) {
 	return n.base, nil
 }
 
+// Pause stops node i with SIGSTOP: it holds its connections and answers nothing. Resume
+// continues it with SIGCONT.
+func (f *Fleet) Pause(i int) error { return f.signal(i, syscall.SIGSTOP) }
+
+// Resume continues node i after Pause.
+func (f *Fleet) Resume(i int) error { return f.signal(i, syscall.SIGCONT) }
+
+func (f *Fleet) signal(i int, sig syscall.Signal) error {
+	f.mu.Lock()
+	n := f.nodes[i]
+	f.mu.Unlock()
+	return n.cmd.Process.Signal(sig)
+}
+
+// Indexes returns the fleet indexes of the nodes of role, in order.
+func (f *Fleet) Indexes(role string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int
+	for i, n := range f.nodes {
+		if n.role == role {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // Stop shuts every node down (SIGTERM, then SIGKILL after 10 s).
 func (f *Fleet) Stop() {
 	f.mu.Lock()
 	nodes := f.nodes
 	f.mu.Unlock()
 	for _, n := range nodes {
+		n.cmd.Process.Signal(syscall.SIGCONT) // a paused node could not hear the TERM
 		n.cmd.Process.Signal(syscall.SIGTERM)
 	}
 	for _, n := range nodes {

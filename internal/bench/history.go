@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // Outcome is how one grab request ended, as the client saw it.
@@ -50,9 +51,13 @@ func outcomeOf(status int) Outcome {
 	return Error
 }
 
-// Record is one line of the history file: one grab request.
+// Record is one line of the history file: one grab request, or, in a nemesis run, one of the
+// other things that happened (Op).
 type Record struct {
-	User string `json:"user"`
+	// Op is what the line records: a grab (empty), or one of the Op* below.
+	Op       string `json:"op,omitempty"`
+	Activity string `json:"activity,omitempty"` // a nemesis run's: which of its activities
+	User     string `json:"user,omitempty"`
 	// Intended is when the request was due (ramp arrival; equal to Start in a burst), Start when
 	// it was sent and End when its answer arrived, in microseconds since the Unix epoch.
 	Intended int64   `json:"intended_us"`
@@ -67,7 +72,27 @@ type Record struct {
 	Err      string  `json:"err,omitempty"`
 	Node     int     `json:"node"`               // the server (index in the client's list) that answered
 	NotSent  bool    `json:"not_sent,omitempty"` // no node took the connection: nothing happened
+	// Key is the grab's Idempotency-Key (a click sent again carries its first one's), and
+	// RetryAfter the answer's Retry-After in seconds.
+	Key        string `json:"key,omitempty"`
+	RetryAfter int    `json:"retry_after_s,omitempty"`
+	// Detail says what a strike, a heal or an operator's change was ("kill-api 1", "add 10").
+	Detail string `json:"detail,omitempty"`
 }
+
+// The other lines of a nemesis run's history. A strike's Start is when it began and End when the
+// fault was in force; a heal's Start when the healing began and End when the struck part was back
+// (a node listening, a server taking writes): its recovery.
+const (
+	OpPay    = "pay"
+	OpCancel = "cancel"
+	OpChange = "change"
+	OpStrike = "strike"
+	OpHeal   = "heal"
+)
+
+// isGrab reports whether r records a grab request.
+func (r Record) isGrab() bool { return r.Op == "" }
 
 // unanswered reports whether the request may have taken a unit without the client learning so:
 // it was sent and got no answer, or a server error.
@@ -85,6 +110,50 @@ func WriteHistory(w io.Writer, records []Record) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// HistoryWriter streams a history to a file as its requests complete, so that a long run holds
+// none of it in memory. It is safe for concurrent use; the first write error is kept and
+// returned by Flush, and nothing more is written after it.
+type HistoryWriter struct {
+	mu  sync.Mutex
+	bw  *bufio.Writer
+	enc *json.Encoder
+	n   int64
+	err error
+}
+
+// NewHistoryWriter returns a writer of JSON lines to w.
+func NewHistoryWriter(w io.Writer) *HistoryWriter {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	return &HistoryWriter{bw: bw, enc: json.NewEncoder(bw)}
+}
+
+// Add writes r.
+func (h *HistoryWriter) Add(r Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = h.enc.Encode(r)
+		h.n++
+	}
+}
+
+// Len is how many records were added.
+func (h *HistoryWriter) Len() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+// Flush writes what is buffered and returns the first error met.
+func (h *HistoryWriter) Flush() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err == nil {
+		h.err = h.bw.Flush()
+	}
+	return h.err
 }
 
 // ReadHistory reads what WriteHistory wrote.

@@ -68,6 +68,7 @@ func (o ClusterOptions) withDefaults() ClusterOptions {
 type RedisCluster struct {
 	nodes    []*Redis
 	tlsAddrs []string // the nodes' TLS addresses, with ClusterOptions.TLS
+	replicas int      // the replicas it was started with
 }
 
 // StartRedisCluster starts the nodes of o in subdirectories of dir on free ports of 127.0.0.1
@@ -139,10 +140,17 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 	if err := c.WaitOK(clusterOKTimeout); err != nil {
 		return nil, err
 	}
-	if err := c.waitReplicas(o.Masters*o.Replicas, clusterOKTimeout); err != nil {
+	c.replicas = o.Masters * o.Replicas
+	if err := c.waitReplicas(c.replicas, clusterOKTimeout); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// WaitReplicas waits until as many replicas as the cluster started with are in sync with their
+// masters again: after a failover, the killed master restarted as its successor's replica.
+func (c *RedisCluster) WaitReplicas(timeout time.Duration) error {
+	return c.waitReplicas(c.replicas, timeout)
 }
 
 // waitReplicas waits until n nodes are replicas whose link to their master is up and whom their
