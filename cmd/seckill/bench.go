@@ -41,6 +41,11 @@ type benchConfig struct {
 	payments                *bench.ProviderSpec // the simulated payment provider and webhook receiver (--payments)
 	serverEnv               map[string]string   // more settings of the in-process server (seckill risk gen's)
 	sale                    bench.Sale
+	redisFlag, dbFlag       string        // --redis and --db as given (startServers replaces spawn:... by addresses)
+	nemesis                 bool          // --nemesis: a nemesis run instead of one sale
+	nemesisSeed             uint64        // its seed
+	duration                time.Duration // how long it lasts
+	rate                    int           // its crowd's clicks a second
 	jsonOut                 bool
 	history                 string
 	plot                    string // SVG file of the run over time
@@ -53,6 +58,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	var arrival, at, kill string
 	var dbOutage time.Duration
 	var payments, operator bool
+	var nemesis string
 	pay := bench.ProviderSpec{}
 	s := &c.sale
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -99,6 +105,9 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Float64Var(&pay.Dup, "dup-callbacks", 0.2, "--payments: share of the payments called back twice")
 	fs.Float64Var(&pay.Forged, "forged", 0.1, "--payments: share of the payments preceded by a forged callback, which the server must refuse")
 	fs.BoolVar(&operator, "operator", false, "an operator changes the sale mid-crowd: 5 units added through the first node at 20 % of the clicks, the sale renamed through the second at 40 %, 5 more units through the first at 60 %, the sale ended through the second at 80 %; the checker adds that no grab sent after the end won, and the report counts the answers BUSY")
+	fs.StringVar(&nemesis, "nemesis", "", "run a nemesis with this `seed` instead of one sale: for --duration a crowd of --rate clicks a second buys from several activities at once (grabs, retries, pays, cancels) while an operator changes them and faults drawn from the seed strike the deployment bench started (--spawn, --workers, --redis spawn..., --db spawn:...); the checker reads the whole history back")
+	fs.DurationVar(&c.duration, "duration", time.Minute, "--nemesis: how long the crowd runs and the nemesis strikes")
+	fs.IntVar(&c.rate, "rate", 100, "--nemesis: the crowd's clicks a second")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the result as one JSON object on the last line")
 	fs.StringVar(&c.history, "history", "", "write the history (one JSON line per request) to this `file` (default: a new file in the temporary directory)")
 	fs.StringVar(&c.plot, "plot", "", "draw the answers per second and their p99 latency over time to this SVG `file`")
@@ -110,6 +119,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("bench: unexpected arguments %q", fs.Args())
 	}
+	c.redisFlag, c.dbFlag = c.redis, c.db
 	switch {
 	case arrival == "burst":
 	case strings.HasPrefix(arrival, "ramp:"):
@@ -135,6 +145,26 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	}
 	if err := c.parseFaultAliases(kill, dbOutage); err != nil {
 		return c, err
+	}
+	if nemesis != "" {
+		seed, err := strconv.ParseUint(nemesis, 10, 64)
+		if err != nil {
+			return c, fmt.Errorf("--nemesis %q: want a seed, a whole number", nemesis)
+		}
+		c.nemesis, c.nemesisSeed = true, seed
+		switch {
+		case c.spawn == 0:
+			return c, errors.New("--nemesis strikes the nodes and servers bench starts: it needs --spawn")
+		case c.fault != "" || operator || payments || s.Unpaid > 0 || s.Line.Admission != "direct":
+			return c, errors.New("--nemesis makes its own faults, changes and crowd: no --fault, --operator, --payments, --unpaid or --admission")
+		case c.duration <= 0 || c.duration > bench.MaxRamp:
+			return c, fmt.Errorf("--duration %s: want a positive duration of at most %s", c.duration, bench.MaxRamp)
+		case c.rate < 1 || c.rate > bench.MaxNemesisRate:
+			return c, fmt.Errorf("--rate %d: want 1 to %d clicks a second", c.rate, bench.MaxNemesisRate)
+		}
+		if _, err := bench.Schedule(seed, c.duration, c.topology()); err != nil {
+			return c, err
+		}
 	}
 	if err := c.parseFleet(at, s); err != nil {
 		return c, err
@@ -334,6 +364,9 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	defer client.Close()
 	if p := c.sale.Provider; p != nil {
 		p.CallBack(bases[0])
+	}
+	if c.nemesis {
+		return runNemesis(ctx, c, fleet, fleetIndex, client, srvs, stdout)
 	}
 	if f := c.sale.Fault; f != nil {
 		f.Inject = injector(c, fleet, fleetIndex, client, srvs)
@@ -565,4 +598,75 @@ func injector(c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench
 		}
 		return err
 	}
+}
+
+// runNemesis makes a nemesis run (--nemesis) on the deployment bench started, prints what the
+// checker found, and fails when it found a violation, with the command that replays the seed.
+func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetIndex []int, client *bench.Client, srvs *owned,
+	stdout io.Writer) error {
+	strike := srvs.striker(fleet, fleetIndex, client)
+	if strike == nil {
+		return errors.New("--nemesis: this build cannot strike servers")
+	}
+	path := c.history
+	if path == "" {
+		f, err := os.CreateTemp("", "seckill-nemesis-history-*.jsonl")
+		if err != nil {
+			return err
+		}
+		path = f.Name()
+		f.Close()
+	}
+	top := c.topology()
+	if top.APINodes != len(fleetIndex) || top.Workers != len(fleet.Indexes(node.RoleWorker)) || top.Netem != srvs.badNetworks() {
+		return fmt.Errorf("--nemesis: bench started %d API nodes, %d workers (bad networks: %v), not the %+v it drew the schedule for",
+			len(fleetIndex), len(fleet.Indexes(node.RoleWorker)), srvs.badNetworks(), top)
+	}
+	var shards int64
+	if top.Redis == redisSpawnCluster {
+		shards = 3 // one counter on each master
+	}
+	n := bench.Nemesis{Seed: c.nemesisSeed, Duration: c.duration, Rate: c.rate, Concurrency: c.sale.Concurrency, Secret: c.secret,
+		Topology: top, StockShards: shards, DrainTimeout: c.sale.DrainTimeout, Strike: strike, History: path}
+	res, err := n.Run(ctx, client)
+	res.Replay = c.replay()
+	if err != nil {
+		return fmt.Errorf("%w (history %s; replay: %s)", err, path, res.Replay)
+	}
+	if c.jsonOut {
+		err = res.WriteJSON(stdout)
+	} else {
+		err = res.WriteText(stdout)
+	}
+	if err == nil && !res.OK {
+		err = fmt.Errorf("the checker found violations in nemesis seed %d; replay: %s", c.nemesisSeed, res.Replay)
+	}
+	return err
+}
+
+// topology is what c's nemesis strikes: the nodes and the servers bench starts, and the proxy it
+// puts before a redis-server of its own.
+func (c benchConfig) topology() bench.Topology {
+	return bench.Topology{APINodes: c.spawn, Workers: c.workers, Redis: c.redisFlag, DB: c.dbFlag, Netem: c.redisFlag == redisSpawn}
+}
+
+// replay is the command that makes c's nemesis run again.
+func (c benchConfig) replay() string {
+	cmd := fmt.Sprintf("seckill bench --nemesis %d --duration %s --rate %d --concurrency %d --spawn %d", c.nemesisSeed, c.duration, c.rate,
+		c.sale.Concurrency, c.spawn)
+	if c.workers > 0 {
+		cmd += fmt.Sprintf(" --workers %d", c.workers)
+	}
+	for _, f := range []struct{ name, value string }{{"redis", c.redisFlag}, {"db", c.dbFlag}} {
+		switch {
+		case strings.HasPrefix(f.value, "spawn"):
+			cmd += " --" + f.name + " " + f.value
+		case f.value != "": // an address may hold a password: not printed
+			cmd += " --" + f.name + " ADDRESS"
+		}
+	}
+	if c.minReplicas > 0 {
+		cmd += fmt.Sprintf(" --min-replicas %d", c.minReplicas)
+	}
+	return cmd
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"seckill/internal/bench"
 )
 
 // owned is, in a release build, nothing: it starts no server (see benchfault.go).
@@ -15,6 +17,12 @@ type owned struct{}
 func (o *owned) stop() {}
 
 func (o *owned) fault(benchConfig) func(context.Context, string) error { return nil }
+
+func (o *owned) badNetworks() bool { return false }
+
+func (o *owned) striker(*bench.Fleet, []int, *bench.Client) func(context.Context, bench.Strike, string) (func(context.Context) error, error) {
+	return nil
+}
 
 // spawnFsync is empty: a release build starts no Redis.
 const spawnFsync = ""
@@ -28,6 +36,8 @@ func startServers(c *benchConfig) (*owned, error) {
 		return &owned{}, fmt.Errorf("--redis %q --db %q: %s", c.redis, c.db, withoutLab)
 	case c.fault != "" && c.fault != "api" && c.fault != "worker":
 		return &owned{}, fmt.Errorf("--fault %s: %s", c.fault, withoutLab)
+	case c.nemesis:
+		return &owned{}, fmt.Errorf("--nemesis: %s", withoutLab)
 	}
 	return &owned{}, nil
 }

@@ -264,6 +264,12 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"payments with no window", []string{"--payments", "--unpaid", "0.1"}, "needs a --pay-window"},
 		{"payments to a server bench did not start", append([]string{"--payments", "--unpaid", "0.1", "--pay-window", "2s"}, auth...), "servers bench starts"},
 		{"late above one", []string{"--payments", "--unpaid", "0.1", "--pay-window", "2s", "--late", "2"}, "--late 2"},
+		{"a nemesis of no seed", []string{"--spawn", "1", "--nemesis", "x"}, "want a seed"},
+		{"a nemesis with nothing bench started", []string{"--nemesis", "1"}, "it needs --spawn"},
+		{"a nemesis and a fault", []string{"--spawn", "1", "--nemesis", "1", "--kill", "api"}, "makes its own faults"},
+		{"a nemesis at no rate", []string{"--spawn", "1", "--nemesis", "1", "--rate", "0"}, "--rate 0"},
+		{"a nemesis of no time", []string{"--spawn", "1", "--nemesis", "1", "--duration", "0s"}, "--duration 0s"},
+		{"a nemesis with nothing to strike", []string{"--spawn", "1", "--nemesis", "1"}, "has nothing to strike"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -344,4 +350,18 @@ func TestBenchAdmission(t *testing.T) {
 			t.Fatalf("%d entries and %d refused after the start do not account for the 2000: %+v", l.Tickets, late, res.Outcomes)
 		}
 	})
+}
+
+// TestNemesisReplay: a nemesis run's replay command carries what makes its schedule and crowd,
+// and no address (which may hold a password) of a server bench did not start.
+func TestNemesisReplay(t *testing.T) {
+	c, err := parseBench([]string{"--nemesis", "42", "--duration", "2m", "--rate", "150", "--spawn", "3", "--workers", "1",
+		"--redis", "spawn:cluster", "--db", "mysql://root:secret@127.0.0.1:3306/x", "--min-replicas", "1"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "seckill bench --nemesis 42 --duration 2m0s --rate 150 --concurrency 64 --spawn 3 --workers 1 --redis spawn:cluster --db ADDRESS --min-replicas 1"
+	if got := c.replay(); got != want {
+		t.Fatalf("replay %q\nwant   %q", got, want)
+	}
 }

@@ -33,8 +33,10 @@ type owned struct {
 	cluster   *servers.RedisCluster // --redis spawn:cluster
 	sentinels *servers.Sentinels    // --redis spawn:sentinel, watching master
 	master    *servers.Redis
-	proxy     *netfault.Proxy // --fault netem
-	close     []func()
+	// sentinelGroup are the master and replicas the sentinels watch, master first.
+	sentinelGroup []*servers.Redis
+	proxy         *netfault.Proxy // --fault netem, or a nemesis's bad networks before --redis spawn
+	close         []func()
 }
 
 func (o *owned) stop() {
@@ -61,6 +63,7 @@ const failoverTimeout = time.Minute
 // at the bad network before them).
 func startServers(c *benchConfig) (*owned, error) {
 	o := &owned{}
+	netem := c.fault == "netem" || c.nemesis && c.redis == redisSpawn
 	tempDir := func() (string, error) {
 		dir, err := os.MkdirTemp("", "seckill-bench-redis-")
 		if err == nil {
@@ -120,6 +123,7 @@ func startServers(c *benchConfig) (*owned, error) {
 				return o, err
 			}
 			o.close = append(o.close, r.Stop)
+			o.sentinelGroup = append(o.sentinelGroup, r)
 		}
 		s, err := servers.StartSentinels(dir, master.Addr(), servers.SentinelOptions{}, nil)
 		if err != nil {
@@ -127,6 +131,7 @@ func startServers(c *benchConfig) (*owned, error) {
 		}
 		o.close = append(o.close, s.Stop)
 		o.sentinels, o.master = s, master
+		o.sentinelGroup = append([]*servers.Redis{master}, o.sentinelGroup...)
 		c.redis = "sentinel://" + strings.Join(s.Addrs(), ",") + "/" + s.Name()
 	}
 	var start func() (database, error)
@@ -147,7 +152,7 @@ func startServers(c *benchConfig) (*owned, error) {
 		}
 		o.db = srv
 	}
-	if c.fault == "netem" {
+	if netem {
 		return o, o.badNetwork(c)
 	}
 	return o, nil

@@ -1,0 +1,120 @@
+//go:build !release
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"seckill/internal/bench"
+	"seckill/internal/netfault"
+	"seckill/internal/node"
+	"seckill/internal/servers"
+)
+
+// syncTimeout bounds the wait for a Cluster's replicas to be in sync before a failover is struck.
+const syncTimeout = time.Minute
+
+// striker returns how the nemesis strikes the deployment bench started: the nodes of fleet (the
+// API nodes by their index in client, the workers by theirs among the workers) and the servers
+// of o. Each strike returns its heal, which returns once the struck part is back.
+func (o *owned) striker(fleet *bench.Fleet, fleetIndex []int, client *bench.Client) func(context.Context, bench.Strike, string) (func(context.Context) error, error) {
+	workers := fleet.Indexes(node.RoleWorker)
+	none := func(context.Context) error { return nil }
+	return func(ctx context.Context, s bench.Strike, activity string) (func(context.Context) error, error) {
+		switch s.Kind {
+		case bench.KillAPI, bench.KillWorker:
+			i, api := fleetIndex[s.Target%len(fleetIndex)], s.Kind == bench.KillAPI
+			if !api {
+				i = workers[s.Target%len(workers)]
+			}
+			fleet.Kill(i)
+			return func(ctx context.Context) error {
+				base, err := fleet.Restart(ctx, i)
+				if err == nil && api {
+					client.SetBase(s.Target%len(fleetIndex), base) // the crowd comes back to it
+				}
+				return err
+			}, nil
+		case bench.StopAPI, bench.StopWorker:
+			i := fleetIndex[s.Target%len(fleetIndex)]
+			if s.Kind == bench.StopWorker {
+				i = workers[s.Target%len(workers)]
+			}
+			if err := fleet.Pause(i); err != nil {
+				return nil, err
+			}
+			return func(context.Context) error { return fleet.Resume(i) }, nil
+		case bench.KillRedis:
+			o.redis.Kill()
+			return func(context.Context) error { return o.redis.Restart() }, nil
+		case bench.ClusterFailover:
+			return o.strikeClusterMaster(activity)
+		case bench.SentinelFailover:
+			return o.strikeSentinelMaster()
+		case bench.Reshard:
+			return none, o.reshard(ctx, activity)
+		case bench.DBOutage:
+			o.db.Kill()
+			return func(context.Context) error { return o.db.Restart() }, nil
+		case bench.NetLatency, bench.NetReset, bench.NetPartition:
+			kind := map[string]string{bench.NetLatency: netfault.Latency, bench.NetReset: netfault.Reset, bench.NetPartition: netfault.HalfOpen}[s.Kind]
+			if err := o.proxy.Inject(kind, 200*time.Millisecond); err != nil {
+				return nil, err
+			}
+			return func(context.Context) error { return o.proxy.Heal() }, nil
+		}
+		return nil, fmt.Errorf("the nemesis cannot strike %q here", s.Kind)
+	}
+}
+
+// strikeClusterMaster kills the master of activity's slot, once every replica is in sync (a
+// replica still syncing after the last failover cannot take over); the heal returns once its
+// replica has taken the slot over and the dead node is restarted, to rejoin as a replica.
+func (o *owned) strikeClusterMaster(activity string) (func(context.Context) error, error) {
+	if err := o.cluster.WaitReplicas(syncTimeout); err != nil {
+		return nil, err
+	}
+	slot, master, err := o.slotMaster(activity)
+	if err != nil {
+		return nil, err
+	}
+	o.cluster.Node(master).Kill()
+	return func(context.Context) error {
+		if _, err := o.cluster.WaitMaster(slot, master, failoverTimeout); err != nil {
+			return err
+		}
+		return o.cluster.Node(master).Restart()
+	}, nil
+}
+
+// strikeSentinelMaster kills the server the sentinels name master, whichever it is after the
+// failovers before; the heal returns once they name another and the dead one is restarted, to
+// become a replica.
+func (o *owned) strikeSentinelMaster() (func(context.Context) error, error) {
+	addr, err := o.sentinels.Master()
+	if err != nil {
+		return nil, err
+	}
+	var master *servers.Redis
+	for _, r := range o.sentinelGroup {
+		if r.Addr() == addr {
+			master = r
+		}
+	}
+	if master == nil {
+		return nil, errors.New("sentinel-failover: the sentinels name a master bench did not start: " + addr)
+	}
+	master.Kill()
+	return func(context.Context) error {
+		if _, err := o.sentinels.WaitMaster(addr, failoverTimeout); err != nil {
+			return err
+		}
+		return master.Restart()
+	}, nil
+}
+
+// badNetworks reports whether a proxy stands before Redis, for the nemesis's bad networks.
+func (o *owned) badNetworks() bool { return o.proxy != nil }

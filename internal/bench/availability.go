@@ -1,0 +1,141 @@
+package bench
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AvailabilityGrace is what the deployment's promise allows after a struck part is back (a node
+// listening again, a replica promoted, a server taking writes): within it, a grab is answered
+// 202 again, and no node refuses any more.
+const AvailabilityGrace = time.Second
+
+// AvailabilityReport holds a nemesis run's deployment to its promise after each heal that left
+// no other strike in force (a worker's aside: the queue keeps the grabs it has not placed), until
+// the next strike: the first 202 within AvailabilityGrace of the
+// heal's end (the fault's own recovery, the restart or the takeover, is the heal's time), and no
+// node answering BUSY, a server error or nothing after that.
+type AvailabilityReport struct {
+	Heals    int      `json:"heals"`    // the heals held to the promise
+	Late     int      `json:"late"`     // of them, those after which no 202 came within the grace
+	Refusing int      `json:"refusing"` // nodes that refused after a heal's grace, once per heal
+	WorstS   float64  `json:"worst_s"`  // the longest from a heal's end to the first 202 after it
+	Problems []string `json:"problems,omitempty"`
+}
+
+// OK reports whether the promise held after every heal.
+func (a AvailabilityReport) OK() bool { return a.Late == 0 && a.Refusing == 0 }
+
+// fault is one strike of a history, from its start to the end of its heal.
+type fault struct {
+	detail    string
+	start     int64
+	healStart int64
+	healEnd   int64
+	healed    bool
+	worker    bool // a worker node struck
+}
+
+// Availability reads the strikes, heals and grabs of a nemesis run's history and holds the
+// deployment to its promise (see AvailabilityReport).
+func Availability(history []Record) AvailabilityReport {
+	var rep AvailabilityReport
+	var faults []*fault
+	open := map[string][]*fault{} // by activity and detail: the strikes not healed yet
+	var grabs []Record
+	for _, r := range history {
+		switch r.Op {
+		case OpStrike:
+			f := &fault{detail: r.Detail, start: r.Start, worker: strings.HasPrefix(r.Detail, KillWorker) || strings.HasPrefix(r.Detail, StopWorker)}
+			faults = append(faults, f)
+			open[r.Activity+" "+r.Detail] = append(open[r.Activity+" "+r.Detail], f)
+		case OpHeal:
+			k := r.Activity + " " + r.Detail
+			if fs := open[k]; len(fs) > 0 {
+				fs[0].healStart, fs[0].healEnd, fs[0].healed = r.Start, r.End, r.Err == ""
+				open[k] = fs[1:]
+			}
+		case "":
+			grabs = append(grabs, r)
+		}
+	}
+	sort.Slice(grabs, func(i, j int) bool { return grabs[i].Start < grabs[j].Start })
+	grace := AvailabilityGrace.Microseconds()
+	for _, f := range faults {
+		if !f.healed {
+			continue
+		}
+		clear := true // no other strike in force when this one was healed
+		next := int64(1<<63 - 1)
+		for _, o := range faults {
+			if o == f || o.worker {
+				continue // a worker struck keeps no grab from an answer: the queue holds them
+			}
+			if o.start <= f.healEnd && (!o.healed || o.healEnd > f.healEnd) {
+				clear = false
+			}
+			if o.start > f.healEnd {
+				next = min(next, o.start)
+			}
+		}
+		deadline := f.healEnd + grace
+		if !clear || next < deadline {
+			continue
+		}
+		var asked bool // a grab was in flight in the grace: the promise can be seen
+		first := int64(-1)
+		refusing := map[int]Record{}
+		for _, g := range grabs {
+			if g.Start >= next {
+				break
+			}
+			if g.End >= f.healEnd && g.Start <= deadline {
+				asked = true
+			}
+			if g.Outcome == Won && g.End >= f.healEnd && first < 0 {
+				first = g.End
+			}
+			if g.Start > deadline && refusal(g) {
+				if _, ok := refusing[g.Node]; !ok {
+					refusing[g.Node] = g
+				}
+			}
+		}
+		if !asked {
+			continue
+		}
+		rep.Heals++
+		at := func(t int64) float64 { return float64(t-f.healEnd) / 1e6 }
+		if first >= 0 {
+			rep.WorstS = max(rep.WorstS, at(first))
+		}
+		if first < 0 || first > deadline {
+			rep.Late++
+			when := "none before the next strike or the crowd's end"
+			if first >= 0 {
+				when = fmt.Sprintf("the first %.3f s after", at(first))
+			}
+			rep.problem(fmt.Sprintf("%s healed (recovery %.3f s): no 202 within %s; %s", f.detail,
+				float64(f.healEnd-f.healStart)/1e6, AvailabilityGrace, when))
+		}
+		for node, g := range refusing {
+			rep.Refusing++
+			rep.problem(fmt.Sprintf("%s healed: node %d still answered %d %s %.3f s after", f.detail, node, g.Status, g.Code, at(g.Start)))
+		}
+	}
+	return rep
+}
+
+// refusal reports whether a grab was refused without a decision: BUSY, a server error, no answer.
+func refusal(r Record) bool {
+	return r.Status == http.StatusServiceUnavailable || r.Outcome == Error && (r.Status == 0 || r.Status >= 500)
+}
+
+func (a *AvailabilityReport) problem(p string) {
+	if len(a.Problems) < 3*maxProblems {
+		a.Problems = append(a.Problems, p)
+	}
+}

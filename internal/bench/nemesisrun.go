@@ -1,0 +1,537 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"seckill/internal/auth"
+	"seckill/internal/httpapi/wire"
+)
+
+// Nemesis is a run of `seckill bench --nemesis SEED --duration D` (issue 39): for D a crowd buys
+// from several activities at once (an item that never sells out, a scarce item, a sharded one on
+// a Cluster, a red packet) — it grabs, retries what got no answer or BUSY with the same
+// Idempotency-Key, pays, cancels — while an operator adds stock, renames and ends activities,
+// and the nemesis strikes the deployment by the schedule the seed draws (Schedule). Every
+// request, change, strike and heal is streamed to the history file as it completes; after the
+// last heal and the drain, the checker reads the file back and holds each activity to the
+// sale's invariants (Check) and the deployment to its availability (Availability).
+type Nemesis struct {
+	Seed        uint64
+	Duration    time.Duration
+	Rate        int // clicks a second, spread evenly over Duration
+	Concurrency int
+	Secret      string // the servers' JWT secret: bench mints the users' tokens
+	Topology    Topology
+	// StockShards, above 1, adds an item whose stock is split into that many counters (a
+	// Cluster's masters).
+	StockShards  int64
+	DrainTimeout time.Duration
+	// Strike makes a strike of the schedule, on activity's part of the deployment where it has
+	// one (the master of its slot), and returns how to heal it: heal returns once the struck part
+	// is back (a node listens again, a server takes writes).
+	Strike func(ctx context.Context, s Strike, activity string) (heal func(context.Context) error, err error)
+	// History is the file the history is streamed to, and read back from by the checker.
+	History string
+}
+
+// Limits of a nemesis run.
+const (
+	MaxNemesisRate = 5_000
+	maxAttempts    = 8 // a click and its retries
+	// cancelsUntil is the share of the run after which nobody cancels: a unit given back in the
+	// crowd's last moments might find no buyer, which the checker would call undersold.
+	cancelsUntil = 0.7
+	// The buyers' choices after a win: pay, cancel, or leave the order to its window.
+	payShare, cancelShare = 0.5, 0.15
+)
+
+// Validate reports a run that cannot be made.
+func (n Nemesis) Validate() error {
+	switch {
+	case n.Rate < 1 || n.Rate > MaxNemesisRate:
+		return fmt.Errorf("--rate %d: want 1 to %d clicks a second", n.Rate, MaxNemesisRate)
+	case n.Concurrency < 1 || n.Concurrency > MaxConcurrency:
+		return fmt.Errorf("--concurrency %d: want 1 to %d", n.Concurrency, MaxConcurrency)
+	case n.Duration > MaxRamp:
+		return fmt.Errorf("--duration %s: want at most %s", n.Duration, MaxRamp)
+	case n.DrainTimeout <= 0:
+		return errors.New("the drain timeout must be positive")
+	case n.Strike == nil:
+		return errors.New("the nemesis has no way to strike: it needs the deployment bench started")
+	case n.History == "":
+		return errors.New("the nemesis streams its history to a file: none named")
+	}
+	if _, err := Schedule(n.Seed, n.Duration, n.Topology); err != nil {
+		return err
+	}
+	_, err := auth.New([]byte(n.Secret), time.Now)
+	return err
+}
+
+// NemesisResult is what a nemesis run found.
+type NemesisResult struct {
+	Seed       uint64           `json:"seed"`
+	DurationS  float64          `json:"duration_s"`
+	Topology   Topology         `json:"topology"`
+	Requests   int64            `json:"requests"` // the history's lines
+	Strikes    []StrikeReport   `json:"strikes"`
+	Activities []ActivityResult `json:"activities"`
+	// Availability holds the deployment to its promise after each heal (see Availability).
+	Availability AvailabilityReport `json:"availability"`
+	// StockOff counts the activities whose stock is not what the operator's changes made it.
+	StockOff int64    `json:"stock_off"`
+	Problems []string `json:"problems,omitempty"`
+	OK       bool     `json:"ok"`
+	History  string   `json:"history"`
+	// Replay is the command that runs the same schedule and crowd again (set by the caller).
+	Replay string `json:"replay,omitempty"`
+}
+
+// StrikeReport is one strike as it went.
+type StrikeReport struct {
+	Strike
+	Activity  string  `json:"activity,omitempty"`
+	AtS       float64 `json:"at_s"`       // when it struck, seconds after the crowd began
+	RecoveryS float64 `json:"recovery_s"` // from the heal's start until the struck part was back
+}
+
+// ActivityResult is one activity's verdict.
+type ActivityResult struct {
+	ID      string  `json:"id"`
+	Name    string  `json:"name"`
+	Verdict Verdict `json:"verdict"`
+}
+
+// nemesisSale is one activity of a nemesis run.
+type nemesisSale struct {
+	name   string
+	spec   wire.CreateActivityRequest
+	weight int // its share of the clicks
+	id     string
+}
+
+// sales are the run's activities: "plenty" has a unit for every click, so that a 202 tells, at
+// any moment, that the deployment sells; the others run out and test the stock.
+func (n Nemesis) sales(start time.Time, clicks int64) []*nemesisSale {
+	item := func(name string, stock, limit, shards int64) wire.CreateActivityRequest {
+		return wire.CreateActivityRequest{Name: name, Kind: "item", PriceCents: 100, Stock: &stock, PerUserLimit: &limit,
+			StartAt: start.Format(time.RFC3339), EndAt: start.Add(n.Duration + time.Hour).Format(time.RFC3339), StockShards: shards}
+	}
+	shares, one := int64(80), int64(1)
+	packet := wire.CreateActivityRequest{Name: "nemesis packet", Kind: "redpacket", Count: &shares, TotalCents: 100 * shares,
+		PerUserLimit: &one, StartAt: start.Format(time.RFC3339), EndAt: start.Add(n.Duration + time.Hour).Format(time.RFC3339)}
+	out := []*nemesisSale{
+		{name: "plenty", spec: item("nemesis plenty", clicks+1, 1, 0), weight: 40},
+		{name: "scarce", spec: item("nemesis scarce", 60, 2, 0), weight: 20},
+		{name: "packet", spec: packet, weight: 20},
+	}
+	if n.StockShards > 1 {
+		out = append(out, &nemesisSale{name: "sharded", spec: item("nemesis sharded", 90, 1, n.StockShards), weight: 20})
+	}
+	return out
+}
+
+// operatorChanges are the operator's changes of a nemesis run: stock added to the scarce item
+// twice, the packet renamed, then ended, each through the next node.
+var operatorChanges = []struct {
+	at   float64 // share of the run
+	sale string
+	ch   Change
+}{
+	{0.25, "scarce", Change{Kind: "add", Add: 10}},
+	{0.4, "packet", Change{Kind: "rename"}},
+	{0.55, "scarce", Change{Kind: "add", Add: 10}},
+	{0.85, "packet", Change{Kind: "end"}},
+}
+
+// Run makes the run. The error is for a run that could not be made (a server that is not there,
+// a strike or a heal that failed, a queue that did not drain); violations are in the result.
+func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
+	if err := n.Validate(); err != nil {
+		return NemesisResult{}, err
+	}
+	schedule, _ := Schedule(n.Seed, n.Duration, n.Topology)
+	res := NemesisResult{Seed: n.Seed, DurationS: n.Duration.Seconds(), Topology: n.Topology, History: n.History}
+	clicks := int64(n.Duration.Seconds() * float64(n.Rate))
+	users := max(int(clicks/3), 50)
+	crowd := Crowd{Users: users, Seed: n.Seed, UserPrefix: fmt.Sprintf("nemesis-%d-", n.Seed)}
+	tokens := Sale{Crowd: crowd, Secret: n.Secret}.bearers(ctx)
+	index := make(map[string]int, users)
+	for i := range users {
+		index[crowd.User(i)] = i
+	}
+	bearer := func(u string) string { return tokens(index[u]) }
+	if err := c.Health(ctx); err != nil {
+		return res, err
+	}
+	if err := c.CheckUserToken(ctx, tokens(0)); err != nil {
+		return res, err
+	}
+	sales := n.sales(time.Now().UTC().Add(-time.Second), clicks)
+	for _, s := range sales {
+		id, err := c.CreateActivity(ctx, s.spec)
+		if err != nil {
+			return res, err
+		}
+		s.id = id
+	}
+
+	f, err := os.Create(n.History)
+	if err != nil {
+		return res, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	h := NewHistoryWriter(f)
+	began := time.Now()
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	var strikeErr error
+	var strikeMu sync.Mutex
+	for k, s := range schedule {
+		activity := sales[k%len(sales)].id
+		wg.Go(func() {
+			rep, err := n.strike(runCtx, h, began, s, activity)
+			strikeMu.Lock()
+			defer strikeMu.Unlock()
+			res.Strikes = append(res.Strikes, rep)
+			if err != nil && strikeErr == nil {
+				strikeErr = err
+				stop() // a strike that could not be made or healed: the run is not what the seed says
+			}
+		})
+	}
+	var ops sync.WaitGroup
+	ops.Go(func() { n.operate(runCtx, c, h, began, sales) })
+	n.crowd(runCtx, c, h, began, clicks, crowd, sales, bearer)
+	ops.Wait()
+	wg.Wait()
+	if err := h.Flush(); err != nil {
+		return res, fmt.Errorf("history: %w", err)
+	}
+	if strikeErr != nil {
+		return res, strikeErr
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("the run was stopped: %w", err)
+	}
+	sort.Slice(res.Strikes, func(i, j int) bool { return res.Strikes[i].At < res.Strikes[j].At })
+
+	for _, s := range sales {
+		if err := (Sale{DrainTimeout: n.DrainTimeout}).drain(ctx, c, s.id); err != nil {
+			return res, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		return res, err
+	}
+	history, err := ReadHistory(f)
+	if err != nil {
+		return res, err
+	}
+	res.Requests = int64(len(history))
+	for _, s := range sales {
+		v, problems, err := n.check(ctx, c, s, history, bearer)
+		if err != nil {
+			return res, err
+		}
+		res.Activities = append(res.Activities, ActivityResult{ID: s.id, Name: s.name, Verdict: v})
+		for _, p := range problems {
+			res.Problems = append(res.Problems, s.name+": "+p)
+			res.StockOff++
+		}
+	}
+	res.Availability = Availability(history)
+	res.OK = res.StockOff == 0 && res.Availability.OK()
+	for _, a := range res.Activities {
+		res.OK = res.OK && a.Verdict.OK()
+	}
+	return res, nil
+}
+
+// strike makes s at its time, holds it, heals it, and records both in h.
+func (n Nemesis) strike(ctx context.Context, h *HistoryWriter, began time.Time, s Strike, activity string) (StrikeReport, error) {
+	rep := StrikeReport{Strike: s, Activity: activity}
+	if !sleepUntil(ctx, began.Add(s.At)) {
+		return rep, nil
+	}
+	detail := fmt.Sprintf("%s %d", s.Kind, s.Target)
+	start := time.Now()
+	heal, err := n.Strike(ctx, s, activity)
+	rec := Record{Op: OpStrike, Activity: activity, Detail: detail, Start: start.UnixMicro(), End: time.Now().UnixMicro()}
+	rep.AtS = start.Sub(began).Seconds()
+	if err != nil {
+		rec.Err = err.Error()
+		h.Add(rec)
+		return rep, fmt.Errorf("strike %s at %s: %w", detail, s.At, err)
+	}
+	h.Add(rec)
+	sleepUntil(ctx, start.Add(s.Hold)) // healed even when the run is stopped: never leave a server down
+	hs := time.Now()
+	err = heal(context.WithoutCancel(ctx))
+	rec = Record{Op: OpHeal, Activity: activity, Detail: detail, Start: hs.UnixMicro(), End: time.Now().UnixMicro()}
+	rep.RecoveryS = time.Since(hs).Seconds()
+	if err != nil {
+		rec.Err = err.Error()
+		h.Add(rec)
+		return rep, fmt.Errorf("heal %s: %w", detail, err)
+	}
+	h.Add(rec)
+	return rep, nil
+}
+
+// operate makes the operator's changes at their times, each through the next node.
+func (n Nemesis) operate(ctx context.Context, c *Client, h *HistoryWriter, began time.Time, sales []*nemesisSale) {
+	for i, oc := range operatorChanges {
+		if !sleepUntil(ctx, began.Add(time.Duration(oc.at*float64(n.Duration)))) {
+			return
+		}
+		var s *nemesisSale
+		for _, x := range sales {
+			if x.name == oc.sale {
+				s = x
+			}
+		}
+		ch := oc.ch
+		ch.Node = i
+		start := time.Now()
+		err := c.change(ctx, ch, s.id, i)
+		detail := ch.Kind
+		if ch.Kind == "add" {
+			detail = fmt.Sprint("add ", ch.Add)
+		}
+		rec := Record{Op: OpChange, Activity: s.id, Detail: detail, Start: start.UnixMicro(),
+			End: time.Now().UnixMicro(), Status: http.StatusOK}
+		describe(&rec, err)
+		h.Add(rec)
+	}
+}
+
+// describe puts err, the answer to an operator's change or a buyer's payment, into rec.
+func describe(rec *Record, err error) {
+	if err == nil {
+		return
+	}
+	rec.Status, rec.Err = 0, err.Error()
+	var ae *apiError
+	if errors.As(err, &ae) {
+		rec.Status, rec.Code = ae.Status, ae.Code
+	}
+}
+
+// crowd sends the clicks, click i due at began + i/Rate, each drawn from the seed and i: its user,
+// its activity, and what its buyer does with a win.
+func (n Nemesis) crowd(ctx context.Context, c *Client, h *HistoryWriter, began time.Time, clicks int64, crowd Crowd,
+	sales []*nemesisSale, bearer func(string) string) {
+	total := 0
+	for _, s := range sales {
+		total += s.weight
+	}
+	c.Open(ctx, n.Concurrency)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range n.Concurrency {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= clicks || ctx.Err() != nil {
+					return
+				}
+				due := began.Add(time.Duration(int64(n.Duration) * i / clicks))
+				if !sleepUntil(ctx, due) {
+					return
+				}
+				r := rand.New(rand.NewPCG(n.Seed, uint64(i)))
+				user := crowd.User(r.IntN(crowd.Users))
+				w := r.IntN(total)
+				var s *nemesisSale
+				for _, x := range sales {
+					if w -= x.weight; w < 0 {
+						s = x
+						break
+					}
+				}
+				n.click(ctx, c, h, int(i), s.id, user, bearer(user), r.Float64(), float64(i)/float64(clicks))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// click is one buyer's click and what follows: sent again after a refusal that decided nothing
+// (BUSY, no answer, a server error, no node up) with the same key, after the answer's
+// Retry-After; then, won, the order paid, cancelled or left, as choice draws.
+func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, activity, user, bearer string, choice, progress float64) {
+	key := fmt.Sprintf("nemesis-%d-%d", n.Seed, i)
+	var rec Record
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			pause := max(time.Duration(rec.RetryAfter)*time.Second, 250*time.Millisecond)
+			if !sleepUntil(ctx, time.Now().Add(min(pause, 2*time.Second))) {
+				return
+			}
+		}
+		rec = c.GrabKeyed(ctx, i, activity, user, bearer, key)
+		rec.Activity, rec.Intended = activity, rec.Start
+		h.Add(rec)
+		if !(rec.Status == http.StatusServiceUnavailable || rec.Outcome == Error && (rec.Status == 0 || rec.Status >= 500)) {
+			break
+		}
+	}
+	if rec.Outcome != Won || rec.Token == "" {
+		return
+	}
+	op := Record{Activity: activity, User: user, Token: rec.Token, Start: time.Now().UnixMicro(), Status: http.StatusOK}
+	var err error
+	switch {
+	case choice < payShare:
+		op.Op = OpPay
+		_, err = c.Pay(ctx, rec.Token, bearer)
+	case choice < payShare+cancelShare && progress < cancelsUntil:
+		op.Op = OpCancel
+		err = c.Cancel(ctx, rec.Token, bearer)
+	default:
+		return
+	}
+	op.End = time.Now().UnixMicro()
+	describe(&op, err)
+	h.Add(op)
+}
+
+// check holds activity s to the sale's invariants over its part of history, and its stock to
+// the operator's changes: at least the stock the changes answered 200 added, at most that and
+// the changes that got no answer.
+func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string) (Verdict, []string, error) {
+	var grabs []Record
+	paid, cancelled := map[string]bool{}, map[string]bool{}
+	var added, unknown, ended int64
+	for _, r := range history {
+		if r.Activity != s.id {
+			continue
+		}
+		switch r.Op {
+		case "":
+			grabs = append(grabs, r)
+		case OpPay:
+			paid[r.Token] = r.Status == http.StatusOK
+		case OpCancel:
+			cancelled[r.Token] = r.Status == http.StatusOK
+		case OpChange:
+			var add int64
+			fmt.Sscanf(r.Detail, "add %d", &add)
+			switch {
+			case r.Status == http.StatusOK && add > 0:
+				added += add
+			case r.Status == 0 || r.Status >= 500:
+				unknown += add
+			}
+			if r.Status == http.StatusOK && r.Detail == "end" {
+				ended = r.End
+			}
+		}
+	}
+	orders, err := readOrders(ctx, c, n.Concurrency, grabs, bearer)
+	if err != nil {
+		return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
+	}
+	st, err := c.Stats(ctx, s.id)
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	initial := s.spec.TotalCents / 100 // a packet's shares: 100 cents each
+	if s.spec.Stock != nil {
+		initial = *s.spec.Stock
+	}
+	var problems []string
+	if got := st.Stock - initial; got < added || got > added+unknown {
+		problems = append(problems, fmt.Sprintf("stock: %d units were added, the operator's changes answered %d added and %d unknown",
+			got, added, unknown))
+	}
+	f := Facts{Stock: st.Stock, PerUserLimit: *s.spec.PerUserLimit, Kind: s.spec.Kind, TotalCents: s.spec.TotalCents,
+		Orders: orders, Stats: st, Paid: onlyTrue(paid), Cancelled: onlyTrue(cancelled), Ended: ended}
+	if s.spec.Kind == "redpacket" {
+		if f.Board, err = c.Board(ctx, s.id, 100); err != nil {
+			return Verdict{}, nil, err
+		}
+	}
+	return Check(grabs, f), problems, nil
+}
+
+// onlyTrue returns the keys of m whose value is true.
+func onlyTrue(m map[string]bool) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range m {
+		if v {
+			out[k] = true
+		}
+	}
+	return out
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// WriteJSON writes the result as one line of JSON.
+func (r NemesisResult) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// WriteText writes the result for a reader: the strikes, each activity's verdict, availability.
+func (r NemesisResult) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "nemesis seed %d, %.0f s on %d API nodes, %d workers, redis %q, db %q; %d requests\n",
+		r.Seed, r.DurationS, r.Topology.APINodes, r.Topology.Workers, r.Topology.Redis, r.Topology.DB, r.Requests)
+	for _, s := range r.Strikes {
+		fmt.Fprintf(&b, "  %6.2f s  %-17s target %d, held %.1f s, back in %.3f s\n", s.AtS, s.Kind, s.Target, s.Hold.Seconds(), s.RecoveryS)
+	}
+	for _, a := range r.Activities {
+		v := a.Verdict
+		fmt.Fprintf(&b, "%-8s %6d requests, %4d wins of %4d stock, ok %v (oversell %d, undersell %d, duplicates %d, lost %d, unreleased %d, shares off %d, board off %d, after end %d)\n",
+			a.Name, v.Requests, v.Wins, v.Stock, v.OK(), v.Oversell, v.Undersell, v.Duplicates, v.Lost, v.Unreleased, v.SharesOff, v.BoardOff, v.AfterEnd)
+		for _, p := range v.Problems {
+			fmt.Fprintf(&b, "    %s\n", p)
+		}
+	}
+	a := r.Availability
+	fmt.Fprintf(&b, "availability: %d heals checked, %d late, %d nodes refusing after the grace, worst first 202 %.3f s after a heal\n",
+		a.Heals, a.Late, a.Refusing, a.WorstS)
+	for _, p := range append(a.Problems, r.Problems...) {
+		fmt.Fprintf(&b, "    %s\n", p)
+	}
+	fmt.Fprintf(&b, "ok %v; history %s\n", r.OK, r.History)
+	if !r.OK {
+		fmt.Fprintf(&b, "replay: %s\n", r.Replay)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
