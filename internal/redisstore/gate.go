@@ -99,7 +99,8 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 	home := homeShard(r.UserID, n)
 	shard := ShardID(a.ID, home)
 	// A repeat of a key whose first grab is still looking on the other shards waits a little for
-	// its answer (milliseconds, as a rule), then says busy: a retry will get it.
+	// its answer (milliseconds, as a rule), then says busy: a retry will get it. A first grab that
+	// gave up (Redis failed it mid-way) is resumed by the repeat once it is surely over (resume).
 	for wait := time.Millisecond; ; wait *= 2 {
 		pctx, publish := tracer.Start(ctx, "publish grab", trace.WithSpanKind(trace.SpanKindProducer))
 		if publish.IsRecording() {
@@ -124,6 +125,9 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 			case <-time.After(wait):
 			}
 			continue
+		}
+		if errors.Is(err, errInProgress) && r.IdempotencyKey != "" {
+			return g.resume(a, home, r, parent)
 		}
 		return gr, err
 	}

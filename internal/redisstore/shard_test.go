@@ -222,6 +222,62 @@ func TestShardedStockOnACluster(t *testing.T) {
 		}
 	})
 
+	t.Run("AKeyedRepeatResumesAnAbandonedReservation", func(t *testing.T) {
+		// A grab with a key reserved on its home shard and gave up (Redis failed its fall-through);
+		// its repeat, once the reservation is ResumeAfter old, settles it itself instead of
+		// answering busy until the sweeper comes: on to the other shard's unit, or, when that
+		// shard gave it already, won with that unit and no other taken.
+		for _, took := range []bool{false, true} {
+			a := shardedItem(fmt.Sprint("resume-", took), 2, 2, 1) // a unit on each of two shards
+			if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+				t.Fatal(err)
+			}
+			users := usersOf(2, 0, 2)
+			if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[0], Now: a.StartAt}); err != nil {
+				t.Fatal(err) // shard 0's unit
+			}
+			reserve := func(at time.Time, key string) string {
+				c := &call{req: sale.GrabRequest{ActivityID: a.ID, UserID: users[1], IdempotencyKey: key, Now: at},
+					token: sale.NewGrabToken(at), done: make(chan struct{})}
+				g.flush(a, ShardID(a.ID, 0), []*call{c})
+				if !errors.Is(c.err, errReserved) {
+					t.Fatalf("%v, want a reservation", c.err)
+				}
+				return c.token
+			}
+			reserve(a.StartAt, "young")
+			repeat := sale.GrabRequest{ActivityID: a.ID, UserID: users[1], IdempotencyKey: "young", Now: a.StartAt.Add(time.Second)}
+			if _, err := g.Grab(ctx, a, repeat); !errors.Is(err, sale.ErrBusy) {
+				t.Fatalf("took %v: a repeat of a reservation just made: %v, want busy (its grab may still be looking)", took, err)
+			}
+			if n, err := g.Settle(ctx, []sale.Activity{a}, 0, a.StartAt.Add(time.Minute)); err != nil || n != 1 {
+				t.Fatalf("settle the young reservation = %d, %v", n, err) // given back: shard 1's unit is still there
+			}
+			token := reserve(a.StartAt, "old")
+			k := keysOf(ShardID(a.ID, 1))
+			if took {
+				if res, err := takeScript.Run(ctx, rdb, []string{k.stock, k.grabs, k.stream},
+					token, users[1], "old", a.StartAt.UnixMilli(), a.PriceCents, a.ID).Slice(); err != nil || res[0] != int64(0) {
+					t.Fatalf("take = %v, %v", res, err)
+				}
+			}
+			repeat.IdempotencyKey, repeat.Now = "old", a.StartAt.Add(ResumeAfter+time.Second)
+			gr, err := g.Grab(ctx, a, repeat)
+			if err != nil || gr.Token != token {
+				t.Fatalf("took %v: the repeat of an abandoned reservation: %+v, %v; want won with its token %s", took, gr, err, token)
+			}
+			if n, err := rdb.Get(ctx, k.stock).Int64(); err != nil || n != 0 {
+				t.Fatalf("took %v: shard 1 holds %d units (%v), want 0: one unit for the grab", took, n, err)
+			}
+			if again, err := g.Grab(ctx, a, repeat); err != nil || again.Token != token {
+				t.Fatalf("took %v: the key once more: %+v, %v; want the same answer", took, again, err)
+			}
+			if n, err := g.Settle(ctx, []sale.Activity{a}, 0, a.StartAt.Add(time.Minute)); err != nil || n != 0 {
+				t.Fatalf("took %v: the sweeper after the repeat settled %d (%v), want nothing left", took, n, err)
+			}
+		}
+	})
+
 	t.Run("LoadSpreadsTheStockAndKeepsTheHoldingsAtHome", func(t *testing.T) {
 		a := shardedItem("load", 10, 3, 1)
 		held := []sale.Grab{{Token: "g1", ActivityID: a.ID, UserID: "h1", At: a.StartAt},

@@ -50,7 +50,9 @@ var (
 // reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
 // by this node's grabs for emptyFor; this node's own releases clear the mark at once. A repeat of
 // the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
-// says busy: a retry gets it.
+// says busy: a retry gets it. A grab that gave up half-way (Redis failed a step) leaves its key
+// busy until a repeat finds the reservation ResumeAfter old and finishes the fall-through
+// itself (resume), with the grab's own token.
 //
 // Settling. home.lua's operations each happen once however often they run, so the grab (which
 // tries again a few times when Redis fails it), the sweeper on any number of nodes and two
@@ -118,6 +120,55 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		return sale.Grab{}, sale.Busy(err, "give back a reservation on %s", a.ID)
 	}
 	return sale.Grab{}, sale.ErrSoldOut
+}
+
+// ResumeAfter is how old a sharded stock's reservation must be before a repeat of its grab's key
+// settles it itself (resume): its first grab gave up by then (every step of a fall-through is
+// bounded by batchTimeout), so no step of it can race the repeat's.
+const ResumeAfter = batchTimeout + time.Second
+
+// resume settles, for a repeat of r's key, the reservation its first grab left standing on the
+// home shard (Redis failed a step of its fall-through: a slot moving, a failover), once it is
+// ResumeAfter old, rather than leaving the key busy until the sweeper (Settle) comes: won when a
+// shard gave the token its unit, or else the fall-through goes on, with the same token, on the
+// shards in turn. Younger, or settled meanwhile, the repeat is told busy, as before: its next
+// retry gets the answer.
+func (g *Gate) resume(a sale.Activity, home int64, r sale.GrabRequest, parent string) (sale.Grab, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	defer cancel()
+	pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, home)).pending).Result()
+	if err != nil {
+		return sale.Grab{}, sale.Busy(err, "read the reservations of %s", a.ID)
+	}
+	for token, v := range pending {
+		f := strings.Split(v, "\n")
+		if len(f) != 3 || f[0] != r.UserID || f[1] != r.IdempotencyKey {
+			continue
+		}
+		at, _ := strconv.ParseInt(f[2], 10, 64)
+		if r.Now.Sub(time.UnixMilli(at)) < ResumeAfter {
+			break
+		}
+		n := shardsOf(a)
+		for j := range n { // a shard that gave the unit already: the grab was won
+			if j == home {
+				continue
+			}
+			rec, err := g.rdb.HGet(ctx, keysOf(ShardID(a.ID, j)).grabs, token).Result()
+			if errors.Is(err, redis.Nil) {
+				continue
+			}
+			if err != nil {
+				return sale.Grab{}, sale.Busy(err, "look for grab %s", token)
+			}
+			if err := g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec); err != nil {
+				return sale.Grab{}, sale.Busy(err, "settle grab %s", token)
+			}
+			return parseRecord(a.ID, token, rec)
+		}
+		return g.fallThrough(a, home, r, token, parent)
+	}
+	return sale.Grab{}, errInProgress
 }
 
 // home runs home.lua's op on shard home of a, trying again a few times when Redis fails it
