@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"seckill/internal/redisstore"
 )
 
 // TestAvailability holds made-up histories to the promise: a 202 within the grace of a heal keeps
@@ -20,6 +22,10 @@ func TestAvailability(t *testing.T) {
 	}
 	grab := func(node int, start, end int64, status int) Record {
 		return Record{User: "u", Node: node, Start: start, End: end, Status: status, Outcome: outcomeOf(status)}
+	}
+	keyed := func(r Record, key string) Record { r.Key = key; return r }
+	if StruckGrace != redisstore.ResumeAfter {
+		t.Fatalf("StruckGrace %s, the gate resumes a struck grab after %s", StruckGrace, redisstore.ResumeAfter)
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -41,6 +47,17 @@ func TestAvailability(t *testing.T) {
 		{"next strike within the grace", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s), strike("kill-redis 0", 4*s+s/2),
 			grab(0, 4*s+s/2, 7*s, 0), heal("kill-redis 0", 8*s, 9*s), grab(0, 9*s, 9*s+1, http.StatusAccepted)}, 1, 0, 0},
 		{"nobody clicked", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s), grab(0, 9*s, 9*s+1, http.StatusAccepted)}, 0, 0, 0},
+		{"a struck click sent again", []Record{strike("reshard 0", 0), keyed(grab(0, s, s+1, http.StatusServiceUnavailable), "k"),
+			heal("reshard 0", 2*s, 3*s), grab(1, 3*s, 3*s+1, http.StatusAccepted),
+			keyed(grab(0, 5*s, 5*s+1, http.StatusServiceUnavailable), "k"), keyed(grab(0, 8*s, 8*s+1, http.StatusAccepted), "k")}, 1, 0, 0},
+		{"a struck click refused too long", []Record{strike("reshard 0", 0), keyed(grab(0, s, s+1, http.StatusServiceUnavailable), "k"),
+			heal("reshard 0", 2*s, 3*s), grab(1, 3*s, 3*s+1, http.StatusAccepted),
+			keyed(grab(0, 11*s, 11*s+1, http.StatusServiceUnavailable), "k")}, 1, 0, 1},
+		{"a new click refused after the grace", []Record{strike("reshard 0", 0), heal("reshard 0", 2*s, 3*s),
+			grab(1, 3*s, 3*s+1, http.StatusAccepted), keyed(grab(0, 5*s, 5*s+1, http.StatusServiceUnavailable), "new")}, 1, 0, 1},
+		{"a refusal the next strike made", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s),
+			grab(1, 4*s, 4*s+1, http.StatusAccepted), grab(1, 6*s-1, 6*s+s/2, http.StatusServiceUnavailable),
+			strike("kill-redis 0", 6*s), heal("kill-redis 0", 8*s, 9*s), grab(1, 9*s, 9*s+1, http.StatusAccepted)}, 2, 0, 0},
 		{"a failed heal", []Record{strike("kill-api 0", 0), {Op: OpHeal, Detail: "kill-api 0", Start: 3 * s, End: 4 * s, Err: "no"},
 			grab(0, 4*s, 4*s+1, http.StatusServiceUnavailable)}, 0, 0, 0},
 	} {

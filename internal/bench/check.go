@@ -26,6 +26,7 @@ type Facts struct {
 	// --unpaid.
 	Paid, Unpaid, Late map[string]bool
 	// Cancelled are the orders their owners cancelled, answered 200: each must be CANCELLED.
+	// Non-nil, the run's buyers cancel: a unit cancelled does not count to its buyer's limit.
 	Cancelled map[string]bool
 	// Payments are the simulated provider's payments, and Events what its webhook receiver got
 	// of each order (event types without "order.", in the order they came); nil without one.
@@ -156,7 +157,11 @@ func Check(history []Record, f Facts) Verdict {
 		}
 		owner[r.Token] = r.User
 		amount[r.Token] = r.Amount
-		winsOf[r.User]++
+		// A unit its buyer cancelled went back: in a run whose buyers cancel, the buyer may win
+		// again, within the limit.
+		if f.Cancelled == nil || f.Orders[r.Token].Status != sale.StatusCancelled {
+			winsOf[r.User]++
+		}
 	}
 	v.Wins = int64(len(owner))
 	limit := max(f.PerUserLimit, 1)

@@ -57,6 +57,20 @@ func TestCheckPassesACorrectSale(t *testing.T) {
 	}
 }
 
+// TestCheckLetsABuyerWhoCancelledBuyAgain: in a run whose buyers cancel, a unit cancelled goes
+// back and its buyer may win one again, within the limit.
+func TestCheckLetsABuyerWhoCancelledBuyAgain(t *testing.T) {
+	h, f := finishedSale(50, 10, "item")
+	f.Cancelled = map[string]bool{"t0": true}
+	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
+	h[1] = Record{User: "u0", Outcome: Won, Status: 202, Token: "again"} // u0's second click, after the cancel
+	f.Orders["again"] = Order{Found: true, Status: "CREATED"}
+	f.Stats.Cancelled = 1
+	if v := Check(h, f); !v.OK() || v.Wins != 11 || v.Restocked != 1 {
+		t.Fatalf("a buyer who cancelled and won again: %+v", v)
+	}
+}
+
 // TestCheckCatchesEachViolation injects one fault at a time into a correct sale; the checker must
 // report it under its name, and only it.
 func TestCheckCatchesEachViolation(t *testing.T) {
@@ -120,6 +134,21 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Unpaid = map[string]bool{"t6": true}
 			return h
 		}, func(v Verdict) int64 { return v.Unreleased }, "never paid, is CREATED"},
+		{"a cancelled order still held", "item", func(h []Record, f *Facts) []Record {
+			f.Cancelled = map[string]bool{"t6": true}
+			return h
+		}, func(v Verdict) int64 { return v.Unreleased }, "t6 of u6, cancelled by its owner, is CREATED"},
+		{"two units held after a cancel", "item", func(h []Record, f *Facts) []Record {
+			// u0 cancels t0 and wins twice more: one unit again is theirs, the second is not.
+			f.Cancelled = map[string]bool{"t0": true}
+			f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
+			h[1] = Record{User: "u0", Outcome: Won, Status: 202, Token: "again"}
+			h = append(h, Record{User: "u0", Outcome: Won, Status: 202, Token: "more"})
+			f.Orders["again"], f.Orders["more"] = Order{Found: true, Status: "CREATED"}, Order{Found: true, Status: "CREATED"}
+			f.Stock += 2 // the units are there: only the limit is broken
+			f.Stats.Stock, f.Stats.Created, f.Stats.Cancelled = f.Stats.Stock+2, f.Stats.Created+1, 1
+			return h
+		}, func(v Verdict) int64 { return v.Duplicates }, "u0 won 2 units, the limit is 1"},
 		{"a late payment neither kept nor refunded", "item", func(h []Record, f *Facts) []Record {
 			f.Late = map[string]bool{"t7": true}
 			f.Orders["t7"] = Order{Found: true, Status: "CANCELLED"}

@@ -17,6 +17,7 @@ import (
 
 	"seckill/internal/auth"
 	"seckill/internal/httpapi/wire"
+	"seckill/internal/sale"
 )
 
 // Nemesis is a run of `seckill bench --nemesis SEED --duration D` (issue 39): for D a crowd buys
@@ -393,22 +394,42 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 	if rec.Outcome != Won || rec.Token == "" {
 		return
 	}
+	paying, cancelling := choice < payShare, choice < payShare+cancelShare && progress < cancelsUntil
+	if !paying && !cancelling || !placed(ctx, c, rec.Token, bearer) {
+		return
+	}
 	op := Record{Activity: activity, User: user, Token: rec.Token, Start: time.Now().UnixMicro(), Status: http.StatusOK}
 	var err error
 	switch {
-	case choice < payShare:
+	case paying:
 		op.Op = OpPay
 		_, err = c.Pay(ctx, rec.Token, bearer)
-	case choice < payShare+cancelShare && progress < cancelsUntil:
+	default:
 		op.Op = OpCancel
 		err = c.Cancel(ctx, rec.Token, bearer)
-	default:
-		return
 	}
 	op.End = time.Now().UnixMicro()
 	describe(&op, err)
 	h.Add(op)
 }
+
+// placed waits, as a buyer's page does, until the order of a grab won is placed (the worker has
+// taken it from the queue), for up to placedWithin; false when it was not.
+func placed(ctx context.Context, c *Client, token, bearer string) bool {
+	deadline := time.Now().Add(placedWithin)
+	for {
+		o, err := c.Order(ctx, token, bearer)
+		if err == nil && o.Found && o.Status != sale.StatusPending {
+			return true
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			return false
+		}
+	}
+}
+
+// placedWithin bounds a buyer's wait for their order before paying or cancelling it.
+const placedWithin = 10 * time.Second
 
 // check holds activity s to the sale's invariants over its part of history, and its stock to
 // the operator's changes: at least the stock the changes answered 200 added, at most that and
@@ -446,7 +467,7 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 	if err != nil {
 		return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	st, err := c.Stats(ctx, s.id)
+	st, err := n.stats(ctx, c, s.id)
 	if err != nil {
 		return Verdict{}, nil, err
 	}
@@ -467,6 +488,22 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 		}
 	}
 	return Check(grabs, f), problems, nil
+}
+
+// stats reads an activity's counters once the deployment answers them whole: a node whose
+// database came back a moment ago may still shed the counts (its breaker probing), for up to
+// the drain timeout.
+func (n Nemesis) stats(ctx context.Context, c *Client, id string) (wire.StatsResponse, error) {
+	deadline := time.Now().Add(n.DrainTimeout)
+	for {
+		st, err := c.Stats(ctx, id)
+		if err == nil || time.Now().After(deadline) {
+			return st, err
+		}
+		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
+			return st, err
+		}
+	}
 }
 
 // onlyTrue returns the keys of m whose value is true.

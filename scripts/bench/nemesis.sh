@@ -9,7 +9,7 @@
 #   scripts/bench/nemesis.sh sentinel 100 2m 1   # the same on Sentinel, seeds from 1
 #
 # Each run's JSON result goes to docs/bench/nemesis-TOPOLOGY.jsonl, a line a seed; a failing
-# seed's history is kept under $TMPDIR and its replay command printed.
+# seed's history and logs are kept under $TMPDIR and its replay command printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 topology=${1:?cluster or sentinel}
@@ -36,7 +36,8 @@ for seed in $(seq "$first" $((first + runs - 1))); do
     rm -f "$history"
   else
     failed=$((failed + 1))
-    echo "seed $seed failed (history $history):" >&2
+    cp "$tmp/stderr" "${history%.jsonl}.log" # the nodes' and the servers' logs
+    echo "seed $seed failed (history $history, logs ${history%.jsonl}.log):" >&2
     grep -v 'level=' "$tmp/stderr" | tail -3 >&2
   fi
 done
