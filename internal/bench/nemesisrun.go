@@ -342,7 +342,8 @@ func (n Nemesis) crowd(ctx context.Context, c *Client, h *HistoryWriter, began t
 	}
 	c.Open(ctx, n.Concurrency)
 	var next atomic.Int64
-	var wg sync.WaitGroup
+	var wg, buyers sync.WaitGroup
+	defer buyers.Wait()
 	for range n.Concurrency {
 		wg.Go(func() {
 			for {
@@ -364,24 +365,29 @@ func (n Nemesis) crowd(ctx context.Context, c *Client, h *HistoryWriter, began t
 						break
 					}
 				}
-				n.click(ctx, c, h, int(i), s.id, user, bearer(user), r.Float64(), float64(i)/float64(clicks))
+				choice, progress := r.Float64(), float64(i)/float64(clicks)
+				if won := n.click(ctx, c, h, int(i), s.id, user, bearer(user)); won != "" {
+					// The buyer's page goes on alone: its wait for the order keeps no click from
+					// being sent on time.
+					buyers.Go(func() { n.settle(ctx, c, h, s.id, user, bearer(user), won, choice, progress) })
+				}
 			}
 		})
 	}
 	wg.Wait()
 }
 
-// click is one buyer's click and what follows: sent again after a refusal that decided nothing
-// (BUSY, no answer, a server error, no node up) with the same key, after the answer's
-// Retry-After; then, won, the order paid, cancelled or left, as choice draws.
-func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, activity, user, bearer string, choice, progress float64) {
+// click is one buyer's click: sent again after a refusal that decided nothing (BUSY, no answer,
+// a server error, no node up) with the same key, after the answer's Retry-After. It returns the
+// order token of a win, "" otherwise.
+func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, activity, user, bearer string) string {
 	key := fmt.Sprintf("nemesis-%d-%d", n.Seed, i)
 	var rec Record
 	for attempt := range maxAttempts {
 		if attempt > 0 {
 			pause := max(time.Duration(rec.RetryAfter)*time.Second, 250*time.Millisecond)
 			if !sleepUntil(ctx, time.Now().Add(min(pause, 2*time.Second))) {
-				return
+				return ""
 			}
 		}
 		rec = c.GrabKeyed(ctx, i, activity, user, bearer, key)
@@ -391,22 +397,29 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 			break
 		}
 	}
-	if rec.Outcome != Won || rec.Token == "" {
-		return
+	if rec.Outcome != Won {
+		return ""
 	}
+	return rec.Token
+}
+
+// settle is what the buyer of order token does, as choice draws: pay it, cancel it (not in the
+// run's last part, progress past cancelsUntil), or leave it to its window; a page pays or
+// cancels once the order is placed.
+func (n Nemesis) settle(ctx context.Context, c *Client, h *HistoryWriter, activity, user, bearer, token string, choice, progress float64) {
 	paying, cancelling := choice < payShare, choice < payShare+cancelShare && progress < cancelsUntil
-	if !paying && !cancelling || !placed(ctx, c, rec.Token, bearer) {
+	if !paying && !cancelling || !placed(ctx, c, token, bearer) {
 		return
 	}
-	op := Record{Activity: activity, User: user, Token: rec.Token, Start: time.Now().UnixMicro(), Status: http.StatusOK}
+	op := Record{Activity: activity, User: user, Token: token, Start: time.Now().UnixMicro(), Status: http.StatusOK}
 	var err error
 	switch {
 	case paying:
 		op.Op = OpPay
-		_, err = c.Pay(ctx, rec.Token, bearer)
+		_, err = c.Pay(ctx, token, bearer)
 	default:
 		op.Op = OpCancel
-		err = c.Cancel(ctx, rec.Token, bearer)
+		err = c.Cancel(ctx, token, bearer)
 	}
 	op.End = time.Now().UnixMicro()
 	describe(&op, err)
