@@ -25,7 +25,8 @@ const StruckGrace = 6 * time.Second
 // heal's end (the fault's own recovery, the restart or the takeover, is the heal's time), and no
 // node answering BUSY, a server error or nothing after that, to a click sent for the first time,
 // or, StruckGrace longer, to one the fault struck that its buyer sends again (a click still in
-// flight when the next strike came is that strike's).
+// flight when the next strike came is that strike's). A heal is judged only when the crowd
+// clicked in its grace and went on clicking after it.
 type AvailabilityReport struct {
 	Heals    int      `json:"heals"`    // the heals held to the promise
 	Late     int      `json:"late"`     // of them, those after which no 202 came within the grace
@@ -72,9 +73,11 @@ func Availability(history []Record) AvailabilityReport {
 	}
 	sort.Slice(grabs, func(i, j int) bool { return grabs[i].Start < grabs[j].Start })
 	first := map[string]int64{} // a key's first click
+	var last int64              // the crowd's last new click
 	for _, g := range grabs {
-		if _, ok := first[g.Key]; !ok && g.Key != "" {
+		if _, ok := first[g.Key]; !ok || g.Key == "" {
 			first[g.Key] = g.Start
+			last = max(last, g.Start)
 		}
 	}
 	grace := AvailabilityGrace.Microseconds()
@@ -96,8 +99,8 @@ func Availability(history []Record) AvailabilityReport {
 			}
 		}
 		deadline := f.healEnd + grace
-		if !clear || next < deadline {
-			continue
+		if !clear || next < deadline || last <= deadline {
+			continue // not alone, or the crowd stopped within the grace: nothing to judge it by
 		}
 		var asked bool // a grab was in flight in the grace: the promise can be seen
 		won := int64(-1)

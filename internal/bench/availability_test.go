@@ -52,17 +52,24 @@ func TestAvailability(t *testing.T) {
 			keyed(grab(0, 5*s, 5*s+1, http.StatusServiceUnavailable), "k"), keyed(grab(0, 8*s, 8*s+1, http.StatusAccepted), "k")}, 1, 0, 0},
 		{"a struck click refused too long", []Record{strike("reshard 0", 0), keyed(grab(0, s, s+1, http.StatusServiceUnavailable), "k"),
 			heal("reshard 0", 2*s, 3*s), grab(1, 3*s, 3*s+1, http.StatusAccepted),
-			keyed(grab(0, 11*s, 11*s+1, http.StatusServiceUnavailable), "k")}, 1, 0, 1},
+			keyed(grab(0, 11*s, 11*s+1, http.StatusServiceUnavailable), "k"), grab(1, 12*s, 12*s+1, http.StatusAccepted)}, 1, 0, 1},
 		{"a new click refused after the grace", []Record{strike("reshard 0", 0), heal("reshard 0", 2*s, 3*s),
 			grab(1, 3*s, 3*s+1, http.StatusAccepted), keyed(grab(0, 5*s, 5*s+1, http.StatusServiceUnavailable), "new")}, 1, 0, 1},
 		{"a refusal the next strike made", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s),
 			grab(1, 4*s, 4*s+1, http.StatusAccepted), grab(1, 6*s-1, 6*s+s/2, http.StatusServiceUnavailable),
-			strike("kill-redis 0", 6*s), heal("kill-redis 0", 8*s, 9*s), grab(1, 9*s, 9*s+1, http.StatusAccepted)}, 2, 0, 0},
+			strike("kill-redis 0", 6*s), heal("kill-redis 0", 8*s, 9*s), grab(1, 9*s, 9*s+1, http.StatusAccepted),
+			grab(1, 11*s, 11*s+1, http.StatusAccepted)}, 2, 0, 0},
+		{"the crowd's end within the grace", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s),
+			keyed(grab(0, 4*s, 4*s+s/2, http.StatusServiceUnavailable), "last")}, 0, 0, 0},
 		{"a failed heal", []Record{strike("kill-api 0", 0), {Op: OpHeal, Detail: "kill-api 0", Start: 3 * s, End: 4 * s, Err: "no"},
 			grab(0, 4*s, 4*s+1, http.StatusServiceUnavailable)}, 0, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := Availability(tc.history)
+			h := tc.history
+			if tc.name != "the crowd's end within the grace" { // the crowd goes on long after
+				h = append(h, grab(2, 100*s, 100*s+1, http.StatusAccepted))
+			}
+			a := Availability(h)
 			if a.Heals != tc.heals || a.Late != tc.late || a.Refusing != tc.refusing || a.OK() != (tc.late+tc.refusing == 0) {
 				t.Fatalf("%+v; want %d heals, %d late, %d refusing", a, tc.heals, tc.late, tc.refusing)
 			}
