@@ -91,15 +91,7 @@ func Bench(t testing.TB, run func(args []string, stdout io.Writer) error, args .
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("last line is not the JSON result: %v\n%s", err, out.String())
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	history, err := bench.ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	history := ReadHistory(t, path)
 	if res.History != path || int64(len(history)) != res.Requests {
 		t.Fatalf("history %s has %d lines; the result names %s with %d requests", path, len(history), res.History, res.Requests)
 	}
@@ -125,4 +117,19 @@ func ErrorsOf(history []bench.Record) map[string]int {
 		}
 	}
 	return out
+}
+
+// ReadHistory reads the history file bench wrote to path.
+func ReadHistory(t testing.TB, path string) []bench.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	history, err := bench.ReadHistory(f)
+	if err != nil {
+		t.Fatalf("history %s: %v", path, err)
+	}
+	return history
 }

@@ -65,15 +65,7 @@ func TestNemesis(t *testing.T) {
 	if res.Availability.Heals == 0 {
 		t.Fatalf("no heal was held to the promise: %+v", res.Availability)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	history, err := bench.ReadHistory(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	history := e2etest.ReadHistory(t, path)
 	ops := map[string]int{}
 	for _, r := range history {
 		ops[r.Op]++
