@@ -34,12 +34,15 @@ var _ Writer = (*Placing)(nil)
 // the database is away, and the grab it can never place dead-lettered alone. So does a batch the
 // database has not placed within PlaceWithin: the one SQLite writer may be busy with another
 // transaction (a sweep, an archive), and the journal, a file of its own, does not wait behind
-// it. A placement cut short is rolled back, or was committed after all: the worker's placing of
-// the journaled batch then finds the orders by their tokens. Either way the batch is durable
-// before the gate answers.
+// it. Such a placement is not cut short: it goes on (for up to PlaceAtMost), so that it learns
+// whether it created the orders, and tells of those it did, as the worker tells of those it
+// creates from the journal: each order is told of once, by whoever created it (a red packet's
+// histogram counts each share once; it cannot tell a share counted from one that is not). Either
+// way the batch is durable before the gate answers.
 type Placing struct {
-	// PlaceWithin bounds a batch's placement before it goes to the journal instead.
-	PlaceWithin time.Duration
+	// PlaceWithin bounds the wait for a batch's placement before it goes to the journal instead;
+	// PlaceAtMost bounds the placement itself.
+	PlaceWithin, PlaceAtMost time.Duration
 
 	store   sale.Placer
 	journal Writer
@@ -54,8 +57,13 @@ func NewPlacing(store sale.Placer, journal Writer, queued func(), log *slog.Logg
 	if queued == nil {
 		queued = func() {}
 	}
-	return &Placing{PlaceWithin: placeWithin, store: store, journal: journal, queued: queued, log: log}
+	return &Placing{PlaceWithin: placeWithin, PlaceAtMost: placeAtMost, store: store, journal: journal, queued: queued, log: log}
 }
+
+// placeAtMost is how long a placement the gate stopped waiting for may go on: a database hung
+// longer than that leaves it to the worker's placing of the journaled batch, which finds the
+// orders by their tokens if this one committed all the same.
+const placeAtMost = 30 * time.Second
 
 // placeWithin is Placing's default bound: a batch of 256 orders takes 4–5 ms on SQLite here, and
 // up to 25 ms beside a crowd on the same two cores (docs/BENCHMARKS.md §10).
@@ -65,25 +73,49 @@ const placeWithin = 250 * time.Millisecond
 // batches it places (metrics, the red packets' leaderboards).
 func (p *Placing) OnPlaced(fn func([]sale.Placement)) { p.placed.Store(&fn) }
 
-// AppendGrabs places gs, or journals them when the database cannot.
+// AppendGrabs places gs, or journals them when the database cannot, or has not within
+// PlaceWithin. A placement that outlives the wait goes on, and tells of the orders it created.
 func (p *Placing) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 	start := time.Now()
-	// Given up, not timed out: a cancel is the caller's, which the database's breaker does not
-	// count against it (a busy writer is not a failing database).
-	pctx, cancel := context.WithCancel(ctx)
-	stop := time.AfterFunc(p.PlaceWithin, cancel)
-	ps, err := p.store.PlaceOrders(pctx, gs)
-	stop.Stop()
-	cancel()
-	traceWrite(gs, start, err)
-	if err != nil {
-		p.log.Warn("place orders at commit: journaled for the worker instead", "grabs", len(gs), "err", err)
-		if err := p.journal.AppendGrabs(ctx, gs); err != nil {
-			return err
+	done := make(chan error, 1)
+	go func() {
+		// Not the caller's context: the placement must learn whether it created the orders,
+		// after the gate has stopped waiting for it.
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.PlaceAtMost)
+		defer cancel()
+		ps, err := p.store.PlaceOrders(pctx, gs)
+		traceWrite(gs, start, err)
+		if err == nil {
+			p.tell(ps)
 		}
-		p.queued()
-		return nil
+		done <- err
+	}()
+	wait := time.NewTimer(p.PlaceWithin)
+	defer wait.Stop()
+	var err error
+	select {
+	case err = <-done:
+		if err == nil {
+			return nil
+		}
+		done = nil // its answer is in
+		p.log.Warn("place orders at commit: journaled for the worker instead", "grabs", len(gs), "err", err)
+	case <-wait.C:
+		p.log.Warn("place orders at commit: not placed within the wait, journaled for the worker", "grabs", len(gs),
+			"wait", p.PlaceWithin)
 	}
+	if jerr := p.journal.AppendGrabs(ctx, gs); jerr != nil {
+		if done != nil && <-done == nil {
+			return nil // the journal refused, and the placement went through: the batch is orders
+		}
+		return jerr
+	}
+	p.queued()
+	return nil
+}
+
+// tell tells of the placements ps, and logs the grabs the database refused.
+func (p *Placing) tell(ps []sale.Placement) {
 	for _, pl := range ps {
 		if pl.New && pl.Order.Status == sale.StatusFailed {
 			p.log.Warn("database refused a grab", "token", pl.Order.Token, "activity", pl.Order.ActivityID,
@@ -93,7 +125,6 @@ func (p *Placing) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 	if fn := p.placed.Load(); fn != nil {
 		(*fn)(ps)
 	}
-	return nil
 }
 
 // tracer makes the placement's spans; a no-op until the process installs a tracer provider.

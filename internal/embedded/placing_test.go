@@ -19,9 +19,13 @@ type fakePlacer struct {
 	orders map[string]sale.Order
 	fail   error
 	hang   bool
+	delay  time.Duration // each placement takes this long, then commits
 }
 
 func (p *fakePlacer) PlaceOrders(ctx context.Context, gs []sale.Grab) ([]sale.Placement, error) {
+	if p.delay > 0 {
+		time.Sleep(p.delay)
+	}
 	p.mu.Lock()
 	if p.hang {
 		p.mu.Unlock()
@@ -104,7 +108,7 @@ func TestPlacingPlacesAtCommit(t *testing.T) {
 func TestPlacingDoesNotWaitBehindTheDatabase(t *testing.T) {
 	store, journal := &fakePlacer{orders: map[string]sale.Order{}, hang: true}, &fakeJournal{}
 	p := NewPlacing(store, journal, nil, slog.New(slog.DiscardHandler))
-	p.PlaceWithin = 50 * time.Millisecond
+	p.PlaceWithin, p.PlaceAtMost = 50*time.Millisecond, 100*time.Millisecond
 	g := NewGate(p, 64, nil)
 	t.Cleanup(func() { g.Close() })
 	load(t, g, item("a", 3, 1), sale.GateState{})
@@ -123,5 +127,46 @@ func TestPlacingDoesNotWaitBehindTheDatabase(t *testing.T) {
 	}
 	if j := journal.appended(); len(j) != 1 || store.placed() != 0 {
 		t.Fatalf("journaled %d, placed %d: want the grab in the journal", len(j), store.placed())
+	}
+}
+
+// TestASlowPlacementTellsOfWhatItCreated: a placement the gate stopped waiting for goes on; its
+// batch is journaled and the grab answered at once, and once the placement commits it tells of
+// the orders it created, as new. The worker's placing of the journaled batch then finds them
+// placed: each order is told of as new once, by whoever created it.
+func TestASlowPlacementTellsOfWhatItCreated(t *testing.T) {
+	store, journal := &fakePlacer{orders: map[string]sale.Order{}, delay: 300 * time.Millisecond}, &fakeJournal{}
+	var mu sync.Mutex
+	var told []sale.Placement
+	p := NewPlacing(store, journal, nil, slog.New(slog.DiscardHandler))
+	p.PlaceWithin = 20 * time.Millisecond
+	p.OnPlaced(func(ps []sale.Placement) { mu.Lock(); told = append(told, ps...); mu.Unlock() })
+	g := NewGate(p, 64, nil)
+	t.Cleanup(func() { g.Close() })
+	load(t, g, item("a", 3, 1), sale.GateState{})
+	gr, err := g.Grab(context.Background(), named("a"), sale.GrabRequest{ActivityID: "a", UserID: "u1", Now: t0})
+	if err != nil {
+		t.Fatalf("a grab while the placement is slow: %v, want it journaled", err)
+	}
+	if j := journal.appended(); len(j) != 1 || j[0].Token != gr.Token {
+		t.Fatalf("journaled %v, want the grab", j)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) { // a liveness bound
+		mu.Lock()
+		n := len(told)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow placement never told of the order it created")
+		}
+	}
+	store.delay = 0
+	again, err := store.PlaceOrders(context.Background(), []sale.Grab{gr}) // the worker, from the journal
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || told[0].Order.Token != gr.Token || !told[0].New || err != nil || again[0].New {
+		t.Fatalf("told %+v; the worker's placing %+v, %v: want the order told of once, as new, by the placement that created it", told, again, err)
 	}
 }
