@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -77,6 +78,9 @@ func (p *Placing) OnPlaced(fn func([]sale.Placement)) { p.placed.Store(&fn) }
 // PlaceWithin. A placement that outlives the wait goes on, and tells of the orders it created.
 func (p *Placing) AppendGrabs(ctx context.Context, gs []sale.Grab) error {
 	start := time.Now()
+	// The placement may outlive this call, and the caller reuses its batch's slice once it
+	// returns: the placement has a copy of its own.
+	gs = slices.Clone(gs)
 	done := make(chan error, 1)
 	go func() {
 		// Not the caller's context: the placement must learn whether it created the orders,
