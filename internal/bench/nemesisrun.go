@@ -369,7 +369,7 @@ func (n Nemesis) crowd(ctx context.Context, c *Client, h *HistoryWriter, began t
 				if won := n.click(ctx, c, h, int(i), s.id, user, bearer(user)); won != "" {
 					// The buyer's page goes on alone: its wait for the order keeps no click from
 					// being sent on time.
-					buyers.Go(func() { n.settle(ctx, c, h, s.id, user, bearer(user), won, choice, progress) })
+					buyers.Go(func() { n.afterWin(ctx, c, h, s.id, user, bearer(user), won, choice, progress) })
 				}
 			}
 		})
@@ -393,7 +393,7 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 		rec = c.GrabKeyed(ctx, i, activity, user, bearer, key)
 		rec.Activity, rec.Intended = activity, rec.Start
 		h.Add(rec)
-		if !(rec.Status == http.StatusServiceUnavailable || rec.Outcome == Error && (rec.Status == 0 || rec.Status >= 500)) {
+		if !refusal(rec) {
 			break
 		}
 	}
@@ -403,10 +403,10 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 	return rec.Token
 }
 
-// settle is what the buyer of order token does, as choice draws: pay it, cancel it (not in the
+// afterWin is what the buyer of order token does, as choice draws: pay it, cancel it (not in the
 // run's last part, progress past cancelsUntil), or leave it to its window; a page pays or
 // cancels once the order is placed.
-func (n Nemesis) settle(ctx context.Context, c *Client, h *HistoryWriter, activity, user, bearer, token string, choice, progress float64) {
+func (n Nemesis) afterWin(ctx context.Context, c *Client, h *HistoryWriter, activity, user, bearer, token string, choice, progress float64) {
 	paying, cancelling := choice < payShare, choice < payShare+cancelShare && progress < cancelsUntil
 	if !paying && !cancelling || !placed(ctx, c, token, bearer) {
 		return
