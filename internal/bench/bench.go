@@ -585,18 +585,26 @@ func (s Sale) progress(answered *atomic.Int64) (stop func()) {
 
 // drain waits until the server's queue holds none of the activity's grabs.
 func (s Sale) drain(ctx context.Context, c *Client, id string) error {
-	deadline := time.Now().Add(s.DrainTimeout)
+	_, err := drained(ctx, c, id, s.DrainTimeout)
+	return err
+}
+
+// drained waits, for up to timeout, until the server answers an activity's counters whole (a
+// node whose database just came back sheds them while its breaker probes) with none of its
+// grabs left in the queue, and returns those counters.
+func drained(ctx context.Context, c *Client, id string, timeout time.Duration) (wire.StatsResponse, error) {
+	deadline := time.Now().Add(timeout)
 	for {
 		st, err := c.Stats(ctx, id)
 		if err == nil && st.PendingQueue == 0 {
-			return nil
+			return st, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the queue did not drain in %s (pending %d, last error %v)", s.DrainTimeout, st.PendingQueue, err)
+			return st, fmt.Errorf("the queue did not drain in %s (pending %d, last error %v)", timeout, st.PendingQueue, err)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return st, ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -121,6 +121,8 @@ type nemesisSale struct {
 	spec   wire.CreateActivityRequest
 	weight int // its share of the clicks
 	id     string
+	// drained are its counters once the queue held none of its grabs (after the run).
+	drained wire.StatsResponse
 }
 
 // sales are the run's activities: "plenty" has a unit for every click, so that a 202 tells, at
@@ -231,7 +233,7 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	sort.Slice(res.Strikes, func(i, j int) bool { return res.Strikes[i].At < res.Strikes[j].At })
 
 	for _, s := range sales {
-		if err := (Sale{DrainTimeout: n.DrainTimeout}).drain(ctx, c, s.id); err != nil {
+		if s.drained, err = drained(ctx, c, s.id, n.DrainTimeout); err != nil {
 			return res, fmt.Errorf("%s: %w", s.name, err)
 		}
 	}
@@ -480,14 +482,8 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 	if err != nil {
 		return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	st, err := n.stats(ctx, c, s.id)
-	if err != nil {
-		return Verdict{}, nil, err
-	}
-	initial := s.spec.TotalCents / 100 // a packet's shares: 100 cents each
-	if s.spec.Stock != nil {
-		initial = *s.spec.Stock
-	}
+	st := s.drained
+	initial := deref(s.spec.Stock) + deref(s.spec.Count) // an item's units or a packet's shares
 	var problems []string
 	if got := st.Stock - initial; got < added || got > added+unknown {
 		problems = append(problems, fmt.Sprintf("stock: %d units were added, the operator's changes answered %d added and %d unknown",
@@ -501,22 +497,6 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 		}
 	}
 	return Check(grabs, f), problems, nil
-}
-
-// stats reads an activity's counters once the deployment answers them whole: a node whose
-// database came back a moment ago may still shed the counts (its breaker probing), for up to
-// the drain timeout.
-func (n Nemesis) stats(ctx context.Context, c *Client, id string) (wire.StatsResponse, error) {
-	deadline := time.Now().Add(n.DrainTimeout)
-	for {
-		st, err := c.Stats(ctx, id)
-		if err == nil || time.Now().After(deadline) {
-			return st, err
-		}
-		if !sleepUntil(ctx, time.Now().Add(200*time.Millisecond)) {
-			return st, err
-		}
-	}
 }
 
 // onlyTrue returns the keys of m whose value is true.
