@@ -91,10 +91,12 @@ func (o *owned) strikeClusterMaster(activity string) (func(context.Context) erro
 }
 
 // strikeSentinelMaster kills the server the sentinels name master, whichever it is after the
-// failovers before; the heal returns once they name another and the dead one is restarted, to
-// become a replica.
+// failovers before, once its replicas are in sync (as strikeClusterMaster: Sentinel may promote a
+// replica still in its first sync, which has not the master's data; a failure then is outside
+// the deployment's promise); the heal returns once they name another and the dead one is
+// restarted, to become a replica.
 func (o *owned) strikeSentinelMaster() (func(context.Context) error, error) {
-	addr, err := o.sentinels.Master()
+	addr, err := o.sentinels.WaitInSync(len(o.sentinelGroup)-1, syncTimeout)
 	if err != nil {
 		return nil, err
 	}

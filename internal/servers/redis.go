@@ -79,12 +79,18 @@ func StartRedis(dir string, opts RedisOptions) (*Redis, error) {
 // port, dir and log (RedisOptions.Args, or cluster mode for a cluster node), and pick, which
 // returns the port to try. logf, which may be nil, is told about retries.
 func StartRedisArgs(dir string, extra []string, pick func() (int, error), logf func(format string, args ...any)) (*Redis, error) {
-	return startRedis(dir, nil, extra, pick, logf)
+	return startRedis(dir, nil, "", extra, pick, logf)
 }
 
+// configFile is the file in a server's dir it is started from. A server runs from a file of its
+// own, as in production, so that what Redis Sentinel makes of it (REPLICAOF then CONFIG REWRITE
+// on a failover) is what it comes back as after a restart: a replica promoted and killed returns
+// a master's replica, not the replica of whatever its first command line named.
+const configFile = "redis.conf"
+
 // startRedis is StartRedisArgs with first, the arguments that must come before every other (a
-// config file: a sentinel's).
-func startRedis(dir string, first, extra []string, pick func() (int, error), logf func(format string, args ...any)) (*Redis, error) {
+// config file: a sentinel's), or else conf, what the server's own config file starts with.
+func startRedis(dir string, first []string, conf string, extra []string, pick func() (int, error), logf func(format string, args ...any)) (*Redis, error) {
 	bin, err := FindBinary("redis-server", "/usr/bin/redis-server")
 	if err != nil {
 		return nil, err
@@ -96,7 +102,15 @@ func startRedis(dir string, first, extra []string, pick func() (int, error), log
 			return nil, err
 		}
 		s := &Redis{bin: bin, dir: dir, port: port}
-		s.args = append(append(slices.Clip(first),
+		lead := first
+		if lead == nil { // written afresh at each attempt: a retry empties dir
+			file := filepath.Join(dir, configFile)
+			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
+				return nil, err
+			}
+			lead = []string{file}
+		}
+		s.args = append(append(slices.Clip(lead),
 			"--port", strconv.Itoa(port),
 			"--bind", "127.0.0.1",
 			"--dir", dir,
@@ -137,7 +151,9 @@ func StartRedisReplica(dir, master string, extra []string, logf func(format stri
 	if _, err := RedisCommand(master, "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
 		return nil, fmt.Errorf("replica of %s: %w", master, err)
 	}
-	r, err := StartRedisArgs(dir, append([]string{"--replicaof", host, port}, extra...), FreePort, logf)
+	// The master is named in the config file, not on the command line, which would override the
+	// file's replicaof at every restart (see configFile).
+	r, err := startRedis(dir, nil, "replicaof "+host+" "+port+"\n", extra, FreePort, logf)
 	if err != nil {
 		return nil, err
 	}

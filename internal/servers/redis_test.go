@@ -157,3 +157,29 @@ func TestStartRedisArgsQuotesLog(t *testing.T) {
 		t.Errorf("StartRedisArgs with a bad directive: got error %v, want one quoting the log's complaint", err)
 	}
 }
+
+// TestARestartKeepsTheRoleSentinelGaveIt: a server runs from a config file of its own, so a
+// replica that Sentinel moved to another master (REPLICAOF, then CONFIG REWRITE) follows that
+// master after a restart, not the one it was started under; a restart on the first command line
+// made it sync from a stale master and lose acknowledged writes in the nemesis's failovers.
+func TestARestartKeepsTheRoleSentinelGaveIt(t *testing.T) {
+	first := startRedis(t, servers.RedisOptions{})
+	second := startRedis(t, servers.RedisOptions{})
+	r, err := servers.StartRedisReplica(t.TempDir(), first.Addr(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	for _, cmd := range [][]string{{"REPLICAOF", "127.0.0.1", strconv.Itoa(second.Port())}, {"CONFIG", "REWRITE"}} {
+		if _, err := servers.RedisCommand(r.Addr(), cmd...); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	if err := r.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	info, err := servers.RedisCommand(r.Addr(), "INFO", "replication")
+	if err != nil || !strings.Contains(info, "master_port:"+strconv.Itoa(second.Port())+"\r\n") {
+		t.Fatalf("after the restart the replica follows: %q, %v; want port %d", info, err, second.Port())
+	}
+}

@@ -80,7 +80,7 @@ func StartSentinels(dir, addr string, o SentinelOptions, logf func(format string
 		if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 			return nil, err
 		}
-		n, err := startRedis(d, []string{file, "--sentinel"}, nil, FreePort, logf)
+		n, err := startRedis(d, []string{file, "--sentinel"}, "", nil, FreePort, logf)
 		if err != nil {
 			return nil, err
 		}
@@ -185,6 +185,48 @@ func (s *Sentinels) WaitMaster(not string, timeout time.Duration) (string, error
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitInSync waits until every sentinel names the same master and that master counts replicas
+// replicas online (each has finished its sync and acknowledges the stream), and returns the
+// master's address. Sentinel can promote a replica still in its first sync (a server killed in
+// the last failover, restarted, and only made a replica 8 to 18 s later), which then has the
+// data it had before, not the master's: a failure before that has a shape no setting protects.
+func (s *Sentinels) WaitInSync(replicas int, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		master, why := s.inSync(replicas)
+		if why == "" {
+			return master, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("the sentinels' master is not in shape after %v: %s", timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// inSync returns the master every sentinel names with replicas replicas online, or why not.
+func (s *Sentinels) inSync(replicas int) (master, why string) {
+	for _, n := range s.nodes {
+		out, err := RedisCommand(n.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name)
+		if err != nil {
+			return "", fmt.Sprintf("sentinel %s: %v", n.Addr(), err)
+		}
+		addr := strings.Replace(out, "\n", ":", 1)
+		if master != "" && addr != master {
+			return "", fmt.Sprintf("the sentinels name %s and %s", master, addr)
+		}
+		master = addr
+	}
+	info, err := RedisCommand(master, "INFO", "replication")
+	if err != nil {
+		return "", fmt.Sprintf("master %s: %v", master, err)
+	}
+	if online := strings.Count(info, ",state=online,"); !strings.Contains(info, "role:master") || online < replicas {
+		return "", fmt.Sprintf("master %s: %d of %d replicas online: %q", master, online, replicas, info)
+	}
+	return master, ""
 }
 
 // Stop stops every sentinel.
