@@ -28,7 +28,7 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 	activities := func(ctx context.Context) ([]sale.Activity, error) {
 		return store.Activities(ctx, c.Now().Add(-sale.MaxPayWindow))
 	}
-	queue := redisstore.NewQueue(rdb, name, activities, 20*time.Millisecond, c.ClaimIdle)
+	queue := redisstore.NewQueue(rdb, name, activities, 20*time.Millisecond, c.ClaimIdle).WithReplication(c.Replication)
 	if c.Tuning.QueueList > 0 {
 		queue = queue.WithListEvery(c.Tuning.QueueList)
 	}

@@ -31,13 +31,17 @@ type Queue struct {
 	poll       time.Duration
 	listEvery  time.Duration // how often the activities are listed again
 	topo       *Topology     // reloads the cluster's map when a read meets a failover
+	repl       Replication   // how far the entries read must have gone before they are delivered
 
-	mu        sync.Mutex
-	groups    map[string]bool // streams whose group is known to exist
-	ids       []string        // the streams of acts
-	acts      []sale.Activity // as last listed
-	listedAt  time.Time
-	claimedAt time.Time
+	mu     sync.Mutex
+	groups map[string]bool // streams whose group is known to exist
+	// unconfirmed are the streams whose last entries read had not reached the replicas: they are
+	// pending on this consumer, and read again (from its own pending list) before any new one.
+	unconfirmed map[string]bool
+	ids         []string        // the streams of acts
+	acts        []sale.Activity // as last listed
+	listedAt    time.Time
+	claimedAt   time.Time
 }
 
 // NewQueue returns a queue read by consumer (unique per node), over the streams of the
@@ -47,7 +51,19 @@ type Queue struct {
 func NewQueue(rdb redis.UniversalClient, consumer string, activities func(ctx context.Context) ([]sale.Activity, error),
 	poll, claimIdle time.Duration) *Queue {
 	return &Queue{rdb: rdb, consumer: consumer, activities: activities, poll: poll, claimIdle: claimIdle,
-		listEvery: time.Second, groups: map[string]bool{}, topo: NewTopology(rdb)}
+		listEvery: time.Second, groups: map[string]bool{}, unconfirmed: map[string]bool{}, topo: NewTopology(rdb)}
+}
+
+// WithReplication makes the queue deliver only entries that r's replicas hold, as the gate
+// acknowledges only grabs they hold. Otherwise a grab answered BUSY for want of replicas (its
+// write standing on the master alone) could become an order and then vanish from Redis with a
+// failover: its buyer's holding and idempotency key gone, the retry would win again, and the
+// database would refuse that acknowledged grab as a second one. An entry read before its
+// replicas have it stays pending on this consumer and is read again on the next Receive; if a
+// failover lost it, it is gone with the rest of that grab, which nobody was told had won.
+func (q *Queue) WithReplication(r Replication) *Queue {
+	q.repl = r
+	return q
 }
 
 // WithListEvery sets how often the queue lists the activities again (a second): an activity
@@ -154,26 +170,41 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 	var msgs []redis.XMessage
 	var counts map[string]int // delivery counts of claimed entries
 	if claim {
-		claimed, _, err := q.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
-			MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer}).Result()
+		var claimed *redis.XAutoClaimCmd
+		err := q.confirmed(ctx, id, func(c redis.Cmdable) redis.Cmder {
+			claimed = c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: stream, Group: Group,
+				MinIdle: q.claimIdle, Start: "0-0", Count: int64(max), Consumer: q.consumer})
+			return claimed
+		})
 		if err != nil {
 			return nil, sale.Busy(err, "redis: claim %s", stream)
 		}
-		msgs = claimed
-		if len(claimed) > 0 {
-			if counts, err = q.deliveries(ctx, stream, claimed); err != nil {
+		msgs, _ = claimed.Val()
+		if len(msgs) > 0 {
+			if counts, err = q.deliveries(ctx, stream, msgs); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if len(msgs) == 0 {
-		res, err := q.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
-			Streams: []string{stream, ">"}, Count: int64(max), Block: -1}).Result()
+		from := ">" // entries never delivered
+		if q.isUnconfirmed(id) {
+			from = "0" // this consumer's own pending entries first, read before the replicas had them
+		}
+		var res *redis.XStreamSliceCmd
+		err := q.confirmed(ctx, id, func(c redis.Cmdable) redis.Cmder {
+			res = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: Group, Consumer: q.consumer,
+				Streams: []string{stream, from}, Count: int64(max), Block: -1})
+			return res
+		})
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, sale.Busy(err, "redis: read %s", stream)
 		}
-		for _, s := range res {
+		for _, s := range res.Val() {
 			msgs = append(msgs, s.Messages...)
+		}
+		if from == "0" && len(msgs) < max {
+			q.confirm(id) // every pending entry read again, and held by the replicas
 		}
 	}
 	out := make([]sale.Delivery, 0, len(msgs))
@@ -192,6 +223,52 @@ func (q *Queue) read(ctx context.Context, id string, max int, claim bool) ([]sal
 		out = append(out, sale.Delivery{ID: deliveryID(id, m.ID), Grab: g, Attempts: attempts})
 	}
 	return out, nil
+}
+
+// confirmed runs read, an XAUTOCLAIM or XREADGROUP of the stream of id, and, when the queue
+// waits for replicas, WAIT after it on the same connection to the stream's master. The read is a
+// write (it moves the entries it returns to this consumer's pending list), so once the replicas
+// have it they have every entry it returned. When they do not in time, the stream is marked
+// unconfirmed and the error wraps errNotReplicated.
+func (q *Queue) confirmed(ctx context.Context, id string, read func(redis.Cmdable) redis.Cmder) error {
+	if q.repl.Replicas <= 0 {
+		return read(q.rdb).Err()
+	}
+	node, err := masterOf(ctx, q.rdb, StreamKey(id))
+	if err != nil {
+		return err
+	}
+	var cmd redis.Cmder
+	var wait *redis.IntCmd
+	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = read(p)
+		wait = q.repl.waitCmd(ctx)
+		return p.Process(ctx, wait)
+	})
+	if rerr := cmd.Err(); rerr != nil && !errors.Is(rerr, redis.Nil) {
+		return rerr
+	}
+	if n, werr := wait.Result(); werr != nil || n < int64(q.repl.Replicas) {
+		q.mu.Lock()
+		q.unconfirmed[id] = true
+		q.mu.Unlock()
+		return fmt.Errorf("%w: %d of %d replicas (%v, %v)", errNotReplicated, n, q.repl.Replicas, werr, err)
+	}
+	return cmd.Err()
+}
+
+// isUnconfirmed reports whether entries read from the stream of id may be pending unconfirmed.
+func (q *Queue) isUnconfirmed(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.unconfirmed[id]
+}
+
+// confirm says that the stream of id holds no unconfirmed pending entry any more.
+func (q *Queue) confirm(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.unconfirmed, id)
 }
 
 // bury moves an entry that is not a grab (written by something other than grab.lua) to the

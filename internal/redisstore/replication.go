@@ -45,16 +45,12 @@ func (r Replication) runScript(ctx context.Context, rdb redis.UniversalClient, v
 		cmd.SetErr(err)
 		return cmd
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultWaitTimeout
-	}
 	for loaded := false; ; loaded = true {
 		var run *redis.Cmd
 		var wait *redis.IntCmd
 		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			run = s.EvalSha(ctx, p, keys, args...)
-			wait = redis.NewIntCmd(ctx, "wait", r.Replicas, timeout.Milliseconds())
+			wait = r.waitCmd(ctx)
 			_ = p.Process(ctx, wait)
 			return nil
 		})
@@ -69,11 +65,24 @@ func (r Replication) runScript(ctx context.Context, rdb redis.UniversalClient, v
 		}
 		if n, werr := wait.Result(); werr != nil || n < int64(r.Replicas) {
 			cmd := redis.NewCmd(ctx)
-			cmd.SetErr(fmt.Errorf("%w: %w: %d of %d replicas after %v (%v)", sale.ErrBusy, errNotReplicated, n, r.Replicas, timeout, werr))
+			cmd.SetErr(fmt.Errorf("%w: %w: %d of %d replicas after %v (%v)", sale.ErrBusy, errNotReplicated, n, r.Replicas, r.timeout(), werr))
 			return cmd
 		}
 		return run
 	}
+}
+
+// timeout is how long a write waits for the replicas.
+func (r Replication) timeout() time.Duration {
+	if r.Timeout <= 0 {
+		return DefaultWaitTimeout
+	}
+	return r.Timeout
+}
+
+// waitCmd is WAIT for r's replicas, to send after a write on the connection that made it.
+func (r Replication) waitCmd(ctx context.Context) *redis.IntCmd {
+	return redis.NewIntCmd(ctx, "wait", r.Replicas, r.timeout().Milliseconds())
 }
 
 // masterOf returns the client of the one server that holds key: its master in a cluster, the

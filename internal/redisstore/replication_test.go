@@ -67,3 +67,57 @@ func TestMinReplicasWaitsForAReplica(t *testing.T) {
 		t.Fatalf("the replica's stock after the release: %d, want 10", n)
 	}
 }
+
+// TestQueueDeliversOnlyWhatTheReplicasHold: with a replica required, a grab whose write the
+// replica does not have yet (it is stopped) is not delivered to the worker, which could otherwise
+// make an order of a grab a failover is about to lose; once the replica is back the same grab is
+// delivered, once, even though the first read had already moved it to the consumer's pending
+// list.
+func TestQueueDeliversOnlyWhatTheReplicasHold(t *testing.T) {
+	ctx := context.Background()
+	a := item("durable-queue", 10, 1)
+	master := redistest.Start(t, redistest.Options{})
+	replica := redistest.StartReplica(t, master)
+	rdb := dial(t, master.URL())
+	g := New(rdb) // the gate waits for nobody here: the write is on the master alone
+	if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+		t.Fatal(err)
+	}
+	list := func(context.Context) ([]sale.Activity, error) { return []sale.Activity{a}, nil }
+	q := NewQueue(rdb, "c", list, time.Millisecond, time.Minute).
+		WithReplication(Replication{Replicas: 1, Timeout: 100 * time.Millisecond})
+
+	replica.Pause(t)
+	gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: "u1", Now: a.StartAt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := q.Receive(ctx, 10)
+	if !errors.Is(err, sale.ErrBusy) || !errors.Is(err, errNotReplicated) || len(ds) != 0 {
+		t.Fatalf("a grab the stopped replica lacks: delivered %d, %v; want none, ErrBusy for want of replicas", len(ds), err)
+	}
+
+	replica.Resume(t)
+	var got []sale.Delivery
+	for deadline := time.Now().Add(10 * time.Second); len(got) == 0; {
+		ds, err := q.Receive(ctx, 10)
+		if err == nil {
+			got = ds
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the grab after the replica came back: %v", err)
+		}
+	}
+	if len(got) != 1 || got[0].Grab.Token != gr.Token {
+		t.Fatalf("delivered %+v, want the one grab %s", got, gr.Token)
+	}
+	if err := q.Ack(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	stream := StreamKey(a.ID)
+	if p, err := rdb.XPending(ctx, stream, Group).Result(); err != nil || p.Count != 0 {
+		t.Fatalf("pending after the ack: %+v, %v; want none", p, err)
+	}
+	if n, err := rdb.XLen(ctx, stream).Result(); err != nil || n != 0 {
+		t.Fatalf("the stream after the ack holds %d, %v; want nothing", n, err)
+	}
+}
