@@ -76,6 +76,14 @@ func (c Config) wrapBuckets(b ratelimit.Limiter) ratelimit.Limiter {
 	return b
 }
 
+// wrapRanking puts c's wrapper on r, the leaderboards, below the guard.
+func (c Config) wrapRanking(r sale.Ranking) sale.Ranking {
+	if c.Wrap.Ranking != nil {
+		return c.Wrap.Ranking(r)
+	}
+	return r
+}
+
 // wrapChallenges puts c's wrapper on ch, below the guard.
 func (c Config) wrapChallenges(ch sale.ChallengeStore) sale.ChallengeStore {
 	if c.Wrap.Challenges != nil {

@@ -43,7 +43,7 @@ func openEmbedded(ctx context.Context, c Config, store sale.Store) (backend, err
 	guard := breaker.NewGuard("journal", c.GateLimits, time.Now)
 	var once sync.Once
 	return backend{gate: breaker.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
-		challenges: c.wrapChallenges(embedded.NewChallenges(maxChallenges)), ranking: embedded.NewRanking(c.RankExactMax),
+		challenges: c.wrapChallenges(embedded.NewChallenges(maxChallenges)), ranking: c.wrapRanking(embedded.NewRanking(c.RankExactMax)),
 		windows: ratelimit.NewWindows(time.Now), buckets: c.wrapBuckets(ratelimit.NewBuckets(time.Now)), line: breaker.GuardLine(line, guard),
 		lease: embedded.NewLease(time.Now), onPlaced: placing.OnPlaced,
 		close: func() {

@@ -110,6 +110,35 @@ func (n *Node) startLoops() {
 	}
 }
 
+// rank puts the shares of the orders ps placed on their leaderboards, trying again while the
+// leaderboards' store is away (Redis failing over, a connection reset), for up to rankRetryFor:
+// a share left off an exact board would stay off it until the next load, and the worker cannot
+// acknowledge the grabs meanwhile either. The database's fallback answers in the meantime.
+func (n *Node) rank(ctx context.Context, ps []sale.Placement) {
+	err := n.Boards.OrdersPlaced(ctx, ps)
+	deadline := time.Now().Add(rankRetryFor)
+	for pause := rankFirstPause; err != nil && time.Now().Before(deadline); pause = min(2*pause, rankMaxPause) {
+		select {
+		case <-ctx.Done():
+			n.Config.Log.Warn("leaderboard", "err", err)
+			return
+		case <-time.After(pause):
+		}
+		err = n.Boards.OrdersPlacedAgain(ctx, ps)
+	}
+	if err != nil {
+		n.Config.Log.Warn("leaderboard", "err", err, "gave_up_after", rankRetryFor)
+	}
+}
+
+// How rank tries again: after 50 ms, then twice as long each time up to a second, for up to the
+// failover grace's default (a Cluster's or Sentinel's takeover).
+const (
+	rankFirstPause = 50 * time.Millisecond
+	rankMaxPause   = time.Second
+	rankRetryFor   = 20 * time.Second
+)
+
 // RunWorker turns the queue's grabs into orders, batch at most at a time, until ctx ends: the
 // worker of a worker node (Start runs it), or a suite's own.
 func (n *Node) RunWorker(ctx context.Context, batch int) {
@@ -126,9 +155,7 @@ func (n *Node) placedBy(ctx context.Context) func([]sale.Placement) {
 	}
 	placed := func(ps []sale.Placement) {
 		n.Metrics.Placed(ps)
-		if err := n.Boards.OrdersPlaced(ctx, ps); err != nil {
-			n.Config.Log.Warn("leaderboard", "err", err) // the database fallback still answers
-		}
+		n.rank(ctx, ps)
 	}
 	n.onPlaced.Do(func() {
 		if n.b.onPlaced != nil {

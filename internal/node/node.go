@@ -109,6 +109,7 @@ type Wrap struct {
 	Gate       func(sale.Gate) sale.Gate
 	Store      func(sale.Store) sale.Store
 	Challenges func(sale.ChallengeStore) sale.ChallengeStore
+	Ranking    func(sale.Ranking) sale.Ranking // the red packets' leaderboards
 	// Buckets are the HTTP layer's token buckets (the grab's rate limits per user, activity and
 	// node).
 	Buckets func(ratelimit.Limiter) ratelimit.Limiter

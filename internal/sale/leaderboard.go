@@ -127,13 +127,24 @@ func (b *Boards) Rank(ctx context.Context, id, userID string) (Board, error) {
 
 // OrdersPlaced puts the red-packet shares of newly created orders on their leaderboards. The
 // worker calls it after each batch; a failure is the leaderboard's, not the order's, and the
-// database fallback still answers.
-func (b *Boards) OrdersPlaced(ctx context.Context, ps []Placement) error { return b.core.rank(ctx, ps) }
+// database fallback still answers meanwhile. A caller whose call failed tells the same
+// placements again with OrdersPlacedAgain.
+func (b *Boards) OrdersPlaced(ctx context.Context, ps []Placement) error {
+	return b.core.rank(ctx, ps, false)
+}
+
+// OrdersPlacedAgain is OrdersPlaced for placements told before by a call that failed, which may
+// have added some of their shares (a reply lost): each holding share is put back where it is
+// missing (sale.Ranking.Restore), none counted twice. An approximate board (a histogram) cannot
+// tell which it has, and is left as it is.
+func (b *Boards) OrdersPlacedAgain(ctx context.Context, ps []Placement) error {
+	return b.core.rank(ctx, ps, true)
+}
 
 // rank puts the red-packet shares of the orders ps placed on their leaderboards: the new ones
 // added, the ones met again restored (the placement that created one may have committed with its
-// reply lost, and told nobody).
-func (s *Service) rank(ctx context.Context, ps []Placement) error {
+// reply lost, and told nobody; or, told, tells again: all again).
+func (s *Service) rank(ctx context.Context, ps []Placement, told bool) error {
 	if s.ranking == nil {
 		return nil
 	}
@@ -141,7 +152,7 @@ func (s *Service) rank(ctx context.Context, ps []Placement) error {
 	for _, p := range ps {
 		switch {
 		case !p.Order.Status.Holds() || !s.isRedPacket(ctx, p.Order.ActivityID):
-		case p.New:
+		case p.New && !told:
 			added = append(added, p.Order.Grab())
 		default:
 			again = append(again, p.Order.Grab())

@@ -115,7 +115,7 @@ func (o *Operator) ReplayDeadLetter(ctx context.Context, token string) (Placemen
 		s.event("created", 1)
 	}
 	// Best effort: a red packet's leaderboard that misses it is fixed by the next load.
-	s.rank(ctx, []Placement{p})
+	s.rank(ctx, []Placement{p}, false)
 	return p, nil
 }
 

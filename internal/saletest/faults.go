@@ -15,6 +15,7 @@ import (
 type Faults struct {
 	releases  atomic.Int64
 	revisions atomic.Int64
+	rankings  atomic.Int64
 	replies   atomic.Int64
 	repair    atomic.Pointer[func()]
 	warm      atomic.Pointer[func()]
@@ -36,6 +37,33 @@ func NewFaults() *Faults { return &Faults{unplaceable: map[string]bool{}} }
 
 // Gate returns g with f's faults: a node's gate adapter, below its guard.
 func (f *Faults) Gate(g sale.Gate) sale.Gate { return faultyGate{g, f} }
+
+// Ranking returns r with f's faults: a node's leaderboards, below its guard.
+func (f *Faults) Ranking(r sale.Ranking) sale.Ranking { return faultyRanking{r, f} }
+
+// FailRankings makes the next n changes of the leaderboards (shares added or put back) fail
+// with ErrBusy, without calling them: Redis out of reach between a placement and its share's
+// place on the board.
+func (f *Faults) FailRankings(n int64) { f.rankings.Store(n) }
+
+type faultyRanking struct {
+	sale.Ranking
+	f *Faults
+}
+
+func (r faultyRanking) Add(ctx context.Context, gs []sale.Grab) error {
+	if take(&r.f.rankings) {
+		return fmt.Errorf("%w: the test failed a leaderboard's add", sale.ErrBusy)
+	}
+	return r.Ranking.Add(ctx, gs)
+}
+
+func (r faultyRanking) Restore(ctx context.Context, gs []sale.Grab) error {
+	if take(&r.f.rankings) {
+		return fmt.Errorf("%w: the test failed a leaderboard's restore", sale.ErrBusy)
+	}
+	return r.Ranking.Restore(ctx, gs)
+}
 
 // Store returns s with f's faults: a node's database, below its guard.
 func (f *Faults) Store(s sale.Store) sale.Store { return faultyStore{s, f} }
