@@ -99,7 +99,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.Int64Var(&s.Line.AdmitRate, "admit-rate", 0, "queue: tickets the line admits a second (default the server's, 1000)")
 	fs.Int64Var(&s.Line.QueueCap, "queue-cap", 0, "queue or lottery: tickets waiting at most (default the server's, 10 × stock)")
 	fs.DurationVar(&s.Line.PreQueue, "pre-queue", 0, "queue or lottery: the activity starts this long after it is created; the clicks before form the early crowd (default 3s)")
-	fs.BoolVar(&payments, "payments", false, "the winners who pay (see --unpaid) pay at a simulated payment provider on loopback, which calls the server back after a random delay, and a webhook receiver checks every order event: the checker adds that every payment is kept or refunded and every order's events arrived, in order")
+	fs.BoolVar(&payments, "payments", false, "the winners who pay (see --unpaid; with --nemesis, half the winners) pay at a simulated payment provider on loopback, which calls the server back after a random delay (again, to the next node, until one takes it), and a webhook receiver checks every order event: the checker adds that every payment is kept or refunded and every order's events arrived, in order")
 	fs.StringVar(&pay.Kind, "provider", "signed", "--payments: the provider the servers take payments at and the buyers pay at: signed (the generic signed callback), stripe (its API on stripe-mock, which must be installed), alipay or wechatpay (their APIs faked on loopback, checking every signature); with the last three the checker adds that the server refunded every late payment through the provider, once")
 	fs.Float64Var(&pay.Late, "late", 0.1, "--payments: share of the payments called back after the payment window (their orders are refunded, the units resold)")
 	fs.Float64Var(&pay.Dup, "dup-callbacks", 0.2, "--payments: share of the payments called back twice")
@@ -155,8 +155,8 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 		switch {
 		case c.spawn == 0:
 			return c, errors.New("--nemesis strikes the nodes and servers bench starts: it needs --spawn")
-		case c.fault != "" || operator || payments || s.Unpaid > 0 || s.Line.Admission != "direct":
-			return c, errors.New("--nemesis makes its own faults, changes and crowd: no --fault, --operator, --payments, --unpaid or --admission")
+		case c.fault != "" || operator || s.Unpaid > 0 || s.Line.Admission != "direct":
+			return c, errors.New("--nemesis makes its own faults, changes and crowd: no --fault, --operator, --unpaid or --admission")
 		case c.duration <= 0 || c.duration > bench.MaxRamp:
 			return c, fmt.Errorf("--duration %s: want a positive duration of at most %s", c.duration, bench.MaxRamp)
 		case c.rate < 1 || c.rate > bench.MaxNemesisRate:
@@ -191,7 +191,10 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 		if c.url != "" {
 			return c, errors.New("--payments is for the servers bench starts: it sets their payment and webhook secrets")
 		}
-		if s.Unpaid == 0 || s.Fault != nil || s.Line.Lined() {
+		if c.nemesis && s.PayWindow == 0 {
+			s.PayWindow = nemesisPayWindow
+		}
+		if !c.nemesis && (s.Unpaid == 0 || s.Fault != nil || s.Line.Lined()) {
 			return c, errors.New("--payments needs --unpaid (and --pay-window), and no fault or line: the winners pay at the provider")
 		}
 		if err := s.Validate(); err != nil {
@@ -363,7 +366,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer client.Close()
 	if p := c.sale.Provider; p != nil {
-		p.CallBack(bases[0])
+		p.CallBack(bases...)
 	}
 	if c.nemesis {
 		return runNemesis(ctx, c, fleet, fleetIndex, client, srvs, stdout)
@@ -627,7 +630,11 @@ func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetInd
 		shards = 3 // one counter on each master
 	}
 	n := bench.Nemesis{Seed: c.nemesisSeed, Duration: c.duration, Rate: c.rate, Concurrency: c.sale.Concurrency, Secret: c.secret,
-		Topology: top, StockShards: shards, DrainTimeout: c.sale.DrainTimeout, Strike: strike, History: path}
+		Topology: top, StockShards: shards, DrainTimeout: c.sale.DrainTimeout, Strike: strike, History: path,
+		Provider: c.sale.Provider}
+	if n.Provider != nil {
+		n.PayWindow = c.sale.PayWindow
+	}
 	res, err := n.Run(ctx, client)
 	res.Replay = c.replay()
 	if err != nil {
@@ -668,5 +675,14 @@ func (c benchConfig) replay() string {
 	if c.minReplicas > 0 {
 		cmd += fmt.Sprintf(" --min-replicas %d", c.minReplicas)
 	}
+	if p := c.payments; p != nil {
+		cmd += fmt.Sprintf(" --payments --provider %s --late %g --dup-callbacks %g --forged %g --pay-window %s",
+			p.Kind, p.Late, p.Dup, p.Forged, c.sale.PayWindow)
+	}
 	return cmd
 }
+
+// nemesisPayWindow is the payment window of a nemesis's activities with --payments and no
+// --pay-window: short enough that the orders left unpaid expire, and their units sell again,
+// within the run.
+const nemesisPayWindow = 10 * time.Second

@@ -270,6 +270,8 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"a nemesis at no rate", []string{"--spawn", "1", "--nemesis", "1", "--rate", "0"}, "--rate 0"},
 		{"a nemesis of no time", []string{"--spawn", "1", "--nemesis", "1", "--duration", "0s"}, "--duration 0s"},
 		{"a nemesis with nothing to strike", []string{"--spawn", "1", "--nemesis", "1"}, "has nothing to strike"},
+		{"a nemesis's payments in no time", []string{"--spawn", "2", "--redis", "spawn", "--db", "spawn:postgres", "--nemesis", "1", "--payments", "--pay-window", "500ms"},
+			"at least 1s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,6 +363,17 @@ func TestNemesisReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "seckill bench --nemesis 42 --duration 2m0s --rate 150 --concurrency 64 --spawn 3 --workers 1 --redis spawn:cluster --db ADDRESS --min-replicas 1"
+	if got := c.replay(); got != want {
+		t.Fatalf("replay %q\nwant   %q", got, want)
+	}
+	// With payments, what the provider does is drawn from the seed and these shares.
+	c, err = parseBench([]string{"--nemesis", "7", "--spawn", "2", "--redis", "spawn", "--db", "spawn:postgres", "--payments", "--provider", "alipay",
+		"--late", "0.3", "--forged", "0.05"}, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "seckill bench --nemesis 7 --duration 1m0s --rate 100 --concurrency 64 --spawn 2 --redis spawn " +
+		"--db spawn:postgres --payments --provider alipay --late 0.3 --dup-callbacks 0.2 --forged 0.05 --pay-window 10s"
 	if got := c.replay(); got != want {
 		t.Fatalf("replay %q\nwant   %q", got, want)
 	}

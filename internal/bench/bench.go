@@ -513,7 +513,7 @@ func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Cont
 			if !moved {
 				status = o.Status
 			}
-			if len(events[tok]) > len(eventsOf(status)) {
+			if len(events[tok]) > len(eventsOf(status, f.Cancelled[tok])) {
 				// More events than the order's status says: it moved on since it was read (an
 				// unpaid order's window closed meanwhile). Its events are held to what it is now.
 				now, err := reread(ctx, tok)
@@ -527,7 +527,7 @@ func (s Sale) settle(ctx context.Context, f *Facts, reread func(ctx context.Cont
 					f.Moved[tok], status = now.Status, now.Status
 				}
 			}
-			if len(events[tok]) < len(eventsOf(status)) {
+			if len(events[tok]) < len(eventsOf(status, f.Cancelled[tok])) {
 				complete = false
 				break
 			}

@@ -157,9 +157,10 @@ func Check(history []Record, f Facts) Verdict {
 		}
 		owner[r.Token] = r.User
 		amount[r.Token] = r.Amount
-		// A unit its buyer cancelled went back: in a run whose buyers cancel, the buyer may win
-		// again, within the limit.
-		if f.Cancelled == nil || f.Orders[r.Token].Status != sale.StatusCancelled {
+		// A unit that went back (its buyer cancelled, its window closed, a late payment's money
+		// went back): in a run whose buyers cancel and whose windows close within it, the buyer
+		// may win again, within the limit.
+		if f.Cancelled == nil || !gaveBack(f.Orders[r.Token].Status) {
 			winsOf[r.User]++
 		}
 	}
@@ -184,7 +185,7 @@ func Check(history []Record, f Facts) Verdict {
 			problem("lost", "acknowledged grab %s of %s has no order", tok, owner[tok])
 			v.Lost++
 			continue
-		case o.Status == sale.StatusCancelled, o.Status == sale.StatusRefundPending, o.Status == sale.StatusRefunded:
+		case gaveBack(o.Status):
 			v.Restocked++ // the unit went back on sale (a late payment's order too: its money goes back)
 		case o.Status == sale.StatusCreated || o.Status == sale.StatusPaid:
 			held++
@@ -212,7 +213,7 @@ func Check(history []Record, f Facts) Verdict {
 			if moved, ok := f.Moved[tok]; ok {
 				status = moved
 			}
-			if want, got := eventsOf(status), f.Events[tok]; !slices.Equal(want, got) {
+			if want, got := eventsOf(status, f.Cancelled[tok]), f.Events[tok]; !slices.Equal(want, got) {
 				problem("events", "order %s of %s ended %s; its events arrived %v, want %v", tok, owner[tok], status, got, want)
 				v.EventsOff++
 			}
@@ -317,14 +318,18 @@ func Check(history []Record, f Facts) Verdict {
 }
 
 // eventsOf is what a receiver hears of an order that ended in status, in order: its creation,
-// then its payment or its expiry, and for a payment that came after the expiry, the refund asked.
-func eventsOf(status sale.Status) []string {
+// then its payment, its cancel by its owner (byOwner) or its expiry, and for a payment that came
+// after the expiry, the refund asked.
+func eventsOf(status sale.Status, byOwner bool) []string {
 	switch status {
 	case sale.StatusCreated:
 		return []string{"created"}
 	case sale.StatusPaid:
 		return []string{"created", "paid"}
 	case sale.StatusCancelled:
+		if byOwner {
+			return []string{"created", "cancelled"}
+		}
 		return []string{"created", "expired"}
 	case sale.StatusRefundPending:
 		return []string{"created", "expired", "refund_requested"}
@@ -332,6 +337,12 @@ func eventsOf(status sale.Status) []string {
 		return []string{"created", "expired", "refund_requested", "refunded"}
 	}
 	return []string{"failed"}
+}
+
+// gaveBack says an order in status gave its unit back: cancelled (by its owner or at the end of
+// its window), or owed back a payment that came after that.
+func gaveBack(status sale.Status) bool {
+	return status == sale.StatusCancelled || status == sale.StatusRefundPending || status == sale.StatusRefunded
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -71,6 +71,41 @@ func TestCheckLetsABuyerWhoCancelledBuyAgain(t *testing.T) {
 	}
 }
 
+// TestCheckLetsABuyerWhoseUnitWentBackBuyAgain: in a run whose windows close within it (the
+// nemesis with payments), an order that expired, or whose late payment was owed back, gave its
+// unit back too: its buyer may win again. The events of an order its owner cancelled are its
+// creation and its cancel, of one that expired its creation and its expiry.
+func TestCheckLetsABuyerWhoseUnitWentBackBuyAgain(t *testing.T) {
+	for _, status := range []sale.Status{sale.StatusCancelled, sale.StatusRefundPending, sale.StatusRefunded} {
+		h, f := finishedSale(50, 10, "item")
+		f.Cancelled = map[string]bool{} // buyers may cancel: nobody did
+		f.Orders["t0"] = Order{Found: true, Status: status}
+		h[1] = Record{User: "u0", Outcome: Won, Status: 202, Token: "again"}
+		f.Orders["again"] = Order{Found: true, Status: "CREATED"}
+		f.Stats.Cancelled, f.Stats.RefundPending, f.Stats.Refunded = int64(btoi(status == sale.StatusCancelled)),
+			int64(btoi(status == sale.StatusRefundPending)), int64(btoi(status == sale.StatusRefunded))
+		if v := Check(h, f); !v.OK() || v.Wins != 11 || v.Restocked != 1 {
+			t.Fatalf("a buyer whose order ended %s and who won again: %+v", status, v)
+		}
+	}
+	h, f := finishedSale(50, 10, "item")
+	f.Cancelled = map[string]bool{"t0": true}
+	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
+	f.Orders["t1"] = Order{Found: true, Status: "CANCELLED"}
+	f.Stats.Cancelled = 2
+	f.Events = map[string][]string{"t0": {"created", "cancelled"}, "t1": {"created", "expired"}}
+	for i := 2; i < 10; i++ {
+		f.Events[fmt.Sprint("t", i)] = []string{"created"}
+	}
+	if v := Check(h, f); v.EventsOff != 0 {
+		t.Fatalf("the events of a cancelled and an expired order: %+v", v.Problems)
+	}
+	f.Events["t0"], f.Events["t1"] = f.Events["t1"], f.Events["t0"]
+	if v := Check(h, f); v.EventsOff != 2 {
+		t.Fatalf("an expiry heard of an order its owner cancelled, and a cancel of one that expired: %d off, want 2", v.EventsOff)
+	}
+}
+
 // TestCheckCatchesEachViolation injects one fault at a time into a correct sale; the checker must
 // report it under its name, and only it.
 func TestCheckCatchesEachViolation(t *testing.T) {

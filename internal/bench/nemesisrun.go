@@ -45,6 +45,14 @@ type Nemesis struct {
 	Strike func(ctx context.Context, s Strike, activity string) (heal func(context.Context) error, err error)
 	// History is the file the history is streamed to, and read back from by the checker.
 	History string
+	// Provider, when set (--payments), is where the buyers who pay do so: a simulated provider
+	// whose notices come on time, late, twice or after a forged one, each sent again until a node
+	// takes it, and the shop's webhook receiver. The checker adds that every payment is kept or
+	// owed back (and refunded once, where the server refunds by itself) and that every order's
+	// events arrived, once each and in order. PayWindow is then the activities' payment window
+	// (the Provider's Window); unpaid orders expire within the run.
+	Provider  *Provider
+	PayWindow time.Duration
 }
 
 // Limits of a nemesis run.
@@ -73,6 +81,8 @@ func (n Nemesis) Validate() error {
 		return errors.New("the nemesis has no way to strike: it needs the deployment bench started")
 	case n.History == "":
 		return errors.New("the nemesis streams its history to a file: none named")
+	case n.Provider != nil && n.PayWindow < time.Second:
+		return errors.New("the nemesis's payments need the activities' payment window (--pay-window, at least 1s)")
 	}
 	if _, err := Schedule(n.Seed, n.Duration, n.Topology); err != nil {
 		return err
@@ -92,10 +102,12 @@ type NemesisResult struct {
 	// Availability holds the deployment to its promise after each heal (see Availability).
 	Availability AvailabilityReport `json:"availability"`
 	// StockOff counts the activities whose stock is not what the operator's changes made it.
-	StockOff int64    `json:"stock_off"`
-	Problems []string `json:"problems,omitempty"`
-	OK       bool     `json:"ok"`
-	History  string   `json:"history"`
+	StockOff int64 `json:"stock_off"`
+	// Payments is what the provider and the webhook receiver saw, with --payments.
+	Payments *PaymentsReport `json:"payments,omitempty"`
+	Problems []string        `json:"problems,omitempty"`
+	OK       bool            `json:"ok"`
+	History  string          `json:"history"`
 	// Replay is the command that runs the same schedule and crowd again (set by the caller).
 	Replay string `json:"replay,omitempty"`
 }
@@ -135,6 +147,11 @@ func (n Nemesis) sales(start time.Time, clicks int64) []*nemesisSale {
 	shares, one := int64(80), int64(1)
 	packet := wire.CreateActivityRequest{Name: "nemesis packet", Kind: "redpacket", Count: &shares, TotalCents: 100 * shares,
 		PerUserLimit: &one, StartAt: start.Format(time.RFC3339), EndAt: start.Add(n.Duration + time.Hour).Format(time.RFC3339)}
+	var window *int64
+	if n.PayWindow > 0 {
+		w := int64(n.PayWindow / time.Second)
+		window = &w
+	}
 	out := []*nemesisSale{
 		{name: "plenty", spec: item("nemesis plenty", clicks+1, 1, 0), weight: 40},
 		{name: "scarce", spec: item("nemesis scarce", 60, 2, 0), weight: 20},
@@ -142,6 +159,9 @@ func (n Nemesis) sales(start time.Time, clicks int64) []*nemesisSale {
 	}
 	if n.StockShards > 1 {
 		out = append(out, &nemesisSale{name: "sharded", spec: item("nemesis sharded", 90, 1, n.StockShards), weight: 20})
+	}
+	for _, s := range out {
+		s.spec.PayWindowS = window
 	}
 	return out
 }
@@ -198,6 +218,9 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	defer f.Close()
 	h := NewHistoryWriter(f)
 	began := time.Now()
+	if n.Provider != nil {
+		n.Provider.SetLateUntil(began.Add(time.Duration(n.lastLeave() * float64(n.Duration))))
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -231,6 +254,13 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 		return res, fmt.Errorf("the run was stopped: %w", err)
 	}
 	sort.Slice(res.Strikes, func(i, j int) bool { return res.Strikes[i].At < res.Strikes[j].At })
+	if n.Provider != nil {
+		// Every notice made (or given up on) before the orders are read: a payment taken is then
+		// PAID, or owed back.
+		if err := n.Provider.Wait(ctx); err != nil {
+			return res, err
+		}
+	}
 
 	for _, s := range sales {
 		if s.drained, err = drained(ctx, c, s.id, n.DrainTimeout); err != nil {
@@ -245,8 +275,9 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 		return res, err
 	}
 	res.Requests = int64(len(history))
+	var pay PaymentsReport
 	for _, s := range sales {
-		v, problems, err := n.check(ctx, c, s, history, bearer)
+		v, problems, err := n.check(ctx, c, s, history, bearer, &pay)
 		if err != nil {
 			return res, err
 		}
@@ -256,8 +287,14 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 			res.StockOff++
 		}
 	}
+	if n.Provider != nil {
+		res.Payments = &pay
+		if pay.Unsigned > 0 {
+			res.Problems = append(res.Problems, fmt.Sprintf("events: %d webhook posts failed their signature", pay.Unsigned))
+		}
+	}
 	res.Availability = Availability(history)
-	res.OK = res.StockOff == 0 && res.Availability.OK()
+	res.OK = res.StockOff == 0 && res.Availability.OK() && (res.Payments == nil || res.Payments.Unsigned == 0)
 	for _, a := range res.Activities {
 		res.OK = res.OK && a.Verdict.OK()
 	}
@@ -410,12 +447,21 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 // cancels once the order is placed.
 func (n Nemesis) afterWin(ctx context.Context, c *Client, h *HistoryWriter, activity, user, bearer, token string, choice, progress float64) {
 	paying, cancelling := choice < payShare, choice < payShare+cancelShare && progress < cancelsUntil
+	if n.Provider != nil && !paying && !cancelling && progress >= n.lastLeave() {
+		paying = true // left now, the order would expire once the crowd is over, its unit unsold
+	}
 	if !paying && !cancelling || !placed(ctx, c, token, bearer) {
 		return
 	}
 	op := Record{Activity: activity, User: user, Token: token, Start: time.Now().UnixMicro(), Status: http.StatusOK}
 	var err error
 	switch {
+	case paying && n.Provider != nil:
+		op.Op = OpPay
+		var pay *wire.PaymentResponse
+		if pay, err = c.StartPayment(ctx, token, bearer); err == nil {
+			err = n.Provider.Pay(ctx, pay)
+		}
 	case paying:
 		op.Op = OpPay
 		_, err = c.Pay(ctx, token, bearer)
@@ -426,6 +472,13 @@ func (n Nemesis) afterWin(ctx context.Context, c *Client, h *HistoryWriter, acti
 	op.End = time.Now().UnixMicro()
 	describe(&op, err)
 	h.Add(op)
+}
+
+// lastLeave is the share of the run after which, with payment windows that close within it
+// (--payments), no order is left unpaid nor paid late: like a cancel after cancelsUntil, its unit
+// would come back once nobody is left to buy it.
+func (n Nemesis) lastLeave() float64 {
+	return max(cancelsUntil-n.PayWindow.Seconds()/n.Duration.Seconds(), 0)
 }
 
 // placed waits, as a buyer's page does, until the order of a grab won is placed (the worker has
@@ -449,7 +502,7 @@ const placedWithin = 10 * time.Second
 // check holds activity s to the sale's invariants over its part of history, and its stock to
 // the operator's changes: at least the stock the changes answered 200 added, at most that and
 // the changes that got no answer.
-func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string) (Verdict, []string, error) {
+func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string, pay *PaymentsReport) (Verdict, []string, error) {
 	var grabs []Record
 	paid, cancelled := map[string]bool{}, map[string]bool{}
 	var added, unknown, ended int64
@@ -496,7 +549,54 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			return Verdict{}, nil, err
 		}
 	}
+	if n.Provider != nil {
+		r, err := n.settle(ctx, c, &f, grabs, bearer)
+		if err != nil {
+			return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		pay.add(r)
+	}
 	return Check(grabs, f), problems, nil
+}
+
+// settle holds the activity's payments to what the provider did: a payment whose notice the
+// server took before its order's window could have closed must have kept the order (Paid); any
+// other must be kept or owed back (Late). The window opens at the grab, which is no earlier than
+// the first send of its key; a notice taken less than a second before it closes is counted late,
+// as the sweeper may or may not have come first. Then Sale.settle waits for the late notices,
+// the refunds and the events, and reads what became of each payment.
+func (n Nemesis) settle(ctx context.Context, c *Client, f *Facts, grabs []Record, bearer func(string) string) (PaymentsReport, error) {
+	if err := n.Provider.Wait(ctx); err != nil {
+		return PaymentsReport{}, err
+	}
+	first, owner := map[string]int64{}, map[string]string{} // a key's first send; a token's buyer
+	for _, g := range grabs {
+		if at, ok := first[g.Key]; !ok || g.Start < at {
+			first[g.Key] = g.Start
+		}
+	}
+	opened := map[string]time.Time{} // the earliest a won order's window can have opened
+	for _, g := range grabs {
+		if g.Outcome == Won && g.Token != "" {
+			opened[g.Token], owner[g.Token] = time.UnixMicro(first[g.Key]), g.User
+		}
+	}
+	taken := n.Provider.Taken()
+	f.Paid, f.Late = map[string]bool{}, map[string]bool{}
+	for tok := range n.Provider.tokens(func(*payment) bool { return true }) {
+		if _, ours := f.Orders[tok]; !ours {
+			continue
+		}
+		if t, ok := taken[tok]; ok && t.Before(opened[tok].Add(n.PayWindow-time.Second)) {
+			f.Paid[tok] = true
+		} else {
+			f.Late[tok] = true
+		}
+	}
+	reread := func(ctx context.Context, tok string) (Order, error) { return c.Order(ctx, tok, bearer(owner[tok])) }
+	r, err := (Sale{Provider: n.Provider, DrainTimeout: n.DrainTimeout}).settle(ctx, f, reread)
+	f.Unsigned = 0 // the receiver's, not an activity's: counted once, in Run
+	return r, err
 }
 
 // onlyTrue returns the keys of m whose value is true.

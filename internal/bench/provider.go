@@ -28,12 +28,12 @@ import (
 // preceded by a forged copy), and the shop's webhook receiver, which checks every event's
 // signature and records each order's events in the order they arrive.
 type Provider struct {
-	spec     ProviderSpec
-	srv      *http.Server
-	base     string
-	client   *http.Client
-	callback string   // the server's route of the provider's notices
-	proto    protocol // the provider's own side: its settings, its pages, its notices
+	spec      ProviderSpec
+	srv       *http.Server
+	base      string
+	client    *http.Client
+	callbacks []string // the server's route of the provider's notices, on each node it is told of
+	proto     protocol // the provider's own side: its settings, its pages, its notices
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -43,7 +43,9 @@ type Provider struct {
 	hooks    int                 // posts received
 	unsigned int                 // posts whose signature failed
 	pending  sync.WaitGroup      // callbacks still to make
-	errs     []string
+	// lateUntil, when set, is the last moment a payment may be drawn late (SetLateUntil).
+	lateUntil time.Time
+	errs      []string
 }
 
 // ProviderSpec says how the simulated provider behaves. The shares are of the payments.
@@ -72,9 +74,10 @@ type payment struct {
 	amount    int64
 	late, dup bool
 	forged    bool
-	answers   []string // the server's answers to the real notices
-	refused   int      // of which the provider would send again: not taken
-	forgedOK  bool     // a forged notice was taken
+	answers   []string  // the server's answers to the real notices, every attempt's
+	refused   int       // real notices never taken, however many times sent
+	forgedOK  bool      // a forged notice was taken
+	taken     time.Time // when the server first took a real notice of it
 }
 
 // Validate reports a spec that cannot run.
@@ -132,10 +135,13 @@ func (p *Provider) CheckoutURL() string { return p.base + "/checkout" }
 // HookURL is the webhook receiver's URL.
 func (p *Provider) HookURL() string { return p.base + "/hook" }
 
-// CallBack names the server the provider sends its notices to: its base URL (the notify URL a
-// load balancer would route to one of the nodes).
-func (p *Provider) CallBack(base string) {
-	p.callback = strings.TrimSuffix(base, "/") + "/api/payments/" + p.proto.route()
+// CallBack names the nodes the provider sends its notices to, by their base URLs: each attempt
+// goes to the next, as a load balancer behind the notify URL would send it.
+func (p *Provider) CallBack(bases ...string) {
+	p.callbacks = nil
+	for _, base := range bases {
+		p.callbacks = append(p.callbacks, strings.TrimSuffix(base, "/")+"/api/payments/"+p.proto.route())
+	}
 }
 
 // Close stops serving, and the provider's API.
@@ -203,6 +209,7 @@ func (p *Provider) checkout(w http.ResponseWriter, r *http.Request) {
 func (p *Provider) schedule(pm *payment) error {
 	p.mu.Lock()
 	pm.late, pm.dup, pm.forged = p.rng.Float64() < p.spec.Late, p.rng.Float64() < p.spec.Dup, p.rng.Float64() < p.spec.Forged
+	pm.late = pm.late && (p.lateUntil.IsZero() || time.Now().Before(p.lateUntil))
 	delay := time.Duration(p.rng.Int64N(int64(p.spec.Window / 3)))
 	if pm.late {
 		delay = p.spec.Window + 1500*time.Millisecond + delay // the sweeper runs every second
@@ -223,25 +230,51 @@ func (p *Provider) schedule(pm *payment) error {
 }
 
 // call sends a payment's notices: a forged one first if it is to be, then the real one, twice
-// if it is to be duplicated.
+// if it is to be duplicated. A real notice the server does not take (no answer, a refusal, a node
+// down) is sent again after a pause, as providers do, up to noticeAttempts times.
 func (p *Provider) call(pm *payment) {
 	if pm.forged {
-		taken, _, err := p.post(p.proto.notice(pm, true))
+		taken, _, err := p.post(p.proto.notice(pm, true), 0)
 		p.mu.Lock()
 		pm.forgedOK = err == nil && taken
 		p.mu.Unlock()
 	}
 	for range 1 + btoi(pm.dup) {
-		taken, answer, err := p.post(p.proto.notice(pm, false))
-		p.mu.Lock()
-		if err != nil {
-			p.errs = append(p.errs, fmt.Sprintf("notice of %s: %v", pm.id, err))
+		pause := noticeFirstPause
+		for attempt := range noticeAttempts {
+			taken, answer, err := p.post(p.proto.notice(pm, false), attempt)
+			p.mu.Lock()
+			if err != nil {
+				answer = err.Error()
+			}
+			pm.answers = append(pm.answers, answer)
+			if taken && pm.taken.IsZero() {
+				pm.taken = time.Now()
+			}
+			last := taken || attempt == noticeAttempts-1
+			if last && !taken {
+				pm.refused++
+				if err != nil {
+					p.errs = append(p.errs, fmt.Sprintf("notice of %s: %v", pm.id, err))
+				}
+			}
+			p.mu.Unlock()
+			if last {
+				break
+			}
+			time.Sleep(pause)
+			pause = min(2*pause, noticeMaxPause)
 		}
-		pm.answers = append(pm.answers, answer)
-		pm.refused += 1 - btoi(taken)
-		p.mu.Unlock()
 	}
 }
+
+// How a notice the server did not take is sent again: after 250 ms, then twice as long each
+// time up to 4 s, 8 times in all (about 17 s: longer than any strike the nemesis holds).
+const (
+	noticeAttempts   = 8
+	noticeFirstPause = 250 * time.Millisecond
+	noticeMaxPause   = 4 * time.Second
+)
 
 func btoi(b bool) int {
 	if b {
@@ -250,10 +283,13 @@ func btoi(b bool) int {
 	return 0
 }
 
-// post sends one notice to the server, and says whether the provider takes its answer (stops
-// sending it), and what the answer was.
-func (p *Provider) post(n notice) (bool, string, error) {
-	req, err := http.NewRequest(http.MethodPost, p.callback, bytes.NewReader(n.body))
+// post sends one notice to the server, its attempt-th, and says whether the provider takes its
+// answer (stops sending it), and what the answer was.
+func (p *Provider) post(n notice, attempt int) (bool, string, error) {
+	if len(p.callbacks) == 0 {
+		return false, "", errors.New("the provider was told of no node to call back")
+	}
+	req, err := http.NewRequest(http.MethodPost, p.callbacks[attempt%len(p.callbacks)], bytes.NewReader(n.body))
 	if err != nil {
 		return false, "", err
 	}
@@ -315,14 +351,41 @@ func (p *Provider) Wait(ctx context.Context) error {
 	}
 }
 
+// SetLateUntil makes the payments taken after t all on time. A late payment's order gives its
+// unit back when its window closes; after t, that would be once the crowd is over, with nobody
+// left to buy it.
+func (p *Provider) SetLateUntil(t time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lateUntil = t
+}
+
 // Late reports the orders whose payment the provider calls back after the window.
 func (p *Provider) Late() map[string]bool {
+	return p.tokens(func(pm *payment) bool { return pm.late })
+}
+
+// tokens returns the orders of the payments taken that keep says.
+func (p *Provider) tokens(keep func(*payment) bool) map[string]bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := map[string]bool{}
 	for tok, pm := range p.payments {
-		if pm.late {
+		if keep(pm) {
 			out[tok] = true
+		}
+	}
+	return out
+}
+
+// Taken reports when the server first took a real notice of each order's payment.
+func (p *Provider) Taken() map[string]time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]time.Time{}
+	for tok, pm := range p.payments {
+		if !pm.taken.IsZero() {
+			out[tok] = pm.taken
 		}
 	}
 	return out
@@ -337,6 +400,20 @@ func (p *Provider) Events() map[string][]string {
 		out[tok] = append([]string(nil), evs...)
 	}
 	return out
+}
+
+// add counts o, another activity's report of the same provider and receiver, into r.
+func (r *PaymentsReport) add(o PaymentsReport) {
+	r.Provider = o.Provider
+	r.Payments += o.Payments
+	r.Late += o.Late
+	r.Duplicated += o.Duplicated
+	r.Forged += o.Forged
+	r.Kept += o.Kept
+	r.Refunded += o.Refunded
+	r.RefundsMade += o.RefundsMade
+	r.Callbacks += o.Callbacks
+	r.Events, r.Posts, r.Unsigned, r.Errors = o.Events, o.Posts, o.Unsigned, o.Errors // the receiver's, whole
 }
 
 // PaymentsReport is what the simulated provider and receiver saw of a run.
@@ -363,10 +440,16 @@ func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFac
 	refunds, refunding := p.proto.refunds()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := PaymentsReport{Provider: p.spec.Kind, Payments: len(p.payments), Events: len(p.ids), Posts: p.hooks, Unsigned: p.unsigned,
-		Errors: len(p.errs), RefundsMade: len(refunds)}
+	r := PaymentsReport{Provider: p.spec.Kind, Events: len(p.ids), Posts: p.hooks, Unsigned: p.unsigned,
+		Errors: len(p.errs)}
 	var facts []paymentFact
 	for _, pm := range p.payments {
+		if _, ours := orders[pm.token]; !ours {
+			// Another activity's payment (a nemesis runs several): its refund is not owed here.
+			delete(refunds, sale.RefundID(pm.id))
+			continue
+		}
+		r.Payments++
 		r.Late += btoi(pm.late)
 		r.Duplicated += btoi(pm.dup)
 		r.Forged += btoi(pm.forged)
@@ -384,6 +467,7 @@ func (p *Provider) report(orders map[string]Order) (PaymentsReport, []paymentFac
 	if !refunding {
 		refunds = nil
 	}
+	r.RefundsMade = len(refunds)
 	return r, facts, refunds
 }
 

@@ -79,3 +79,64 @@ func TestProviderTakesOnlyWhatTheShopSigned(t *testing.T) {
 		t.Errorf("no callback for the signed payment")
 	}
 }
+
+// TestProviderSendsANoticeAgainUntilANodeTakesIt: as a real provider does, the simulated one
+// sends a notice that was not taken (a node down, a 503 while its database is away) again, each
+// time to the next node it was told of, until one takes it; the payment then counts as answered,
+// with when it was taken, and not as refused.
+func TestProviderSendsANoticeAgainUntilANodeTakesIt(t *testing.T) {
+	spec := ProviderSpec{Kind: "signed", PaymentSecret: "the provider's payment secret", HookSecret: "the shop's webhook secret",
+		Window: 3 * time.Second, Seed: 1}
+	var mu sync.Mutex
+	var hits []string
+	refusals := 3
+	node := func(name string) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			hits = append(hits, name)
+			if refusals > 0 {
+				refusals--
+				http.Error(w, `{"error":{"code":"BUSY"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, `{"order":{"status":"PAID"}}`)
+		}))
+	}
+	a, b := node("a"), node("b")
+	defer a.Close()
+	defer b.Close()
+	p, err := StartProvider(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.CallBack(a.URL, b.URL)
+	q := url.Values{"payment_id": {"pay_1"}, "order_token": {"g1"}, "amount_cents": {"990"},
+		signature.CheckoutParam: {signature.SignCheckout([]byte(spec.PaymentSecret), "pay_1", "g1", 990)}}
+	before := time.Now()
+	ctx := context.Background()
+	if err := p.Pay(ctx, &wire.PaymentResponse{PayURL: p.CheckoutURL() + "?" + q.Encode()}); err != nil {
+		t.Fatal(err)
+	}
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := p.Wait(wait); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hits) < 4 || hits[0] == hits[1] || hits[1] == hits[2] {
+		t.Fatalf("the notice went to %v; want it sent again after each of the 3 refusals, to the next node each time", hits)
+	}
+	p.mu.Lock()
+	pm := p.payments["g1"]
+	refused, answers := pm.refused, len(pm.answers)
+	p.mu.Unlock()
+	if refused != 0 || answers != len(hits) {
+		t.Fatalf("refused %d, %d answers of %d sends: want none refused in the end, every answer kept", refused, answers, len(hits))
+	}
+	if at, ok := p.Taken()["g1"]; !ok || at.Before(before) {
+		t.Fatalf("taken at %v (%v), want the time of the accepted send", at, ok)
+	}
+}

@@ -17,9 +17,12 @@ import (
 // TestNemesis is the short nemesis schedule of make test: for 30 s a crowd of 100 clicks a second
 // buys from three activities on two API nodes and a worker of the built binary, on a Redis behind
 // a bad-network proxy and PostgreSQL, all started by bench, while seed 4's strikes kill and stop
-// the nodes, the worker, Redis and the database and break the network. The checker reads the
-// streamed history back: every activity keeps its invariants and its stock is what the
-// operator's changes made it. Its availability (a 202 within a second of each heal) is held in
+// the nodes, the worker, Redis and the database and break the network. The buyers who pay do so
+// at the simulated provider (--payments), whose notices come on time, late, twice or after a
+// forged one, and are sent again until a node takes them; the shop's webhook receiver hears the
+// order events. The checker reads the streamed history back: every activity keeps its invariants
+// (every payment kept or owed back, every order's events once each and in order among them) and
+// its stock is what the operator's changes made it. Its availability (a 202 within a second of each heal) is held in
 // the documented runs (BENCHMARKS §19), on a machine the run has to itself: here, beside the
 // other packages' tests, a heal's second is the machine's, and a late one is logged.
 func TestNemesis(t *testing.T) {
@@ -27,7 +30,7 @@ func TestNemesis(t *testing.T) {
 	bin := e2etest.Binary(t)
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	args := []string{"bench", "--nemesis", "4", "--duration", "30s", "--rate", "100", "--concurrency", "32", "--spawn", "2",
-		"--workers", "1", "--redis", "spawn", "--db", "spawn:postgres", "--binary", bin, "--json", "--history", path}
+		"--workers", "1", "--redis", "spawn", "--db", "spawn:postgres", "--binary", bin, "--json", "--history", path, "--payments"}
 	var out bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
@@ -61,6 +64,10 @@ func TestNemesis(t *testing.T) {
 		if a.Verdict.Wins == 0 || a.Verdict.Requests == 0 {
 			t.Fatalf("%s: nothing sold: %+v", a.Name, a.Verdict)
 		}
+	}
+	if p := res.Payments; p == nil || p.Payments == 0 || p.Late == 0 || p.Duplicated == 0 || p.Forged == 0 || p.Events == 0 ||
+		p.Kept == 0 || p.Unsigned != 0 {
+		t.Fatalf("the payments: %+v; want some of each kind, kept, and every order event signed", p)
 	}
 	if res.Availability.Heals == 0 {
 		t.Fatalf("no heal was held to the promise: %+v", res.Availability)
