@@ -3,7 +3,8 @@
 # each seed from FIRST on draws its own schedule of strikes and its own crowd, on a deployment bench
 # starts for it (3 API nodes and a worker of the binary, on a Redis Cluster of 3 masters with 2
 # replicas each and SECKILL_REDIS_MIN_REPLICAS=1, or on Redis Sentinel; MariaDB and PostgreSQL
-# alternating by seed).
+# alternating by seed), the buyers paying at bench's simulated provider (--payments: notices on
+# time, late, twice and forged; the webhook receiver checks every order's events).
 #
 #   scripts/bench/nemesis.sh cluster 100 2m      # 100 schedules of 2 minutes on a Cluster
 #   scripts/bench/nemesis.sh sentinel 100 2m 1   # the same on Sentinel, seeds from 1
@@ -31,7 +32,7 @@ for seed in $(seq "$first" $((first + runs - 1))); do
   ((seed % 2 == 0)) && db=spawn:postgres
   history=${TMPDIR:-/tmp}/seckill-nemesis-$topology-$seed.jsonl
   if "$tmp/seckill" bench --nemesis "$seed" --duration "$duration" --spawn 3 --workers 1 "${redis[@]}" --db "$db" \
-    --json --history "$history" 2>"$tmp/stderr" | tail -1 >>"$out"; then
+    --payments --json --history "$history" 2>"$tmp/stderr" | tail -1 >>"$out"; then
     ok=$((ok + 1))
     rm -f "$history"
   else
