@@ -141,7 +141,11 @@ func Availability(history []Record) AvailabilityReport {
 		}
 		for node, g := range refusing {
 			rep.Refusing++
-			rep.problem(fmt.Sprintf("%s healed: node %d still answered %d %s %.3f s after", f.detail, node, g.Status, g.Code, at(g.Start)))
+			said := ""
+			if g.Detail != "" {
+				said = " (" + g.Detail + ")"
+			}
+			rep.problem(fmt.Sprintf("%s healed: node %d still answered %d %s %.3f s after%s", f.detail, node, g.Status, g.Code, at(g.Start), said))
 		}
 	}
 	return rep

@@ -376,6 +376,9 @@ func (c *Client) GrabKeyed(ctx context.Context, i int, activity, user, bearer, k
 		return r
 	}
 	r.Token, r.Ticket, r.Amount, r.Code = body.OrderToken, body.QueueToken, body.AmountCents, body.Error.Code
+	if r.Status >= http.StatusInternalServerError {
+		r.Detail = body.Error.Message // why it refused: the nemesis's availability says it
+	}
 	if r.Status == http.StatusForbidden && r.Code == wire.CodeEnded {
 		r.Outcome = Ended
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"seckill/internal/auth"
+	"seckill/internal/httpapi/wire"
 )
 
 // TestOpenHandsTheCrowdItsConnections: the connections Open makes are the ones the crowd's first
@@ -194,5 +195,35 @@ func TestKeyedClickGoesAgainOnAClosedConnection(t *testing.T) {
 	mu.Unlock()
 	if _, err := w.post(ctx, base, "/x", "t", ""); err == nil {
 		t.Fatal("a click without a key on a dropped connection: no error")
+	}
+}
+
+// TestAKeyedClickKeepsWhyItWasRefused: a click refused with a server error keeps the answer's
+// message (which dependency, and why) in its record, for the nemesis's availability to say; a
+// refusal of the buyer's own (409) keeps none.
+func TestAKeyedClickKeepsWhyItWasRefused(t *testing.T) {
+	status := http.StatusServiceUnavailable
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(status)
+		if status == http.StatusServiceUnavailable {
+			io.WriteString(w, `{"error":{"code":"BUSY","message":"busy: a dependency is unavailable: redis: circuit breaker is open"}}`)
+			return
+		}
+		io.WriteString(w, `{"error":{"code":"ALREADY_BOUGHT","message":"already bought: the limit is 1"}}`)
+	}))
+	defer srv.Close()
+	c, err := NewClient([]string{srv.URL}, "", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := c.GrabKeyed(context.Background(), 0, "a1", "u1", "t", "k1")
+	if r.Code != wire.CodeBusy || r.RetryAfter != 1 || r.Detail != "busy: a dependency is unavailable: redis: circuit breaker is open" {
+		t.Fatalf("a BUSY click's record: %+v", r)
+	}
+	status = http.StatusConflict
+	if r := c.GrabKeyed(context.Background(), 0, "a1", "u1", "t", "k2"); r.Status != http.StatusConflict || r.Detail != "" {
+		t.Fatalf("a 409 click's record: %+v", r)
 	}
 }

@@ -76,7 +76,9 @@ type Record struct {
 	// RetryAfter the answer's Retry-After in seconds.
 	Key        string `json:"key,omitempty"`
 	RetryAfter int    `json:"retry_after_s,omitempty"`
-	// Detail says what a strike, a heal or an operator's change was ("kill-api 1", "add 10").
+	// Detail says what a strike, a heal or an operator's change was ("kill-api 1", "add 10"), or
+	// what a node said of a click it refused with a server error (the answer's message: which
+	// dependency, and why).
 	Detail string `json:"detail,omitempty"`
 }
 
