@@ -366,7 +366,7 @@ func benchCmd(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	defer client.Close()
 	if p := c.sale.Provider; p != nil {
-		p.CallBack(bases...)
+		p.CallBackTo(client.Bases) // where the nodes listen now: a node the nemesis restarts moves
 	}
 	if c.nemesis {
 		return runNemesis(ctx, c, fleet, fleetIndex, client, srvs, stdout)
@@ -485,6 +485,9 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 		"SECKILL_CLAIM_IDLE=3s", // a killed worker's grabs are taken over within the drain
 		"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(c.minReplicas)}
 	env = append(env, c.providerEnv()...)
+	if c.nemesis && labClockBuilt {
+		env = append(env, labClockEnv+"=on") // the clock-skew strike's
+	}
 	return bench.StartFleet(ctx, exe, env, roles, stderr)
 }
 

@@ -47,6 +47,15 @@ func (o *owned) striker(fleet *bench.Fleet, fleetIndex []int, client *bench.Clie
 				return nil, err
 			}
 			return func(context.Context) error { return fleet.Resume(i) }, nil
+		case bench.SkewAPI, bench.SkewWorker:
+			i := fleetIndex[s.Target%len(fleetIndex)]
+			if s.Kind == bench.SkewWorker {
+				i = workers[s.Target%len(workers)]
+			}
+			if err := fleet.Skew(ctx, i, s.Skew); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) error { return fleet.Skew(ctx, i, 0) }, nil
 		case bench.KillRedis:
 			o.redis.Kill()
 			return func(context.Context) error { return o.redis.Restart() }, nil

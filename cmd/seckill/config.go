@@ -40,6 +40,8 @@ type config struct {
 	metricsAddr string // where to serve /metrics, apart from the API, which the public reaches
 	// tracing says the OTEL_* variables ask for traces (telemetry.go).
 	tracing bool
+	// labClock serves the lab clock's route (SECKILL_LAB_CLOCK, labclock.go).
+	labClock bool
 }
 
 // setting is one line of serve's configuration: a flag, the environment variable that gives its
@@ -210,6 +212,8 @@ func settings(c *config) []setting {
 			orOff(&c.EventsKeep, time.Second, "a duration of a second or more such as 168h, or 0 to keep every event")},
 		{"remind-before", "SECKILL_REMIND_BEFORE", "5m", "how long before each wave of a reservation sale opens its reminder (activity.wave_opening) goes to the order events' receivers, once (0: no reminders)",
 			orOff(&c.RemindBefore, time.Second, "a duration of a second or more such as 5m, or 0 for no reminders")},
+		{"lab-clock", labClockEnv, "off", "on (a development build's, which bench sets on the nodes it starts; a release build refuses it): serve PUT /lab/clock on the metrics listener, which skews this node's clock while it runs, the nemesis's clock-skew strike",
+			switchOf(&c.labClock)},
 	}
 }
 
@@ -381,6 +385,9 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 		if err := kafka.Check(c.KafkaBrokers, c.KafkaTopic); err != nil {
 			return c, fmt.Errorf("SECKILL_KAFKA_BROKERS, SECKILL_KAFKA_TOPIC: %w", err)
 		}
+	}
+	if c.labClock && !labClockBuilt {
+		return c, errors.New("SECKILL_LAB_CLOCK: a release build has no lab clock")
 	}
 	if c.Replication.Replicas > 0 && c.Redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")

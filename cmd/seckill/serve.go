@@ -56,6 +56,13 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	nc := c.Config
 	nc.Log = log
 	nc.API.DevLogin = c.demo
+	// The metrics (every activity's counters, the node's health) and the profiles are the
+	// operators': each is served on a listener of its own, never on the API's, which the
+	// public reaches. A development build's lab clock is set there too.
+	scrape := http.NewServeMux()
+	if c.labClock {
+		withLabClock(&nc.Now, scrape)
+	}
 	n, err := node.Open(ctx, nc)
 	if err != nil {
 		return err
@@ -73,10 +80,6 @@ func serve(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The metrics (every activity's counters, the node's health) and the profiles are the
-	// operators': each is served on a listener of its own, never on the API's, which the
-	// public reaches.
-	scrape := http.NewServeMux()
 	scrape.Handle("GET /metrics", stats.Handler())
 	ms, metricsAt, err := serveAside(c.metricsAddr, scrape)
 	if err != nil {

@@ -58,7 +58,8 @@ func Availability(history []Record) AvailabilityReport {
 	for _, r := range history {
 		switch r.Op {
 		case OpStrike:
-			f := &fault{detail: r.Detail, start: r.Start, worker: strings.HasPrefix(r.Detail, KillWorker) || strings.HasPrefix(r.Detail, StopWorker)}
+			f := &fault{detail: r.Detail, start: r.Start, worker: strings.HasPrefix(r.Detail, KillWorker) || strings.HasPrefix(r.Detail, StopWorker) ||
+				strings.HasPrefix(r.Detail, SkewWorker)}
 			faults = append(faults, f)
 			open[r.Activity+" "+r.Detail] = append(open[r.Activity+" "+r.Detail], f)
 		case OpHeal:

@@ -104,6 +104,11 @@ func TestCheckLetsABuyerWhoseUnitWentBackBuyAgain(t *testing.T) {
 	if v := Check(h, f); v.EventsOff != 2 {
 		t.Fatalf("an expiry heard of an order its owner cancelled, and a cancel of one that expired: %d off, want 2", v.EventsOff)
 	}
+	// A cancel that got no answer may have been made, or not: either story is the order's.
+	f.CancelUnanswered = map[string]bool{"t1": true}
+	if v := Check(h, f); v.EventsOff != 1 {
+		t.Fatalf("a cancel heard of an order whose owner's cancel got no answer: %d off, want only t0's", v.EventsOff)
+	}
 }
 
 // TestCheckCatchesEachViolation injects one fault at a time into a correct sale; the checker must

@@ -85,6 +85,13 @@ func (c *Client) SetBase(i int, base string) {
 	c.mu.Unlock()
 }
 
+// Bases are the nodes' base URLs as they are now (SetBase moves one).
+func (c *Client) Bases() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return slices.Clone(c.bases)
+}
+
 func (c *Client) base(i int) string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

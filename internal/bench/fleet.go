@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -25,10 +26,11 @@ type Fleet struct {
 }
 
 type node struct {
-	role string
-	cmd  *exec.Cmd
-	base string
-	done chan struct{} // closed when the process has exited
+	role    string
+	cmd     *exec.Cmd
+	base    string
+	metrics string        // its metrics listener's base URL
+	done    chan struct{} // closed when the process has exited
 }
 
 // listenTimeout is how long a node may take to start listening.
@@ -76,9 +78,13 @@ func (f *Fleet) start(ctx context.Context, role string) (*node, error) {
 	}
 	n := &node{role: role, cmd: cmd, done: make(chan struct{})}
 	listening := make(chan string, 1)
+	var metrics string // printed before the API's address
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "metrics: "); ok {
+				metrics = strings.TrimSuffix(u, "/metrics")
+			}
 			if base, ok := strings.CutPrefix(sc.Text(), "seckill listening on "); ok {
 				select {
 				case listening <- base:
@@ -91,6 +97,7 @@ func (f *Fleet) start(ctx context.Context, role string) (*node, error) {
 	go func() { cmd.Wait(); close(n.done) }()
 	select {
 	case n.base = <-listening:
+		n.metrics = metrics
 		return n, nil
 	case <-n.done:
 		return nil, fmt.Errorf("a %s node exited before it listened: %v", role, cmd.ProcessState)
@@ -185,6 +192,29 @@ func (f *Fleet) signal(i int, sig syscall.Signal) error {
 	n := f.nodes[i]
 	f.mu.Unlock()
 	return n.cmd.Process.Signal(sig)
+}
+
+// Skew sets node i's clock off the machine's by d (0: back to it), through the lab clock of a
+// development build's node (SECKILL_LAB_CLOCK=on): the nemesis's clock-skew strike.
+func (f *Fleet) Skew(ctx context.Context, i int, d time.Duration) error {
+	f.mu.Lock()
+	n := f.nodes[i]
+	f.mu.Unlock()
+	body := fmt.Sprintf(`{"skew_ms":%d}`, d.Milliseconds())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, n.metrics+"/lab/clock", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("skew node %d's clock: %w", i, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		return fmt.Errorf("skew node %d's clock: %s: %s", i, resp.Status, msg)
+	}
+	return nil
 }
 
 // Indexes returns the fleet indexes of the nodes of role, in order.

@@ -35,16 +35,25 @@ const (
 	NetLatency       = "net-latency"       // 200 ms each way between the nodes and Redis
 	NetReset         = "net-reset"         // every connection to Redis reset
 	NetPartition     = "net-partition"     // nothing to or from Redis answers, nothing closes
+	SkewAPI          = "skew-api"          // an API node's clock off by Strike.Skew, back at the heal
+	SkewWorker       = "skew-worker"       // a worker node's clock off by Strike.Skew
 )
+
+// MaxClockSkew is how far off the true time the deployment promises to bear a node's clock (docs/
+// operating.md, "Clocks"): the nemesis's skews are drawn within it, either way.
+const MaxClockSkew = time.Second
+
+// minClockSkew is the least skew drawn: below it a node's clock is as NTP keeps it anyway.
+const minClockSkew = 50 * time.Millisecond
 
 // Kinds are the strikes t has, in a fixed order.
 func (t Topology) Kinds() []string {
 	var kinds []string
 	if t.APINodes > 1 { // one stays up
-		kinds = append(kinds, KillAPI, StopAPI)
+		kinds = append(kinds, KillAPI, StopAPI, SkewAPI)
 	}
 	if t.Workers > 0 {
-		kinds = append(kinds, KillWorker, StopWorker)
+		kinds = append(kinds, KillWorker, StopWorker, SkewWorker)
 	}
 	switch t.Redis {
 	case "spawn":
@@ -65,11 +74,13 @@ func (t Topology) Kinds() []string {
 
 // Strike is one fault of a schedule: Kind on its Target (the index of the node among the API
 // nodes or the workers; 0 for the others), from At after the crowd began, healed Hold later.
+// Skew is a clock skew's offset (ahead when positive).
 type Strike struct {
 	At     time.Duration `json:"at"`
 	Hold   time.Duration `json:"hold"`
 	Kind   string        `json:"kind"`
 	Target int           `json:"target"`
+	Skew   time.Duration `json:"skew,omitempty"`
 }
 
 // The schedule's draws: the time from one strike to the next, and a strike's hold.
@@ -85,9 +96,9 @@ const (
 // deployment promises), one on the database, one per node, and never every API node.
 func group(kind string) string {
 	switch kind {
-	case KillAPI, StopAPI:
+	case KillAPI, StopAPI, SkewAPI:
 		return "api"
-	case KillWorker, StopWorker:
+	case KillWorker, StopWorker, SkewWorker:
 		return "worker"
 	case DBOutage:
 		return "db"
@@ -126,6 +137,12 @@ func Schedule(seed uint64, d time.Duration, t Topology) ([]Strike, error) {
 		for _, k := range r.Perm(len(kinds)) {
 			s := Strike{At: at, Hold: hold, Kind: kinds[k]}
 			if s.Target = fits(s, live, t, r); s.Target >= 0 {
+				if s.Kind == SkewAPI || s.Kind == SkewWorker {
+					s.Skew = draw(minClockSkew, MaxClockSkew)
+					if r.IntN(2) == 0 {
+						s.Skew = -s.Skew // behind
+					}
+				}
 				out = append(out, s)
 				break
 			}

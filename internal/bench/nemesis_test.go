@@ -34,12 +34,20 @@ func TestSchedule(t *testing.T) {
 			checkBounds(t, seed, s, d, top)
 			for _, x := range s {
 				seen[x.Kind] = true
+				if x.Skew > 0 {
+					seen[x.Kind+" ahead"] = true
+				} else if x.Skew < 0 {
+					seen[x.Kind+" behind"] = true
+				}
 			}
 		}
 		for _, k := range top.Kinds() {
 			if !seen[k] {
 				t.Errorf("%+v: 200 schedules never drew %s", top, k)
 			}
+		}
+		if !seen[SkewAPI+" ahead"] || !seen[SkewAPI+" behind"] {
+			t.Errorf("%+v: 200 schedules never skewed an API node's clock both ways", top)
 		}
 	}
 	if kinds := sentinel.Kinds(); slices.Contains(kinds, ClusterFailover) || !slices.Contains(kinds, SentinelFailover) || slices.Contains(kinds, NetReset) {
@@ -59,6 +67,11 @@ func checkBounds(t *testing.T, seed uint64, s []Strike, d time.Duration, top Top
 	for i, x := range s {
 		if x.At <= 0 || x.Hold < time.Millisecond || x.At+x.Hold > d || i > 0 && x.At <= s[i-1].At {
 			t.Fatalf("seed %d: strike %d %+v out of the run of %s, or out of order", seed, i, x, d)
+		}
+		skews := x.Kind == SkewAPI || x.Kind == SkewWorker
+		if skews && (x.Skew.Abs() < minClockSkew || x.Skew.Abs() > MaxClockSkew) || !skews && x.Skew != 0 {
+			t.Fatalf("seed %d: strike %+v: a clock skewed by %v; want one within %v..%v either way, and only on a skew", seed, x,
+				x.Skew, minClockSkew, MaxClockSkew)
 		}
 		var live []Strike
 		for _, y := range s[:i] {

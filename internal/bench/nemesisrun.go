@@ -308,6 +308,9 @@ func (n Nemesis) strike(ctx context.Context, h *HistoryWriter, began time.Time, 
 		return rep, nil
 	}
 	detail := fmt.Sprintf("%s %d", s.Kind, s.Target)
+	if s.Skew != 0 {
+		detail += fmt.Sprintf(" %+v", s.Skew) // "skew-api 1 +350ms"
+	}
 	start := time.Now()
 	heal, err := n.Strike(ctx, s, activity)
 	rec := Record{Op: OpStrike, Activity: activity, Detail: detail, Start: start.UnixMicro(), End: time.Now().UnixMicro()}
@@ -474,6 +477,11 @@ func (n Nemesis) afterWin(ctx context.Context, c *Client, h *HistoryWriter, acti
 	h.Add(op)
 }
 
+// onTimeMargin is how long before its window's end a payment's notice counts as surely on time:
+// the sweeper's second, and two clocks skewed the most the deployment bears, the granting node's
+// behind and the sweeper's ahead (MaxClockSkew; docs/operating.md, "Clocks").
+const onTimeMargin = time.Second + 2*MaxClockSkew
+
 // lastLeave is the share of the run after which, with payment windows that close within it
 // (--payments), no order is left unpaid nor paid late: like a cancel after cancelsUntil, its unit
 // would come back once nobody is left to buy it.
@@ -504,7 +512,7 @@ const placedWithin = 10 * time.Second
 // the changes that got no answer.
 func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string, pay *PaymentsReport) (Verdict, []string, error) {
 	var grabs []Record
-	paid, cancelled := map[string]bool{}, map[string]bool{}
+	paid, cancelled, unanswered := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var added, unknown, ended int64
 	for _, r := range history {
 		if r.Activity != s.id {
@@ -517,6 +525,7 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			paid[r.Token] = r.Status == http.StatusOK
 		case OpCancel:
 			cancelled[r.Token] = r.Status == http.StatusOK
+			unanswered[r.Token] = r.Status == 0 || r.Status >= http.StatusInternalServerError
 		case OpChange:
 			var add int64
 			fmt.Sscanf(r.Detail, "add %d", &add)
@@ -543,7 +552,8 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			got, added, unknown))
 	}
 	f := Facts{Stock: st.Stock, PerUserLimit: *s.spec.PerUserLimit, Kind: s.spec.Kind, TotalCents: s.spec.TotalCents,
-		Orders: orders, Stats: st, Paid: onlyTrue(paid), Cancelled: onlyTrue(cancelled), Ended: ended}
+		Orders: orders, Stats: st, Paid: onlyTrue(paid), Cancelled: onlyTrue(cancelled), CancelUnanswered: onlyTrue(unanswered),
+		Ended: ended}
 	if s.spec.Kind == "redpacket" {
 		if f.Board, err = c.Board(ctx, s.id, 100); err != nil {
 			return Verdict{}, nil, err
@@ -562,9 +572,9 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 // settle holds the activity's payments to what the provider did: a payment whose notice the
 // server took before its order's window could have closed must have kept the order (Paid); any
 // other must be kept or owed back (Late). The window opens at the grab, which is no earlier than
-// the first send of its key; a notice taken less than a second before it closes is counted late,
-// as the sweeper may or may not have come first. Then Sale.settle waits for the late notices,
-// the refunds and the events, and reads what became of each payment.
+// the first send of its key; a notice taken within onTimeMargin of its close is counted late, as
+// the sweeper, or a skewed clock, may have closed it first. Then Sale.settle waits for the late
+// notices, the refunds and the events, and reads what became of each payment.
 func (n Nemesis) settle(ctx context.Context, c *Client, f *Facts, grabs []Record, bearer func(string) string) (PaymentsReport, error) {
 	if err := n.Provider.Wait(ctx); err != nil {
 		return PaymentsReport{}, err
@@ -587,7 +597,7 @@ func (n Nemesis) settle(ctx context.Context, c *Client, f *Facts, grabs []Record
 		if _, ours := f.Orders[tok]; !ours {
 			continue
 		}
-		if t, ok := taken[tok]; ok && t.Before(opened[tok].Add(n.PayWindow-time.Second)) {
+		if t, ok := taken[tok]; ok && t.Before(opened[tok].Add(n.PayWindow-onTimeMargin)) {
 			f.Paid[tok] = true
 		} else {
 			f.Late[tok] = true

@@ -28,12 +28,12 @@ import (
 // preceded by a forged copy), and the shop's webhook receiver, which checks every event's
 // signature and records each order's events in the order they arrive.
 type Provider struct {
-	spec      ProviderSpec
-	srv       *http.Server
-	base      string
-	client    *http.Client
-	callbacks []string // the server's route of the provider's notices, on each node it is told of
-	proto     protocol // the provider's own side: its settings, its pages, its notices
+	spec   ProviderSpec
+	srv    *http.Server
+	base   string
+	client *http.Client
+	nodes  func() []string // the base URLs of the nodes the notices go to, as they are now
+	proto  protocol        // the provider's own side: its settings, its pages, its notices
 
 	mu       sync.Mutex
 	rng      *rand.Rand
@@ -137,12 +137,11 @@ func (p *Provider) HookURL() string { return p.base + "/hook" }
 
 // CallBack names the nodes the provider sends its notices to, by their base URLs: each attempt
 // goes to the next, as a load balancer behind the notify URL would send it.
-func (p *Provider) CallBack(bases ...string) {
-	p.callbacks = nil
-	for _, base := range bases {
-		p.callbacks = append(p.callbacks, strings.TrimSuffix(base, "/")+"/api/payments/"+p.proto.route())
-	}
-}
+func (p *Provider) CallBack(bases ...string) { p.CallBackTo(func() []string { return bases }) }
+
+// CallBackTo is CallBack with the nodes as nodes says at each send: a node restarted on another
+// port (the nemesis's kill) is called where it listens now.
+func (p *Provider) CallBackTo(nodes func() []string) { p.nodes = nodes }
 
 // Close stops serving, and the provider's API.
 func (p *Provider) Close() error {
@@ -286,10 +285,15 @@ func btoi(b bool) int {
 // post sends one notice to the server, its attempt-th, and says whether the provider takes its
 // answer (stops sending it), and what the answer was.
 func (p *Provider) post(n notice, attempt int) (bool, string, error) {
-	if len(p.callbacks) == 0 {
+	var bases []string
+	if p.nodes != nil {
+		bases = p.nodes()
+	}
+	if len(bases) == 0 {
 		return false, "", errors.New("the provider was told of no node to call back")
 	}
-	req, err := http.NewRequest(http.MethodPost, p.callbacks[attempt%len(p.callbacks)], bytes.NewReader(n.body))
+	to := strings.TrimSuffix(bases[attempt%len(bases)], "/") + "/api/payments/" + p.proto.route()
+	req, err := http.NewRequest(http.MethodPost, to, bytes.NewReader(n.body))
 	if err != nil {
 		return false, "", err
 	}

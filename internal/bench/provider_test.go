@@ -111,7 +111,15 @@ func TestProviderSendsANoticeAgainUntilANodeTakesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	p.CallBack(a.URL, b.URL)
+	// The nodes as they are at each send: the first send finds a node that is gone (restarted
+	// elsewhere), the next ones the two that listen.
+	sends := 0
+	p.CallBackTo(func() []string {
+		if sends++; sends == 1 {
+			return []string{"http://127.0.0.1:1"}
+		}
+		return []string{a.URL, b.URL}
+	})
 	q := url.Values{"payment_id": {"pay_1"}, "order_token": {"g1"}, "amount_cents": {"990"},
 		signature.CheckoutParam: {signature.SignCheckout([]byte(spec.PaymentSecret), "pay_1", "g1", 990)}}
 	before := time.Now()
@@ -129,12 +137,15 @@ func TestProviderSendsANoticeAgainUntilANodeTakesIt(t *testing.T) {
 	if len(hits) < 4 || hits[0] == hits[1] || hits[1] == hits[2] {
 		t.Fatalf("the notice went to %v; want it sent again after each of the 3 refusals, to the next node each time", hits)
 	}
+	if sends != len(hits)+1 {
+		t.Fatalf("%d sends asked where the nodes are, for 1 refused connection and %d answers", sends, len(hits))
+	}
 	p.mu.Lock()
 	pm := p.payments["g1"]
 	refused, answers := pm.refused, len(pm.answers)
 	p.mu.Unlock()
-	if refused != 0 || answers != len(hits) {
-		t.Fatalf("refused %d, %d answers of %d sends: want none refused in the end, every answer kept", refused, answers, len(hits))
+	if refused != 0 || answers != len(hits)+1 {
+		t.Fatalf("refused %d, %d answers of %d sends: want none refused in the end, every answer kept", refused, answers, len(hits)+1)
 	}
 	if at, ok := p.Taken()["g1"]; !ok || at.Before(before) {
 		t.Fatalf("taken at %v (%v), want the time of the accepted send", at, ok)

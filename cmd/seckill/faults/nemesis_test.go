@@ -16,8 +16,9 @@ import (
 
 // TestNemesis is the short nemesis schedule of make test: for 30 s a crowd of 100 clicks a second
 // buys from three activities on two API nodes and a worker of the built binary, on a Redis behind
-// a bad-network proxy and PostgreSQL, all started by bench, while seed 4's strikes kill and stop
-// the nodes, the worker, Redis and the database and break the network. The buyers who pay do so
+// a bad-network proxy and PostgreSQL, all started by bench, while seed 35's strikes stop an API
+// node and the worker, kill Redis, stop the database, slow, reset and cut the network to Redis
+// and skew the nodes' clocks (eight strikes of seven kinds). The buyers who pay do so
 // at the simulated provider (--payments), whose notices come on time, late, twice or after a
 // forged one, and are sent again until a node takes them; the shop's webhook receiver hears the
 // order events. The checker reads the streamed history back: every activity keeps its invariants
@@ -29,7 +30,7 @@ func TestNemesis(t *testing.T) {
 	testtier.NeedsServer(t, "a nemesis run of the built binary")
 	bin := e2etest.Binary(t)
 	path := filepath.Join(t.TempDir(), "history.jsonl")
-	args := []string{"bench", "--nemesis", "4", "--duration", "30s", "--rate", "100", "--concurrency", "32", "--spawn", "2",
+	args := []string{"bench", "--nemesis", "35", "--duration", "30s", "--rate", "100", "--concurrency", "32", "--spawn", "2",
 		"--workers", "1", "--redis", "spawn", "--db", "spawn:postgres", "--binary", bin, "--json", "--history", path, "--payments"}
 	var out bytes.Buffer
 	cmd := exec.Command(bin, args...)
@@ -57,7 +58,7 @@ func TestNemesis(t *testing.T) {
 	for _, s := range res.Strikes {
 		kinds[s.Kind] = true
 	}
-	if len(res.Strikes) < 5 || len(kinds) < 4 {
+	if len(res.Strikes) < 5 || len(kinds) < 4 || !kinds[bench.SkewAPI] || !kinds[bench.KillRedis] || !kinds[bench.DBOutage] {
 		t.Fatalf("%d strikes of %d kinds: %+v", len(res.Strikes), len(kinds), res.Strikes)
 	}
 	for _, a := range res.Activities {
