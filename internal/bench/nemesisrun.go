@@ -244,6 +244,11 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	n.crowd(runCtx, c, h, began, clicks, crowd, sales, bearer)
 	ops.Wait()
 	wg.Wait()
+	if strikeErr == nil && ctx.Err() == nil && n.Provider != nil {
+		if err := n.mopUp(ctx, c, h, clicks, crowd, sales, bearer); err != nil {
+			return res, err
+		}
+	}
 	if err := h.Flush(); err != nil {
 		return res, fmt.Errorf("history: %w", err)
 	}
@@ -444,6 +449,49 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 	}
 	return rec.Token
 }
+
+// mopUp sells again, once every payment window of the run has closed (--payments), the units
+// that came back after the crowd: orders left unpaid, paid late, or never paid because a strike
+// struck their buyer's page. Users of the crowd click each item that sells out (not plenty) as a
+// crowd that outlasted the windows would, each click numbered after the crowd's (a key of its
+// own) and recorded, and each winner pays at once. Without it, a unit given back in the run's
+// last seconds would be counted undersold, through nobody's fault.
+func (n Nemesis) mopUp(ctx context.Context, c *Client, h *HistoryWriter, clicks int64, crowd Crowd, sales []*nemesisSale,
+	bearer func(string) string) error {
+	if err := n.Provider.Wait(ctx); err != nil {
+		return err
+	}
+	if !sleepUntil(ctx, time.Now().Add(n.PayWindow+onTimeMargin)) {
+		return ctx.Err()
+	}
+	next := int(clicks)
+	for _, s := range sales {
+		if s.spec.Kind != "item" || s.name == "plenty" {
+			continue // plenty never sells out; the packet is ended by then
+		}
+		for range mopRounds {
+			st, err := c.Stats(ctx, s.id)
+			if err == nil && st.Remaining == 0 {
+				break
+			}
+			for range max(2*st.Remaining, 10) {
+				user := crowd.User(next % crowd.Users)
+				if won := n.click(ctx, c, h, next, s.id, user, bearer(user)); won != "" {
+					n.afterWin(ctx, c, h, s.id, user, bearer(user), won, 0, 0) // pays, at once
+				}
+				next++
+			}
+			if !sleepUntil(ctx, time.Now().Add(250*time.Millisecond)) {
+				return ctx.Err()
+			}
+		}
+	}
+	return n.Provider.Wait(ctx)
+}
+
+// mopRounds bounds the mop-up's rounds of clicks per item: a node's sold-out flag, not yet told
+// of a unit given back, answers SOLD_OUT for up to 5 s.
+const mopRounds = 40
 
 // afterWin is what the buyer of order token does, as choice draws: pay it, cancel it (not in the
 // run's last part, progress past cancelsUntil), or leave it to its window; a page pays or
