@@ -194,6 +194,9 @@ func (f *Fleet) signal(i int, sig syscall.Signal) error {
 	return n.cmd.Process.Signal(sig)
 }
 
+// labClient asks a node's lab clock: bounded, as a heal's context has no deadline of its own.
+var labClient = &http.Client{Timeout: 10 * time.Second}
+
 // Skew sets node i's clock off the machine's by d (0: back to it), through the lab clock of a
 // development build's node (SECKILL_LAB_CLOCK=on): the nemesis's clock-skew strike.
 func (f *Fleet) Skew(ctx context.Context, i int, d time.Duration) error {
@@ -205,7 +208,7 @@ func (f *Fleet) Skew(ctx context.Context, i int, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := labClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("skew node %d's clock: %w", i, err)
 	}

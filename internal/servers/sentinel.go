@@ -155,18 +155,29 @@ func (s *Sentinels) Name() string { return s.name }
 func (s *Sentinels) Master() (string, error) {
 	var lastErr error
 	for _, n := range s.nodes {
-		out, err := RedisCommand(n.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name)
-		if err != nil {
-			lastErr = err
-			continue
+		addr, err := s.masterAt(n)
+		if err == nil || !errors.Is(err, errNoAnswer) {
+			return addr, err
 		}
-		host, port, ok := strings.Cut(out, "\n")
-		if !ok {
-			return "", fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME answered %q", out)
-		}
-		return host + ":" + port, nil
+		lastErr = err
 	}
 	return "", fmt.Errorf("no sentinel answered: %v", lastErr)
+}
+
+// errNoAnswer marks a sentinel that did not answer.
+var errNoAnswer = errors.New("the sentinel did not answer")
+
+// masterAt returns the address sentinel n names as master now.
+func (s *Sentinels) masterAt(n *Redis) (string, error) {
+	out, err := RedisCommand(n.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %v", errNoAnswer, n.Addr(), err)
+	}
+	host, port, ok := strings.Cut(out, "\n")
+	if !ok {
+		return "", fmt.Errorf("SENTINEL GET-MASTER-ADDR-BY-NAME answered %q", out)
+	}
+	return host + ":" + port, nil
 }
 
 // WaitMaster waits until the sentinels name a master other than not, and returns it.
@@ -209,11 +220,10 @@ func (s *Sentinels) WaitInSync(replicas int, timeout time.Duration) (string, err
 // inSync returns the master every sentinel names with replicas replicas online, or why not.
 func (s *Sentinels) inSync(replicas int) (master, why string) {
 	for _, n := range s.nodes {
-		out, err := RedisCommand(n.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name)
+		addr, err := s.masterAt(n)
 		if err != nil {
-			return "", fmt.Sprintf("sentinel %s: %v", n.Addr(), err)
+			return "", err.Error()
 		}
-		addr := strings.Replace(out, "\n", ":", 1)
 		if master != "" && addr != master {
 			return "", fmt.Sprintf("the sentinels name %s and %s", master, addr)
 		}
