@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -156,6 +157,10 @@ type guardState struct {
 	// movingSince is when (Unix ns, on now) the topology events began that no success has
 	// followed yet; 0 when none has.
 	movingSince atomic.Int64
+	// log hears the breaker's changes of state, each with the last failure before it (lastFailure):
+	// why a breaker opened is the first thing an operator asks.
+	log         atomic.Pointer[slog.Logger]
+	lastFailure atomic.Pointer[string]
 
 	mu      sync.Mutex
 	buckets [window]bucket
@@ -184,7 +189,31 @@ func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
 		},
 		IsSuccessful: func(err error) bool { return !Failed(err) },
 		IsExcluded:   func(err error) bool { return errors.Is(err, context.Canceled) || errors.Is(err, errMoving) },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			l := g.log.Load()
+			if l == nil {
+				return
+			}
+			cause := ""
+			if p := g.lastFailure.Load(); p != nil {
+				cause = *p
+			}
+			lvl := slog.LevelInfo // closed again
+			switch to {
+			case gobreaker.StateOpen: // the node answers BUSY for everything the dependency serves
+				lvl = slog.LevelError
+			case gobreaker.StateHalfOpen:
+				lvl = slog.LevelWarn
+			}
+			l.Log(context.Background(), lvl, "breaker", "dependency", name, "from", from.String(), "to", to.String(), "last_failure", cause)
+		},
 	})
+	return g
+}
+
+// LogTo makes g log its breaker's changes of state to l, each with the last failure it counted.
+func (g *Guard) LogTo(l *slog.Logger) *Guard {
+	g.log.Store(l)
 	return g
 }
 
@@ -252,7 +281,7 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		// the record but not by the breaker; nor is it refused, as the calls that probe may
 		// wait for it (a queue that lists its streams before its worker places orders).
 		start := g.now()
-		v, _, err := retry(ctx, g, f)
+		v, err := retry(ctx, g, f, &trail{})
 		g.record(start, g.now().Sub(start), Failed(err))
 		if Failed(err) && !errors.Is(err, sale.ErrBusy) {
 			err = fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
@@ -266,37 +295,39 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	within = deadlineOf(within)
 	start := g.now()
 	var v T
-	var moving bool
+	tr := &trail{}
 	switch {
 	case within <= 0:
-		v, moving, err = retry(ctx, g, f)
+		v, err = retry(ctx, g, f, tr)
 	case g.prompt:
 		callCtx, cancel := context.WithTimeout(ctx, within)
-		v, moving, err = retry(callCtx, g, f)
+		v, err = retry(callCtx, g, f, tr)
 		if Failed(err) && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
-			v, err = zero, callCtx.Err() // as a call abandoned at its deadline answers
+			v, err = zero, tr.abandoned(callCtx.Err()) // as a call abandoned at its deadline answers
 		}
 		cancel()
 	default:
 		callCtx, cancel := context.WithTimeout(ctx, within)
 		defer cancel()
 		type result struct {
-			v      T
-			moving bool
-			err    error
+			v   T
+			err error
 		}
 		res := make(chan result, 1)
 		go func() {
-			v, moving, err := retry(callCtx, g, f)
-			res <- result{v, moving, err}
+			v, err := retry(callCtx, g, f, tr)
+			res <- result{v, err}
 		}()
 		select {
 		case r := <-res:
-			v, moving, err = r.v, r.moving, r.err
+			v, err = r.v, r.err
 		case <-callCtx.Done():
-			v, err = zero, callCtx.Err()
+			v, err = zero, tr.abandoned(callCtx.Err())
 		}
 	}
+	// A call abandoned at its deadline while its tries met a failover is the failover's, as is
+	// one whose tries gave up: counted as failing only past the grace.
+	moving := tr.moving.Load()
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up (a client hung up): that says nothing of the dependency.
 		done(context.Canceled)
@@ -310,7 +341,12 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	case !Failed(err):
 		g.movingSince.Store(0)
 	}
-	g.record(start, now.Sub(start), Failed(counted) && counted != errMoving)
+	failed := Failed(counted) && counted != errMoving
+	g.record(start, now.Sub(start), failed)
+	if failed {
+		why := err.Error()
+		g.lastFailure.Store(&why)
+	}
 	done(counted)
 	if Failed(err) && !errors.Is(err, sale.ErrBusy) {
 		// A failure the adapter did not name (a driver's error, a deadline): the dependency
@@ -320,37 +356,62 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	return v, err
 }
 
+// trail is what a call's tries have met so far, read when the call is abandoned at its deadline
+// while they go on: whether the last error was a topology event (moving), and that error.
+type trail struct {
+	moving atomic.Bool
+	last   atomic.Pointer[error]
+}
+
+// met notes err, the error of a try; moving says it was a topology event.
+func (t *trail) met(err error, moving bool) {
+	t.last.Store(&err)
+	t.moving.Store(moving)
+}
+
+// abandoned is the error of a call abandoned at its deadline (deadline, the context's error): it
+// says what the tries met before, if they met anything.
+func (t *trail) abandoned(deadline error) error {
+	if p := t.last.Load(); p != nil {
+		return fmt.Errorf("%w, after: %v", deadline, *p)
+	}
+	return deadline
+}
+
 // retry runs f and, while its error is a topology event that left the call undone, runs it
 // again after a short pause, as long as ctx's deadline (or, without one, maxRetryFor) leaves
 // room: the cluster names a new master or finishes moving a slot within the call's time, and
-// the call goes through instead of failing. moving says the last error was a topology event.
-func retry[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error)) (T, bool, error) {
+// the call goes through instead of failing. tr notes each error and whether it was a topology
+// event: tr.moving says whether the last one was.
+func retry[T any](ctx context.Context, g *Guard, f func(ctx context.Context) (T, error), tr *trail) (T, error) {
 	v, err := f(ctx)
 	if g.topo == nil || err == nil || sale.IsVerdict(err) {
-		return v, false, err
+		return v, err
 	}
 	began := time.Now()
 	pause := firstPause
 	for {
 		moving, again := g.topo(err)
+		tr.met(err, moving)
 		if !moving {
-			return v, false, err
+			return v, err
 		}
 		left := maxRetryFor - time.Since(began)
 		if dl, ok := ctx.Deadline(); ok {
 			left = time.Until(dl)
 		}
 		if !again || left < pause+retryMargin {
-			return v, true, err
+			return v, err
 		}
 		select {
 		case <-ctx.Done():
-			return v, true, err
+			return v, err
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, maxPause)
 		if v, err = f(ctx); err == nil || sale.IsVerdict(err) {
-			return v, false, err
+			tr.moving.Store(false)
+			return v, err
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package breaker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +25,8 @@ var errDown = fmt.Errorf("%w: redis: connection refused", sale.ErrBusy)
 
 func TestBreakerOpensAndFailsFast(t *testing.T) {
 	g, _ := newTestGuard(Thresholds{SlowAfter: 50 * time.Millisecond, OpenFor: 50 * time.Millisecond})
+	var log bytes.Buffer
+	g.LogTo(slog.New(slog.NewTextHandler(&log, nil)))
 	ctx := context.Background()
 	calls := 0
 	failing := func(context.Context) error { calls++; return errDown }
@@ -56,6 +61,15 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 	}
 	if r := g.Report(); r.Breaker != "closed" {
 		t.Fatalf("after 3 good probes the breaker is %s, want closed", r.Breaker)
+	}
+	// The operator reads why it opened, and that it closed.
+	for _, want := range []string{
+		`level=ERROR msg=breaker dependency=redis from=closed to=open last_failure="busy: a dependency is unavailable: redis: connection refused"`,
+		`level=INFO msg=breaker dependency=redis from=half-open to=closed`,
+	} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the guard's log lacks %q:\n%s", want, log.String())
+		}
 	}
 }
 
@@ -210,6 +224,38 @@ func TestTopologyEventsAreRetriedWithinTheDeadline(t *testing.T) {
 		t.Fatalf("a call refused until its deadline: %+v, want moving, not failing", r)
 	}
 	t.Logf("refused until the deadline: %d calls in %v", calls, time.Since(start).Round(time.Millisecond))
+}
+
+// TestACallAbandonedMidFailoverIsTheFailovers: a call whose try hangs past the deadline after its
+// earlier tries met a failover (a dial to the dead master's address that takes its time) is
+// answered at the deadline, saying what the tries met, and counted as the failover's, not as a
+// failure: ten of them leave the breaker closed.
+func TestACallAbandonedMidFailoverIsTheFailovers(t *testing.T) {
+	g, _ := newTestGuard(Thresholds{CallWithin: 100 * time.Millisecond})
+	g.WithTopology(testTopology)
+	for range 10 {
+		calls := 0
+		err := g.Do(context.Background(), func(ctx context.Context) error {
+			if calls++; calls == 1 {
+				return errRefused
+			}
+			time.Sleep(300 * time.Millisecond) // ignores its context, as a batch of go-redis's may
+			return nil
+		})
+		if !errors.Is(err, sale.ErrBusy) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "after: "+errRefused.Error()) {
+			t.Fatalf("a call abandoned at its deadline mid-failover: %v, want busy, the deadline and what the tries met", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "closed" || r.ErrorRate != 0 || !r.Moving {
+		t.Fatalf("ten calls abandoned mid-failover: %+v, want the breaker closed, no failures, moving", r)
+	}
+	// A call that hangs with no failover seen is a failure.
+	for range 5 {
+		g.Do(context.Background(), func(context.Context) error { time.Sleep(300 * time.Millisecond); return nil })
+	}
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("five calls hanging past their deadline: %+v, want the breaker open", r)
+	}
 }
 
 func TestTopologyEventsOpenTheBreakerOnlyPastTheGrace(t *testing.T) {

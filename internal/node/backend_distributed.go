@@ -32,7 +32,7 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 	if c.Tuning.QueueList > 0 {
 		queue = queue.WithListEvery(c.Tuning.QueueList)
 	}
-	guard := breaker.NewGuard("redis", c.GateLimits, time.Now)
+	guard := breaker.NewGuard("redis", c.GateLimits, time.Now).LogTo(c.Log)
 	if topo := redisstore.NewTopology(rdb); topo != nil {
 		guard.WithTopology(topo.Classify)
 	}

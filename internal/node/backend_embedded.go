@@ -40,7 +40,7 @@ func openEmbedded(ctx context.Context, c Config, store sale.Store) (backend, err
 	// what the database cannot take then goes through the journal and the worker.
 	placing := embedded.NewPlacing(store, journal, queue.Wake, c.Log)
 	gate := embedded.NewGate(placing, cmp.Or(c.Tuning.GateBatch, defaultGateBatch), nil)
-	guard := breaker.NewGuard("journal", c.GateLimits, time.Now)
+	guard := breaker.NewGuard("journal", c.GateLimits, time.Now).LogTo(c.Log)
 	var once sync.Once
 	return backend{gate: breaker.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
 		challenges: c.wrapChallenges(embedded.NewChallenges(maxChallenges)), ranking: c.wrapRanking(embedded.NewRanking(c.RankExactMax)),

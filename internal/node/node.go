@@ -207,7 +207,7 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 	if n.pay.refunds {
 		n.Store.EmitOnly(refundSinkName, sale.EventRefundRequested)
 	}
-	dbGuard := breaker.NewGuard(breaker.Database, c.DBLimits, time.Now)
+	dbGuard := breaker.NewGuard(breaker.Database, c.DBLimits, time.Now).LogTo(c.Log)
 	var store sale.Store = n.Store
 	if c.Wrap.Store != nil {
 		store = c.Wrap.Store(store)
