@@ -256,7 +256,7 @@ var errReserved = errors.New("reserved: the home shard is out of units")
 
 // errInProgress says the first grab with the same idempotency key is still looking for its unit
 // on the other shards: its answer is not known yet.
-var errInProgress = fmt.Errorf("%w: the first grab with this idempotency key is still looking for a unit", sale.ErrBusy)
+var errInProgress = fmt.Errorf("%w: the grab is still looking for a unit", sale.ErrInProgress)
 
 // grabOfReply turns grab.lua's reply to one grab (a return code, the token and the record) into
 // the gate's Grab or its error.

@@ -101,6 +101,8 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 	// A repeat of a key whose first grab is still looking on the other shards waits a little for
 	// its answer (milliseconds, as a rule), then says busy: a retry will get it. A first grab that
 	// gave up (Redis failed it mid-way) is resumed by the repeat once it is surely over (resume).
+	// The wait ends before the caller's deadline: a repeat answered busy in time is the gate's
+	// answer (sale.ErrInProgress), one abandoned at the deadline would count as Redis failing.
 	for wait := time.Millisecond; ; wait *= 2 {
 		pctx, publish := tracer.Start(ctx, "publish grab", trace.WithSpanKind(trace.SpanKindProducer))
 		if publish.IsRecording() {
@@ -118,7 +120,7 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 			gr, err = g.fallThrough(a, home, r, gr.Token, parent)
 		}
 		endSpan(publish, err)
-		if errors.Is(err, errInProgress) && wait < 2*time.Second {
+		if errors.Is(err, errInProgress) && wait < 2*time.Second && roomFor(ctx, wait) {
 			select {
 			case <-ctx.Done():
 				return sale.Grab{}, err
@@ -132,6 +134,15 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 		return gr, err
 	}
 }
+
+// roomFor reports whether ctx leaves time to wait d and still answer before its deadline.
+func roomFor(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > d+answerMargin
+}
+
+// answerMargin is the time a call keeps, of its deadline, to answer.
+const answerMargin = 100 * time.Millisecond
 
 // tracer makes the gate's spans; a no-op until the process installs a tracer provider.
 var tracer = tracing.Tracer("seckill/internal/redisstore")

@@ -247,8 +247,17 @@ func TestShardedStockOnACluster(t *testing.T) {
 			}
 			reserve(a.StartAt, "young")
 			repeat := sale.GrabRequest{ActivityID: a.ID, UserID: users[1], IdempotencyKey: "young", Now: a.StartAt.Add(time.Second)}
-			if _, err := g.Grab(ctx, a, repeat); !errors.Is(err, sale.ErrBusy) {
-				t.Fatalf("took %v: a repeat of a reservation just made: %v, want busy (its grab may still be looking)", took, err)
+			if _, err := g.Grab(ctx, a, repeat); !errors.Is(err, sale.ErrInProgress) || !errors.Is(err, sale.ErrBusy) {
+				t.Fatalf("took %v: a repeat of a reservation just made: %v, want busy, in progress (its grab may still be looking)", took, err)
+			}
+			// Its caller's deadline near, the repeat says so before it passes: a guard that gave up
+			// on it would count Redis as failing.
+			dl, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			_, err := g.Grab(dl, a, repeat)
+			late := dl.Err()
+			cancel()
+			if !errors.Is(err, sale.ErrInProgress) || !sale.IsVerdict(err) || late != nil {
+				t.Fatalf("took %v: a repeat with 300 ms left: %v (deadline: %v), want in progress, a verdict, in time", took, err, late)
 			}
 			if n, err := g.Settle(ctx, []sale.Activity{a}, 0, a.StartAt.Add(time.Minute)); err != nil || n != 1 {
 				t.Fatalf("settle the young reservation = %d, %v", n, err) // given back: shard 1's unit is still there

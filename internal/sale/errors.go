@@ -57,6 +57,13 @@ var ErrStale = errors.New("the gate holds another revision of the activity")
 // not settle within the request becomes ErrBusy.
 var ErrUnloaded = errors.New("the activity is not loaded in the gate")
 
+// ErrInProgress says the first request with the same idempotency key is still being decided (a
+// grab looking for its unit on a sharded stock's other shards, or one a failover cut off half-way,
+// until it is surely over). The client is told busy, to ask again; but the dependency answered,
+// and a breaker that counted it as a failure would open on the repeats of the keys a failover
+// struck, long after the failover: it is a verdict.
+var ErrInProgress = fmt.Errorf("%w: the first request with this idempotency key is still being decided", ErrBusy)
+
 // errArchived says an activity's hot state was archived: what the gate would say, the database
 // answers.
 var errArchived = errors.New("the activity is archived")
@@ -74,6 +81,9 @@ var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, E
 // IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.
 func IsVerdict(err error) bool {
+	if errors.Is(err, ErrInProgress) {
+		return true
+	}
 	if errors.Is(err, ErrBusy) {
 		return false
 	}
