@@ -151,6 +151,16 @@ func Schedule(seed uint64, d time.Duration, t Topology) ([]Strike, error) {
 	return out, nil
 }
 
+// partOf names the part of the deployment s strikes: a node of its group, or the group itself
+// (Redis, the database) where one strike at a time is the bound.
+func partOf(s Strike) string {
+	g := group(s.Kind)
+	if g == "api" || g == "worker" {
+		return fmt.Sprintf("%s %d", g, s.Target)
+	}
+	return g
+}
+
 // fits returns the target s may strike beside the strikes live, drawn from r, or -1 when none
 // may: one strike on Redis and one on the database at a time, a node struck once at a time, and
 // at least one API node up (the workers may all be down at once: the queue keeps the grabs).

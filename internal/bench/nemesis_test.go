@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"bytes"
+	"context"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -96,5 +100,58 @@ func checkBounds(t *testing.T, seed uint64, s []Strike, d time.Duration, top Top
 				t.Fatalf("seed %d: %+v struck while %+v holds", seed, x, y)
 			}
 		}
+	}
+}
+
+// TestAStrikeWaitsForItsPartToHeal: the schedule lets a node be struck again once the hold of
+// its last strike is over, but its heal (a restart) may take longer; the next strike on it waits
+// for the heal, while a strike on another part goes at its time.
+func TestAStrikeWaitsForItsPartToHeal(t *testing.T) {
+	var buf bytes.Buffer
+	h := NewHistoryWriter(&buf)
+	n := Nemesis{Strike: func(_ context.Context, s Strike, _ string) (func(context.Context) error, error) {
+		return func(context.Context) error {
+			if s.Kind == KillWorker {
+				time.Sleep(400 * time.Millisecond) // a slow restart
+			}
+			return nil
+		}, nil
+	}}
+	kill := Strike{At: 0, Hold: 100 * time.Millisecond, Kind: KillWorker}
+	skew := Strike{At: 200 * time.Millisecond, Hold: 50 * time.Millisecond, Kind: SkewWorker, Skew: time.Second}
+	other := Strike{At: 200 * time.Millisecond, Hold: 50 * time.Millisecond, Kind: StopAPI}
+	parts := map[string]*sync.Mutex{partOf(kill): {}, partOf(other): {}}
+	if partOf(kill) != partOf(skew) || partOf(kill) == partOf(other) {
+		t.Fatalf("parts: %q, %q, %q", partOf(kill), partOf(skew), partOf(other))
+	}
+	began := time.Now()
+	var wg sync.WaitGroup
+	for _, s := range []Strike{kill, skew, other} {
+		wg.Go(func() {
+			if _, err := n.strike(context.Background(), h, began, s, "a", parts[partOf(s)]); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := h.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ReadHistory(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := map[string]int64{}
+	for _, r := range recs {
+		at[r.Op+" "+strings.Fields(r.Detail)[0]] = r.Start
+		if r.Op == OpHeal {
+			at[r.Op+" "+strings.Fields(r.Detail)[0]] = r.End
+		}
+	}
+	if at["strike "+SkewWorker] < at["heal "+KillWorker] {
+		t.Errorf("the worker's clock was skewed %d µs before its restart ended", at["heal "+KillWorker]-at["strike "+SkewWorker])
+	}
+	if at["strike "+StopAPI] > at["heal "+KillWorker] {
+		t.Errorf("an API node's strike waited for the worker's heal")
 	}
 }

@@ -226,10 +226,16 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	var wg sync.WaitGroup
 	var strikeErr error
 	var strikeMu sync.Mutex
+	parts := map[string]*sync.Mutex{}
+	for _, s := range schedule {
+		if parts[partOf(s)] == nil {
+			parts[partOf(s)] = &sync.Mutex{}
+		}
+	}
 	for k, s := range schedule {
 		activity := sales[k%len(sales)].id
 		wg.Go(func() {
-			rep, err := n.strike(runCtx, h, began, s, activity)
+			rep, err := n.strike(runCtx, h, began, s, activity, parts[partOf(s)])
 			strikeMu.Lock()
 			defer strikeMu.Unlock()
 			res.Strikes = append(res.Strikes, rep)
@@ -306,10 +312,19 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	return res, nil
 }
 
-// strike makes s at its time, holds it, heals it, and records both in h.
-func (n Nemesis) strike(ctx context.Context, h *HistoryWriter, began time.Time, s Strike, activity string) (StrikeReport, error) {
+// strike makes s at its time, holds it, heals it, and records both in h. It holds part, the
+// struck part's lock, from the strike to the end of the heal: the schedule lets a part be struck
+// again once its last strike's hold is over, but a heal takes its own time (a node restarting, a
+// replica taking over), and a strike on a part still healing would find it gone (a restarting
+// node's clock to skew): it waits, and starts late.
+func (n Nemesis) strike(ctx context.Context, h *HistoryWriter, began time.Time, s Strike, activity string, part *sync.Mutex) (StrikeReport, error) {
 	rep := StrikeReport{Strike: s, Activity: activity}
 	if !sleepUntil(ctx, began.Add(s.At)) {
+		return rep, nil
+	}
+	part.Lock()
+	defer part.Unlock()
+	if ctx.Err() != nil {
 		return rep, nil
 	}
 	detail := fmt.Sprintf("%s %d", s.Kind, s.Target)
