@@ -63,6 +63,8 @@ func (o *owned) striker(fleet *bench.Fleet, fleetIndex []int, client *bench.Clie
 			return o.strikeClusterMaster(activity)
 		case bench.SentinelFailover:
 			return o.strikeSentinelMaster()
+		case bench.KillReplica:
+			return o.strikeReplica(activity)
 		case bench.Reshard:
 			return none, o.reshard(ctx, activity)
 		case bench.DBOutage:
@@ -125,6 +127,47 @@ func (o *owned) strikeSentinelMaster() (func(context.Context) error, error) {
 		}
 		return master.Restart()
 	}, nil
+}
+
+// strikeReplica kills a replica alone: on a Cluster one of the activity's master's, on Sentinel
+// one of the master's. The master keeps another (bench starts two a master), so the writes that
+// wait for one replica still get it; the heal restarts the dead one, to sync again.
+func (o *owned) strikeReplica(activity string) (func(context.Context) error, error) {
+	var replica *servers.Redis
+	switch {
+	case o.cluster != nil:
+		if err := o.cluster.WaitReplicas(syncTimeout); err != nil {
+			return nil, err
+		}
+		_, master, err := o.slotMaster(activity)
+		if err != nil {
+			return nil, err
+		}
+		i, err := o.cluster.ReplicaOf(master)
+		if err != nil || i < 0 {
+			return nil, fmt.Errorf("kill-replica: no replica of node %d (%v)", master, err)
+		}
+		replica = o.cluster.Node(i)
+	case o.sentinels != nil:
+		master, err := o.sentinels.WaitInSync(len(o.sentinelGroup)-1, syncTimeout)
+		if err != nil {
+			return nil, err
+		}
+		var replicas []*servers.Redis
+		for _, r := range o.sentinelGroup {
+			if r.Addr() != master {
+				replicas = append(replicas, r)
+			}
+		}
+		if len(replicas) > 0 { // one of them by the activity, so that each is struck in turn
+			replica = replicas[int(activity[len(activity)-1])%len(replicas)]
+		}
+	}
+	if replica == nil {
+		return nil, errors.New("kill-replica: bench started no replica here")
+	}
+	replica.Kill()
+	return func(context.Context) error { return replica.Restart() }, nil
 }
 
 // badNetworks reports whether a proxy stands before Redis, for the nemesis's bad networks.

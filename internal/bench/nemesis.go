@@ -29,6 +29,7 @@ const (
 	StopWorker       = "stop-worker"       // SIGSTOP a worker node
 	KillRedis        = "kill-redis"        // SIGKILL the redis-server, restarted on its AOF at the heal
 	ClusterFailover  = "cluster-failover"  // SIGKILL the activity's master; its replica takes over
+	KillReplica      = "kill-replica"      // SIGKILL a replica (of the activity's master), restarted at the heal
 	SentinelFailover = "sentinel-failover" // SIGKILL the master; the sentinels name another
 	Reshard          = "reshard"           // move the activity's slot to another master
 	DBOutage         = "db-outage"         // stop the database until the heal
@@ -59,9 +60,9 @@ func (t Topology) Kinds() []string {
 	case "spawn":
 		kinds = append(kinds, KillRedis)
 	case "spawn:cluster":
-		kinds = append(kinds, ClusterFailover, Reshard)
+		kinds = append(kinds, ClusterFailover, Reshard, KillReplica)
 	case "spawn:sentinel":
-		kinds = append(kinds, SentinelFailover)
+		kinds = append(kinds, SentinelFailover, KillReplica)
 	}
 	if t.DB == "spawn:mariadb" || t.DB == "spawn:postgres" {
 		kinds = append(kinds, DBOutage)
