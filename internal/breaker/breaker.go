@@ -334,6 +334,11 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		return v, err
 	}
 	now := g.now()
+	if stalled(within, now.Sub(start), err, g.prompt) {
+		// Nor does a call this process held up: it is answered busy, and not counted.
+		done(context.Canceled)
+		return v, fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
+	}
 	counted := err
 	switch {
 	case moving && g.inGrace(now):
@@ -354,6 +359,16 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		err = fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
 	}
 	return v, err
+}
+
+// stalled reports whether a call that failed after took was held up by its own process rather
+// than by the dependency: the guard answers a call at its deadline (within), so one that took
+// more than twice that was answered by a timer that fired late, in a process that was stopped
+// (SIGSTOP, a VM paused) or starved. Every call in flight across a stop fails at once when the
+// process runs again; counted, they opened the breaker of a node the moment it came back, for
+// the dependency's fault. A Prompt callee's calls take what the callee takes: not judged so.
+func stalled(within, took time.Duration, err error, prompt bool) bool {
+	return !prompt && within > 0 && Failed(err) && took > 2*within
 }
 
 // trail is what a call's tries have met so far, read when the call is abandoned at its deadline

@@ -258,6 +258,34 @@ func TestACallAbandonedMidFailoverIsTheFailovers(t *testing.T) {
 	}
 }
 
+// TestCallsAStoppedProcessHeldUpAreNotFailures: the calls in flight while a node was stopped
+// (SIGSTOP) all fail at once when it runs again, each having taken the whole stop; they say
+// nothing of the dependency, and leave the breaker closed. The stop is the guard's clock
+// jumping while the calls wait.
+func TestCallsAStoppedProcessHeldUpAreNotFailures(t *testing.T) {
+	g, clock := newTestGuard(Thresholds{CallWithin: 50 * time.Millisecond})
+	for range 10 {
+		err := g.Do(context.Background(), func(ctx context.Context) error {
+			clock.Advance(4 * time.Second) // the process stopped for 4 s while the call waited
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		if !errors.Is(err, sale.ErrBusy) {
+			t.Fatalf("a call held up by its process: %v, want busy", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "closed" || r.ErrorRate != 0 {
+		t.Fatalf("ten calls held up by their process: %+v, want the breaker closed, no failures", r)
+	}
+	// Calls that time out on their own (the dependency slow) are failures.
+	for range 5 {
+		g.Do(context.Background(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	}
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("five calls timing out: %+v, want the breaker open", r)
+	}
+}
+
 func TestTopologyEventsOpenTheBreakerOnlyPastTheGrace(t *testing.T) {
 	g, clock := newTestGuard(Thresholds{FailoverGrace: 10 * time.Second, OpenFor: time.Hour})
 	g.WithTopology(testTopology)
