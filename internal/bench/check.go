@@ -103,6 +103,10 @@ type Verdict struct {
 	// answered that won, on any node; ChangesFailed the operator's changes refused or failed.
 	AfterEnd      int64 `json:"after_end"`
 	ChangesFailed int64 `json:"changes_failed"`
+	// In a nemesis run: Linear is the stock's linearizability check (CheckStock), NotLinear 1
+	// when it found no order of the stock's operations that explains the answers.
+	Linear    *Linearity `json:"linearizable,omitempty"`
+	NotLinear int64      `json:"not_linearizable"`
 
 	Problems []string `json:"problems,omitempty"`
 }
@@ -111,7 +115,16 @@ type Verdict struct {
 func (v Verdict) OK() bool {
 	return v.Oversell == 0 && v.Undersell == 0 && v.Duplicates == 0 && v.Lost == 0 && v.Unreleased == 0 &&
 		v.SharesOff == 0 && v.BoardOff == 0 && v.Unsettled == 0 && v.ForgedAccepted == 0 && v.RefundsOff == 0 && v.EventsOff == 0 &&
-		v.AfterEnd == 0 && v.ChangesFailed == 0
+		v.AfterEnd == 0 && v.ChangesFailed == 0 && v.NotLinear == 0
+}
+
+// holdLinear adds l, the stock's linearizability check, to v.
+func (v *Verdict) holdLinear(l Linearity) {
+	v.Linear = &l
+	if l.Result == LinearIllegal {
+		v.NotLinear = 1
+		v.Problems = append(v.Problems, "linearizability: no order of the stock's operations explains the answers; stuck at "+l.Stuck)
+	}
 }
 
 // maxProblems caps the examples kept per kind of violation.

@@ -140,7 +140,7 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 		return Result{}, history, ctx.Err()
 	case <-time.After(time.Until(start)):
 	}
-	if err := s.waitLine(ctx, c, id); err != nil {
+	if err := waitLine(ctx, c, id, s.DrainTimeout); err != nil {
 		return Result{}, history, err
 	}
 	rep.AnswerS = time.Since(start).Seconds()
@@ -148,25 +148,48 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 		return Result{}, history, err
 	}
 
-	views, err := s.readTickets(ctx, c, tickets, bearer)
+	index := make(map[string]int, s.Users)
+	for i := range s.Users {
+		index[s.User(i)] = i
+	}
+	synthetic, err := judgeLine(ctx, c, id, s.Stock, s.Concurrency, history, tickets, func(u string) string { return bearer(index[u]) }, &rep)
 	if err != nil {
 		return Result{}, history, err
+	}
+	facts, err := s.facts(ctx, c, id, synthetic, bearer)
+	if err != nil {
+		return Result{}, history, err
+	}
+	v := Check(synthetic, facts)
+	v.Requests = int64(len(history))
+	return Result{Verdict: v, Load: load, OK: v.OK() && rep.OK(), Activity: id, Line: &rep,
+		DrainS: rep.AnswerS}, history, nil
+}
+
+// judgeLine reads back the tickets (user -> token) of activity id's line, as their owners see
+// them, and its published draw; holds them to the line's invariants in rep (checkLine); and
+// returns the grabs they stand for, for Check: each ticket's answer as if it were a grab's, and
+// history's joins that got no answer (each may have taken a unit unseen).
+func judgeLine(ctx context.Context, c *Client, id string, stock int64, concurrency int, history []Record, tickets map[string]string,
+	bearer func(user string) string, rep *LineReport) ([]Record, error) {
+	views, err := readTickets(ctx, c, concurrency, tickets, bearer)
+	if err != nil {
+		return nil, err
 	}
 	var pub wire.ActivityResponse
 	if err := c.do(ctx, "GET", "/api/activities/"+url.PathEscape(id), "", nil, http.StatusOK, &pub); err != nil {
-		return Result{}, history, fmt.Errorf("read the activity: %w", err)
+		return nil, fmt.Errorf("read the activity: %w", err)
 	}
 	if pub.Line == nil {
-		return Result{}, history, fmt.Errorf("activity %s shows no line", id)
+		return nil, fmt.Errorf("activity %s shows no line", id)
 	}
 	entries, err := c.entries(ctx, pub.Line.EntriesURL)
 	if err != nil {
-		return Result{}, history, err
+		return nil, err
 	}
 	rep.Cap = pub.Line.QueueCap
-	checkLine(&rep, s.Stock, tickets, views, pub, entries)
+	checkLine(rep, stock, tickets, views, pub, entries)
 
-	// The sale's own invariants, from the tickets' answers as if each were a grab's.
 	synthetic := make([]Record, 0, len(tickets))
 	for _, r := range history {
 		if r.unanswered() {
@@ -186,26 +209,19 @@ func (s Sale) runLine(ctx context.Context, c *Client, bearer func(int) string) (
 		}
 		synthetic = append(synthetic, r)
 	}
-	facts, err := s.facts(ctx, c, id, synthetic, bearer)
-	if err != nil {
-		return Result{}, history, err
-	}
-	v := Check(synthetic, facts)
-	v.Requests = int64(len(history))
-	return Result{Verdict: v, Load: load, OK: v.OK() && rep.OK(), Activity: id, Line: &rep,
-		DrainS: rep.AnswerS}, history, nil
+	return synthetic, nil
 }
 
-// waitLine waits until nobody waits in the activity's line.
-func (s Sale) waitLine(ctx context.Context, c *Client, id string) error {
-	deadline := time.Now().Add(s.DrainTimeout)
+// waitLine waits, up to timeout, until nobody waits in the activity's line.
+func waitLine(ctx context.Context, c *Client, id string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
 	for {
 		st, err := c.Stats(ctx, id)
 		if err == nil && st.Line != nil && st.Line.Waiting == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the line was not answered in %s (%+v, last error %v)", s.DrainTimeout, st.Line, err)
+			return fmt.Errorf("the line was not answered in %s (%+v, last error %v)", timeout, st.Line, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -215,22 +231,19 @@ func (s Sale) waitLine(ctx context.Context, c *Client, id string) error {
 	}
 }
 
-// readTickets reads every ticket as its owner sees it; a 404 is a zero view.
-func (s Sale) readTickets(ctx context.Context, c *Client, tickets map[string]string, bearer func(int) string) (map[string]wire.TicketResponse, error) {
-	index := make(map[string]int, s.Users)
-	for i := range s.Users {
-		index[s.User(i)] = i
-	}
+// readTickets reads every ticket (user -> token) as its owner sees it, concurrency at once; a
+// 404 is a zero view.
+func readTickets(ctx context.Context, c *Client, concurrency int, tickets map[string]string, bearer func(user string) string) (map[string]wire.TicketResponse, error) {
 	out := make(map[string]wire.TicketResponse, len(tickets))
 	var mu sync.Mutex
 	var firstErr error
 	work := make(chan [2]string)
 	var wg sync.WaitGroup
-	for range min(s.Concurrency, 32) {
+	for range min(concurrency, 32) {
 		wg.Go(func() {
 			for w := range work {
 				var v wire.TicketResponse
-				err := c.do(ctx, "GET", "/api/queue/"+url.PathEscape(w[1]), bearer(index[w[0]]), nil, http.StatusOK, &v)
+				err := c.do(ctx, "GET", "/api/queue/"+url.PathEscape(w[1]), bearer(w[0]), nil, http.StatusOK, &v)
 				var ae *apiError
 				if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 					err = nil

@@ -120,12 +120,16 @@ type StrikeReport struct {
 	RecoveryS float64 `json:"recovery_s"` // from the heal's start until the struck part was back
 }
 
-// ActivityResult is one activity's verdict.
+// ActivityResult is one activity's verdict, and a waiting line's report.
 type ActivityResult struct {
-	ID      string  `json:"id"`
-	Name    string  `json:"name"`
-	Verdict Verdict `json:"verdict"`
+	ID      string      `json:"id"`
+	Name    string      `json:"name"`
+	Verdict Verdict     `json:"verdict"`
+	Line    *LineReport `json:"line,omitempty"`
 }
+
+// OK reports whether the activity kept the sale's invariants, and its line the line's.
+func (a ActivityResult) OK() bool { return a.Verdict.OK() && (a.Line == nil || a.Line.OK()) }
 
 // nemesisSale is one activity of a nemesis run.
 type nemesisSale struct {
@@ -138,7 +142,9 @@ type nemesisSale struct {
 }
 
 // sales are the run's activities: "plenty" has a unit for every click, so that a 202 tells, at
-// any moment, that the deployment sells; the others run out and test the stock.
+// any moment, that the deployment sells; the others run out and test the stock. "line" is a
+// waiting line (admission queue): its clicks join, the line admits them first come, first served,
+// and its winners' orders keep the default window, so that no unit comes back to sell out of turn.
 func (n Nemesis) sales(start time.Time, clicks int64) []*nemesisSale {
 	item := func(name string, stock, limit, shards int64) wire.CreateActivityRequest {
 		return wire.CreateActivityRequest{Name: name, Kind: "item", PriceCents: 100, Stock: &stock, PerUserLimit: &limit,
@@ -163,7 +169,9 @@ func (n Nemesis) sales(start time.Time, clicks int64) []*nemesisSale {
 	for _, s := range out {
 		s.spec.PayWindowS = window
 	}
-	return out
+	line := item("nemesis line", 40, 1, 0)
+	line.Admission = AdmitQueue
+	return append(out, &nemesisSale{name: "line", spec: line, weight: 15})
 }
 
 // operatorChanges are the operator's changes of a nemesis run: stock added to the scarce item
@@ -288,11 +296,11 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	res.Requests = int64(len(history))
 	var pay PaymentsReport
 	for _, s := range sales {
-		v, problems, err := n.check(ctx, c, s, history, bearer, &pay)
+		a, problems, err := n.check(ctx, c, s, history, bearer, &pay)
 		if err != nil {
 			return res, err
 		}
-		res.Activities = append(res.Activities, ActivityResult{ID: s.id, Name: s.name, Verdict: v})
+		res.Activities = append(res.Activities, a)
 		for _, p := range problems {
 			res.Problems = append(res.Problems, s.name+": "+p)
 			res.StockOff++
@@ -307,7 +315,7 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	res.Availability = Availability(history)
 	res.OK = res.StockOff == 0 && res.Availability.OK() && (res.Payments == nil || res.Payments.Unsigned == 0)
 	for _, a := range res.Activities {
-		res.OK = res.OK && a.Verdict.OK()
+		res.OK = res.OK && a.OK()
 	}
 	return res, nil
 }
@@ -454,6 +462,9 @@ func (n Nemesis) click(ctx context.Context, c *Client, h *HistoryWriter, i int, 
 		}
 		rec = c.GrabKeyed(ctx, i, activity, user, bearer, key)
 		rec.Activity, rec.Intended = activity, rec.Start
+		if rec.Ticket != "" {
+			rec.Outcome = Joined // a place in a line, no unit yet
+		}
 		h.Add(rec)
 		if !refusal(rec) {
 			break
@@ -481,8 +492,8 @@ func (n Nemesis) mopUp(ctx context.Context, c *Client, h *HistoryWriter, clicks 
 	}
 	next := int(clicks)
 	for _, s := range sales {
-		if s.spec.Kind != "item" || s.name == "plenty" {
-			continue // plenty never sells out; the packet is ended by then
+		if s.spec.Kind != "item" || s.name == "plenty" || s.spec.Admission == AdmitQueue {
+			continue // plenty never sells out; the packet is ended by then; the line gives nothing back
 		}
 		for range mopRounds {
 			st, err := c.Stats(ctx, s.id)
@@ -570,16 +581,21 @@ func placed(ctx context.Context, c *Client, token, bearer string) bool {
 // placedWithin bounds a buyer's wait for their order before paying or cancelling it.
 const placedWithin = 10 * time.Second
 
-// check holds activity s to the sale's invariants over its part of history, and its stock to
-// the operator's changes: at least the stock the changes answered 200 added, at most that and
-// the changes that got no answer.
-func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string, pay *PaymentsReport) (Verdict, []string, error) {
-	var grabs []Record
+// check holds activity s to the sale's invariants over its part of history, its stock to the
+// operator's changes (at least the stock the changes answered 200 added, at most that and the
+// changes that got no answer) and to linearizability (CheckStock), and a line to the line's
+// invariants (judgeLine), its tickets' answers standing for its grabs.
+func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history []Record, bearer func(string) string, pay *PaymentsReport) (ActivityResult, []string, error) {
+	res := ActivityResult{ID: s.id, Name: s.name}
+	var grabs, records []Record
 	paid, cancelled, unanswered := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var added, unknown, ended int64
 	for _, r := range history {
 		if r.Activity != s.id {
 			continue
+		}
+		if r.Op != OpStrike && r.Op != OpHeal {
+			records = append(records, r)
 		}
 		switch r.Op {
 		case "":
@@ -603,9 +619,25 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			}
 		}
 	}
+	if s.spec.Admission == AdmitQueue {
+		tickets := map[string]string{} // user -> the first ticket acknowledged
+		for _, r := range grabs {
+			if _, ok := tickets[r.User]; r.Ticket != "" && !ok {
+				tickets[r.User] = r.Ticket
+			}
+		}
+		if err := waitLine(ctx, c, s.id, n.DrainTimeout); err != nil {
+			return res, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		res.Line = &LineReport{Admission: AdmitQueue, Tickets: int64(len(tickets))}
+		var err error
+		if grabs, err = judgeLine(ctx, c, s.id, deref(s.spec.Stock), n.Concurrency, grabs, tickets, bearer, res.Line); err != nil {
+			return res, nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	orders, err := readOrders(ctx, c, n.Concurrency, grabs, bearer)
 	if err != nil {
-		return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
+		return res, nil, fmt.Errorf("%s: %w", s.name, err)
 	}
 	st := s.drained
 	initial := deref(s.spec.Stock) + deref(s.spec.Count) // an item's units or a packet's shares
@@ -619,17 +651,25 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 		Ended: ended}
 	if s.spec.Kind == "redpacket" {
 		if f.Board, err = c.Board(ctx, s.id, 100); err != nil {
-			return Verdict{}, nil, err
+			return res, nil, err
 		}
 	}
 	if n.Provider != nil {
 		r, err := n.settle(ctx, c, &f, grabs, bearer)
 		if err != nil {
-			return Verdict{}, nil, fmt.Errorf("%s: %w", s.name, err)
+			return res, nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		pay.add(r)
 	}
-	return Check(grabs, f), problems, nil
+	res.Verdict = Check(grabs, f)
+	if res.Line == nil { // a line's clicks are joins: the line, not they, take the units
+		window := wire.DefaultPayWindowS * time.Second
+		if s.spec.PayWindowS != nil {
+			window = time.Duration(*s.spec.PayWindowS) * time.Second
+		}
+		res.Verdict.holdLinear(CheckStock(records, StockFacts{Initial: initial, PayWindow: window, Orders: orders}, LinearBudget))
+	}
+	return res, problems, nil
 }
 
 // settle holds the activity's payments to what the provider did: a payment whose notice the
@@ -720,9 +760,21 @@ func (r NemesisResult) WriteText(w io.Writer) error {
 	for _, a := range r.Activities {
 		v := a.Verdict
 		fmt.Fprintf(&b, "%-8s %6d requests, %4d wins of %4d stock, ok %v (oversell %d, undersell %d, duplicates %d, lost %d, unreleased %d, shares off %d, board off %d, after end %d)\n",
-			a.Name, v.Requests, v.Wins, v.Stock, v.OK(), v.Oversell, v.Undersell, v.Duplicates, v.Lost, v.Unreleased, v.SharesOff, v.BoardOff, v.AfterEnd)
+			a.Name, v.Requests, v.Wins, v.Stock, a.OK(), v.Oversell, v.Undersell, v.Duplicates, v.Lost, v.Unreleased, v.SharesOff, v.BoardOff, v.AfterEnd)
+		if l := v.Linear; l != nil {
+			fmt.Fprintf(&b, "         linearizable: %s (%d operations, %.3f s)\n", l.Result, l.Ops, l.Seconds)
+		}
+		if l := a.Line; l != nil {
+			fmt.Fprintf(&b, "         line: %d tickets, %d won, %d refused QUEUE_FULL; unanswered %d, lost %d, out of order %d, winners off %d\n",
+				l.Tickets, l.Winners, l.QueueFull, l.Unanswered, l.Lost, l.OutOfOrder, l.WinnersOff)
+		}
 		for _, p := range v.Problems {
 			fmt.Fprintf(&b, "    %s\n", p)
+		}
+		if a.Line != nil {
+			for _, p := range a.Line.Problems {
+				fmt.Fprintf(&b, "    line: %s\n", p)
+			}
 		}
 	}
 	a := r.Availability

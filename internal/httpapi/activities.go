@@ -157,7 +157,7 @@ func ratesOf(rl *wire.RateLimitsRequest) ([3]*int64, error) {
 }
 
 // DefaultPayWindow applies when a create request names none.
-const DefaultPayWindow = 900 * time.Second
+const DefaultPayWindow = wire.DefaultPayWindowS * time.Second
 
 // payWindow is pay_window_s as a duration. One out of range stays out of range (0, or just over
 // sale.MaxPayWindow), for sale.Activity.Validate to refuse with the rule's one message, and a

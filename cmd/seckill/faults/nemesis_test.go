@@ -15,15 +15,17 @@ import (
 )
 
 // TestNemesis is the short nemesis schedule of make test: for 30 s a crowd of 100 clicks a second
-// buys from three activities on two API nodes and a worker of the built binary, on a Redis behind
+// buys from four activities (an item with a unit for every click, a scarce one the operator adds
+// stock to, a red packet, a waiting line) on two API nodes and a worker of the built binary, on a Redis behind
 // a bad-network proxy and PostgreSQL, all started by bench, while seed 35's strikes stop an API
 // node and the worker, kill Redis, stop the database, slow, reset and cut the network to Redis
 // and skew the nodes' clocks (eight strikes of seven kinds). The buyers who pay do so
 // at the simulated provider (--payments), whose notices come on time, late, twice or after a
 // forged one, and are sent again until a node takes them; the shop's webhook receiver hears the
 // order events. The checker reads the streamed history back: every activity keeps its invariants
-// (every payment kept or owed back, every order's events once each and in order among them) and
-// its stock is what the operator's changes made it. Its availability (a 202 within a second of each heal) is held in
+// (every payment kept or owed back, every order's events once each and in order among them), its
+// stock is what the operator's changes made it and linearizable, and the line admitted its
+// tickets first come, first served. Its availability (a 202 within a second of each heal) is held in
 // the documented runs (BENCHMARKS §19), on a machine the run has to itself: here, beside the
 // other packages' tests, a heal's second is the machine's, and a late one is logged.
 func TestNemesis(t *testing.T) {
@@ -41,12 +43,22 @@ func TestNemesis(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
 		t.Fatalf("seckill %s: %v; its last line is not the JSON result: %v\n%s", strings.Join(args, " "), runErr, err, out.String())
 	}
-	if len(res.Activities) != 3 || res.History != path || res.StockOff != 0 || res.Replay == "" {
+	if len(res.Activities) != 4 || res.History != path || res.StockOff != 0 || res.Replay == "" {
 		t.Fatalf("result %+v", res)
 	}
 	for _, a := range res.Activities {
-		if !a.Verdict.OK() {
-			t.Fatalf("%s broke an invariant: %+v", a.Name, a.Verdict)
+		if !a.OK() {
+			t.Fatalf("%s broke an invariant: %+v, line %+v", a.Name, a.Verdict, a.Line)
+		}
+		switch l := a.Verdict.Linear; {
+		case a.Line != nil:
+			if a.Line.Tickets == 0 || a.Line.Winners == 0 {
+				t.Fatalf("%s: the line answered nothing: %+v", a.Name, a.Line)
+			}
+		case l == nil || l.Ops == 0:
+			t.Fatalf("%s: the stock was not checked for linearizability: %+v", a.Name, l)
+		case l.Result == bench.LinearUnknown:
+			t.Logf("%s: the stock's linearizability unknown after %.1f s (%d operations)", a.Name, l.Seconds, l.Ops)
 		}
 	}
 	if a := res.Availability; !a.OK() {

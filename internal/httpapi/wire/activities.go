@@ -60,7 +60,7 @@ type CreateActivityRequest struct {
 	PerUserLimit     *int64 `json:"per_user_limit,omitempty"`
 	StartAt          string `json:"start_at"`
 	EndAt            string `json:"end_at"`
-	PayWindowS       *int64 `json:"pay_window_s,omitempty"`
+	PayWindowS       *int64 `json:"pay_window_s,omitempty"` // default DefaultPayWindowS
 	TotalCents       int64  `json:"total_cents,omitempty"`
 	Count            *int64 `json:"count,omitempty"`
 	RequireChallenge bool   `json:"require_challenge,omitempty"`
@@ -102,3 +102,6 @@ type PublicActivitiesResponse struct {
 	Activities []ActivityResponse `json:"activities"`
 	NowMS      int64              `json:"now_ms"`
 }
+
+// DefaultPayWindowS is an activity's payment window when its create request names none.
+const DefaultPayWindowS = 900

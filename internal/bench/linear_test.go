@@ -1,0 +1,146 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"seckill/internal/sale"
+)
+
+// grabRec is a grab of user, sent at start and answered at end (ms) with outcome.
+func grabRec(user string, start, end int64, outcome Outcome) Record {
+	r := Record{User: user, Key: "k-" + user, Start: start * 1000, End: end * 1000, Outcome: outcome}
+	switch outcome {
+	case Won:
+		r.Status, r.Token = http.StatusAccepted, "t-"+user
+	case SoldOut:
+		r.Status = http.StatusGone
+	case Error:
+		r.Status = http.StatusServiceUnavailable
+	}
+	return r
+}
+
+func TestCheckStock(t *testing.T) {
+	back := map[string]Order{"t-a": {Found: true, Status: sale.StatusCancelled}}
+	cases := []struct {
+		name    string
+		stock   int64
+		orders  map[string]Order
+		records []Record
+		want    string
+	}{
+		{"the last unit, then sold out", 1, nil, []Record{grabRec("a", 0, 10, Won), grabRec("b", 20, 30, SoldOut)}, LinearOK},
+		{"sold out in flight with the last unit's grab", 1, nil, []Record{grabRec("a", 0, 30, Won), grabRec("b", 10, 20, SoldOut)}, LinearOK},
+		{"sold out before the last unit went", 1, nil, []Record{grabRec("b", 0, 10, SoldOut), grabRec("a", 20, 30, Won)}, LinearIllegal},
+		{"sold out while a unit is left", 2, nil, []Record{grabRec("a", 0, 10, Won), grabRec("b", 20, 30, SoldOut)}, LinearIllegal},
+		{"two units of one", 1, nil, []Record{grabRec("a", 0, 10, Won), grabRec("b", 20, 30, Won)}, LinearIllegal},
+		{"two units of one, at once", 1, nil, []Record{grabRec("a", 0, 30, Won), grabRec("b", 10, 20, Won)}, LinearIllegal},
+		{"an unanswered grab may explain a sold out", 2, nil, []Record{grabRec("a", 0, 10, Won), grabRec("c", 5, 6, Error),
+			grabRec("b", 20, 30, SoldOut)}, LinearOK},
+		{"a repeat's sold out may be its first send's", 1, nil, []Record{grabRec("b", 0, 5, Error), grabRec("a", 10, 20, Won),
+			{User: "b", Key: "k-b", Start: 30_000, End: 40_000, Outcome: SoldOut, Status: http.StatusGone}}, LinearOK},
+		{"stock added after a sold out", 1, nil, []Record{grabRec("a", 0, 10, Won), grabRec("b", 20, 30, SoldOut),
+			{Op: OpChange, Detail: "add 1", Start: 40_000, End: 50_000, Status: http.StatusOK}, grabRec("c", 60, 70, Won)}, LinearOK},
+		{"sold out after the added stock was answered", 1, nil, []Record{grabRec("a", 0, 10, Won),
+			{Op: OpChange, Detail: "add 1", Start: 40_000, End: 50_000, Status: http.StatusOK}, grabRec("c", 60, 70, SoldOut)}, LinearIllegal},
+		{"an unanswered add may not have been made", 1, nil, []Record{grabRec("a", 0, 10, Won),
+			{Op: OpChange, Detail: "add 1", Start: 40_000, End: 50_000, Status: http.StatusBadGateway}, grabRec("c", 60, 70, SoldOut)}, LinearOK},
+		{"a cancelled unit sold again", 1, back, []Record{grabRec("a", 0, 10, Won), grabRec("b", 20, 30, SoldOut),
+			{Op: OpCancel, Token: "t-a", Start: 40_000, End: 50_000, Status: http.StatusOK}, grabRec("c", 60, 70, Won)}, LinearOK},
+		{"a unit sold again before its order was cancelled", 1, back, []Record{grabRec("a", 0, 10, Won),
+			grabRec("c", 20, 30, Won), {Op: OpCancel, Token: "t-a", Start: 40_000, End: 50_000, Status: http.StatusOK}}, LinearIllegal},
+		{"an expired unit sold again after the window", 1, back, []Record{grabRec("a", 0, 10, Won), grabRec("c", 12_000, 12_010, Won)}, LinearOK},
+		{"an expired unit sold again within the window", 1, back, []Record{grabRec("a", 0, 10, Won), grabRec("c", 5_000, 5_010, Won)}, LinearIllegal},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := CheckStock(c.records, StockFacts{Initial: c.stock, PayWindow: 10 * time.Second, Orders: c.orders}, 10*time.Second)
+			if got.Result != c.want {
+				t.Fatalf("%+v, want %s", got, c.want)
+			}
+			if got.Result == LinearIllegal && got.Stuck == "" {
+				t.Errorf("an illegal history names no operation: %+v", got)
+			}
+		})
+	}
+}
+
+// TestCheckStockOfACrowd checks a crowd's correct history, made by a counter behind a lock, at
+// the size and pace of a nemesis run's scarce activity, and the same history with one answer
+// made stale.
+func TestCheckStockOfACrowd(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	const stock, clicks = 80, 6000
+	left := int64(stock)
+	var records []Record
+	orders := map[string]Order{}
+	var at int64
+	for i := range clicks {
+		at += r.Int64N(80_000) // µs between sends: ~25 a second, an activity's share of a nemesis crowd
+		lat := 1_000 + r.Int64N(30_000)
+		if r.IntN(100) == 0 {
+			lat = r.Int64N(2_000_000) // a node struck, a failover: answers up to 2 s late
+		}
+		user := fmt.Sprintf("u%d", i)
+		rec := Record{User: user, Key: "k" + user, Start: at, End: at + lat}
+		switch {
+		case r.IntN(50) == 0:
+			rec.Outcome, rec.Status = Error, http.StatusServiceUnavailable // taken or not, unseen
+			if left > 0 && r.IntN(2) == 0 {
+				left--
+			}
+		case left > 0:
+			left--
+			rec.Outcome, rec.Status, rec.Token = Won, http.StatusAccepted, "t"+user
+			if r.IntN(4) == 0 { // cancelled later: the unit is back by the cancel's answer
+				orders[rec.Token] = Order{Found: true, Status: sale.StatusCancelled}
+				records = append(records, Record{Op: OpCancel, Token: rec.Token, Start: at + lat + 1000, End: at + lat + 2000, Status: http.StatusOK})
+				left++
+				at += 2000
+			}
+		default:
+			rec.Outcome, rec.Status = SoldOut, http.StatusGone
+		}
+		records = append(records, rec)
+	}
+	f := StockFacts{Initial: stock, PayWindow: time.Hour, Orders: orders}
+	got := CheckStock(records, f, LinearBudget)
+	t.Logf("%d operations checked in %.3f s", got.Ops, got.Seconds)
+	if got.Result != LinearOK {
+		t.Fatalf("a correct crowd's history: %+v", got)
+	}
+	// Grabs answered 202 while no unit was left, more than the unanswered grabs could have
+	// left (each of those may not have taken its unit): the history has no order.
+	unanswered := 0
+	for _, rec := range records {
+		if rec.Outcome == Error {
+			unanswered++
+		}
+	}
+	over := slices.Clone(records)
+	for i, n := len(over)-1, 0; i >= 0 && n <= unanswered; i-- {
+		if over[i].Outcome == SoldOut {
+			over[i].Outcome, over[i].Status, over[i].Token = Won, http.StatusAccepted, fmt.Sprintf("stale%d", n)
+			n++
+		}
+	}
+	if got := CheckStock(over, f, LinearBudget); got.Result != LinearIllegal || !strings.HasPrefix(got.Stuck, "take") {
+		t.Errorf("units handed out of none: %+v, want illegal", got)
+	}
+	// A grab answered 410 while the units were plenty.
+	early := slices.Clone(records)
+	i := len(early) / 100
+	for early[i].Outcome != Won {
+		i++
+	}
+	early[i].Outcome, early[i].Status, early[i].Token = SoldOut, http.StatusGone, ""
+	if got := CheckStock(early, f, LinearBudget); got.Result != LinearIllegal || !strings.HasPrefix(got.Stuck, "none") {
+		t.Errorf("a sold out among plenty: %+v, want illegal", got)
+	}
+}
