@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -153,6 +154,37 @@ func BenchmarkClusterHotItem(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "grabs/s")
 		})
 	}
+}
+
+// BenchmarkClusterShardedSoldOut: the crowd after the last unit of an item whose stock is split
+// into three shards on a three-master Redis Cluster, 16 goroutines per CPU, each grab a new user
+// (at home on any shard). Each grab is out of units at home; once this node has found the other
+// shards empty, grab.lua tells it sold out with nothing reserved (othersEmpty):
+//
+//	go test -run '^$' -bench ClusterShardedSoldOut -benchtime 20000x ./internal/redisstore
+func BenchmarkClusterShardedSoldOut(b *testing.B) {
+	rdb, err := Dial(context.Background(), redistest.StartCluster(b).Seeds())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rdb.Close() })
+	g := New(rdb)
+	a := item(fmt.Sprint("sold-", b.N), 0, 1)
+	a.StockShards = 3
+	if err := g.Load(context.Background(), a, sale.GateState{}); err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			u := "late-" + strconv.FormatInt(n.Add(1), 10)
+			if _, err := g.Grab(context.Background(), a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: t0}); !errors.Is(err, sale.ErrSoldOut) {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkRedisGrabRedPacketParallel is BenchmarkRedisGrabParallel on a red packet of two

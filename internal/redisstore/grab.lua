@@ -24,7 +24,9 @@
 --                  would find it empty (GCRA's theoretical arrival time); it expires by itself
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
---   8 "1" if the stock is sharded (these keys are one shard's, the home of these users),
+--   8 "1" if the stock is sharded (these keys are one shard's, the home of these users), "2" if it
+--   is and the caller knows every other shard empty (its marks: a grab out of units here is told
+--   sold out at once, with nothing reserved, as the fall-through would have told it),
 --   9 the revision of the activity these arguments are of (the caller's copy), 10 "1" if the
 --   activity admits reservers only (reservation admission), 11 the interval between its waves (ms);
 -- then 10 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
@@ -54,7 +56,7 @@ local PASSKEYS = 11 -- the first pass key
 local n = (#ARGV - FIRST) / PER
 if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or (sharded ~= '0' and sharded ~= '1') or not tonumber(revision) or n < 1 or n ~= math.floor(n)
+    or (sharded ~= '0' and sharded ~= '1' and sharded ~= '2') or not tonumber(revision) or n < 1 or n ~= math.floor(n)
     or (reservation ~= '0' and reservation ~= '1') or not waveInterval or waveInterval < 0 then
   return {-9, '', ''}
 end
@@ -104,7 +106,7 @@ if reservation == '1' then
   waves = lookup(KEYS[10], fields)
 end
 local away, reserved = {}, {}
-if sharded == '1' then
+if sharded ~= '0' then
   for token, v in pairs(lookup(KEYS[8], tokens)) do
     away[token] = string.sub(v, string.find(v, '\n', 1, true) + 1)
   end
@@ -230,7 +232,7 @@ local function grab(g)
   end
   if left <= 0 then
     if sharded ~= '1' or kind ~= 'item' then
-      return answer(-5)
+      return answer(-5) -- not sharded, or every other shard known empty
     end
     -- Out of units here: hold the user's unit for this grab while it looks on the other shards.
     held[g.user] = has + 1

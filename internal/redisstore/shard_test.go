@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -219,6 +221,69 @@ func TestShardedStockOnACluster(t *testing.T) {
 		}
 		if gr, err := queueOf(rdb, b).Pending(ctx, token); err != nil || gr.UserID != users[2] || gr.ActivityID != b.ID {
 			t.Fatalf("the settled grab on its way: %+v, %v", gr, err)
+		}
+	})
+
+	t.Run("ASoldOutCrowdReservesNothingOnceTheShardsAreKnownEmpty", func(t *testing.T) {
+		// Once this node found the other shards empty, a grab out of units at home is told sold
+		// out by grab.lua alone: no reservation, no home.lua to give it back. A unit this node
+		// gives back on another shard is found again at once.
+		a := shardedItem("known-empty", 3, 3, 1) // a unit on each shard
+		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
+			t.Fatal(err)
+		}
+		users := usersOf(6, 1, 3) // all at home on shard 1
+		var won []sale.Grab
+		for _, u := range users[:3] {
+			gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			won = append(won, gr)
+		}
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[3], Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("the first grab after the last unit: %v, want sold out", err) // it fell through, marking the others empty
+		}
+		home, err := rdb.(*redis.ClusterClient).MasterForKey(ctx, keysOf(ShardID(a.ID, 1)).stock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts := func() int64 { // the script calls the home shard's master has run
+			info := home.Info(ctx, "commandstats").Val()
+			var n int64
+			for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+				if _, rest, ok := strings.Cut(info, cmd); ok {
+					v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+					n += v
+				}
+			}
+			return n
+		}
+		before := scripts()
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[4], IdempotencyKey: "k", Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("a grab with the others known empty: %v, want sold out", err)
+		}
+		if n := scripts() - before; n != 1 {
+			t.Fatalf("a sold-out grab with the others known empty ran %d scripts on its home shard, want 1 (grab.lua alone)", n)
+		}
+		if n := rdb.HLen(ctx, keysOf(ShardID(a.ID, 1)).pending).Val(); n != 0 {
+			t.Fatalf("%d reservations left on the home shard", n)
+		}
+		// The unit of shard 0 comes back (this node's release clears its mark): the next grab finds it.
+		var from0 sale.Grab
+		for _, gr := range won {
+			if shard, _ := rdb.HGet(ctx, keysOf(ShardID(a.ID, 1)).away, gr.Token).Result(); strings.HasPrefix(shard, "0") {
+				from0 = gr
+			}
+		}
+		if from0.Token == "" {
+			t.Fatal("no unit came from shard 0")
+		}
+		if err := g.Release(ctx, a, from0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[5], Now: a.StartAt}); err != nil {
+			t.Fatalf("a grab after a unit came back on shard 0: %v, want won", err)
 		}
 	})
 

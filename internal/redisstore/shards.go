@@ -48,7 +48,9 @@ var (
 // it, and home.lua "took" then moves the reservation to the home shard's away hash (which shard
 // gave the unit) and stores the answer. When no shard has a unit, home.lua "none" gives the
 // reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
-// by this node's grabs for emptyFor; this node's own releases clear the mark at once. A repeat of
+// by this node's grabs for emptyFor; this node's own releases clear the mark at once. With every
+// other shard so marked, the grabs out of units at home are told sold out by grab.lua itself, with
+// nothing reserved (othersEmpty): the sold-out crowd's answers cost what an unsharded item's do. A repeat of
 // the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
 // says busy: a retry gets it. A grab that gave up half-way (Redis failed a step) leaves its key
 // busy until a repeat finds the reservation ResumeAfter old and finishes the fall-through
@@ -78,6 +80,25 @@ func homeShard(user string, shards int64) int64 {
 	h := fnv.New32a()
 	h.Write([]byte(user))
 	return int64(h.Sum32() % uint32(shards))
+}
+
+// othersEmpty reports whether this node found every shard of a but home (a shard's id) empty
+// within emptyFor: a grab out of units on home would fall through them all, skipping each, and
+// give its reservation back. grab.lua then answers it sold out at once, without the reservation
+// and its release, two writes each waiting for the replicas: a sold-out crowd of a sharded item
+// costs one coalesced call a batch instead of three calls a grab.
+func (g *Gate) othersEmpty(a sale.Activity, home string) bool {
+	now := time.Now().UnixNano()
+	for i := range shardsOf(a) {
+		id := ShardID(a.ID, i)
+		if id == home {
+			continue
+		}
+		if until, ok := g.empty.Load(id); !ok || now >= until.(int64) {
+			return false
+		}
+	}
+	return true
 }
 
 // fallThrough looks for a unit for a grab reserved on its home shard, on each other shard in
