@@ -33,6 +33,10 @@ type board struct {
 	exact  *rank.Exact  // nil when approximate
 	approx *rank.Approx // nil when exact: it counts each share placed once, and uncounts it
 	// when cancelled, by its amount; it cannot tell whether a token is on it
+	// gone are the tokens removed: an add or restore told after the removal (a placement told
+	// after its order was cancelled) leaves them off, and a second removal does nothing. A
+	// load keeps them.
+	gone map[string]bool
 }
 
 // NewRanking returns leaderboards that are exact up to exactMax shares.
@@ -46,7 +50,14 @@ func member(g sale.Grab) rank.Member {
 
 // Load implements sale.Ranking.
 func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, max int64) error {
-	b := &board{}
+	b := &board{gone: map[string]bool{}}
+	if old := r.board(a.ID); old != nil {
+		old.mu.Lock()
+		for tok := range old.gone {
+			b.gone[tok] = true
+		}
+		old.mu.Unlock()
+	}
 	if a.Stock <= r.exactMax {
 		b.exact = rank.NewExact()
 	} else {
@@ -62,6 +73,9 @@ func (r *Ranking) Load(ctx context.Context, a sale.Activity, held []sale.Grab, m
 }
 
 func (b *board) add(g sale.Grab) {
+	if b.gone[g.Token] {
+		return
+	}
 	if b.exact != nil {
 		b.exact.Add(member(g))
 		return
@@ -93,7 +107,7 @@ func (r *Ranking) Restore(ctx context.Context, gs []sale.Grab) error {
 	for _, g := range gs {
 		if b := r.board(g.ActivityID); b != nil {
 			b.mu.Lock()
-			if b.exact != nil {
+			if b.exact != nil && !b.gone[g.Token] {
 				b.exact.Add(member(g))
 			}
 			b.mu.Unlock()
@@ -102,7 +116,8 @@ func (r *Ranking) Restore(ctx context.Context, gs []sale.Grab) error {
 	return nil
 }
 
-// Remove implements sale.Ranking.
+// Remove implements sale.Ranking: each grab once, however often told; an add or restore told
+// after it leaves the grab off.
 func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error {
 	for _, g := range gs {
 		b := r.board(g.ActivityID)
@@ -110,6 +125,11 @@ func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error {
 			continue
 		}
 		b.mu.Lock()
+		if b.gone[g.Token] {
+			b.mu.Unlock()
+			continue
+		}
+		b.gone[g.Token] = true
 		if b.exact != nil {
 			b.exact.Remove(g.Token)
 		} else {

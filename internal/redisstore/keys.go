@@ -49,7 +49,8 @@ import (
 //	                       GCRA): the time (Unix µs, Redis's clock) at which its next request
 //	                       would find it empty. On the user's home shard; it expires by itself
 //	{act:ID}:leaders       sorted set, {act:ID}:leaders:hist hash and {act:ID}:leaders:meta hash:
-//	                       a red packet's leaderboard (see Ranking), on the activity's own slot
+//	                       a red packet's leaderboard (see Ranking), on the activity's own slot;
+//	                       {act:ID}:leaders:gone set: the members removed from it (rank.lua)
 //
 // An activity's waiting line has a hash tag of its own, {line:ID}, apart from its stock's slot
 // (see lineKeys). Challenges ("seckill:challenge:ID") and leases ("seckill:lease:NAME") are one
@@ -126,11 +127,11 @@ func passKey(activityID, pass string) string { return actPrefix(activityID) + "p
 func rateKey(activityID, user string) string { return actPrefix(activityID) + "rate:" + user }
 
 // rankKeys are the keys of an activity's leaderboard (see Ranking), in the activity's slot.
-type rankKeys struct{ zset, hist, meta string }
+type rankKeys struct{ zset, hist, meta, gone string }
 
 func rankKeysOf(activityID string) rankKeys {
 	p := actPrefix(activityID)
-	return rankKeys{p + "leaders", p + "leaders:hist", p + "leaders:meta"}
+	return rankKeys{p + "leaders", p + "leaders:hist", p + "leaders:meta", p + "leaders:gone"}
 }
 
 // lineKeys are the keys of an activity's line.

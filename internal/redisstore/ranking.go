@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -47,7 +48,7 @@ const lastMilli = 9_999_999_999_999 // 2286-11-20, in Unix milliseconds
 // Drop implements sale.Ranking.
 func (r *Ranking) Drop(ctx context.Context, activityID string) error {
 	k := rankKeysOf(activityID)
-	if err := r.rdb.Del(ctx, k.zset, k.hist, k.meta).Err(); err != nil {
+	if err := r.rdb.Del(ctx, k.zset, k.hist, k.meta, k.gone).Err(); err != nil {
 		return sale.Busy(err, "drop the leaderboard of %s", activityID)
 	}
 	r.metas.Delete(activityID)
@@ -126,36 +127,57 @@ func (r *Ranking) meta(ctx context.Context, activityID string) (string, int64, e
 	return m["strategy"], max, nil
 }
 
-// The changes a batch of grabs makes to their leaderboards.
-const (
-	added    = 1
-	removed  = -1
-	restored = 0 // on an exact leaderboard, added (ZADD of a member there already does nothing); on a histogram, nothing
+// rankScript changes a leaderboard for a batch of grabs (see rank.lua).
+var (
+	//go:embed rank.lua
+	rankLua    string
+	rankScript = redis.NewScript(rankLua)
 )
 
-// change adds, removes or restores gs in one pipeline (a worker's batch is one round trip).
-func (r *Ranking) change(ctx context.Context, gs []sale.Grab, d int64) error {
-	_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, g := range gs {
-			strategy, max, err := r.meta(ctx, g.ActivityID)
-			if errors.Is(err, sale.ErrNotFound) {
-				continue // no leaderboard loaded: the next load reads the database
-			}
-			if err != nil {
-				return err
-			}
-			k := rankKeysOf(g.ActivityID)
-			switch {
-			case strategy == sale.RankExact && d == removed:
-				p.ZRem(ctx, k.zset, rankMember(g))
-			case strategy == sale.RankExact:
-				p.ZAdd(ctx, k.zset, redis.Z{Score: float64(g.AmountCents), Member: rankMember(g)})
-			case d != restored:
-				p.HIncrBy(ctx, k.hist, strconv.Itoa(rank.BucketOf(g.AmountCents, max, rank.Buckets)), d)
-			}
+// change adds, removes or restores (op: rank.lua's) gs on their leaderboards, one script call
+// per activity, the calls in one pipeline (a worker's batch is one round trip).
+func (r *Ranking) change(ctx context.Context, gs []sale.Grab, op string) error {
+	byActivity := map[string][]any{}
+	var order []string
+	for _, g := range gs {
+		strategy, max, err := r.meta(ctx, g.ActivityID)
+		if errors.Is(err, sale.ErrNotFound) {
+			continue // no leaderboard loaded: the next load reads the database
 		}
+		if err != nil {
+			return err
+		}
+		args, ok := byActivity[g.ActivityID]
+		if !ok {
+			args = []any{op, strategy}
+			order = append(order, g.ActivityID)
+		}
+		bucket := 0
+		if strategy != sale.RankExact {
+			bucket = rank.BucketOf(g.AmountCents, max, rank.Buckets)
+		}
+		byActivity[g.ActivityID] = append(args, rankMember(g), g.AmountCents, bucket)
+	}
+	if len(order) == 0 {
 		return nil
-	})
+	}
+	var err error
+	for loaded := false; ; loaded = true {
+		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, id := range order {
+				k := rankKeysOf(id)
+				rankScript.EvalSha(ctx, p, []string{k.zset, k.hist, k.gone}, byActivity[id]...)
+			}
+			return nil
+		})
+		if loaded || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			break
+		}
+		// A server that does not know the script yet (new, or promoted): load it, once more.
+		if err = rankScript.Load(ctx, r.rdb).Err(); err != nil {
+			break
+		}
+	}
 	if err != nil && !errors.Is(err, sale.ErrBusy) {
 		return sale.Busy(err, "leaderboard")
 	}
@@ -163,16 +185,17 @@ func (r *Ranking) change(ctx context.Context, gs []sale.Grab, d int64) error {
 }
 
 // Add implements sale.Ranking.
-func (r *Ranking) Add(ctx context.Context, gs []sale.Grab) error { return r.change(ctx, gs, added) }
+func (r *Ranking) Add(ctx context.Context, gs []sale.Grab) error { return r.change(ctx, gs, "add") }
 
-// Remove implements sale.Ranking.
+// Remove implements sale.Ranking: each grab once, however often told; an add or restore told
+// after it leaves the grab off.
 func (r *Ranking) Remove(ctx context.Context, gs []sale.Grab) error {
-	return r.change(ctx, gs, removed)
+	return r.change(ctx, gs, "remove")
 }
 
 // Restore implements sale.Ranking.
 func (r *Ranking) Restore(ctx context.Context, gs []sale.Grab) error {
-	return r.change(ctx, gs, restored)
+	return r.change(ctx, gs, "restore")
 }
 
 // Top implements sale.Ranking.

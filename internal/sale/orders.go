@@ -181,9 +181,11 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 		return fmt.Errorf("restock order %s: %w", o.Token, err)
 	}
 	if s.ranking != nil && a.Kind == KindRedPacket {
-		// Best effort: a share left on the leaderboard is fixed by the next load; the
-		// database fallback never counts a cancelled order.
-		s.ranking.Remove(ctx, []Grab{g})
+		// Until the leaderboard has taken the share off, the restock stays owed, and is given
+		// again (ReleaseOwed): the gate restocks once per token, and the leaderboard removes once.
+		if err := s.ranking.Remove(ctx, []Grab{g}); err != nil {
+			return fmt.Errorf("restock order %s: take its share off the leaderboard: %w", o.Token, err)
+		}
 	}
 	s.flagSoldOut(o.ActivityID, time.Time{})
 	if s.restocks != nil {

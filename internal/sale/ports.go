@@ -376,7 +376,10 @@ type Line interface {
 
 // Ranking keeps red packets' leaderboards beside the gate. Members are grabs with placed orders,
 // identified by their tokens: each is added once (when its order is created, or by Load) and
-// removed at most once (when its order is cancelled).
+// removed at most once (when its order is cancelled). A removal is remembered, across loads: an
+// Add or Restore told after it (a worker's placement told late, its order cancelled meanwhile)
+// leaves the grab off, and a second Remove does nothing, so a removal may be told again until
+// it is answered.
 type Ranking interface {
 	// Load replaces the leaderboard of a with held; max is the largest share of the split.
 	Load(ctx context.Context, a Activity, held []Grab, max int64) error

@@ -41,9 +41,9 @@ func (f *Faults) Gate(g sale.Gate) sale.Gate { return faultyGate{g, f} }
 // Ranking returns r with f's faults: a node's leaderboards, below its guard.
 func (f *Faults) Ranking(r sale.Ranking) sale.Ranking { return faultyRanking{r, f} }
 
-// FailRankings makes the next n changes of the leaderboards (shares added or put back) fail
-// with ErrBusy, without calling them: Redis out of reach between a placement and its share's
-// place on the board.
+// FailRankings makes the next n changes of the leaderboards (shares added, put back or taken
+// off) fail with ErrBusy, without calling them: Redis out of reach between a placement and its
+// share's place on the board, or a cancel and its share's removal.
 func (f *Faults) FailRankings(n int64) { f.rankings.Store(n) }
 
 type faultyRanking struct {
@@ -63,6 +63,13 @@ func (r faultyRanking) Restore(ctx context.Context, gs []sale.Grab) error {
 		return fmt.Errorf("%w: the test failed a leaderboard's restore", sale.ErrBusy)
 	}
 	return r.Ranking.Restore(ctx, gs)
+}
+
+func (r faultyRanking) Remove(ctx context.Context, gs []sale.Grab) error {
+	if take(&r.f.rankings) {
+		return fmt.Errorf("%w: the test failed a leaderboard's removal", sale.ErrBusy)
+	}
+	return r.Ranking.Remove(ctx, gs)
 }
 
 // Store returns s with f's faults: a node's database, below its guard.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -110,6 +111,56 @@ func LeaderboardTests(t *testing.T, env Env) {
 		}
 		if _, err := env.Boards.Rank(ctx, a.ID, "nobody"); !errors.Is(err, sale.ErrNotFound) {
 			t.Fatalf("rank of a user without a share: %v, want ErrNotFound", err)
+		}
+	})
+	t.Run("ACancelledShareStaysOff", func(t *testing.T) {
+		// A buyer cancels while the worker's report of the placement is still to come (its first
+		// try failed, Redis failing over): the late report must not put the share back. And a
+		// cancel whose removal from the board fails leaves the restock owed: given again, it
+		// takes the share off.
+		a := rain("cancelled rain", 10, 1_000)
+		won := grabAll(t, env, a.ID, 10)
+		env.Drain(a.ID)
+		var users []string
+		for u := range won {
+			users = append(users, u)
+		}
+		sort.Strings(users)
+		late, failed := users[0], users[1]
+		placed, err := env.Service.Order(ctx, late, won[late].Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Service.Cancel(ctx, late, won[late].Token); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Boards.OrdersPlacedAgain(ctx, []sale.Placement{{Order: placed}}); err != nil {
+			t.Fatal(err)
+		}
+		env.Faults.FailRankings(1)
+		if _, err := env.Service.Cancel(ctx, failed, won[failed].Token); err != nil {
+			t.Fatal(err)
+		}
+		onBoard := func() map[string]bool {
+			board, err := env.Boards.Leaderboard(ctx, a.ID, sale.MaxBoard)
+			if err != nil || board.Strategy != sale.RankExact {
+				t.Fatalf("leaderboard: %+v, %v", board, err)
+			}
+			on := map[string]bool{}
+			for _, e := range board.Entries {
+				on[e.UserID] = true
+			}
+			return on
+		}
+		if on := onBoard(); on[late] || !on[failed] || len(on) != 9 {
+			t.Fatalf("after a late report of a cancelled share and a removal that failed: %d on the board, %s %v, %s %v; want 9, the late one off, the failed one still on",
+				len(on), late, on[late], failed, on[failed])
+		}
+		if n, err := env.Service.ReleaseOwed(ctx, 10); err != nil || n != 1 {
+			t.Fatalf("owed restocks given = %d, %v; want the one whose removal failed", n, err)
+		}
+		if on := onBoard(); on[late] || on[failed] || len(on) != 8 {
+			t.Fatalf("after the owed restock: %d on the board, want 8, neither cancelled share", len(on))
 		}
 	})
 	t.Run("Approximate", func(t *testing.T) {
