@@ -175,6 +175,7 @@ type bucket struct {
 
 // NewGuard returns a guard named name (it names the dependency in /readyz and /metrics).
 func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
+	pauses.start()
 	th = th.withDefaults()
 	g := &Guard{guardState: &guardState{name: name, th: th, now: now}}
 	g.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
@@ -293,7 +294,7 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		return zero, fmt.Errorf("%w: %s: %v", sale.ErrBusy, g.name, err)
 	}
 	within = deadlineOf(within)
-	start := g.now()
+	start, began := g.now(), time.Now()
 	var v T
 	tr := &trail{}
 	switch {
@@ -334,7 +335,7 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 		return v, err
 	}
 	now := g.now()
-	if stalled(within, now.Sub(start), err, g.prompt) {
+	if g.stalled(within, now.Sub(start), began, err) {
 		// Nor does a call this process held up: it is answered busy, and not counted.
 		done(context.Canceled)
 		return v, fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
@@ -361,14 +362,59 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	return v, err
 }
 
-// stalled reports whether a call that failed after took was held up by its own process rather
-// than by the dependency: the guard answers a call at its deadline (within), so one that took
-// more than twice that was answered by a timer that fired late, in a process that was stopped
-// (SIGSTOP, a VM paused) or starved. Every call in flight across a stop fails at once when the
-// process runs again; counted, they opened the breaker of a node the moment it came back, for
-// the dependency's fault. A Prompt callee's calls take what the callee takes: not judged so.
-func stalled(within, took time.Duration, err error, prompt bool) bool {
-	return !prompt && within > 0 && Failed(err) && took > 2*within
+// stalled reports whether a call that failed, begun at began (the machine's clock) and taking
+// took (the guard's), was held up by its own process rather than by the dependency. Every call in
+// flight across a stop of the process (SIGSTOP, a VM paused, a starved scheduler) fails at once
+// when it runs again; counted, they opened the breaker of a node the moment it came back, for
+// the dependency's fault. Such a call overlapped a pause the watch saw (or is seeing: its ticks
+// stopped), or, on its own goroutine, took more than twice its deadline, the guard answering it
+// by a timer that fired late. A Prompt callee's calls take what the callee takes: only a pause
+// judges them.
+func (g *Guard) stalled(within, took time.Duration, began time.Time, err error) bool {
+	return Failed(err) && (pauses.overlaps(began) || !g.prompt && within > 0 && took > 2*within)
+}
+
+// pauses watches this process for pauses: a goroutine ticks every pauseTick, and a gap of more
+// than pauseGap between two ticks is a time the process did not run.
+var pauses pauseWatch
+
+const (
+	pauseTick = 100 * time.Millisecond
+	pauseGap  = time.Second // far above a scheduler's delay under load, below the nemesis's stops
+)
+
+type pauseWatch struct {
+	once sync.Once
+	last atomic.Int64 // the last tick, Unix ns
+	// until is the end of the latest pause seen, Unix ns.
+	until atomic.Int64
+}
+
+// start starts the watch, once.
+func (w *pauseWatch) start() {
+	w.once.Do(func() {
+		w.last.Store(time.Now().UnixNano())
+		go func() {
+			t := time.NewTicker(pauseTick)
+			for now := range t.C {
+				n := now.UnixNano()
+				if prev := w.last.Swap(n); n-prev > int64(pauseGap) {
+					w.until.Store(n)
+				}
+			}
+		}()
+	})
+}
+
+// overlaps reports whether a call begun at began, and ending now, overlapped a pause: one that
+// ended after it began, or one going on (no tick for pauseGap: the process runs again, and the
+// watch has not yet).
+func (w *pauseWatch) overlaps(began time.Time) bool {
+	now := time.Now().UnixNano()
+	if last := w.last.Load(); last != 0 && now-last > int64(pauseGap) {
+		return true
+	}
+	return w.until.Load() > began.UnixNano()
 }
 
 // trail is what a call's tries have met so far, read when the call is abandoned at its deadline

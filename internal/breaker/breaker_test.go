@@ -6,11 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"seckill/internal/testtier"
 
 	"seckill/internal/sale"
 	"seckill/internal/saletest"
@@ -283,6 +288,49 @@ func TestCallsAStoppedProcessHeldUpAreNotFailures(t *testing.T) {
 	}
 	if r := g.Report(); r.Breaker != "open" {
 		t.Fatalf("five calls timing out: %+v, want the breaker open", r)
+	}
+}
+
+// TestCallsInFlightAcrossAStopAreNotFailures stops this very process (SIGSTOP) for 1.6 s while
+// ten calls wait on their 1 s deadline, 0.3 s in: they all fail when it runs again, 1.9 s after
+// they began, and must not open the breaker. The same calls with no stop open it.
+func TestCallsInFlightAcrossAStopAreNotFailures(t *testing.T) {
+	testtier.NeedsServer(t, "a test that stops its own process")
+	waiting := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	crowd := func(g *Guard, during func()) {
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				if err := g.Do(context.Background(), waiting); !errors.Is(err, sale.ErrBusy) {
+					t.Errorf("a call past its deadline: %v, want busy", err)
+				}
+			})
+		}
+		during()
+		wg.Wait()
+	}
+	g := NewGuard("redis", Thresholds{CallWithin: time.Second}, time.Now)
+	crowd(g, func() {
+		time.Sleep(300 * time.Millisecond)
+		cont := exec.Command("sh", "-c", fmt.Sprintf("sleep 1.6; kill -CONT %d", os.Getpid()))
+		if err := cont.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(os.Getpid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		if err := cont.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if r := g.Report(); r.Breaker != "closed" || r.ErrorRate != 0 {
+		t.Fatalf("ten calls in flight across a 1.6 s stop: %+v, want the breaker closed, no failures", r)
+	}
+	time.Sleep(2 * pauseTick) // the watch has seen the stop end: calls begun after it are judged
+	g = NewGuard("redis", Thresholds{CallWithin: time.Second}, time.Now)
+	crowd(g, func() {})
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("ten calls timing out with no stop: %+v, want the breaker open", r)
 	}
 }
 
