@@ -255,7 +255,8 @@ func Check(history []Record, f Facts) Verdict {
 	for _, pm := range f.Payments {
 		switch {
 		case pm.status != sale.StatusPaid && pm.status != sale.StatusRefundPending && pm.status != sale.StatusRefunded:
-			problem("unsettled", "payment %s of order %s: the order is %s, neither kept nor refunded", pm.id, pm.token, pm.status)
+			problem("unsettled", "payment %s of order %s: the order is %s, neither kept nor refunded (its notices were answered %q)",
+				pm.id, pm.token, pm.status, pm.answers)
 			v.Unsettled++
 		case pm.refused > 0:
 			problem("unsettled", "payment %s: the server refused its notices %v", pm.id, pm.answers)
