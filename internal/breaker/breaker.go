@@ -206,7 +206,8 @@ func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
 			case gobreaker.StateHalfOpen:
 				lvl = slog.LevelWarn
 			}
-			l.Log(context.Background(), lvl, "breaker", "dependency", name, "from", from.String(), "to", to.String(), "last_failure", cause)
+			l.Log(context.Background(), lvl, "breaker", "dependency", name, "from", from.String(), "to", to.String(),
+				"last_failure", cause)
 		},
 	})
 	return g

@@ -49,9 +49,9 @@ var (
 // gave the unit) and stores the answer. When no shard has a unit, home.lua "none" gives the
 // reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
 // by this node's grabs for emptyFor; this node's own releases clear the mark at once. With every
-// other shard so marked, the grabs out of units at home are told sold out by grab.lua itself, with
-// nothing reserved (othersEmpty): the sold-out crowd's answers cost what an unsharded item's do. A repeat of
-// the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
+// other shard so marked, the grabs out of units at home are told sold out by grab.lua itself,
+// with nothing reserved (othersEmpty): one coalesced call, as an unsharded item's crowd. A repeat
+// of the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
 // says busy: a retry gets it. A grab that gave up half-way (Redis failed a step) leaves its key
 // busy until a repeat finds the reservation ResumeAfter old and finishes the fall-through
 // itself (resume), with the grab's own token.
