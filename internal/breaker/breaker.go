@@ -339,7 +339,10 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	if g.stalled(within, now.Sub(start), began, err) {
 		// Nor does a call this process held up: it is answered busy, and not counted.
 		done(context.Canceled)
-		return v, fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
+		if !errors.Is(err, sale.ErrBusy) {
+			err = fmt.Errorf("%w: %s: %w", sale.ErrBusy, g.name, err)
+		}
+		return v, err
 	}
 	counted := err
 	switch {
