@@ -108,6 +108,7 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 		d.pace(a, now, 0)
 		return 0, nil
 	}
+	mark := s.markSoldOut(a.ID)
 	rem, err := s.Remaining(ctx, a.ID)
 	if err != nil {
 		return 0, err
@@ -117,7 +118,7 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("answer the line sold out: %w", err)
 		}
-		s.flagSoldOut(a.ID, time.Now().Add(s.soldOutTTL))
+		s.raiseSoldOut(mark)
 		return head - st.Head, nil
 	}
 	// Never more than the gate has: every ticket of a batch then wins (but for a buyer at the

@@ -101,8 +101,9 @@ func (s *Service) take(ctx context.Context, a Activity, req GrabRequest) (Grab, 
 // grab asks the gate, and answers the gate's cache answers itself within the request: an
 // activity the gate lost is rebuilt in it, a copy the gate calls stale is read again (and the
 // gate given the revisions it lacks), and the grab is asked again, up to gateTries calls in all.
-// It raises the local sold-out flag when the gate says so.
+// It raises the local sold-out flag when the gate says so, unless units came back meanwhile.
 func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, error) {
+	mark := s.markSoldOut(a.ID)
 	var g Grab
 	var err error
 	for try := 1; ; try++ {
@@ -140,7 +141,7 @@ func (s *Service) grab(ctx context.Context, a Activity, req GrabRequest) (Grab, 
 		return Grab{}, fmt.Errorf("%w: grab of %s: %v", ErrBusy, a.ID, err)
 	}
 	if errors.Is(err, ErrSoldOut) {
-		s.flagSoldOut(a.ID, time.Now().Add(s.soldOutTTL))
+		s.raiseSoldOut(mark)
 	}
 	return g, err
 }

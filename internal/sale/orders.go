@@ -187,7 +187,7 @@ func (s *Service) restock(ctx context.Context, o Order) error {
 			return fmt.Errorf("restock order %s: take its share off the leaderboard: %w", o.Token, err)
 		}
 	}
-	s.flagSoldOut(o.ActivityID, time.Time{})
+	s.lowerSoldOut(o.ActivityID)
 	if s.restocks != nil {
 		// Best effort: a lost announcement only makes the other nodes wait for their flags
 		// to expire.

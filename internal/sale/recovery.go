@@ -179,7 +179,7 @@ func (s *Service) giveRevision(ctx context.Context, r Revision) error {
 	if err := s.activities.Revised(ctx, r.ActivityID, r.Revision); err != nil {
 		return fmt.Errorf("record it given: %w", err)
 	}
-	s.flagSoldOut(r.ActivityID, time.Time{})
+	s.lowerSoldOut(r.ActivityID)
 	if s.restocks != nil {
 		s.restocks.Announce(ctx, r.ActivityID) // best effort, as for a restock
 	}

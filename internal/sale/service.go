@@ -77,7 +77,7 @@ type Service struct {
 
 	// soldOut remembers, per activity, until when the gate last said it was sold out: the local
 	// sold-out flag that turns the crowd away before it costs a token check or a gate call.
-	soldOut sync.Map // activity id -> *atomic.Int64 (Unix nanoseconds, real time)
+	soldOut sync.Map // activity id -> *soldOutFlag
 
 	warming    flights  // the rebuilds of activities the gate lost, one at a time per activity
 	refreshing flights  // the reads of activities the gate holds another revision of, likewise
@@ -117,7 +117,7 @@ func (s *Service) ListenRestocks(ctx context.Context) error {
 	if s.restocks == nil {
 		return nil
 	}
-	return s.restocks.Listen(ctx, func(activityID string) { s.flagSoldOut(activityID, time.Time{}) })
+	return s.restocks.Listen(ctx, func(activityID string) { s.lowerSoldOut(activityID) })
 }
 
 // Now returns the service's clock reading.
