@@ -191,7 +191,9 @@ func stockOps(records []Record, f StockFacts) []porcupine.Operation {
 			switch {
 			case r.Status == http.StatusOK:
 				add(r.Start, r.End, stockInput{op: opAdd, n: n, what: r.Detail})
-			case r.Status == 0 || r.Status >= http.StatusInternalServerError:
+			case r.Status == http.StatusAccepted || r.Status == 0 || r.Status >= http.StatusInternalServerError:
+				// Made but pending in the gate (202), or unanswered: on sale from some moment
+				// after the send, or never.
 				add(r.Start, r.Start, stockInput{op: opMaybeAdd, n: n, what: r.Detail})
 			}
 		}

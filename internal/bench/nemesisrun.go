@@ -378,13 +378,13 @@ func (n Nemesis) operate(ctx context.Context, c *Client, h *HistoryWriter, began
 		ch := oc.ch
 		ch.Node = i
 		start := time.Now()
-		err := c.change(ctx, ch, s.id, i)
+		status, err := c.change(ctx, ch, s.id, i)
 		detail := ch.Kind
 		if ch.Kind == "add" {
 			detail = fmt.Sprint("add ", ch.Add)
 		}
 		rec := Record{Op: OpChange, Activity: s.id, Detail: detail, Start: start.UnixMicro(),
-			End: time.Now().UnixMicro(), Status: http.StatusOK}
+			End: time.Now().UnixMicro(), Status: status}
 		describe(&rec, err)
 		h.Add(rec)
 	}
@@ -609,7 +609,7 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			var add int64
 			fmt.Sscanf(r.Detail, "add %d", &add)
 			switch {
-			case r.Status == http.StatusOK && add > 0:
+			case made(r.Status) && add > 0:
 				added += add
 			case r.Status == 0 || r.Status >= 500:
 				unknown += add

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -59,7 +60,7 @@ func (o Operator) Validate() error {
 // OperatorReport is what became of the operator's changes, and of the crowd through them.
 type OperatorReport struct {
 	Changes []ChangeReport `json:"changes"`
-	// Added is the stock the changes answered 200 added.
+	// Added is the stock the changes made added (answered 200, or 202: the gate given it later).
 	Added int64 `json:"added"`
 	// Busy counts the crowd's answers 503 BUSY; BusyShare is their share of the crowd's requests.
 	Busy      int     `json:"busy"`
@@ -74,7 +75,7 @@ type ChangeReport struct {
 	Node   int     `json:"node"`
 	AtS    float64 `json:"at_s"`   // seconds after the crowd began
 	TookS  float64 `json:"took_s"` // until its answer
-	Status int     `json:"status"` // 200, or the error's
+	Status int     `json:"status"` // 200, 202 (made, pending in the gate), or the error's
 	Err    string  `json:"error,omitempty"`
 	start  int64   // Unix µs
 	end    int64
@@ -91,40 +92,51 @@ func (o Operator) operate(ctx context.Context, c *Client, id string, began time.
 		case <-triggers[i]:
 		}
 		start := time.Now()
-		err := c.change(ctx, ch, id, i)
+		status, err := c.change(ctx, ch, id, i)
 		r := ChangeReport{Kind: ch.Kind, Node: ch.Node, AtS: start.Sub(began).Seconds(), TookS: time.Since(start).Seconds(),
-			Status: http.StatusOK, start: start.UnixMicro(), end: time.Now().UnixMicro()}
+			Status: status, start: start.UnixMicro(), end: time.Now().UnixMicro()}
 		if err != nil {
 			r.Status, r.Err = 0, err.Error()
 			if ae, ok := err.(*apiError); ok {
 				r.Status = ae.Status
 			}
 		}
-		if r.Status == http.StatusOK {
-			switch ch.Kind {
-			case "add":
-				rep.Added += ch.Add
-			case "end":
-				rep.Ended = r.end
-			}
+		switch {
+		case ch.Kind == "add" && made(r.Status):
+			rep.Added += ch.Add
+		case ch.Kind == "end" && r.Status == http.StatusOK:
+			rep.Ended = r.end // a pending end promises nothing of when
 		}
 		rep.Changes = append(rep.Changes, r)
 	}
 	return rep
 }
 
-// change makes one operator's change through its node, as the admin API's client would.
-func (c *Client) change(ctx context.Context, ch Change, id string, n int) error {
+// change makes one operator's change through its node, as the admin API's client would, and
+// returns the status of a change made: 200 in force, 202 made but not yet taken by the gate.
+func (c *Client) change(ctx context.Context, ch Change, id string, n int) (int, error) {
 	path := "/api/admin/activities/" + url.PathEscape(id)
+	var err error
 	switch ch.Kind {
 	case "add":
-		return c.doOn(ctx, ch.Node, "POST", path+"/stock", c.admin, wire.AddStockRequest{Add: ch.Add}, http.StatusOK, nil)
+		err = c.doOn(ctx, ch.Node, "POST", path+"/stock", c.admin, wire.AddStockRequest{Add: ch.Add}, http.StatusOK, nil)
 	case "rename":
-		return c.doOn(ctx, ch.Node, "PATCH", path, c.admin, wire.EditActivityRequest{Name: new(fmt.Sprintf("renamed by change %d", n+1))}, http.StatusOK, nil)
+		err = c.doOn(ctx, ch.Node, "PATCH", path, c.admin, wire.EditActivityRequest{Name: new(fmt.Sprintf("renamed by change %d", n+1))}, http.StatusOK, nil)
 	default:
-		return c.doOn(ctx, ch.Node, "POST", path+"/end", c.admin, nil, http.StatusOK, nil)
+		err = c.doOn(ctx, ch.Node, "POST", path+"/end", c.admin, nil, http.StatusOK, nil)
 	}
+	var ae *apiError
+	if errors.As(err, &ae) && ae.Status == http.StatusAccepted {
+		return http.StatusAccepted, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return http.StatusOK, nil
 }
+
+// made reports whether a change answered status was made: in force (200) or pending (202).
+func made(status int) bool { return status == http.StatusOK || status == http.StatusAccepted }
 
 // measure counts the crowd's BUSY answers.
 func (r *OperatorReport) measure(history []Record) {
@@ -142,7 +154,7 @@ func (r *OperatorReport) measure(history []Record) {
 func (r *OperatorReport) failed() int64 {
 	n := int64(0)
 	for _, c := range r.Changes {
-		if c.Status != http.StatusOK {
+		if !made(c.Status) {
 			n++
 		}
 	}

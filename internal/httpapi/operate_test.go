@@ -87,6 +87,34 @@ func TestAddStockAndEndEarly(t *testing.T) {
 	}
 }
 
+// TestAChangeTheGateHasNotTakenIsAccepted: the gate refuses an operator's change (it is away).
+// The change is made, and said to be pending: 202, the activity at its new revision, its
+// remaining units the gate's old count; once the gate is given it (the sweeper), it is in force
+// and the next change is answered 200.
+func TestAChangeTheGateHasNotTakenIsAccepted(t *testing.T) {
+	var env saletest.Env
+	f := newFixtureEnv(t, "", func(_ *httpapi.Config, e saletest.Env) { env = e })
+	id := f.create(validItem) // two units
+	env.Faults.FailRevisions(1)
+	r := f.do("POST", "/api/admin/activities/"+id+"/stock", adminToken, `{"add":3}`)
+	if r.status != http.StatusAccepted || r.body["stock"] != 5.0 || r.body["revision"] != 2.0 || r.body["remaining"] != 2.0 {
+		t.Fatalf("3 added with the gate away: %d %s; want 202, stock 5 at revision 2, the gate's 2 remaining", r.status, r.raw)
+	}
+	if n, err := env.Service.ReviseOwed(context.Background(), 10); n != 1 || err != nil {
+		t.Fatalf("ReviseOwed = %d, %v; want the addition given", n, err)
+	}
+	if rem, err := env.Service.Remaining(context.Background(), id); rem != 5 || err != nil {
+		t.Fatalf("the gate once given it: %d, %v; want 5", rem, err)
+	}
+	env.Faults.FailRevisions(1)
+	if r := f.do("POST", "/api/admin/activities/"+id+"/end", adminToken, ""); r.status != http.StatusAccepted || r.body["revision"] != 3.0 {
+		t.Fatalf("ended with the gate away: %d %s; want 202 at revision 3", r.status, r.raw)
+	}
+	if r := f.do("PATCH", "/api/admin/activities/"+id, adminToken, `{"name":"renamed"}`); r.status != http.StatusConflict {
+		t.Fatalf("renamed after the end: %d %s; want 409 (the end is made, pending or not)", r.status, r.raw)
+	}
+}
+
 // TestOperatorReads: the operator's list of activities (ended ones too), a user's orders, an
 // activity's orders as CSV, and the dead letters, listed and replayed.
 func TestOperatorReads(t *testing.T) {

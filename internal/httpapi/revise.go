@@ -35,17 +35,23 @@ func (s *Server) endActivity(w http.ResponseWriter, r *http.Request) {
 }
 
 // revised answers an operator's change: the activity as it is now, its remaining units as the
-// gate counts them (null if the gate is away: the change is made, and reaches it later).
-func (s *Server) revised(w http.ResponseWriter, r *http.Request, a sale.Activity, err error) {
+// gate counts them (null if the gate is away). 200: the gate has the change, in force on every
+// node; 202: the change is made, but the gate had not taken it yet (it is given it as soon as it
+// answers; until then a node that has not read it may answer on the old revision).
+func (s *Server) revised(w http.ResponseWriter, r *http.Request, c sale.Revised, err error) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	var rem *int64
-	if n, err := s.svc.Remaining(r.Context(), a.ID); err == nil {
+	if n, err := s.svc.Remaining(r.Context(), c.Activity.ID); err == nil {
 		rem = &n
 	}
-	writeJSON(w, http.StatusOK, publicView(a, rem, rem != nil && *rem == 0, s.svc.Now()))
+	status := http.StatusOK
+	if c.Pending {
+		status = http.StatusAccepted
+	}
+	writeJSON(w, status, publicView(c.Activity, rem, rem != nil && *rem == 0, s.svc.Now()))
 }
 
 // editActivity changes an activity's terms: anything before its start, its name, end and rate

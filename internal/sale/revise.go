@@ -14,7 +14,19 @@ import (
 // giving is the gate's recovery, recovery.go).
 // Every node's copy of the activity may be out of date meanwhile: the gate refuses a grab made
 // on another revision than its own (ErrStale), and the node reads the activity again first. So
-// a change holds on every node from the moment the gate has it.
+// a change holds on every node from the moment the gate has it, and not before: a node that has
+// not read the change answers on the old revision while the gate holds it too. The operator is
+// told which (Revised.Pending), so a change is never said to be in force before it is.
+
+// Revised is an operator's change as made: the activity as the database has it now, and
+// Pending if the gate had not taken it when the operator was answered. A pending change is
+// made (it is not lost, and not to be made again): the gate is given it as soon as it answers,
+// and until then the nodes that have not read it may still answer on the old revision (sold
+// out before stock added, a grab won after an end).
+type Revised struct {
+	Activity Activity
+	Pending  bool
+}
 
 // Revision is a change of an activity the gate is owed: Add units added to its stock (0 for a
 // change the gate keeps nothing of), or, Reload, its state made again from the database's (the
@@ -30,8 +42,8 @@ type Revision struct {
 // AddStock adds n units to activity id's stock, in the database and the gate together: they
 // go on sale at once on every node, whose sold-out flags are cleared. An item only (a red
 // packet's shares are split once, at its creation), and not once it has ended. Errors:
-// ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy.
-func (o *Operator) AddStock(ctx context.Context, id string, n int64) (Activity, error) {
+// ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy (nothing changed).
+func (o *Operator) AddStock(ctx context.Context, id string, n int64) (Revised, error) {
 	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		switch {
@@ -51,7 +63,7 @@ func (o *Operator) AddStock(ctx context.Context, id string, n int64) (Activity, 
 // ErrEnded from the moment the gate has the revision. Orders already placed keep their payment
 // windows. An activity that has not started never opens (its start moves to the end). Errors:
 // ErrNotFound, ErrInvalidState (ended already, or archived), ErrBusy.
-func (o *Operator) EndActivity(ctx context.Context, id string) (Activity, error) {
+func (o *Operator) EndActivity(ctx context.Context, id string) (Revised, error) {
 	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		now := s.now().UTC().Truncate(time.Millisecond)
@@ -69,28 +81,28 @@ func (o *Operator) EndActivity(ctx context.Context, id string) (Activity, error)
 // revise changes activity id by change, which returns the activity changed and what the change
 // does to the gate, on the activity as the database has it now; a change that loses the race
 // with another is made again on the winner's revision.
-func (s *Service) revise(ctx context.Context, id string, change func(Activity) (Activity, Revision, error)) (Activity, error) {
+func (s *Service) revise(ctx context.Context, id string, change func(Activity) (Activity, Revision, error)) (Revised, error) {
 	for attempt := 0; ; attempt++ {
 		a, err := s.activities.Activity(ctx, id)
 		if err != nil {
-			return Activity{}, err
+			return Revised{}, err
 		}
 		if a.Archived() {
-			return Activity{}, fmt.Errorf("%w: activity %s is archived", ErrInvalidState, id)
+			return Revised{}, fmt.Errorf("%w: activity %s is archived", ErrInvalidState, id)
 		}
 		next, rev, err := change(a)
 		if err != nil {
-			return Activity{}, err
+			return Revised{}, err
 		}
 		next.Revision = a.Revision + 1
 		if err := next.Validate(); err != nil {
-			return Activity{}, err
+			return Revised{}, err
 		}
 		switch err := s.activities.ReviseActivity(ctx, next, rev); {
 		case errors.Is(err, ErrChanged) && attempt < 3:
 			continue
 		case err != nil:
-			return Activity{}, fmt.Errorf("revise activity %s: %w", id, err)
+			return Revised{}, fmt.Errorf("revise activity %s: %w", id, err)
 		}
 		s.remember(next)
 		// Not on the request's context: an operator who hangs up has still changed it. A gate
@@ -102,7 +114,7 @@ func (s *Service) revise(ctx context.Context, id string, change func(Activity) (
 		if err != nil {
 			s.event("revision_deferred", 1)
 		}
-		return next, nil
+		return Revised{Activity: next, Pending: err != nil}, nil
 	}
 }
 
@@ -129,7 +141,7 @@ type ActivityEdit struct {
 // grabbed already: its name, its rate limits and its end (to a time still to come; ending it now
 // is EndActivity). The change reaches every node's gate as any revision does. Errors: ErrInvalid,
 // ErrNotFound, ErrInvalidState (started, or ended), ErrBusy.
-func (o *Operator) EditActivity(ctx context.Context, id string, e ActivityEdit) (Activity, error) {
+func (o *Operator) EditActivity(ctx context.Context, id string, e ActivityEdit) (Revised, error) {
 	s := o.core
 	return s.revise(ctx, id, func(a Activity) (Activity, Revision, error) {
 		now := s.now()

@@ -106,7 +106,7 @@ func TestRevisionWhileAShardIsLost(t *testing.T) {
 	cluster.Node(lost).Restart(t)
 	cluster.WaitOK(t)
 	b, err := one.Operator.AddStock(ctx, a.ID, 3)
-	if err != nil || b.Revision != 2 {
+	if err != nil || b.Activity.Revision != 2 {
 		t.Fatalf("AddStock with a shard lost = %+v, %v", b, err)
 	}
 	if won := grabThrough(t, two, a.ID, "after-", 50); int64(won) != spared+3 {

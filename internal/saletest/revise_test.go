@@ -39,8 +39,8 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 	}
 
 	b, err := one.Operator.AddStock(ctx, a.ID, 3)
-	if err != nil || b.Stock != 5 || b.Revision != 2 {
-		t.Fatalf("AddStock = %+v, %v", b, err)
+	if err != nil || b.Activity.Stock != 5 || b.Activity.Revision != 2 || b.Pending {
+		t.Fatalf("AddStock = %+v, %v; want revision 2 of 5 units, in force", b, err)
 	}
 	// Node two hears of it (its sold-out flag cleared by the announcement) within moments; its
 	// copy of the activity still says 2 units of revision 1.
@@ -62,8 +62,8 @@ func TestOperatorChangesReachEveryNode(t *testing.T) {
 		t.Fatalf("node two's copy after its grabs: %+v; want revision 2 of 5 units", got)
 	}
 
-	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
-		t.Fatal(err)
+	if c, err := one.Operator.EndActivity(ctx, a.ID); err != nil || c.Pending {
+		t.Fatalf("EndActivity = %+v, %v; want it in force", c, err)
 	}
 	if got, _ := two.Service.Known(a.ID); got.Revision != 2 || !clock.Now().Before(got.EndAt) {
 		t.Fatalf("node two's copy before its next grab: %+v; want the one from before the end", got)
@@ -97,8 +97,8 @@ func TestStockAddedWhileTheGateIsAway(t *testing.T) {
 			env := newEnv(t, clock)
 			a := createItem(t, env.Service, clock, "", 1, time.Minute)
 			env.Faults.FailRevisions(2)
-			if _, err := env.Operator.AddStock(ctx, a.ID, 2); err != nil {
-				t.Fatalf("AddStock with the gate away: %v; want it made", err)
+			if c, err := env.Operator.AddStock(ctx, a.ID, 2); err != nil || !c.Pending {
+				t.Fatalf("AddStock with the gate away: %+v, %v; want it made, and said pending", c, err)
 			}
 			if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 1 {
 				t.Fatalf("the gate before it is given the revision: %d, %v", rem, err)
@@ -223,7 +223,7 @@ func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 
 	srv.Pause(t)
 	added, err := one.Operator.AddStock(ctx, a.ID, 2)
-	if err != nil || added.Revision != 2 {
+	if err != nil || added.Activity.Revision != 2 || !added.Pending {
 		t.Fatalf("AddStock with Redis stopped: %+v, %v; want it made, the gate owed it", added, err)
 	}
 	srv.Resume(t)
@@ -245,8 +245,8 @@ func TestOperatorChangesWhileRedisIsStopped(t *testing.T) {
 	}
 
 	srv.Pause(t)
-	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
-		t.Fatalf("EndActivity with Redis stopped: %v; want it made, the gate owed it", err)
+	if c, err := one.Operator.EndActivity(ctx, a.ID); err != nil || !c.Pending {
+		t.Fatalf("EndActivity with Redis stopped: %+v, %v; want it made, the gate owed it", c, err)
 	}
 	srv.Resume(t)
 	given = 0

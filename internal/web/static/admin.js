@@ -233,8 +233,9 @@
     const r = await api("POST", "/api/admin/activities/" + encodeURIComponent(id) + "/stock", { token: token(), body: { add: n } });
     $("operate-result").textContent = r.status === 200 ?
       "Added " + n + ": stock " + r.body.stock + ", " + (r.body.remaining === null ? "the gate will have them shortly" : r.body.remaining + " left") + "." :
+      r.status === 202 ? "Added " + n + " (stock " + r.body.stock + "), not on sale yet: the gate is away, and has them as soon as it answers." :
       "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
-    if (r.status === 200) $("s-add").value = "";
+    if (r.status === 200 || r.status === 202) $("s-add").value = "";
   }
 
   async function endSale() {
@@ -242,8 +243,9 @@
     if (!id || !window.confirm("End the sale of " + id + " now, on every node? Orders placed keep their payment windows.")) return;
     const r = await api("POST", "/api/admin/activities/" + encodeURIComponent(id) + "/end", { token: token() });
     $("operate-result").textContent = r.status === 200 ? "Ended: grabs are refused from now on." :
+      r.status === 202 ? "Ended, but the gate is away: grabs are refused on every node as soon as it answers." :
       "Refused: " + ((r.body && r.body.error && r.body.error.message) || r.status);
-    if (r.status === 200) await loadList(id);
+    if (r.status === 200 || r.status === 202) await loadList(id);
   }
 
   // exportOrders downloads the activity's orders as CSV (fetched with the token, which a plain
