@@ -49,6 +49,9 @@ type Gate struct {
 	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
 	// out of units: a crowd falling through does not ask it again for emptyFor.
 	empty sync.Map // shard id -> int64
+	// topo tells a failover's errors apart, for the steps of a fall-through to be sent again
+	// through one; nil (one server) classifies nothing.
+	topo *Topology
 }
 
 // emptyFor is how long a shard found out of units is skipped by the grabs falling through. A
@@ -59,7 +62,7 @@ const emptyFor = 250 * time.Millisecond
 // New returns a gate on rdb that coalesces grabs by DefaultBatching. It keeps no activities:
 // each call names its own (see sale.Inventory).
 func New(rdb redis.UniversalClient) *Gate {
-	g := &Gate{rdb: rdb, grabs: rdb, batching: DefaultBatching}
+	g := &Gate{rdb: rdb, grabs: rdb, batching: DefaultBatching, topo: NewTopology(rdb)}
 	if ap, err := rdb.AutoPipeline(); err == nil {
 		g.grabs = ap
 	}

@@ -116,8 +116,18 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 			continue
 		}
 		k := keysOf(id)
-		res, err := g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
-			token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID, parent).Slice()
+		var res []any
+		var err error
+		for attempt := 0; ; attempt++ {
+			res, err = g.repl.runScript(ctx, g.rdb, g.grabs, takeScript, []string{k.stock, k.grabs, k.stream},
+				token, r.UserID, r.IdempotencyKey, r.Now.UnixMilli(), a.PriceCents, a.ID, parent).Slice()
+			// A step the topology refused without running it (the shard's master failing over,
+			// its slot moving) is sent again, to the same shard: a step that may have run is
+			// not, as the next shard could give a second unit for the grab.
+			if err == nil || !g.again(ctx, err, false, attempt) {
+				break
+			}
+		}
 		if err != nil || len(res) != 2 {
 			return sale.Grab{}, sale.Busy(err, "take a unit from shard %d of %s: %v", j, a.ID, res)
 		}
@@ -192,9 +202,10 @@ func (g *Gate) resume(a sale.Activity, home int64, r sale.GrabRequest, parent st
 	return sale.Grab{}, errInProgress
 }
 
-// home runs home.lua's op on shard home of a, trying again a few times when Redis fails it
-// (each op happens once however often it runs): a reservation left standing holds its user's
-// grabs busy until the sweeper comes.
+// home runs home.lua's op on shard home of a, trying again when Redis fails it (each op happens
+// once however often it runs): a few times for a failure, and for as long as ctx lasts through a
+// failover or a slot moving, since a reservation left standing holds its user's grabs busy
+// until a repeat resumes it (ResumeAfter) or the sweeper comes.
 func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token, user, key string, shard int64, rec string) error {
 	k := keysOf(ShardID(a.ID, home))
 	args := []any{op, token, user, key}
@@ -202,18 +213,39 @@ func (g *Gate) home(ctx context.Context, a sale.Activity, home int64, op, token,
 		args = append(args, shard, rec)
 	}
 	var err error
-	for attempt := range 3 {
+	for attempt := 0; ; attempt++ {
 		var n int64
 		n, err = g.repl.runScript(ctx, g.rdb, g.grabs, homeScript, []string{k.held, k.answers, k.pending, k.away}, args...).Int64()
 		if err == nil && n < 0 {
 			return fmt.Errorf("home.lua %s answered %d", op, n)
 		}
-		if err == nil || ctx.Err() != nil {
-			break
+		if err == nil || !g.again(ctx, err, true, attempt) {
+			return err
 		}
-		time.Sleep(time.Duration(attempt+1) * 10 * time.Millisecond)
 	}
-	return err
+}
+
+// again reports whether a step of a sharded grab that Redis failed with err is to be sent again,
+// after a pause it sleeps, within ctx: one the topology refused without running (a failover, a
+// slot moving) as long as ctx lasts; an idempotent one after any topology event too; an
+// idempotent one after another failure for its first three tries.
+func (g *Gate) again(ctx context.Context, err error, idempotent bool, attempt int) bool {
+	moving, retry := g.topo.Classify(err)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case retry, idempotent && moving:
+	case idempotent && attempt < 2:
+	default:
+		return false
+	}
+	pause := min(time.Duration(attempt+1)*10*time.Millisecond, 200*time.Millisecond)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(pause):
+		return true
+	}
 }
 
 // Settle finishes the reservations of the sharded stocks among acts that were left behind for
