@@ -52,9 +52,11 @@ var (
 // other shard so marked, the grabs out of units at home are told sold out by grab.lua itself,
 // with nothing reserved (othersEmpty): one coalesced call, as an unsharded item's crowd. A repeat
 // of the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
-// says busy: a retry gets it. A grab that gave up half-way (Redis failed a step) leaves its key
-// busy until a repeat finds the reservation ResumeAfter old and finishes the fall-through
-// itself (resume), with the grab's own token.
+// says busy: a retry gets it. A step a failover or a slot moving refused without running it is
+// sent again (again), to the same shard, within the fall-through's own deadline; a grab that gave
+// up half-way all the same (Redis failed a step otherwise, or for longer) leaves its key busy
+// until a repeat finds the reservation ResumeAfter old and finishes the fall-through itself
+// (resume), with the grab's own token.
 //
 // Settling. home.lua's operations each happen once however often they run, so the grab (which
 // tries again a few times when Redis fails it), the sweeper on any number of nodes and two
