@@ -279,7 +279,7 @@ func (s Sale) Run(ctx context.Context, c *Client) (Result, []Record, error) {
 	facts.Paid, facts.Unpaid, facts.Late = paid, unpaid, late
 	if operator != nil {
 		facts.Stock += operator.Added
-		facts.Ended, facts.ChangesFailed = operator.Ended, operator.failed()
+		facts.Ended, facts.EndMade, facts.ChangesFailed = operator.Ended, operator.EndMade, operator.failed()
 	}
 	var payments *PaymentsReport
 	if s.Provider != nil {

@@ -46,10 +46,12 @@ type Facts struct {
 	// Board is a red packet's leaderboard as the server lists it (the amounts of its top
 	// entries, in order); nil when none was read.
 	Board []int64
-	// Ended is when an operator's end of the sale was answered (Unix µs; 0: not ended): a
-	// grab sent after it must not win, and the units left are not undersold. ChangesFailed
-	// counts the operator's changes the server did not make.
+	// Ended is when an operator's end of the sale was answered in force (200; Unix µs; 0: not
+	// ended so): a grab sent after it must not win. EndMade says an end was made, in force or
+	// pending in the gate (202: in force at some moment after its send): the units left are not
+	// undersold. ChangesFailed counts the operator's changes the server did not make.
 	Ended         int64
+	EndMade       bool
 	ChangesFailed int64
 }
 
@@ -303,7 +305,7 @@ func Check(history []Record, f Facts) Verdict {
 		problem("changes", "%d of the operator's changes were not made", f.ChangesFailed)
 		v.ChangesFailed = f.ChangesFailed
 	}
-	if v.Demand >= f.Stock+v.Restocked && f.Ended == 0 { // an ended sale keeps what it did not sell
+	if v.Demand >= f.Stock+v.Restocked && !f.EndMade { // an ended sale keeps what it did not sell
 		if short := f.Stock - max(held, dbHeld); short > 0 {
 			problem("undersell", "%d of %d units unsold although %d were asked for", short, f.Stock, v.Demand)
 			v.Undersell = short

@@ -163,6 +163,11 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Stats.Created--
 			return h
 		}, func(v Verdict) int64 { return v.Undersell }, "1 of 10 units unsold"},
+		{"a grab won after the end was answered", "item", func(h []Record, f *Facts) []Record {
+			f.Ended, f.EndMade = 1_000, true
+			h[4].Start = 2_000 // u2's win, sent a millisecond after the end's answer
+			return h
+		}, func(v Verdict) int64 { return v.AfterEnd }, "after the end was answered won"},
 		{"a paid order cancelled", "item", func(h []Record, f *Facts) []Record {
 			f.Paid = map[string]bool{"t5": true}
 			f.Orders["t5"] = Order{Found: true, Status: "CANCELLED"}
@@ -367,5 +372,28 @@ func TestHistoryRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadHistory(strings.NewReader("{\"user\":\"a\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Fatalf("a broken line: %v", err)
+	}
+}
+
+// TestCheckLetsAnEndedSaleKeepItsUnits: a sale the operator ended keeps the units it had not
+// sold, whether the end was in force when answered (200) or pending in the gate (202, no moment
+// promised): neither is an undersell; an end that was not made is no excuse.
+func TestCheckLetsAnEndedSaleKeepItsUnits(t *testing.T) {
+	h, f := finishedSale(50, 10, "item")
+	h[0] = Record{User: "u0", Outcome: SoldOut, Status: 410}
+	h[1] = Record{User: "u0", Outcome: SoldOut, Status: 410}
+	delete(f.Orders, "t0")
+	f.Stats.Created--
+	for _, c := range []struct {
+		name   string
+		ended  int64
+		made   bool
+		unsold int64
+	}{{"in force", 1_000, true, 0}, {"pending", 0, true, 0}, {"not made", 0, false, 1}} {
+		f.Ended, f.EndMade = c.ended, c.made
+		if v := Check(h, f); v.Undersell != c.unsold || v.AfterEnd != 0 {
+			t.Errorf("an end %s: %d undersold, %d after the end (%q); want %d undersold", c.name, v.Undersell, v.AfterEnd,
+				v.Problems, c.unsold)
+		}
 	}
 }

@@ -590,6 +590,7 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 	var grabs, records []Record
 	paid, cancelled, unanswered := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var added, unknown, ended int64
+	endMade := false
 	for _, r := range history {
 		if r.Activity != s.id {
 			continue
@@ -614,8 +615,11 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 			case r.Status == 0 || r.Status >= 500:
 				unknown += add
 			}
-			if r.Status == http.StatusOK && r.Detail == "end" {
-				ended = r.End
+			if made(r.Status) && r.Detail == "end" {
+				endMade = true
+				if r.Status == http.StatusOK {
+					ended = r.End // a pending end (202) promises nothing of when
+				}
 			}
 		}
 	}
@@ -648,7 +652,7 @@ func (n Nemesis) check(ctx context.Context, c *Client, s *nemesisSale, history [
 	}
 	f := Facts{Stock: st.Stock, PerUserLimit: *s.spec.PerUserLimit, Kind: s.spec.Kind, TotalCents: s.spec.TotalCents,
 		Orders: orders, Stats: st, Paid: onlyTrue(paid), Cancelled: onlyTrue(cancelled), CancelUnanswered: onlyTrue(unanswered),
-		Ended: ended}
+		Ended: ended, EndMade: endMade}
 	if s.spec.Kind == "redpacket" {
 		if f.Board, err = c.Board(ctx, s.id, 100); err != nil {
 			return res, nil, err

@@ -65,8 +65,10 @@ type OperatorReport struct {
 	// Busy counts the crowd's answers 503 BUSY; BusyShare is their share of the crowd's requests.
 	Busy      int     `json:"busy"`
 	BusyShare float64 `json:"busy_share"`
-	// Ended is when the end was answered (Unix µs; 0: the sale was not ended).
-	Ended int64 `json:"ended_us,omitempty"`
+	// Ended is when the end was answered in force (200; Unix µs; 0: the sale was not ended so);
+	// EndMade, that an end was made, in force or pending (202).
+	Ended   int64 `json:"ended_us,omitempty"`
+	EndMade bool  `json:"end_made,omitempty"`
 }
 
 // ChangeReport is one change as the node it was made through answered it.
@@ -104,8 +106,11 @@ func (o Operator) operate(ctx context.Context, c *Client, id string, began time.
 		switch {
 		case ch.Kind == "add" && made(r.Status):
 			rep.Added += ch.Add
-		case ch.Kind == "end" && r.Status == http.StatusOK:
-			rep.Ended = r.end // a pending end promises nothing of when
+		case ch.Kind == "end" && made(r.Status):
+			rep.EndMade = true
+			if r.Status == http.StatusOK {
+				rep.Ended = r.end // a pending end promises nothing of when
+			}
 		}
 		rep.Changes = append(rep.Changes, r)
 	}
