@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"seckill/internal/httpapi/wire"
 )
 
 // A node of a development build started with SECKILL_LAB_CLOCK=on (bench sets it on the nodes it
@@ -38,16 +40,23 @@ type LabClockRequest struct {
 func (c *labClock) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	var req LabClockRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&req); err != nil {
-		http.Error(w, "want {\"skew_ms\": N}", http.StatusBadRequest)
+		refuse(w, `want {"skew_ms": N}`)
 		return
 	}
 	skew := time.Duration(req.SkewMS) * time.Millisecond
 	if skew > maxLabSkew || skew < -maxLabSkew {
-		http.Error(w, "skew_ms beyond a minute either way", http.StatusBadRequest)
+		refuse(w, "skew_ms beyond a minute either way")
 		return
 	}
 	c.skew.Store(int64(skew))
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// refuse answers a bad request as the API does: 400, INVALID_ARGUMENT, in the JSON error body.
+func refuse(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	json.NewEncoder(w).Encode(wire.ErrorBody{Error: wire.Error{Code: wire.CodeInvalid, Message: msg}})
 }
 
 // withLabClock gives the node a skewable clock, and the route that skews it on mux (the metrics

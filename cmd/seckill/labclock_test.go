@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"seckill/internal/e2etest"
+	"seckill/internal/httpapi/wire"
 )
 
 // TestLabClockSkewsTheNode: a node of this (development) build started with SECKILL_LAB_CLOCK=on
 // takes PUT /lab/clock on its metrics listener, never its API's, and runs on the skewed clock
 // from then on (its /api/time says so), until it is set back; a skew beyond a minute, or a body
-// that is none, is refused and changes nothing. Without the setting there is no such route.
+// that is none, is refused as the API refuses (400 INVALID_ARGUMENT) and changes nothing. Without the setting there is no such route.
 func TestLabClockSkewsTheNode(t *testing.T) {
 	skewed := e2etest.StartChild(t, testEnv(sqliteDSN(t), "SECKILL_LAB_CLOCK", "on"))
 	metrics := strings.TrimSuffix(skewed.Metrics, "/metrics")
+	var code string // the last refusal's
 	put := func(base, body string) int {
 		req, err := http.NewRequest(http.MethodPut, base+"/lab/clock", strings.NewReader(body))
 		if err != nil {
@@ -26,7 +28,10 @@ func TestLabClockSkewsTheNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		defer resp.Body.Close()
+		var e wire.ErrorBody
+		json.NewDecoder(resp.Body).Decode(&e)
+		code = e.Error.Code
 		return resp.StatusCode
 	}
 	offset := func() time.Duration { // the node's clock less this process's, give or take the call
@@ -53,8 +58,8 @@ func TestLabClockSkewsTheNode(t *testing.T) {
 		t.Fatalf("skewed 30 s ahead, the node's clock is %v off", d)
 	}
 	for _, body := range []string{`{"skew_ms": 61000}`, `{"skew_ms": -61000}`, `not json`} {
-		if st := put(metrics, body); st != http.StatusBadRequest {
-			t.Errorf("PUT /lab/clock %s: %d, want 400", body, st)
+		if st := put(metrics, body); st != http.StatusBadRequest || code != wire.CodeInvalid {
+			t.Errorf("PUT /lab/clock %s: %d %q, want 400 %s", body, st, code, wire.CodeInvalid)
 		}
 	}
 	if d := offset(); d < 25*time.Second || d > 35*time.Second {
