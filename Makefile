@@ -4,12 +4,13 @@
 test: deps
 	go vet ./...
 	rm -rf artifacts && mkdir artifacts
-	# cmd/seckill's end-to-end suite is the longest package: 378 s alone, 460-480 s beside the
+	# cmd/seckill's end-to-end suite is the longest package: 378 s alone, ~400 s beside the
 	# others (545 s once in CI), seven of its tests run two at a time (they mostly wait); the
 	# alarm against a hung test is set above it, the whole suite's 15-minute budget above that
-	# (12m50s on a clean clone, 2026-12-05, 14m31s before the seven ran in pairs). Four packages at once (-p 4) took
-	# 9m36s, but the extra load let a crowd outrun Redis's restart in TestBenchFaults (the crowd
-	# does not wait out a BUSY): two packages at once, go test's default here, until it does.
+	# (13m56s-14m47s on a clean clone, 2026-12-05, then 12m22s without checkptr for SQLite,
+	# below). Four packages at once (-p 4) took 9m36s, but the extra load let a crowd outrun
+	# Redis's restart in TestBenchFaults (the crowd does not wait out a BUSY): two packages at
+	# once, go test's default here, until it does.
 	# -race implies checkptr, which checks every unsafe pointer conversion; modernc.org's
 	# SQLite, C translated to Go, makes them by the million, and checking them was 41 % of the
 	# CPU of the embedded leaderboard test (16.7 s, 5.7 s without). Race detection stays on
