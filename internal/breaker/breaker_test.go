@@ -80,15 +80,19 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 
 func TestAnswersAreNotFailures(t *testing.T) {
 	g, _ := newTestGuard(GateThresholds)
-	for _, answer := range []error{sale.ErrSoldOut, sale.ErrAlreadyBought, sale.ErrNotFound, sale.ErrChallengeRequired, nil} {
+	// A transaction that kept losing races (sale.ErrContended) and a repeat of a key still being
+	// decided (sale.ErrInProgress) are busy for the client, but the dependency answered them.
+	contended := fmt.Errorf("%w: 8 times: Error 1213 (40001): Deadlock found", sale.ErrContended)
+	for _, answer := range []error{sale.ErrSoldOut, sale.ErrAlreadyBought, sale.ErrNotFound, sale.ErrChallengeRequired, nil,
+		contended, sale.ErrInProgress} {
 		for range 20 {
 			if err := g.Do(context.Background(), func(context.Context) error { return answer }); err != answer {
 				t.Fatalf("answer %v came back as %v", answer, err)
 			}
 		}
 	}
-	if r := g.Report(); r.Level != Normal || r.Breaker != "closed" || r.ErrorRate != 0 || r.Calls != 100 {
-		t.Fatalf("after 100 answers: %+v, want normal, closed, no errors", r)
+	if r := g.Report(); r.Level != Normal || r.Breaker != "closed" || r.ErrorRate != 0 || r.Calls != 140 {
+		t.Fatalf("after 140 answers: %+v, want normal, closed, no errors", r)
 	}
 }
 

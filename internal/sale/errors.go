@@ -64,6 +64,13 @@ var ErrUnloaded = errors.New("the activity is not loaded in the gate")
 // struck, long after the failover: it is a verdict.
 var ErrInProgress = fmt.Errorf("%w: the first request with this idempotency key is still being decided", ErrBusy)
 
+// ErrContended says the database kept losing races for the same rows (a deadlock, a
+// serialization failure, a lock waited out) however many times the transaction was run again:
+// the crowd wants those rows at once. The client is told busy, to ask again; but the database
+// answered, and a breaker that counted it as failing would shed everything it serves because
+// four nodes' sweepers met on one activity's row (Sentinel seed 3 of the nemesis): a verdict.
+var ErrContended = fmt.Errorf("%w: the database kept losing races for the same rows", ErrBusy)
+
 // errArchived says an activity's hot state was archived: what the gate would say, the database
 // answers.
 var errArchived = errors.New("the activity is archived")
@@ -81,8 +88,8 @@ var verdicts = []error{ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, E
 // IsVerdict reports whether err is one of the sale's verdicts (sold out, not found, ...) rather
 // than a failure: a dependency down, or something unforeseen.
 func IsVerdict(err error) bool {
-	if errors.Is(err, ErrInProgress) {
-		return true
+	if errors.Is(err, ErrInProgress) || errors.Is(err, ErrContended) {
+		return true // busy for the client, but the dependency answered
 	}
 	if errors.Is(err, ErrBusy) {
 		return false

@@ -376,7 +376,8 @@ func (x tx) prepared(ctx context.Context, query string) (st *sql.Stmt, owned boo
 
 // inTx runs fn in a write transaction on w and commits it if fn returns nil. A transaction that
 // loses a deadlock (MySQL) or a serialization race (PostgreSQL) is run again, a few times, so fn
-// must set everything it reports afresh on each run.
+// must set everything it reports afresh on each run; one that loses every time ends in
+// sale.ErrContended (busy for the caller, not a failure of the database).
 func inTx(ctx context.Context, w db, fn func(tx tx) error) error {
 	var opts *sql.TxOptions
 	if w.d.isolation != sql.LevelDefault {
@@ -385,8 +386,11 @@ func inTx(ctx context.Context, w db, fn func(tx tx) error) error {
 	const attempts = 8
 	for attempt := 1; ; attempt++ {
 		err := runTx(ctx, w, opts, fn)
-		if err == nil || attempt == attempts || !w.d.retryable(err) {
+		if err == nil || !w.d.retryable(err) {
 			return err
+		}
+		if attempt == attempts {
+			return fmt.Errorf("%w: %d times: %w", sale.ErrContended, attempts, err)
 		}
 		select {
 		case <-ctx.Done():
