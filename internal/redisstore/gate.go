@@ -120,7 +120,8 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 			gr, err = g.coalesce(ctx, a, shard, r, parent)
 		}
 		if errors.Is(err, errReserved) {
-			gr, err = g.fallThrough(a, home, r, gr.Token, parent)
+			token := gr.Token
+			gr, err = answerBy(ctx, a, token, func() (sale.Grab, error) { return g.fallThrough(a, home, r, token, parent) })
 		}
 		endSpan(publish, err)
 		if errors.Is(err, errInProgress) && wait < 2*time.Second && roomFor(ctx, wait) {
@@ -132,10 +133,41 @@ func (g *Gate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (g
 			continue
 		}
 		if errors.Is(err, errInProgress) && r.IdempotencyKey != "" {
-			return g.resume(a, home, r, parent)
+			return g.resume(ctx, a, home, r, parent)
 		}
 		return gr, err
 	}
+}
+
+// answerBy runs look, a fall-through on a context of its own (batchTimeout, whose steps may be
+// sent again through a failover), and answers before ctx's deadline: should look still be
+// looking then, the caller is told that its grab is in progress (sale.ErrInProgress: busy for the
+// client, the gate's answer for the breaker), and look goes on to settle the grab, whose repeat
+// gets its answer. Left to run past the deadline, the call would be abandoned by its guard and
+// counted as Redis failing, for a failover's sake: it opened breakers in the nemesis.
+func answerBy(ctx context.Context, a sale.Activity, token string, look func() (sale.Grab, error)) (sale.Grab, error) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return look()
+	}
+	type result struct {
+		gr  sale.Grab
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		gr, err := look()
+		done <- result{gr, err}
+	}()
+	timer := time.NewTimer(time.Until(dl) - answerMargin)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.gr, r.err
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return sale.Grab{}, fmt.Errorf("%w: grab %s still looking on the shards of %s", sale.ErrInProgress, token, a.ID)
 }
 
 // roomFor reports whether ctx leaves time to wait d and still answer before its deadline.

@@ -166,7 +166,7 @@ const ResumeAfter = batchTimeout + time.Second
 // shard gave the token its unit, or else the fall-through goes on, with the same token, on the
 // shards in turn. Younger, or settled meanwhile, the repeat is told busy, as before: its next
 // retry gets the answer.
-func (g *Gate) resume(a sale.Activity, home int64, r sale.GrabRequest, parent string) (sale.Grab, error) {
+func (g *Gate) resume(caller context.Context, a sale.Activity, home int64, r sale.GrabRequest, parent string) (sale.Grab, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
 	defer cancel()
 	pending, err := g.rdb.HGetAll(ctx, keysOf(ShardID(a.ID, home)).pending).Result()
@@ -199,7 +199,7 @@ func (g *Gate) resume(a sale.Activity, home int64, r sale.GrabRequest, parent st
 			}
 			return parseRecord(a.ID, token, rec)
 		}
-		return g.fallThrough(a, home, r, token, parent)
+		return answerBy(caller, a, token, func() (sale.Grab, error) { return g.fallThrough(a, home, r, token, parent) })
 	}
 	return sale.Grab{}, errInProgress
 }
