@@ -92,13 +92,17 @@ func (p *Process) Exited() bool {
 
 // Kill SIGKILLs the process's group, the process and any children it started, and waits for the
 // process to exit. It does nothing if p is nil or has already exited (its pid may belong to
-// someone else by now).
+// someone else by now). The group is stopped first, so that no child is started between the
+// list of children and the kill: PostgreSQL's children leave the group (setsid), and one forked
+// in that moment outlived its postmaster, holding the shared memory the restart needed ("pre-
+// existing shared memory block is still in use", a nemesis run).
 func (p *Process) Kill() {
 	if p == nil || p.Exited() {
 		return
 	}
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP) // Setpgid: the group id is the pid
 	kids := descendants(p.cmd.Process.Pid)
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // Setpgid: the group id is the pid
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	for _, pid := range kids {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
