@@ -36,7 +36,10 @@ type owned struct {
 	// sentinelGroup are the master and replicas the sentinels watch, master first.
 	sentinelGroup []*servers.Redis
 	proxy         *netfault.Proxy // --fault netem, or a nemesis's bad networks before --redis spawn
-	close         []func()
+	// minReplicas is the replicas every write waits for (--min-replicas): a failover is over
+	// only once the new master has them in sync.
+	minReplicas int
+	close       []func()
 }
 
 func (o *owned) stop() {
@@ -62,7 +65,7 @@ const failoverTimeout = time.Minute
 // startServers starts the servers c asks bench to run, and points c.redis and c.db at them (or
 // at the bad network before them).
 func startServers(c *benchConfig) (*owned, error) {
-	o := &owned{}
+	o := &owned{minReplicas: c.minReplicas}
 	netem := c.fault == "netem" || c.nemesis && c.redis == redisSpawn
 	tempDir := func() (string, error) {
 		dir, err := os.MkdirTemp("", "seckill-bench-redis-")

@@ -104,8 +104,8 @@ func (o *owned) strikeClusterMaster(activity string) (func(context.Context) erro
 // strikeSentinelMaster kills the server the sentinels name master, whichever it is after the
 // failovers before, once its replicas are in sync (as strikeClusterMaster: Sentinel may promote a
 // replica still in its first sync, which has not the master's data; a failure then is outside
-// the deployment's promise); the heal returns once they name another and the dead one is
-// restarted, to become a replica.
+// the deployment's promise); the heal returns once they name another, the dead one is
+// restarted, to become a replica, and the new master has the replicas every write waits for.
 func (o *owned) strikeSentinelMaster() (func(context.Context) error, error) {
 	addr, err := o.sentinels.WaitInSync(len(o.sentinelGroup)-1, syncTimeout)
 	if err != nil {
@@ -125,7 +125,14 @@ func (o *owned) strikeSentinelMaster() (func(context.Context) error, error) {
 		if _, err := o.sentinels.WaitMaster(addr, failoverTimeout); err != nil {
 			return err
 		}
-		return master.Restart()
+		if err := master.Restart(); err != nil {
+			return err
+		}
+		// Over once the new master has the replicas every write waits for (--min-replicas):
+		// before that, the writes are refused BUSY, as the deployment promises, and the heal's
+		// clock must not run (Sentinel seed 3: its remaining replica took a second to sync).
+		_, err := o.sentinels.WaitInSync(o.minReplicas, syncTimeout)
+		return err
 	}, nil
 }
 
