@@ -40,8 +40,9 @@ type Revision struct {
 }
 
 // AddStock adds n units to activity id's stock, in the database and the gate together: they
-// go on sale at once on every node, whose sold-out flags are cleared. An item only (a red
-// packet's shares are split once, at its creation), and not once it has ended. Errors:
+// go on sale at once on every node, whose sold-out flags are cleared (or, Pending, once the gate
+// answers). An item only (a red packet's shares are split once, at its creation), and not once
+// it has ended. Errors:
 // ErrInvalid, ErrNotFound, ErrInvalidState (ended, or archived), ErrBusy (nothing changed).
 func (o *Operator) AddStock(ctx context.Context, id string, n int64) (Revised, error) {
 	s := o.core
