@@ -650,6 +650,9 @@ func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetInd
 	}
 	if err == nil && !res.OK {
 		err = fmt.Errorf("the checker found violations in nemesis seed %d; replay: %s", c.nemesisSeed, res.Replay)
+		if dir, lerr := srvs.saveLogs(strings.TrimSuffix(path, ".jsonl") + "-servers"); lerr == nil {
+			err = fmt.Errorf("%w; the servers' logs: %s", err, dir)
+		}
 	}
 	return err
 }

@@ -20,6 +20,8 @@ func (o *owned) fault(benchConfig) func(context.Context, string) error { return 
 
 func (o *owned) badNetworks() bool { return false }
 
+func (o *owned) saveLogs(string) (string, error) { return "", errors.New(withoutLab) }
+
 func (o *owned) striker(*bench.Fleet, []int, *bench.Client) func(context.Context, bench.Strike, string) (func(context.Context) error, error) {
 	return nil
 }

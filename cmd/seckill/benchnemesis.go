@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"seckill/internal/bench"
@@ -179,3 +181,51 @@ func (o *owned) strikeReplica(activity string) (func(context.Context) error, err
 
 // badNetworks reports whether a proxy stands before Redis, for the nemesis's bad networks.
 func (o *owned) badNetworks() bool { return o.proxy != nil }
+
+// saveLogs copies the logs of the servers bench started (Redis servers, sentinels, the database)
+// into dir, named by kind and address, so that a failing seed's servers can be read after bench
+// removed them: the nodes' own logs are on bench's stderr. It returns dir, or an error.
+func (o *owned) saveLogs(dir string) (string, error) {
+	type logged interface{ LogPath() string }
+	logs := map[string]string{} // name in dir → path
+	addRedis := func(kind string, r *servers.Redis) {
+		if r != nil {
+			logs[fmt.Sprintf("%s-%d.log", kind, r.Port())] = r.LogPath()
+		}
+	}
+	if r, ok := o.redis.(*servers.Redis); ok {
+		addRedis("redis", r)
+	}
+	if o.cluster != nil {
+		for i := range o.cluster.Len() {
+			addRedis("redis", o.cluster.Node(i))
+		}
+	}
+	for _, r := range o.sentinelGroup {
+		addRedis("redis", r)
+	}
+	if o.sentinels != nil {
+		for i, p := range o.sentinels.LogPaths() {
+			logs[fmt.Sprintf("sentinel-%d.log", i)] = p
+		}
+	}
+	if db, ok := o.db.(logged); ok {
+		logs["database.log"] = db.LogPath()
+	}
+	if len(logs) == 0 {
+		return "", errors.New("bench started no servers")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	for name, path := range logs {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}

@@ -21,6 +21,9 @@ type MariaDB struct {
 	proc *Process // the last server process started
 }
 
+// LogPath returns the path of the server's error log.
+func (m *MariaDB) LogPath() string { return filepath.Join(m.dir, "err.log") }
+
 // StartMariaDB creates a data dir in a new temp dir (mariadb-install-db), starts mariadbd on a
 // free loopback port and waits until it accepts connections. The caller must Close the server,
 // which removes the temp dir.
@@ -153,7 +156,7 @@ func (m *MariaDB) DropDatabase(name string) error {
 // launch starts mariadbd on the data dir and port and waits until it is ready. The caller holds
 // m.mu.
 func (m *MariaDB) launch() error {
-	logPath := filepath.Join(m.dir, "err.log")
+	logPath := m.LogPath()
 	cmd := exec.Command(m.mariadbd, m.serverArgs(logPath)...)
 	cmd.Dir = m.dir
 	p, err := Launch(cmd, logPath, func(p *Process) error {

@@ -27,6 +27,9 @@ type Postgres struct {
 	proc *Process // the last server process started
 }
 
+// LogPath returns the path of the server's log.
+func (pg *Postgres) LogPath() string { return filepath.Join(pg.dir, "postgres.log") }
+
 // StartPostgres creates a cluster in a new temp dir (initdb of the newest
 // /usr/lib/postgresql/VERSION, else initdb in PATH), starts postgres on a free loopback port and
 // waits until it accepts connections. The caller must Close the server, which removes the temp
@@ -221,7 +224,7 @@ func (pg *Postgres) launch() error {
 	)
 	cmd.Dir = pg.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: pg.cred} // Launch adds Setpgid and Pdeathsig
-	p, err := Launch(cmd, filepath.Join(pg.dir, "postgres.log"), func(p *Process) error {
+	p, err := Launch(cmd, pg.LogPath(), func(p *Process) error {
 		return waitDBReady(p, "pgx", pg.dsn("postgres"))
 	})
 	if err != nil {

@@ -148,6 +148,15 @@ func (s *Sentinels) Addrs() []string {
 	return out
 }
 
+// LogPaths returns the paths of the sentinels' logs.
+func (s *Sentinels) LogPaths() []string {
+	out := make([]string, len(s.nodes))
+	for i, n := range s.nodes {
+		out[i] = n.LogPath()
+	}
+	return out
+}
+
 // Name is the name the sentinels watch the master under.
 func (s *Sentinels) Name() string { return s.name }
 

@@ -10,7 +10,8 @@
 #   scripts/bench/nemesis.sh sentinel 100 2m 1   # the same on Sentinel, seeds from 1
 #
 # Each run's JSON result goes to docs/bench/nemesis-TOPOLOGY.jsonl, a line a seed; a failing
-# seed's history and logs are kept under $TMPDIR and its replay command printed.
+# seed's history, the nodes' logs (.log) and the servers' (-servers/) are kept under $TMPDIR and
+# its replay command printed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 topology=${1:?cluster or sentinel}
