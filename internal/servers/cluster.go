@@ -90,9 +90,6 @@ func StartRedisCluster(dir string, o ClusterOptions, logf func(format string, ar
 		"--cluster-enabled", "yes",
 		"--cluster-config-file", "nodes.conf", // in --dir, each node's own
 		"--cluster-node-timeout", strconv.FormatInt(o.NodeTimeout.Milliseconds(), 10),
-		// A replica syncs at once, not after Redis's 5 s wait for more replicas to share the
-		// transfer: a replica that never synced cannot take over.
-		"--repl-diskless-sync-delay", "0",
 	}, persistence...)
 	if o.Debug {
 		extra = append(extra, "--enable-debug-command", "yes")
@@ -162,7 +159,7 @@ func (c *RedisCluster) waitReplicas(n int, timeout time.Duration) error {
 		up := 0
 		for _, node := range c.nodes {
 			info, err := RedisCommand(node.Addr(), "INFO", "replication")
-			if err != nil || !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_link_status:up") {
+			if err != nil || !replicaInSync(info) {
 				continue
 			}
 			if i := c.masterIndexIn(info); i >= 0 && replicaOnline(c.nodes[i].Addr(), node.Port()) {

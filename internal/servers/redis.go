@@ -108,7 +108,10 @@ func startRedis(dir string, first []string, conf string, extra []string, pick fu
 			if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
 				return nil, err
 			}
-			lead = []string{file}
+			// A master syncs a replica at once, not after Redis's 5 s wait for more replicas
+			// to share the transfer: a replica that never synced can neither take over nor
+			// acknowledge a write. Every server, as any may be promoted (a sentinel is not one).
+			lead = []string{file, "--repl-diskless-sync-delay", "0"}
 		}
 		s.args = append(append(slices.Clip(lead),
 			"--port", strconv.Itoa(port),
@@ -141,15 +144,11 @@ func startRedis(dir string, first []string, conf string, extra []string, pick fu
 
 // StartRedisReplica starts a redis-server in dir that replicates the server at master
 // ("127.0.0.1:PORT"), with extra (the ACL users and --masteruser/--masterauth a master with
-// users needs; persistence), and waits until its link to the master is up. The master is told
-// to sync at once rather than wait 5 s for more replicas to share the transfer.
+// users needs; persistence), and waits until it is in sync with the master.
 func StartRedisReplica(dir, master string, extra []string, logf func(format string, args ...any)) (*Redis, error) {
 	host, port, ok := strings.Cut(master, ":")
 	if !ok {
 		return nil, fmt.Errorf("replica of %q: not host:port", master)
-	}
-	if _, err := RedisCommand(master, "CONFIG", "SET", "repl-diskless-sync-delay", "0"); err != nil {
-		return nil, fmt.Errorf("replica of %s: %w", master, err)
 	}
 	// The master is named in the config file, not on the command line, which would override the
 	// file's replicaof at every restart (see configFile).
@@ -160,7 +159,7 @@ func StartRedisReplica(dir, master string, extra []string, logf func(format stri
 	deadline := time.Now().Add(redisReadyTimeout)
 	for {
 		info, err := RedisCommand(r.Addr(), "INFO", "replication")
-		if err == nil && strings.Contains(info, "master_link_status:up") && replicaOnline(master, r.Port()) {
+		if err == nil && replicaInSync(info) && replicaOnline(master, r.Port()) {
 			return r, nil
 		}
 		if time.Now().After(deadline) {
@@ -175,7 +174,35 @@ func StartRedisReplica(dir, master string, extra []string, logf func(format stri
 // replica's link comes up before its first acknowledgement, and until that WAIT does not count it.
 func replicaOnline(master string, port int) bool {
 	info, err := RedisCommand(master, "INFO", "replication")
-	return err == nil && strings.Contains(info, ",port="+strconv.Itoa(port)+",state=online,")
+	return err == nil && slices.Contains(onlinePorts(info), port)
+}
+
+// onlinePorts returns the ports of the replicas a master's INFO replication counts online.
+func onlinePorts(info string) []int {
+	var ports []int
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "slave") || !strings.Contains(line, ",state=online,") {
+			continue
+		}
+		for _, field := range strings.Split(line, ",") {
+			if p, ok := strings.CutPrefix(field, "port="); ok {
+				if port, err := strconv.Atoi(p); err == nil {
+					ports = append(ports, port)
+				}
+			}
+		}
+	}
+	return ports
+}
+
+// replicaInSync reports whether a replica's INFO replication says it is in sync with its master:
+// its link up and no sync in progress. Its master counts it online from the end of the transfer
+// of its data, while it may still be loading them, and it acknowledges nothing until it has (WAIT
+// does not count it): a failover then can promote a replica that lacks what the master
+// acknowledged, and a write waiting for it times out.
+func replicaInSync(info string) bool {
+	return strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up") &&
+		!strings.Contains(info, "master_sync_in_progress:1")
 }
 
 // emptyDir removes everything in dir but not dir itself, whose mode and owner were the caller's

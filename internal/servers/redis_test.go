@@ -183,3 +183,24 @@ func TestARestartKeepsTheRoleSentinelGaveIt(t *testing.T) {
 		t.Fatalf("after the restart the replica follows: %q, %v; want port %d", info, err, second.Port())
 	}
 }
+
+// TestEveryServerSyncsAReplicaAtOnce: a replica may be promoted (a failover), and a master that
+// waits Redis's default 5 s for more replicas to share a transfer keeps a restarted replica out
+// of sync, and every write waiting for one refused, for those 5 s.
+func TestEveryServerSyncsAReplicaAtOnce(t *testing.T) {
+	first := startRedis(t, servers.RedisOptions{})
+	r, err := servers.StartRedisReplica(t.TempDir(), first.Addr(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	for _, s := range []*servers.Redis{first, r, r} {
+		out, err := servers.RedisCommand(s.Addr(), "CONFIG", "GET", "repl-diskless-sync-delay")
+		if err != nil || out != "repl-diskless-sync-delay\n0" {
+			t.Fatalf("%s: repl-diskless-sync-delay %q (%v), want 0", s.Addr(), out, err)
+		}
+		if err := r.Restart(); err != nil { // the second time round, after a restart
+			t.Fatal(err)
+		}
+	}
+}

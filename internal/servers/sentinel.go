@@ -207,11 +207,11 @@ func (s *Sentinels) WaitMaster(not string, timeout time.Duration) (string, error
 	}
 }
 
-// WaitInSync waits until every sentinel names the same master and that master counts replicas
-// replicas online (each has finished its sync and acknowledges the stream), and returns the
-// master's address. Sentinel can promote a replica still in its first sync (a server killed in
-// the last failover, restarted, and only made a replica 8 to 18 s later), which then has the
-// data it had before, not the master's: a failure before that has a shape no setting protects.
+// WaitInSync waits until every sentinel names the same master and that master has replicas
+// replicas in sync (see replicaInSync), and returns the master's address. Sentinel can promote a
+// replica still in its first sync (a server killed in the last failover, restarted, and only made
+// a replica 8 to 18 s later), which then has the data it had before, not the master's: a failure
+// before that has a shape no setting protects.
 func (s *Sentinels) WaitInSync(replicas int, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -226,7 +226,7 @@ func (s *Sentinels) WaitInSync(replicas int, timeout time.Duration) (string, err
 	}
 }
 
-// inSync returns the master every sentinel names with replicas replicas online, or why not.
+// inSync returns the master every sentinel names with replicas replicas in sync, or why not.
 func (s *Sentinels) inSync(replicas int) (master, why string) {
 	for _, n := range s.nodes {
 		addr, err := s.masterAt(n)
@@ -242,8 +242,18 @@ func (s *Sentinels) inSync(replicas int) (master, why string) {
 	if err != nil {
 		return "", fmt.Sprintf("master %s: %v", master, err)
 	}
-	if online := strings.Count(info, ",state=online,"); !strings.Contains(info, "role:master") || online < replicas {
-		return "", fmt.Sprintf("master %s: %d of %d replicas online: %q", master, online, replicas, info)
+	if !strings.Contains(info, "role:master") {
+		return "", fmt.Sprintf("master %s is not one: %q", master, info)
+	}
+	synced := 0
+	for _, port := range onlinePorts(info) {
+		rinfo, err := RedisCommand("127.0.0.1:"+strconv.Itoa(port), "INFO", "replication")
+		if err == nil && replicaInSync(rinfo) {
+			synced++
+		}
+	}
+	if synced < replicas {
+		return "", fmt.Sprintf("master %s: %d of %d replicas in sync: %q", master, synced, replicas, info)
 	}
 	return master, ""
 }
