@@ -3,6 +3,7 @@ package sale
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -112,5 +113,19 @@ func Busy(err error, doing string, args ...any) error {
 	if len(args) > 0 {
 		doing = fmt.Sprintf(doing, args...)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrBusy, doing, err)
+	return busy{doing: doing, err: err}
 }
+
+// busy is Busy's error. Its text says busy once, even when the backend's error already did (a
+// write the replicas did not acknowledge is busy where it is found): "busy: a dependency is
+// unavailable: grab on redis: the write did not reach ...", not "busy: ...: busy: ...".
+type busy struct {
+	doing string
+	err   error
+}
+
+func (b busy) Error() string {
+	return ErrBusy.Error() + ": " + b.doing + ": " + strings.TrimPrefix(b.err.Error(), ErrBusy.Error()+": ")
+}
+
+func (b busy) Unwrap() []error { return []error{ErrBusy, b.err} }

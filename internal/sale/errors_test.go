@@ -2,6 +2,7 @@ package sale
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 )
@@ -20,5 +21,14 @@ func TestBusyKeepsBothErrorsInTheChain(t *testing.T) {
 	}
 	if got := Busy(io.EOF, "100% sure").Error(); got != ErrBusy.Error()+": 100% sure: EOF" {
 		t.Fatalf("Busy without arguments formatted its text: %q", got)
+	}
+	// A backend's error that is busy already is said busy once, and stays in the chain.
+	inner := fmt.Errorf("%w: %w: 0 of 1 replicas", ErrBusy, io.ErrShortWrite)
+	err = Busy(inner, "grab on redis")
+	if want := ErrBusy.Error() + ": grab on redis: " + io.ErrShortWrite.Error() + ": 0 of 1 replicas"; err.Error() != want {
+		t.Fatalf("Busy(busy) = %q, want %q", err, want)
+	}
+	if !errors.Is(err, io.ErrShortWrite) || !errors.Is(err, ErrBusy) {
+		t.Fatalf("Busy(busy) = %v: lost its chain", err)
 	}
 }
