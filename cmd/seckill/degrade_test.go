@@ -89,7 +89,7 @@ func TestHungRedisFailsFastAndRecovers(t *testing.T) {
 			case status == http.StatusAccepted || status == http.StatusGone:
 				return
 			case status == http.StatusServiceUnavailable && time.Now().Before(deadline):
-				time.Sleep(50 * time.Millisecond) // the breaker lets a probe through after 2 s
+				time.Sleep(50 * time.Millisecond) // the breaker lets a probe through after SECKILL_BREAKER_OPEN
 			default:
 				t.Fatalf("grab by %s after Redis thawed: %d %s", user, status, code)
 			}
