@@ -69,8 +69,9 @@ func NewBrowser(ctx context.Context, chromium string) (*Browser, error) {
 	if err != nil {
 		return nil, err
 	}
+	// TMPDIR too: Chromium's singleton socket directory goes with dir, not left in /tmp.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.NoSandbox,
-		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(dir))
+		chromedp.Flag("disable-background-networking", true), chromedp.UserDataDir(dir), chromedp.Env("TMPDIR="+dir))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx), opts...)
 	bctx, cancel := chromedp.NewContext(alloc)
 	b := &Browser{ctx: bctx, stop: func() {

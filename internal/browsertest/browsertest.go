@@ -41,11 +41,16 @@ func New(t *testing.T, width, height int) *Browser {
 	if _, err := os.Stat(Chromium); err != nil {
 		t.Fatalf("the browser tests need Chromium at %s (make test installs it; or apt-get install chromium): %v", Chromium, err)
 	}
+	dir := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(Chromium),
 		chromedp.NoSandbox,
 		chromedp.Flag("disable-background-networking", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
+		// Chromium keeps its singleton socket in a directory of its own under TMPDIR, which a
+		// browser stopped by its context leaves behind (/tmp/org.chromium.Chromium.*, a score
+		// a make test): under the test's directory, it goes with it.
+		chromedp.Env("TMPDIR="+dir),
 		chromedp.WindowSize(width, height),
 	)
 	deadline, cancelDeadline := context.WithTimeout(context.Background(), Timeout)
