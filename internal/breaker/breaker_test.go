@@ -78,6 +78,57 @@ func TestBreakerOpensAndFailsFast(t *testing.T) {
 	}
 }
 
+// TestAHealIsProbedWithinHalfASecond: a probe that meets the fault just before it heals opens the
+// breaker again, and the crowd is served only once the next probes get through. With the
+// default thresholds that is DefaultOpenFor later: a node back within a second of the heal needs
+// it well under that (it was 2 s, and a node answered BUSY 3.3 s after a database came back in
+// the nemesis's Sentinel seed 10). A probe that fails again is a warning, not an error.
+func TestAHealIsProbedWithinHalfASecond(t *testing.T) {
+	if DefaultOpenFor > 500*time.Millisecond {
+		t.Fatalf("DefaultOpenFor %v leaves a probe less than half the second after a heal", DefaultOpenFor)
+	}
+	g, _ := newTestGuard(DatabaseThresholds)
+	var log bytes.Buffer
+	g.LogTo(slog.New(slog.NewTextHandler(&log, nil)))
+	ctx := context.Background()
+	down := true
+	call := func(context.Context) error {
+		if down {
+			return errDown
+		}
+		return nil
+	}
+	for range 5 {
+		_ = g.Do(ctx, call)
+	}
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("after 5 failures the breaker is %s, want open", r.Breaker)
+	}
+	time.Sleep(DefaultOpenFor)
+	if err := g.Do(ctx, call); !errors.Is(err, errDown) { // a probe, which meets the fault
+		t.Fatalf("the probe after DefaultOpenFor: %v, want the dependency's own error", err)
+	}
+	if r := g.Report(); r.Breaker != "open" {
+		t.Fatalf("after a failed probe the breaker is %s, want open", r.Breaker)
+	}
+	down = false // the heal, right after the probe
+	time.Sleep(DefaultOpenFor)
+	for range 3 {
+		if err := g.Do(ctx, call); err != nil {
+			t.Fatalf("a probe DefaultOpenFor after the heal: %v", err)
+		}
+	}
+	if r := g.Report(); r.Breaker != "closed" {
+		t.Fatalf("3 good probes after the heal left the breaker %s, want closed", r.Breaker)
+	}
+	for _, want := range []string{"level=ERROR msg=breaker dependency=redis from=closed to=open",
+		"level=WARN msg=breaker dependency=redis from=half-open to=open"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the guard's log lacks %q:\n%s", want, log.String())
+		}
+	}
+}
+
 func TestAnswersAreNotFailures(t *testing.T) {
 	g, _ := newTestGuard(GateThresholds)
 	// A transaction that kept losing races (sale.ErrContended) and a repeat of a key still being
