@@ -84,6 +84,14 @@ func (c Config) wrapRanking(r sale.Ranking) sale.Ranking {
 	return r
 }
 
+// wrapLine puts c's wrapper on l, the waiting lines, below the guard.
+func (c Config) wrapLine(l sale.Line) sale.Line {
+	if c.Wrap.Line != nil {
+		return c.Wrap.Line(l)
+	}
+	return l
+}
+
 // wrapChallenges puts c's wrapper on ch, below the guard.
 func (c Config) wrapChallenges(ch sale.ChallengeStore) sale.ChallengeStore {
 	if c.Wrap.Challenges != nil {

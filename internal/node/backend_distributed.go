@@ -55,7 +55,7 @@ func openDistributed(ctx context.Context, c Config, store sale.Store, name strin
 		windows:  breaker.GuardLimiter(ratelimit.NewRedisWindows(rdb, time.Now), guard),
 		buckets:  breaker.GuardLimiter(c.wrapBuckets(ratelimit.NewRedisBuckets(rdb)), guard),
 		restocks: redisstore.NewRestocks(rdb), challenges: breaker.GuardChallenges(c.wrapChallenges(redisstore.NewChallenges(rdb)), guard),
-		line:    breaker.GuardLine(redisstore.NewLine(rdb).WithReplication(c.Replication), guard),
+		line:    breaker.GuardLine(c.wrapLine(redisstore.NewLine(rdb).WithReplication(c.Replication)), guard),
 		ranking: breaker.GuardRanking(c.wrapRanking(redisstore.NewRanking(rdb, c.RankExactMax)), guard),
 		ping:    func(ctx context.Context) error { return redisstore.Ping(ctx, rdb) },
 		close:   func() { once.Do(func() { rdb.Close() }) }}, nil

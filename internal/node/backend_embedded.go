@@ -44,7 +44,7 @@ func openEmbedded(ctx context.Context, c Config, store sale.Store) (backend, err
 	var once sync.Once
 	return backend{gate: breaker.GuardGate(c.wrapGate(gate), guard), guard: guard, queue: queue, ping: journal.Ping,
 		challenges: c.wrapChallenges(embedded.NewChallenges(maxChallenges)), ranking: c.wrapRanking(embedded.NewRanking(c.RankExactMax)),
-		windows: ratelimit.NewWindows(time.Now), buckets: c.wrapBuckets(ratelimit.NewBuckets(time.Now)), line: breaker.GuardLine(line, guard),
+		windows: ratelimit.NewWindows(time.Now), buckets: c.wrapBuckets(ratelimit.NewBuckets(time.Now)), line: breaker.GuardLine(c.wrapLine(line), guard),
 		lease: embedded.NewLease(time.Now), onPlaced: placing.OnPlaced,
 		close: func() {
 			once.Do(func() { line.Close(); lines.Close(); gate.Close(); journal.Close() })

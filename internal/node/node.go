@@ -110,6 +110,7 @@ type Wrap struct {
 	Store      func(sale.Store) sale.Store
 	Challenges func(sale.ChallengeStore) sale.ChallengeStore
 	Ranking    func(sale.Ranking) sale.Ranking // the red packets' leaderboards
+	Line       func(sale.Line) sale.Line       // the waiting lines
 	// Buckets are the HTTP layer's token buckets (the grab's rate limits per user, activity and
 	// node).
 	Buckets func(ratelimit.Limiter) ratelimit.Limiter

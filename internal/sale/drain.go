@@ -36,6 +36,10 @@ type draining struct {
 	last   time.Time // the last round's time
 	budget float64   // tickets that may be admitted now
 	recent []admitted
+	// recorded says every batch this drainer handed the gate has its outcomes recorded. A
+	// drainer new to the line cannot know it of the one before (which may have died between its
+	// grabs and their record), nor one whose last record failed.
+	recorded bool
 }
 
 type admitted struct {
@@ -113,18 +117,28 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if rem <= 0 {
+	var n int64
+	switch {
+	case rem <= 0 && d.recorded(a.ID):
 		head, err := s.line.Skip(ctx, a.ID, st.Head)
 		if err != nil {
 			return 0, fmt.Errorf("answer the line sold out: %w", err)
 		}
 		s.raiseSoldOut(mark)
 		return head - st.Head, nil
+	case rem <= 0:
+		// The gate has nothing left, but a batch at the head may have taken it, grabbed and
+		// never recorded (by a drainer that died, or this one, whose record failed): those
+		// tickets won. A batch is never more than maxDrainBatch: so many are asked again, their
+		// keys returning their grabs' answers (the rest are sold out), before the line is
+		// answered sold out.
+		n = maxDrainBatch
+	default:
+		// Never more than the gate has: every ticket of a batch then wins (but for a buyer at
+		// the per-user limit), so the winners are the line's first tickets, whatever order the
+		// batch's grabs reach the gate in.
+		n = min(int64(d.budget(a, now)), rem, maxDrainBatch)
 	}
-	// Never more than the gate has: every ticket of a batch then wins (but for a buyer at the
-	// per-user limit), so the winners are the line's first tickets, whatever order the batch's
-	// grabs reach the gate in.
-	n := min(int64(d.budget(a, now)), rem, maxDrainBatch)
 	if n < 1 {
 		return 0, nil
 	}
@@ -132,13 +146,19 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	if err != nil || to == from {
 		return 0, err
 	}
+	d.setRecorded(a.ID, false)
 	if err := d.admit(ctx, a, now, ts); err != nil {
 		return 0, err
 	}
-	rate := d.pace(a, now, to-from)
+	paced := to - from
+	if rem <= 0 {
+		paced = 0 // answers of a sold-out line, as a skip's: not the admission's pace
+	}
+	rate := d.pace(a, now, paced)
 	if err := s.line.Admit(ctx, a.ID, from, to, ts, rate); err != nil {
 		return 0, fmt.Errorf("record the admitted tickets: %w", err)
 	}
+	d.setRecorded(a.ID, true)
 	if d.observe != nil {
 		for _, t := range ts {
 			d.observe(a.ID, t.Outcome, now.Sub(later(t.JoinedAt, a.StartAt)))
@@ -233,6 +253,20 @@ func (d *Drainer) lineOf(id string) *draining {
 		d.lines[id] = l
 	}
 	return l
+}
+
+// recorded reports whether every batch this drainer handed the gate for the line of id has its
+// outcomes recorded, as far as it knows.
+func (d *Drainer) recorded(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lineOf(id).recorded
+}
+
+func (d *Drainer) setRecorded(id string, ok bool) {
+	d.mu.Lock()
+	d.lineOf(id).recorded = ok
+	d.mu.Unlock()
 }
 
 func (d *Drainer) forget(id string) {

@@ -16,6 +16,70 @@ import (
 func AdmissionTests(t *testing.T, newEnv NewEnv) {
 	t.Run("QueueIsFIFOAfterTheDraw", func(t *testing.T) { queueFIFO(t, newEnv) })
 	t.Run("LotteryWinnersAreTheDraws", func(t *testing.T) { lotteryWinners(t, newEnv) })
+	t.Run("WinsOfAnUnrecordedRoundStand", func(t *testing.T) { queueRecordLost(t, newEnv) })
+}
+
+// queueRecordLost: a drainer grabs a unit for each ticket at the head and loses the record of
+// their outcomes (it dies, or the line's server goes, in between), and the gate has nothing left.
+// Neither that drainer nor the next one (a restarted process, another node) may answer those
+// tickets sold out: their grabs won, and their keys return the wins. (The nemesis's Sentinel seed
+// 22: the next drainer found the head where it was and the gate empty, and answered the whole
+// line sold out, its 40 winners included.)
+func queueRecordLost(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
+	for _, restarted := range []bool{false, true} {
+		a := lineActivity(t, env, 3, sale.AdmitQueue)
+		env.Clock.Advance(time.Minute) // the start: the joins after it take their places in turn
+		var tokens []string
+		owner := map[string]string{}
+		for i := range 6 {
+			v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("r%v-%d", restarted, i), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tokens = append(tokens, v.Token)
+			owner[v.Token] = v.UserID
+		}
+		env.Faults.LoseAdmissionRecords(1)
+		d := env.Lines.NewDrainer("test", 100*time.Millisecond)
+		env.Clock.Advance(100 * time.Millisecond)
+		if _, err := d.Round(ctx, a); err == nil {
+			t.Fatal("a round whose record was lost: no error")
+		}
+		if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 0 {
+			t.Fatalf("after the unrecorded round the gate holds %d (%v), want 0: its grabs took every unit", rem, err)
+		}
+		if restarted {
+			d = env.Lines.NewDrainer("test", 100*time.Millisecond)
+		}
+		for round := 0; ; round++ {
+			env.Clock.Advance(100 * time.Millisecond)
+			if _, err := d.Round(ctx, a); err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			st, err := env.Service.Stats(ctx, a.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Line.Waiting == 0 {
+				break
+			}
+			if round == 100 {
+				t.Fatalf("still %d waiting after %d rounds", st.Line.Waiting, round)
+			}
+		}
+		for i, tok := range tokens {
+			v, err := env.Lines.Ticket(ctx, owner[tok], tok)
+			want := sale.OutcomeSoldOut
+			if i < 3 {
+				want = sale.OutcomeWon
+			}
+			if err != nil || v.Outcome != want || (want == sale.OutcomeWon) != (v.OrderToken != "") {
+				t.Errorf("restarted %v: ticket %d is %s (order %q, %v), want %s", restarted, i, v.Outcome, v.OrderToken, err, want)
+			}
+		}
+	}
 }
 
 // lineActivity creates an activity of stock units under admission, starting a minute after the

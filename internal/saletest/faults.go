@@ -13,12 +13,13 @@ import (
 // Faults break an Env's gate on demand: what the service must survive when the gate fails
 // after the database has committed (Redis away between a cancel and its restock).
 type Faults struct {
-	releases  atomic.Int64
-	revisions atomic.Int64
-	rankings  atomic.Int64
-	replies   atomic.Int64
-	repair    atomic.Pointer[func()]
-	warm      atomic.Pointer[func()]
+	releases   atomic.Int64
+	revisions  atomic.Int64
+	rankings   atomic.Int64
+	replies    atomic.Int64
+	admissions atomic.Int64
+	repair     atomic.Pointer[func()]
+	warm       atomic.Pointer[func()]
 
 	mu          sync.Mutex
 	unplaceable map[string]bool // users whose grabs the database refuses for good
@@ -37,6 +38,26 @@ func NewFaults() *Faults { return &Faults{unplaceable: map[string]bool{}} }
 
 // Gate returns g with f's faults: a node's gate adapter, below its guard.
 func (f *Faults) Gate(g sale.Gate) sale.Gate { return faultyGate{g, f} }
+
+// Line returns l with f's faults: a node's waiting lines, below their guard.
+func (f *Faults) Line(l sale.Line) sale.Line { return faultyLine{l, f} }
+
+// LoseAdmissionRecords makes the next n records of admitted tickets fail with ErrBusy, without
+// recording them: a drainer that dies, or loses the line's server, between the grabs it made for
+// the tickets at the head and the record of their outcomes.
+func (f *Faults) LoseAdmissionRecords(n int64) { f.admissions.Store(n) }
+
+type faultyLine struct {
+	sale.Line
+	f *Faults
+}
+
+func (l faultyLine) Admit(ctx context.Context, activityID string, from, to int64, ts []sale.Ticket, rate float64) error {
+	if take(&l.f.admissions) {
+		return fmt.Errorf("%w: the test lost the record of the admitted tickets", sale.ErrBusy)
+	}
+	return l.Line.Admit(ctx, activityID, from, to, ts, rate)
+}
 
 // Ranking returns r with f's faults: a node's leaderboards, below its guard.
 func (f *Faults) Ranking(r sale.Ranking) sale.Ranking { return faultyRanking{r, f} }

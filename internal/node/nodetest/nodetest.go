@@ -120,7 +120,7 @@ func build(t testing.TB, clock *saletest.Clock, c node.Config) (saletest.Env, *n
 	}
 	// The tests' gates stand still between steps: the reconcile need not wait long for grabs.
 	c.Tuning.ReconcilePause, c.Tuning.QueuePoll, c.Tuning.GateBatch = 5*time.Millisecond, 50*time.Millisecond, 64
-	c.Wrap.Gate, c.Wrap.Store, c.Wrap.Ranking = faults.Gate, faults.Store, faults.Ranking
+	c.Wrap.Gate, c.Wrap.Store, c.Wrap.Ranking, c.Wrap.Line = faults.Gate, faults.Store, faults.Ranking, faults.Line
 	c.Wrap.Challenges = func(ch sale.ChallengeStore) sale.ChallengeStore { answers = saletest.NewAnswers(ch); return answers }
 	n, err := node.Open(context.Background(), c)
 	if err != nil {
