@@ -53,22 +53,7 @@ func queueRecordLost(t *testing.T, newEnv NewEnv) {
 		if restarted {
 			d = env.Lines.NewDrainer("test", 100*time.Millisecond)
 		}
-		for round := 0; ; round++ {
-			env.Clock.Advance(100 * time.Millisecond)
-			if _, err := d.Round(ctx, a); err != nil {
-				t.Fatalf("round %d: %v", round, err)
-			}
-			st, err := env.Service.Stats(ctx, a.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if st.Line.Waiting == 0 {
-				break
-			}
-			if round == 100 {
-				t.Fatalf("still %d waiting after %d rounds", st.Line.Waiting, round)
-			}
-		}
+		drainWith(t, env, d, a)
 		for i, tok := range tokens {
 			v, err := env.Lines.Ticket(ctx, owner[tok], tok)
 			want := sale.OutcomeSoldOut
@@ -99,10 +84,15 @@ func lineActivity(t *testing.T, env Env, stock int64, admission sale.Admission) 
 	return a
 }
 
-// drainAll runs the drainer a round every 100 ms of the test's clock until nobody waits.
+// drainAll runs a drainer a round every 100 ms of the test's clock until nobody waits.
 func drainAll(t *testing.T, env Env, a sale.Activity) {
 	t.Helper()
-	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
+	drainWith(t, env, env.Lines.NewDrainer("test", 100*time.Millisecond), a)
+}
+
+// drainWith runs d a round every 100 ms of the test's clock until nobody waits.
+func drainWith(t *testing.T, env Env, d *sale.Drainer, a sale.Activity) {
+	t.Helper()
 	for round := 0; ; round++ {
 		env.Clock.Advance(100 * time.Millisecond)
 		if _, err := d.Round(context.Background(), a); err != nil {
