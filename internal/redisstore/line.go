@@ -55,7 +55,10 @@ type Line struct {
 // NewLine returns a line on rdb.
 func NewLine(rdb redis.UniversalClient) *Line { return &Line{rdb: rdb} }
 
-// WithReplication makes every join wait for r's replicas before it is acknowledged.
+// WithReplication makes every write that answers a ticket or tells its place (a join, the
+// draw, an admission's record, a skip) and every revision wait for r's replicas before it is
+// acknowledged: a failover that lost one could take back a win already read by its owner, or
+// answer the line's winners sold out.
 func (l *Line) WithReplication(r Replication) *Line {
 	l.repl = r
 	return l
@@ -245,7 +248,8 @@ func (l *Line) Seal(ctx context.Context, a sale.Activity) (sale.LineState, error
 				return sale.LineState{}, sale.Busy(err, "write the draw on redis")
 			}
 		}
-		if err := lineSealScript.Run(ctx, l.rdb, []string{k.state}, "1").Err(); err != nil {
+		// Through the replicas: the draw's places, written before on the same master, with it.
+		if err := l.repl.runScript(ctx, l.rdb, l.rdb, lineSealScript, []string{k.state}, "1").Err(); err != nil {
 			return sale.LineState{}, sale.Busy(err, "seal a line on redis")
 		}
 	}
@@ -299,7 +303,7 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 	for _, t := range ts {
 		args = append(args, ticketID(t.Token, activityID), string(t.Outcome), t.OrderToken, t.AmountCents)
 	}
-	if err := lineAdmitScript.Run(ctx, l.rdb, []string{k.state, k.tickets}, args...).Err(); err != nil {
+	if err := l.repl.runScript(ctx, l.rdb, l.rdb, lineAdmitScript, []string{k.state, k.tickets}, args...).Err(); err != nil {
 		return sale.Busy(err, "record admissions on redis")
 	}
 	return nil
@@ -307,7 +311,7 @@ func (l *Line) Admit(ctx context.Context, activityID string, from, to int64, ts 
 
 // Skip implements sale.Line.
 func (l *Line) Skip(ctx context.Context, activityID string, from int64) (int64, error) {
-	head, err := lineSkipScript.Run(ctx, l.rdb, []string{lineKeysOf(activityID).state}, from).Int64()
+	head, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineSkipScript, []string{lineKeysOf(activityID).state}, from).Int64()
 	if err != nil {
 		return from, sale.Busy(err, "answer a line on redis")
 	}

@@ -3,11 +3,13 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"seckill/internal/redistest"
 	"seckill/internal/sale"
+	"seckill/internal/saletest"
 )
 
 // TestMinReplicasWaitsForAReplica: with a replica required, a grab on a server that has none is
@@ -119,5 +121,74 @@ func TestQueueDeliversOnlyWhatTheReplicasHold(t *testing.T) {
 	}
 	if n, err := rdb.XLen(ctx, stream).Result(); err != nil || n != 0 {
 		t.Fatalf("the stream after the ack holds %d, %v; want nothing", n, err)
+	}
+}
+
+// TestLineAnswersWaitForAReplica: with a replica required, the drainer's writes that answer
+// tickets (the draw's places, an admission's record, a skip) are refused ErrBusy while the
+// replica is stopped, and are on the replica once acknowledged. A record a failover could take
+// back would leave the drainer believing its winners answered while the next one finds them
+// waiting, the gate empty, and answers them sold out.
+func TestLineAnswersWaitForAReplica(t *testing.T) {
+	ctx := context.Background()
+	master := redistest.Start(t, redistest.Options{})
+	replica := redistest.StartReplica(t, master)
+	l := NewLine(dial(t, master.URL())).WithReplication(Replication{Replicas: 1, Timeout: 5 * time.Second})
+	onReplica := NewLine(dial(t, replica.URL()))
+	a := saletest.LineItem("durable-line", 2, sale.AdmitQueue)
+	for i := range 4 {
+		if _, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: fmt.Sprintf("u%d", i),
+			Token: sale.NewTicketToken(a.ID), Now: a.StartAt.Add(-time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, sale.ErrBusy) || !errors.Is(err, errNotReplicated) {
+			t.Fatalf("%s with the replica stopped: %v, want ErrBusy for want of replicas", what, err)
+		}
+	}
+	onTheReplica := func(what string, want func(sale.LineState) bool) {
+		t.Helper()
+		st, err := onReplica.State(ctx, a.ID)
+		if err != nil || !want(st) {
+			t.Fatalf("the replica's line after the %s: %+v, %v", what, st, err)
+		}
+	}
+	short := Replication{Replicas: 1, Timeout: 100 * time.Millisecond}
+	stopped := NewLine(l.rdb).WithReplication(short)
+
+	replica.Pause(t)
+	_, err := stopped.Seal(ctx, a)
+	refused("draw", err)
+	replica.Resume(t)
+	if st, err := l.Seal(ctx, a); err != nil || !st.Drawn || st.Placed != 4 {
+		t.Fatalf("the draw again: %+v, %v", st, err)
+	}
+	onTheReplica("draw", func(st sale.LineState) bool { return st.Drawn && st.Placed == 4 })
+
+	from, to, ts, err := l.Next(ctx, a.ID, 2)
+	if err != nil || to-from != 2 {
+		t.Fatalf("Next(2) = %d, %d, %v", from, to, err)
+	}
+	for i := range ts {
+		ts[i].Outcome, ts[i].OrderToken, ts[i].AmountCents = sale.OutcomeWon, fmt.Sprintf("o-%d", i), 100
+	}
+	replica.Pause(t)
+	refused("record", stopped.Admit(ctx, a.ID, from, to, ts, 1))
+	_, err = stopped.Skip(ctx, a.ID, to)
+	refused("skip", err)
+	replica.Resume(t)
+	if err := l.Admit(ctx, a.ID, from, to, ts, 1); err != nil {
+		t.Fatalf("the record again: %v", err)
+	}
+	onTheReplica("record", func(st sale.LineState) bool { return st.Head >= 2 })
+	if head, err := l.Skip(ctx, a.ID, to); err != nil || head != 4 {
+		t.Fatalf("the skip again: %d, %v", head, err)
+	}
+	onTheReplica("skip", func(st sale.LineState) bool { return st.Head == 4 })
+	tk, _, err := onReplica.Ticket(ctx, ts[1].Token)
+	if err != nil || tk.Outcome != sale.OutcomeWon || tk.OrderToken != "o-1" {
+		t.Fatalf("the replica's second ticket: %+v, %v; want won, order o-1", tk, err)
 	}
 }
