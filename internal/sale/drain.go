@@ -147,7 +147,18 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 		return 0, err
 	}
 	d.setRecorded(a.ID, false)
-	if err := d.admit(ctx, a, now, ts); err != nil {
+	if rem <= 0 {
+		// Asked again one at a time, in place order, up to the first that loses: units that
+		// come back meanwhile (a restock, a cancel) go to the first tickets still waiting, and
+		// the rest are answered by the skip of the next round.
+		var k int
+		if k, err = d.admitInOrder(ctx, a, now, ts); err != nil {
+			return 0, err
+		}
+		if k < len(ts) {
+			ts, to = ts[:k], ts[k-1].Place+1
+		}
+	} else if err := d.admit(ctx, a, now, ts); err != nil {
 		return 0, err
 	}
 	paced := to - from
@@ -178,26 +189,46 @@ func (d *Drainer) admit(ctx context.Context, a Activity, now time.Time, ts []Tic
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			t := &ts[i]
-			g, err := d.svc.grab(ctx, a, GrabRequest{ActivityID: a.ID, UserID: t.UserID, IdempotencyKey: LineKey(t.Token), Now: now})
-			switch {
-			case err == nil:
-				t.Outcome, t.OrderToken, t.AmountCents = OutcomeWon, g.Token, g.AmountCents
-			case errors.Is(err, ErrSoldOut) && a.Admission == AdmitLottery:
-				t.Outcome = OutcomeNotDrawn
-			case errors.Is(err, ErrSoldOut):
-				t.Outcome = OutcomeSoldOut
-			case errors.Is(err, ErrAlreadyBought):
-				t.Outcome = OutcomeAlreadyBought
-			case errors.Is(err, ErrEnded):
-				t.Outcome = OutcomeEnded
-			default:
-				errs[i] = fmt.Errorf("admit ticket %s: %w", t.Token, err)
-			}
+			errs[i] = d.admitOne(ctx, a, now, &ts[i])
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// admitInOrder grabs for ts one after another and stops after the first that the gate turns
+// away for want of stock, returning how many have their outcome. A failure of the gate fails
+// the rest, as admit's.
+func (d *Drainer) admitInOrder(ctx context.Context, a Activity, now time.Time, ts []Ticket) (int, error) {
+	for i := range ts {
+		if err := d.admitOne(ctx, a, now, &ts[i]); err != nil {
+			return 0, err
+		}
+		if o := ts[i].Outcome; o == OutcomeSoldOut || o == OutcomeNotDrawn || o == OutcomeEnded {
+			return i + 1, nil
+		}
+	}
+	return len(ts), nil
+}
+
+// admitOne grabs a unit for t under its ticket's key and sets its outcome.
+func (d *Drainer) admitOne(ctx context.Context, a Activity, now time.Time, t *Ticket) error {
+	g, err := d.svc.grab(ctx, a, GrabRequest{ActivityID: a.ID, UserID: t.UserID, IdempotencyKey: LineKey(t.Token), Now: now})
+	switch {
+	case err == nil:
+		t.Outcome, t.OrderToken, t.AmountCents = OutcomeWon, g.Token, g.AmountCents
+	case errors.Is(err, ErrSoldOut) && a.Admission == AdmitLottery:
+		t.Outcome = OutcomeNotDrawn
+	case errors.Is(err, ErrSoldOut):
+		t.Outcome = OutcomeSoldOut
+	case errors.Is(err, ErrAlreadyBought):
+		t.Outcome = OutcomeAlreadyBought
+	case errors.Is(err, ErrEnded):
+		t.Outcome = OutcomeEnded
+	default:
+		return fmt.Errorf("admit ticket %s: %w", t.Token, err)
+	}
+	return nil
 }
 
 // LineKey is the idempotency key of the grab that admits a ticket.

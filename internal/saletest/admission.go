@@ -17,6 +17,7 @@ func AdmissionTests(t *testing.T, newEnv NewEnv) {
 	t.Run("QueueIsFIFOAfterTheDraw", func(t *testing.T) { queueFIFO(t, newEnv) })
 	t.Run("LotteryWinnersAreTheDraws", func(t *testing.T) { lotteryWinners(t, newEnv) })
 	t.Run("WinsOfAnUnrecordedRoundStand", func(t *testing.T) { queueRecordLost(t, newEnv) })
+	t.Run("StockAddedWhileARoundIsAskedAgainGoesToTheHead", func(t *testing.T) { queueRestockedWhileAskedAgain(t, newEnv) })
 }
 
 // queueRecordLost: a drainer grabs a unit for each ticket at the head and loses the record of
@@ -63,6 +64,50 @@ func queueRecordLost(t *testing.T, newEnv NewEnv) {
 			if err != nil || v.Outcome != want || (want == sale.OutcomeWon) != (v.OrderToken != "") {
 				t.Errorf("restarted %v: ticket %d is %s (order %q, %v), want %s", restarted, i, v.Outcome, v.OrderToken, err, want)
 			}
+		}
+	}
+}
+
+// queueRestockedWhileAskedAgain: a drainer asks the gate again for a batch whose record was
+// lost (the gate has nothing left) and the operator adds stock between its reading of the gate
+// and its grabs. The added units go to the first tickets still waiting, in place order: a batch
+// asked all at once would hand them to whichever grabs reached the gate first.
+func queueRestockedWhileAskedAgain(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
+	a := lineActivity(t, env, 3, sale.AdmitQueue)
+	env.Clock.Advance(time.Minute)
+	var tokens []string
+	owner := map[string]string{}
+	for i := range 30 { // the line's cap, 10 times the stock
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, v.Token)
+		owner[v.Token] = v.UserID
+	}
+	env.Faults.LoseAdmissionRecords(1)
+	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
+	env.Clock.Advance(100 * time.Millisecond)
+	if _, err := d.Round(ctx, a); err == nil {
+		t.Fatal("a round whose record was lost: no error")
+	}
+	const added = 5
+	env.Faults.AfterNext(func() {
+		if _, err := env.Operator.AddStock(ctx, a.ID, added); err != nil {
+			t.Errorf("AddStock: %v", err)
+		}
+	})
+	drainWith(t, env, d, a)
+	for i, tok := range tokens {
+		v, err := env.Lines.Ticket(ctx, owner[tok], tok)
+		want := sale.OutcomeSoldOut
+		if i < 3+added {
+			want = sale.OutcomeWon
+		}
+		if err != nil || v.Outcome != want {
+			t.Errorf("ticket %d is %s (%v), want %s: the added units go to the head", i, v.Outcome, err, want)
 		}
 	}
 }

@@ -20,6 +20,7 @@ type Faults struct {
 	admissions atomic.Int64
 	repair     atomic.Pointer[func()]
 	warm       atomic.Pointer[func()]
+	next       atomic.Pointer[func()]
 
 	mu          sync.Mutex
 	unplaceable map[string]bool // users whose grabs the database refuses for good
@@ -50,6 +51,18 @@ func (f *Faults) LoseAdmissionRecords(n int64) { f.admissions.Store(n) }
 type faultyLine struct {
 	sale.Line
 	f *Faults
+}
+
+// AfterNext makes the next read of a line's head run fn once it has read it: what an operator
+// does between a drainer's reading of the gate and its grabs.
+func (f *Faults) AfterNext(fn func()) { f.next.Store(&fn) }
+
+func (l faultyLine) Next(ctx context.Context, activityID string, n int) (int64, int64, []sale.Ticket, error) {
+	from, to, ts, err := l.Line.Next(ctx, activityID, n)
+	if fn := l.f.next.Swap(nil); fn != nil {
+		(*fn)()
+	}
+	return from, to, ts, err
 }
 
 func (l faultyLine) Admit(ctx context.Context, activityID string, from, to int64, ts []sale.Ticket, rate float64) error {
