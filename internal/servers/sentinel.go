@@ -16,7 +16,11 @@ type SentinelOptions struct {
 	Count  int    // sentinels; default 3
 	Quorum int    // sentinels that must agree the master is down; default a majority
 	// DownAfter is how long the master may not answer before a sentinel calls it down; default
-	// 1 s. FailoverTimeout bounds a failover; default 5 s.
+	// 2 s. Below that, sentinels may call a master they have just promoted down before their new
+	// links to it have answered a PING, and fail it over again (redis/redis#8607; at 1 s, the
+	// nemesis's Sentinel seed 34: a second failover 1 s after the first, its replicas then
+	// resyncing, every write refused for want of a replica). FailoverTimeout bounds a failover;
+	// default 5 s.
 	DownAfter, FailoverTimeout time.Duration
 	// AuthUser and AuthPass are what the sentinels log in to the master and replicas with, when
 	// those require it.
@@ -34,7 +38,7 @@ func (o SentinelOptions) withDefaults() SentinelOptions {
 		o.Quorum = o.Count/2 + 1
 	}
 	if o.DownAfter == 0 {
-		o.DownAfter = time.Second
+		o.DownAfter = 2 * time.Second
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = 5 * time.Second

@@ -141,7 +141,7 @@ func TestBenchRedisFaults(t *testing.T) {
 	// the stock left, however long the fault lasts. With the defaults, 2,000 units are sold by
 	// the fault (25 % of 8,000 clicks at 800 a second), and the 1,000 left need 1.25 s of the
 	// crowd once the gate is back: a fault may last up to 6 s. A Sentinel failover may take
-	// longer: down-after (1 s), and when the first election fails on a loaded machine, the
+	// longer: down-after (2 s), and when the first election fails on a loaded machine, the
 	// failover timeout twice (5 s each) before the next; it took 2.4 s idle, and 5 s and 7 s in
 	// CI with the whole suite beside it. Its sale is slower and smaller: 960 units sold by the
 	// fault (12 % of 8,000 clicks at 500 a second), 540 left for 1.1 s of the crowd, so the
