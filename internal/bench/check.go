@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
@@ -60,6 +61,10 @@ type Order struct {
 	Found       bool
 	Status      sale.Status
 	AmountCents int64
+	// Reason is why a cancelled order was closed (sale.ReasonExpired: its window closed; else
+	// its owner's cancel); ExpiresAt is the end of its window, ClosedAt when it was closed.
+	Reason              string
+	ExpiresAt, ClosedAt time.Time
 }
 
 // Verdict is what the checker found. Every field named after a violation is zero in a correct
@@ -79,7 +84,7 @@ type Verdict struct {
 	Oversell   int64 `json:"oversell"`   // units held beyond the stock
 	Undersell  int64 `json:"undersell"`  // units left unsold although the demand exceeded the stock
 	Duplicates int64 `json:"duplicates"` // wins beyond a user's limit, tokens given twice, orders no grab explains
-	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order; paid orders not PAID
+	Lost       int64 `json:"lost"`       // acknowledged grabs without a placed order; paid orders not PAID; orders expired early
 	// Unreleased are orders left unpaid that still hold their unit after the payment window,
 	// and orders their owners cancelled that are not CANCELLED.
 	Unreleased int64 `json:"unreleased"`
@@ -218,6 +223,10 @@ func Check(history []Record, f Facts) Verdict {
 		case f.Cancelled[tok] && o.Status != sale.StatusCancelled:
 			problem("unreleased", "order %s of %s, cancelled by its owner, is %s", tok, owner[tok], o.Status)
 			v.Unreleased++
+		case o.Status == sale.StatusCancelled && o.Reason == sale.ReasonExpired && o.ClosedAt.Before(o.ExpiresAt):
+			problem("lost", "order %s of %s was closed as expired at %s, before its window closed at %s", tok, owner[tok],
+				o.ClosedAt.Format(time.RFC3339Nano), o.ExpiresAt.Format(time.RFC3339Nano))
+			v.Lost++
 		case f.Unpaid[tok] && o.Status != sale.StatusCancelled:
 			problem("unreleased", "order %s of %s, never paid, is %s after its payment window", tok, owner[tok], o.Status)
 			v.Unreleased++
@@ -230,9 +239,15 @@ func Check(history []Record, f Facts) Verdict {
 			if moved, ok := f.Moved[tok]; ok {
 				status = moved
 			}
-			want, got := eventsOf(status, f.Cancelled[tok]), f.Events[tok]
+			byOwner := f.Cancelled[tok]
+			if status == sale.StatusCancelled && o.Status == sale.StatusCancelled && o.Reason != "" {
+				// The order says who closed it: an owner's cancel answered 200 may be the
+				// answer to an order the sweeper had just closed (a repeat changes nothing).
+				byOwner = o.Reason != sale.ReasonExpired
+			}
+			want, got := eventsOf(status, byOwner), f.Events[tok]
 			if f.CancelUnanswered[tok] && !slices.Equal(want, got) {
-				want = eventsOf(status, !f.Cancelled[tok])
+				want = eventsOf(status, !byOwner)
 			}
 			if !slices.Equal(want, got) {
 				problem("events", "order %s of %s ended %s; its events arrived %v, want %v", tok, owner[tok], status, got, want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"seckill/internal/httpapi/wire"
 	"seckill/internal/sale"
@@ -90,8 +91,8 @@ func TestCheckLetsABuyerWhoseUnitWentBackBuyAgain(t *testing.T) {
 	}
 	h, f := finishedSale(50, 10, "item")
 	f.Cancelled = map[string]bool{"t0": true}
-	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED"}
-	f.Orders["t1"] = Order{Found: true, Status: "CANCELLED"}
+	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED", Reason: "cancelled by the buyer"}
+	f.Orders["t1"] = Order{Found: true, Status: "CANCELLED", Reason: sale.ReasonExpired}
 	f.Stats.Cancelled = 2
 	f.Events = map[string][]string{"t0": {"created", "cancelled"}, "t1": {"created", "expired"}}
 	for i := 2; i < 10; i++ {
@@ -108,6 +109,15 @@ func TestCheckLetsABuyerWhoseUnitWentBackBuyAgain(t *testing.T) {
 	f.CancelUnanswered = map[string]bool{"t1": true}
 	if v := Check(h, f); v.EventsOff != 1 {
 		t.Fatalf("a cancel heard of an order whose owner's cancel got no answer: %d off, want only t0's", v.EventsOff)
+	}
+	// An owner's cancel sent after the window closed, answered 200 for an order the sweeper had
+	// closed just before (a cancel of a cancelled order changes nothing): the order's reason
+	// says it expired, and so do its events (Sentinel seed 34, 12 such orders).
+	f.CancelUnanswered = nil
+	f.Events["t0"], f.Events["t1"] = []string{"created", "expired"}, []string{"created", "expired"}
+	f.Orders["t0"] = Order{Found: true, Status: "CANCELLED", Reason: sale.ReasonExpired}
+	if v := Check(h, f); v.EventsOff != 0 || v.Lost != 0 {
+		t.Fatalf("an owner's cancel answered after the sweeper closed the order: %v", v.Problems)
 	}
 }
 
@@ -265,6 +275,14 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 			f.Events["t2"] = []string{"created", "expired"}
 			return h
 		}, func(v Verdict) int64 { return v.EventsOff }, "t2 of u2 ended CREATED; its events arrived [created expired]"},
+		{"an order closed as expired before its window closed", "item", func(h []Record, f *Facts) []Record {
+			end := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
+			f.Orders["t2"] = Order{Found: true, Status: "CANCELLED", Reason: sale.ReasonExpired, ExpiresAt: end,
+				ClosedAt: end.Add(-time.Millisecond)}
+			f.Stats.Created--
+			f.Stats.Cancelled++
+			return h
+		}, func(v Verdict) int64 { return v.Lost }, "before its window closed"},
 		{"an order's event missing", "item", func(h []Record, f *Facts) []Record {
 			f.Events = map[string][]string{}
 			for tok := range f.Orders {

@@ -286,7 +286,14 @@ func (c *Client) Order(ctx context.Context, token, bearer string) (Order, error)
 	if err != nil {
 		return Order{}, fmt.Errorf("order %s: %w", token, err)
 	}
-	return Order{Found: true, Status: out.Status, AmountCents: out.AmountCents}, nil
+	o := Order{Found: true, Status: out.Status, AmountCents: out.AmountCents, Reason: out.Reason}
+	if out.ExpiresAt != nil {
+		o.ExpiresAt = *out.ExpiresAt
+	}
+	if out.ClosedAt != nil {
+		o.ClosedAt = *out.ClosedAt
+	}
+	return o, nil
 }
 
 // Board reads the amounts of a red packet's leaderboard, top n in order.
