@@ -31,23 +31,7 @@ func queueRecordLost(t *testing.T, newEnv NewEnv) {
 	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
 	for _, restarted := range []bool{false, true} {
 		a := lineActivity(t, env, 3, sale.AdmitQueue)
-		env.Clock.Advance(time.Minute) // the start: the joins after it take their places in turn
-		var tokens []string
-		owner := map[string]string{}
-		for i := range 6 {
-			v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("r%v-%d", restarted, i), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tokens = append(tokens, v.Token)
-			owner[v.Token] = v.UserID
-		}
-		env.Faults.LoseAdmissionRecords(1)
-		d := env.Lines.NewDrainer("test", 100*time.Millisecond)
-		env.Clock.Advance(100 * time.Millisecond)
-		if _, err := d.Round(ctx, a); err == nil {
-			t.Fatal("a round whose record was lost: no error")
-		}
+		tokens, owner, d := roundRecordLost(t, env, a, 6, fmt.Sprintf("r%v-", restarted))
 		if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 0 {
 			t.Fatalf("after the unrecorded round the gate holds %d (%v), want 0: its grabs took every unit", rem, err)
 		}
@@ -76,23 +60,7 @@ func queueRestockedWhileAskedAgain(t *testing.T, newEnv NewEnv) {
 	ctx := context.Background()
 	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
 	a := lineActivity(t, env, 3, sale.AdmitQueue)
-	env.Clock.Advance(time.Minute)
-	var tokens []string
-	owner := map[string]string{}
-	for i := range 30 { // the line's cap, 10 times the stock
-		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens = append(tokens, v.Token)
-		owner[v.Token] = v.UserID
-	}
-	env.Faults.LoseAdmissionRecords(1)
-	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
-	env.Clock.Advance(100 * time.Millisecond)
-	if _, err := d.Round(ctx, a); err == nil {
-		t.Fatal("a round whose record was lost: no error")
-	}
+	tokens, owner, d := roundRecordLost(t, env, a, 30, "u") // the line's cap, 10 times the stock
 	const added = 5
 	env.Faults.AfterNext(func() {
 		if _, err := env.Operator.AddStock(ctx, a.ID, added); err != nil {
@@ -110,6 +78,32 @@ func queueRestockedWhileAskedAgain(t *testing.T, newEnv NewEnv) {
 			t.Errorf("ticket %d is %s (%v), want %s: the added units go to the head", i, v.Outcome, err, want)
 		}
 	}
+}
+
+// roundRecordLost starts a's sale, queues n users (named prefix and their number) and runs a
+// drainer's round whose record of outcomes is lost: its grabs took the units, its tickets still
+// wait. It returns the tickets' tokens in place order, their owners, and that drainer.
+func roundRecordLost(t *testing.T, env Env, a sale.Activity, n int, prefix string) ([]string, map[string]string, *sale.Drainer) {
+	t.Helper()
+	ctx := context.Background()
+	env.Clock.Advance(time.Minute) // the start: the joins after it take their places in turn
+	var tokens []string
+	owner := map[string]string{}
+	for i := range n {
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("%s%d", prefix, i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, v.Token)
+		owner[v.Token] = v.UserID
+	}
+	env.Faults.LoseAdmissionRecords(1)
+	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
+	env.Clock.Advance(100 * time.Millisecond)
+	if _, err := d.Round(ctx, a); err == nil {
+		t.Fatal("a round whose record was lost: no error")
+	}
+	return tokens, owner, d
 }
 
 // lineActivity creates an activity of stock units under admission, starting a minute after the
