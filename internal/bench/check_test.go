@@ -119,6 +119,14 @@ func TestCheckLetsABuyerWhoseUnitWentBackBuyAgain(t *testing.T) {
 	if v := Check(h, f); v.EventsOff != 0 || v.Lost != 0 {
 		t.Fatalf("an owner's cancel answered after the sweeper closed the order: %v", v.Problems)
 	}
+	// Closed by a sweeper whose clock a skew stepped back between its choice and its close
+	// (Sentinel seed 48): stamped before the window's end, by less than two clocks' skew.
+	end := time.Date(2026, 12, 6, 3, 49, 45, 610e6, time.UTC)
+	f.Orders["t1"] = Order{Found: true, Status: "CANCELLED", Reason: sale.ReasonExpired, ExpiresAt: end,
+		ClosedAt: end.Add(-300 * time.Millisecond)}
+	if v := Check(h, f); v.Lost != 0 {
+		t.Fatalf("an expiry stamped early by a skewed sweeper: %v", v.Problems)
+	}
 }
 
 // TestCheckCatchesEachViolation injects one fault at a time into a correct sale; the checker must
@@ -278,7 +286,7 @@ func TestCheckCatchesEachViolation(t *testing.T) {
 		{"an order closed as expired before its window closed", "item", func(h []Record, f *Facts) []Record {
 			end := time.Date(2026, 12, 6, 3, 0, 0, 0, time.UTC)
 			f.Orders["t2"] = Order{Found: true, Status: "CANCELLED", Reason: sale.ReasonExpired, ExpiresAt: end,
-				ClosedAt: end.Add(-time.Millisecond)}
+				ClosedAt: end.Add(-2*MaxClockSkew - time.Millisecond)}
 			f.Stats.Created--
 			f.Stats.Cancelled++
 			return h
