@@ -197,8 +197,8 @@ func (d *Drainer) admit(ctx context.Context, a Activity, now time.Time, ts []Tic
 }
 
 // admitInOrder grabs for ts one after another and stops after the first that the gate turns
-// away for want of stock, returning how many have their outcome. A failure of the gate fails
-// the rest, as admit's.
+// away for want of stock (or because the sale ended), returning how many have their outcome. A
+// failure of the gate fails the round, as admit's.
 func (d *Drainer) admitInOrder(ctx context.Context, a Activity, now time.Time, ts []Ticket) (int, error) {
 	for i := range ts {
 		if err := d.admitOne(ctx, a, now, &ts[i]); err != nil {
