@@ -168,8 +168,10 @@ func redactSpec(spec string) string {
 
 // The client's timeouts. A dial is tried once and given up quickly: a refused or silent node is
 // a node that fails over, and the guard retries within the call's deadline on the cluster's new
-// map rather than have the client wait out backoffs on the dead node. Calls honour their
-// context's deadline, so a guard's deadline bounds a call to a Redis that hangs.
+// map (or the master the sentinels name) rather than have the client wait out backoffs on the
+// dead node. (A Sentinel client's failed dial of the master fails the connection's first use
+// instead: see masterDialer.) Calls honour their context's deadline, so a guard's deadline
+// bounds a call to a Redis that hangs.
 const (
 	dialTimeout = 500 * time.Millisecond
 	// stateEvery is how stale a cluster client's slot map may get while nothing goes wrong
@@ -178,7 +180,9 @@ const (
 	// The client follows MOVED and ASK itself and retries a refused node a few times, pausing
 	// between tries; the pauses stay short (go-redis's own go up to half a second each), so that
 	// one call never outlasts the guard's deadline on a dead node: the guard retries it on the
-	// reloaded map instead.
+	// reloaded map instead. (A Sentinel client whose pauses were go-redis's had its calls to a
+	// dead master abandoned at the guard's deadline with no error yet, which opened the breaker:
+	// TestSentinelFailoverMidSale.)
 	minRetryBackoff = 2 * time.Millisecond
 	maxRetryBackoff = 20 * time.Millisecond
 )
@@ -203,7 +207,8 @@ func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Master, SentinelAddrs: s.Addrs,
 			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
 			Username: s.Username, Password: s.Password, DB: s.DB, TLSConfig: s.TLS,
-			DisableIdentity: true, ContextTimeoutEnabled: true, DialTimeout: dialTimeout, DialerRetries: 1})
+			DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: newMasterDialer(s).Dial,
+			DialTimeout: dialTimeout, DialerRetries: 1, MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
 	}
 	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
