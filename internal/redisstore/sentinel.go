@@ -3,16 +3,36 @@ package redisstore
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // masterDialer is the dialer of a Sentinel client (go-redis's FailoverOptions.Dialer): go-redis
-// calls it with the master's address, which it has just asked a sentinel for, and with a
-// sentinel's address when it reaches the sentinels themselves.
+// calls it with the master's address, which it has just asked one sentinel for, and with a
+// sentinel's address when it reaches the sentinels themselves. A sentinel is dialled as asked; a
+// data node is not: the dialer connects to the master the sentinels' newest configuration names,
+// whatever address go-redis brings, and to none while they fail it over. Two defects of the
+// nemesis's made it so.
+//
+// A master the sentinels fail over may come back before they have made it a replica: its
+// supervisor restarts it, and it starts as the master its configuration file says it is. go-redis
+// asks one sentinel, and a sentinel that has not heard of the failover yet (the others hear from
+// the one that ran it a moment after it promoted the replica) names the restarted server. A
+// replica not yet told of the new master syncs from it again, so a write there is acknowledged
+// by WAIT, and lost once the sentinels make both replicas of the new master: the nemesis's
+// Sentinel seed 85 lost six acknowledged grabs and a user's record (who then won twice) that way,
+// in the 50 ms between the restart and the other sentinels hearing. So a dial asks every
+// sentinel (view): the one whose configuration epoch is the newest names the master, and
+// while a sentinel fails the master over and has not promoted a replica yet, or the newest
+// sentinels name different masters, no master is dialled.
 //
 // go-redis's pool counts the dials that fail, and once it has counted as many as it has
 // connections it stops dialling: every call is answered the last dial error at once, until a
@@ -20,14 +40,11 @@ import (
 // fills that count within the sentinels' down-after, and the nodes went on answering the dead
 // master's "connection refused" for up to a second after every sentinel had named the new one
 // (the nemesis's Sentinel seed 47; 0.71 to 0.75 s in three runs of a test like
-// TestSentinelClientFollowsAFailoverAtOnce with go-redis's own dialer).
-// So a dial of the master the sentinels name that fails does not fail: it returns a connection
-// that answers the dial's error to the first thing written on it (refusedConn). The call fails as
-// before, with the same error, before anything was sent (the guard retries it as a failover), and
-// the pool, which counted nothing, dials the master the sentinels name at the next call.
-//
-// A refused master the sentinels no longer name (go-redis asked one that has not heard of the
-// failover yet) is dialled again at the one they name. A refused sentinel fails as a dial.
+// TestSentinelClientFollowsAFailoverAtOnce with go-redis's own dialer). So a dial of a master that
+// is refused, or that the sentinels fail over, does not fail: it returns a connection that answers
+// the refusal to the first thing written on it (refusedConn). The call fails as a refused dial
+// would, before anything was sent (the guard retries it as a failover), and the pool, which
+// counted nothing, asks again at the next call.
 type masterDialer struct {
 	master    string         // the name the sentinels watch it under
 	sentinels []string       // their addresses
@@ -35,18 +52,36 @@ type masterDialer struct {
 	tls       *tls.Config    // nil: plain TCP
 
 	asking chan struct{} // a lock a dial can stop waiting for: held by the dial asking the sentinels
-	last   named         // their last answer, which the dials failing meanwhile reuse; under asking
+	last   view          // their last answer, which the dials meanwhile reuse; under asking
 }
 
-// named is the master the sentinels named, and when they were asked.
-type named struct {
-	addr string
-	at   time.Time
+// view is what the sentinels said of the master, and when.
+type view struct {
+	at          time.Time
+	answered    bool            // a sentinel answered
+	master      string          // the master the newest configuration names
+	failingOver bool            // a sentinel of the newest fails it over, no replica promoted yet; or they disagree
+	nodes       map[string]bool // the masters and replicas they know: the data nodes
 }
 
-// askEvery is how long the sentinels' answer serves the dials that fail meanwhile: a crowd's
-// dials of a dead master ask them once per askEvery, not once each.
-const askEvery = 20 * time.Millisecond
+// said is one sentinel's answer.
+type said struct {
+	epoch       int64  // its configuration's epoch
+	named       string // the master it names: once it has promoted a replica in a failover it runs, that replica
+	failingOver bool   // it fails the master over and has not promoted a replica yet
+	nodes       []string
+}
+
+// askEvery is how long the sentinels' answer serves the dials meanwhile: a crowd's dials ask
+// them once per askEvery, not once each. askWithin bounds one round of questions: a sentinel
+// that has not answered by then is left out.
+const (
+	askEvery  = 20 * time.Millisecond
+	askWithin = 250 * time.Millisecond
+)
+
+// errFailingOver is the refusal of a dial while the sentinels fail the master over.
+var errFailingOver = errors.New("the sentinels are failing the master over")
 
 func newMasterDialer(s Spec) *masterDialer {
 	return &masterDialer{
@@ -58,26 +93,26 @@ func newMasterDialer(s Spec) *masterDialer {
 	}
 }
 
-// Dial connects to addr; if that fails, see masterDialer.
+// Dial connects to addr if it is a sentinel, else see masterDialer.
 func (d *masterDialer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := d.connect(ctx, network, addr)
-	if err == nil || !refused(err) {
-		return conn, err
+	if slices.Contains(d.sentinels, addr) {
+		return d.connect(ctx, network, addr)
 	}
-	now, asked := d.namedMaster(ctx)
+	v := d.view(ctx)
 	switch {
-	case !asked:
-		return nil, err
-	case now == addr:
-	case d.knows(ctx, addr): // the master they failed over: dial the one they name now
-		if conn, err = d.connect(ctx, network, now); err == nil || !refused(err) {
-			return conn, err
-		}
-		addr = now
-	default: // a sentinel
-		return nil, err
+	case !v.answered: // no sentinel to ask: the address go-redis was given a moment ago
+		return d.connect(ctx, network, addr)
+	case !v.nodes[addr]: // not a server they watch: a sentinel go-redis discovered
+		return d.connect(ctx, network, addr)
+	case v.failingOver:
+		to := remoteAddr{network, addr}
+		return newRefusedConn(&net.OpError{Op: "dial", Net: network, Addr: to, Err: errFailingOver}, to), nil
 	}
-	return newRefusedConn(err, remoteAddr{network, addr}), nil
+	conn, err := d.connect(ctx, network, v.master)
+	if err != nil && refused(err) {
+		return newRefusedConn(err, remoteAddr{network, v.master}), nil
+	}
+	return conn, err
 }
 
 // connect dials addr once, with TLS if the spec asks for it.
@@ -119,55 +154,65 @@ type remoteAddr struct{ network, addr string }
 func (a remoteAddr) Network() string { return a.network }
 func (a remoteAddr) String() string  { return a.addr }
 
-// namedMaster returns the address the first sentinel that answers names as master: the answer
-// of a dial that asked less than askEvery ago, or a new one. asked is false when no sentinel
-// answered (or ctx ended first).
-func (d *masterDialer) namedMaster(ctx context.Context) (addr string, asked bool) {
+// view returns what the sentinels say of the master: the answer of a dial that asked less than
+// askEvery ago, or a new one, every sentinel asked at once. Its answered is false when none
+// answered within askWithin (or ctx ended first).
+func (d *masterDialer) view(ctx context.Context) view {
 	select {
 	case d.asking <- struct{}{}:
 	case <-ctx.Done():
-		return "", false
+		return view{}
 	}
 	defer func() { <-d.asking }()
 	if !d.last.at.IsZero() && time.Since(d.last.at) < askEvery {
-		return d.last.addr, true
+		return d.last
 	}
-	for _, s := range d.sentinels {
-		addr, err := d.ask(ctx, s)
-		if err == nil {
-			d.last = named{addr: addr, at: time.Now()}
-			return addr, true
-		}
-		if ctx.Err() != nil {
-			break
+	ask, cancel := context.WithTimeout(ctx, askWithin)
+	defer cancel()
+	answers := make([]*said, len(d.sentinels))
+	var wg sync.WaitGroup
+	for i, s := range d.sentinels {
+		wg.Go(func() {
+			if a, err := d.ask(ask, s); err == nil {
+				answers[i] = &a
+			}
+		})
+	}
+	wg.Wait()
+	var got []said
+	for _, a := range answers {
+		if a != nil {
+			got = append(got, *a)
 		}
 	}
-	return "", false
+	d.last = viewOf(got, time.Now())
+	return d.last
 }
 
-// knows reports whether the first sentinel that answers knows addr as the master it watches or
-// one of its replicas (where it lists a master it failed over, once the failover is done): a
-// data node, not a sentinel.
-func (d *masterDialer) knows(ctx context.Context, addr string) bool {
-	for _, s := range d.sentinels {
-		c := d.client(s)
-		m, err := c.Master(ctx, d.master).Result()
-		var replicas []map[string]string
-		if err == nil {
-			replicas, err = c.Replicas(ctx, d.master).Result()
+// viewOf is what the sentinels' answers say of the master (see masterDialer): the newest
+// configuration's master, unless a sentinel of the newest fails it over and has not promoted a
+// replica yet, or they name different masters.
+func viewOf(answers []said, at time.Time) view {
+	v := view{at: at, answered: len(answers) > 0, nodes: map[string]bool{}}
+	newest := int64(-1)
+	for _, a := range answers {
+		for _, n := range a.nodes {
+			v.nodes[n] = true
 		}
-		c.Close()
-		if err != nil {
-			continue
-		}
-		for _, n := range append(replicas, m) {
-			if net.JoinHostPort(n["ip"], n["port"]) == addr {
-				return true
-			}
-		}
-		return false
+		newest = max(newest, a.epoch)
 	}
-	return false
+	for _, a := range answers {
+		switch {
+		case a.epoch < newest: // it has not heard of a promotion another made
+		case a.failingOver:
+			v.failingOver = true
+		case v.master == "":
+			v.master = a.named
+		case a.named != v.master: // one has promoted a replica since the other's epoch was read
+			v.failingOver = true
+		}
+	}
+	return v
 }
 
 // client is a client of the sentinel at addr, for one question: close it after.
@@ -177,16 +222,38 @@ func (d *masterDialer) client(addr string) *redis.SentinelClient {
 	return redis.NewSentinelClient(&o)
 }
 
-// ask asks the sentinel at addr which master it names.
-func (d *masterDialer) ask(ctx context.Context, addr string) (string, error) {
+// ask asks the sentinel at addr what it says of the master: GET-MASTER-ADDR-BY-NAME names the
+// replica it promoted in a failover it runs, SENTINEL MASTER has its epoch, whether it fails the
+// master over and the master it had, and SENTINEL REPLICAS the rest of the data nodes.
+func (d *masterDialer) ask(ctx context.Context, addr string) (said, error) {
 	c := d.client(addr)
 	defer c.Close()
 	hp, err := c.GetMasterAddrByName(ctx, d.master).Result()
 	if err != nil {
-		return "", err
+		return said{}, err
 	}
 	if len(hp) != 2 {
-		return "", fmt.Errorf("sentinel %s: GET-MASTER-ADDR-BY-NAME answered %q", addr, hp)
+		return said{}, fmt.Errorf("sentinel %s: GET-MASTER-ADDR-BY-NAME answered %q", addr, hp)
 	}
-	return net.JoinHostPort(hp[0], hp[1]), nil
+	m, err := c.Master(ctx, d.master).Result()
+	if err != nil {
+		return said{}, err
+	}
+	replicas, err := c.Replicas(ctx, d.master).Result()
+	if err != nil {
+		return said{}, err
+	}
+	epoch, err := strconv.ParseInt(m["config-epoch"], 10, 64)
+	if err != nil {
+		return said{}, fmt.Errorf("sentinel %s: SENTINEL MASTER answered config-epoch %q", addr, m["config-epoch"])
+	}
+	a := said{epoch: epoch, named: net.JoinHostPort(hp[0], hp[1])}
+	had := net.JoinHostPort(m["ip"], m["port"])
+	// Read in this order, a promotion between the questions shows as a failover not done yet.
+	a.failingOver = a.named == had && slices.Contains(strings.Split(m["flags"], ","), "failover_in_progress")
+	a.nodes = append(a.nodes, a.named, had)
+	for _, r := range replicas {
+		a.nodes = append(a.nodes, net.JoinHostPort(r["ip"], r["port"]))
+	}
+	return a, nil
 }

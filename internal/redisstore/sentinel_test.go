@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,6 +78,104 @@ func TestSentinelDialDefersARefusedMaster(t *testing.T) {
 		t.Errorf("dial %s, where nothing listens, succeeded", nobody)
 	} else if !refused(err) {
 		t.Errorf("dial %s, where nothing listens: %v, want refused", nobody, err)
+	}
+}
+
+// TestSentinelDialSkipsAMasterTheyFailOver (the nemesis's Sentinel seed 85): the master is
+// killed, and restarted as soon as one sentinel names its replica, as a supervisor would restart
+// it: it comes back a master, its configuration says so, until the sentinels make it a replica.
+// A replica they have not told of the new master yet syncs from it again, so a write there is
+// acknowledged by WAIT and lost when they do. The dials of it (go-redis asked a sentinel that
+// had not heard of the failover yet) must never reach it: each is refused, or connects to the
+// promoted replica. go-redis's own dialer, and this one before it asked every sentinel, connected
+// to it at once.
+func TestSentinelDialSkipsAMasterTheyFailOver(t *testing.T) {
+	master, replica, sentinels, s := sentinelSetup(t)
+	d := newMasterDialer(s)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+
+	master.Kill()
+	for !anySentinelNames(sentinels, replica.Addr()) {
+		if ctx.Err() != nil {
+			t.Fatalf("no sentinel named %s within a minute of the master's death", replica.Addr())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	master.Restart(t)
+	turned, refusals, reached := false, 0, 0
+	for !turned || reached == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("the restarted master not made a replica (%v), or no dial reached the new master (%d), within a minute", turned, reached)
+		}
+		info, err := servers.RedisCommand(master.Addr(), "INFO", "replication")
+		turned = err == nil && strings.Contains(info, "role:slave")
+		conn, err := d.Dial(ctx, "tcp", master.Addr())
+		if err != nil {
+			t.Fatalf("dial the old master: %v", err)
+		}
+		if _, ok := conn.(refusedConn); ok {
+			if _, err := conn.Write([]byte("PING\r\n")); !refused(err) {
+				t.Fatalf("a refused dial's connection answered %v, want a refusal", err)
+			}
+			refusals++
+		} else if got := conn.RemoteAddr().String(); got != replica.Addr() {
+			t.Fatalf("a dial of the old master, restarted while the sentinels fail it over, connected to %s (want %s, or a refusal)",
+				got, replica.Addr())
+		} else {
+			if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+				t.Fatalf("a write to the new master: %v", err)
+			}
+			reached++
+		}
+		conn.Close()
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Logf("until the old master was a replica: %d dials connected to the new master, %d refused", reached, refusals)
+}
+
+// anySentinelNames reports whether a sentinel names addr as the master.
+func anySentinelNames(sentinels *redistest.Sentinels, addr string) bool {
+	for _, s := range sentinels.Addrs() {
+		out, err := servers.RedisCommand(s, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", sentinels.Name())
+		if err == nil && strings.ReplaceAll(out, "\n", ":") == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSentinelViewOfAFailover: what the dialer makes of the sentinels' answers at each step of
+// a failover. M is the master, R the replica one of them (the leader) promotes.
+func TestSentinelViewOfAFailover(t *testing.T) {
+	const m, r = "127.0.0.1:1", "127.0.0.1:2"
+	nodes := []string{m, r}
+	names := func(epoch int64, master string) said { return said{epoch: epoch, named: master, nodes: nodes} }
+	failing := said{epoch: 2, named: m, failingOver: true, nodes: nodes}
+	for _, c := range []struct {
+		name        string
+		answers     []said
+		master      string
+		failingOver bool
+	}{
+		{"before the failover", []said{names(2, m), names(2, m), names(2, m)}, m, false},
+		{"the leader elected, no replica promoted yet", []said{failing, names(2, m), names(2, m)}, "", true},
+		{"another still a candidate, not elected", []said{names(2, m), failing, names(2, m)}, "", true},
+		{"the leader promoted R, the others not told yet", []said{names(3, r), names(2, m), names(2, m)}, r, false},
+		{"a candidate that lost, not told yet", []said{names(3, r), failing, names(2, m)}, r, false},
+		{"the leader down, the others told", []said{names(3, r), names(3, r)}, r, false},
+		{"at the newest epoch, two masters", []said{names(3, r), names(3, m)}, "", true},
+	} {
+		v := viewOf(c.answers, time.Now())
+		if !v.answered || v.failingOver != c.failingOver || !c.failingOver && v.master != c.master {
+			t.Errorf("%s: master %q, failing over %v; want %q, %v", c.name, v.master, v.failingOver, c.master, c.failingOver)
+		}
+		if !v.nodes[m] || !v.nodes[r] || v.nodes["127.0.0.1:3"] {
+			t.Errorf("%s: the data nodes are %v, want %s and %s", c.name, v.nodes, m, r)
+		}
+	}
+	if v := viewOf(nil, time.Now()); v.answered {
+		t.Errorf("no answer: %+v, want answered false", v)
 	}
 }
 
