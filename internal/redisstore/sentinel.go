@@ -28,8 +28,9 @@ import (
 // the one that ran it a moment after it promoted the replica) names the restarted server. A
 // replica not yet told of the new master syncs from it again, so a write there is acknowledged
 // by WAIT, and lost once the sentinels make both replicas of the new master: the nemesis's
-// Sentinel seed 85 lost six acknowledged grabs and a user's record (who then won twice) that way,
-// in the 50 ms between the restart and the other sentinels hearing. So a dial asks every
+// Sentinel seed 85 lost 21 acknowledged grabs, 8 places in a waiting line and the records of 5
+// users (who then won a second unit) that way, in the 50 ms between the restart and the other
+// sentinels hearing. So a dial asks every
 // sentinel (view): the one whose configuration epoch is the newest names the master, and
 // while a sentinel fails the master over and has not promoted a replica yet, or the newest
 // sentinels name different masters, no master is dialled.
