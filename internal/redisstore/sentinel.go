@@ -30,10 +30,9 @@ import (
 // by WAIT, and lost once the sentinels make both replicas of the new master: the nemesis's
 // Sentinel seed 85 lost 21 acknowledged grabs, 8 places in a waiting line and the records of 5
 // users (who then won a second unit) that way, in the 50 ms between the restart and the other
-// sentinels hearing. So a dial asks every
-// sentinel (view): the one whose configuration epoch is the newest names the master, and
-// while a sentinel fails the master over and has not promoted a replica yet, or the newest
-// sentinels name different masters, no master is dialled.
+// sentinels hearing. So a dial asks every sentinel (view): the one whose configuration epoch is
+// the newest names the master, and while a sentinel at that epoch fails the master over and has
+// not promoted a replica yet, or two there name different masters, no master is dialled.
 //
 // go-redis's pool counts the dials that fail, and once it has counted as many as it has
 // connections it stops dialling: every call is answered the last dial error at once, until a
