@@ -2,11 +2,11 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
-
-	"github.com/anishathalye/porcupine"
 )
 
 // Linearizability of an activity's stock. The other checks count: no more units held than the
@@ -16,7 +16,7 @@ import (
 // grab answered 410 SOLD_OUT must have found none, at some instant while it was in flight. A
 // node answering sold out from a stale flag after the operator's added stock was answered, a
 // unit handed out twice in one instant, a 202 after the last unit went: each leaves no such
-// sequence. Porcupine (github.com/anishathalye/porcupine) searches for it.
+// sequence.
 //
 // The model is a counter whose value is known only within bounds, as some effects are uncertain.
 // Its state is the certain count c, the units b that may have come back and the units m that may
@@ -40,9 +40,17 @@ import (
 //
 // The state after a set of operations does not depend on their order, so wherever no operation
 // is in flight the state is known, and the history is checked piece by piece between such
-// moments, each piece from the state the ones before it leave. A piece is searched by Porcupine,
-// exponential in the grabs in flight at once in the worst case: a check that does not finish
-// within its budget says unknown, not ok.
+// moments, each piece from the state the ones before it leave. A piece is searched as Wing and
+// Gong do (one operation after another, each sent before the earliest answer of those left), but
+// the model spares the search most of its choices (piece.order): of two takes, or two adds of one
+// amount, the one answered first may go first; an operation that can only help the rest (a 410
+// the state allows now, an unanswered grab, a unit maybe back) goes at once; what is left to try
+// both ways is a take against an add in flight with it. Without adds a piece takes time
+// quadratic in its length, where a general search is exponential in the grabs in flight at once
+// (which a failover holds open together) in the worst case: Porcupine ran out of 30 s on four
+// nemesis schedules (BENCHMARKS §19). A search that does not finish within its budget says
+// unknown, not ok. TestCheckStockAgreesWithPorcupine checks the verdicts
+// against Porcupine's (github.com/anishathalye/porcupine), which tries every order.
 //
 // Every click of one idempotency key is one grab, from its first send to the answer that
 // decided it (a repeat's 410 may be the first send's answer, kept). Answers that say nothing of
@@ -115,28 +123,18 @@ func (in stockInput) String() string {
 	return fmt.Sprintf("%s %d %s", [...]string{"take", "none", "add", "maybe-take", "maybe-add"}[in.op], in.n, in.what)
 }
 
-// stockModel is the counter, from init.
-func stockModel(init stock) porcupine.Model {
-	return porcupine.Model{
-		Init: func() any { return init },
-		Step: func(state, input, _ any) (bool, any) {
-			ok, next := state.(stock).step(input.(stockInput))
-			return ok, next
-		},
-		Hash: func(state any) uint64 {
-			s := state.(stock)
-			return uint64(s.c)*1_000_003 ^ uint64(s.b)<<40 ^ uint64(s.m)<<20
-		},
-		DescribeOperation: func(input, _ any) string { return input.(stockInput).String() },
-		DescribeState:     func(state any) string { s := state.(stock); return fmt.Sprintf("%d (+%d, -%d)", s.c, s.b, s.m) },
-	}
+// timedOp is a stock operation and its span: it takes effect at one moment between its send
+// (call) and its answer (ret), in µs.
+type timedOp struct {
+	in        stockInput
+	call, ret int64
 }
 
 // stockOps turns one activity's records into its stock operations.
-func stockOps(records []Record, f StockFacts) []porcupine.Operation {
-	var ops []porcupine.Operation
+func stockOps(records []Record, f StockFacts) []timedOp {
+	var ops []timedOp
 	add := func(call, ret int64, in stockInput) {
-		ops = append(ops, porcupine.Operation{ClientId: len(ops), Input: in, Call: call, Return: max(ret, call)})
+		ops = append(ops, timedOp{in: in, call: call, ret: max(ret, call)})
 	}
 	type key struct {
 		first             int64 // its first send
@@ -222,66 +220,179 @@ func stockOps(records []Record, f StockFacts) []porcupine.Operation {
 		}
 		add(from, from, stockInput{op: opMaybeAdd, n: 1, what: "back " + tok})
 	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
-	for i := range ops {
-		ops[i].ClientId = i
-	}
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].call < ops[j].call })
 	return ops
 }
 
 // CheckStock checks one activity's stock for linearizability (see Linearity) over its records,
 // within budget.
-func CheckStock(records []Record, f StockFacts, budget time.Duration) (l Linearity) {
-	ops := stockOps(records, f)
+func CheckStock(records []Record, f StockFacts, budget time.Duration) Linearity {
+	return checkOps(stockOps(records, f), f.Initial, budget)
+}
+
+// checkOps checks ops, sorted by their sends, from a stock of initial units.
+func checkOps(ops []timedOp, initial int64, budget time.Duration) (l Linearity) {
 	began := time.Now()
 	l = Linearity{Ops: len(ops), Result: LinearOK}
 	defer func() { l.Seconds = time.Since(began).Seconds() }()
-	state := stock{c: f.Initial}
+	state := stock{c: initial}
 	for lo := 0; lo < len(ops); {
 		// The piece: until a moment no operation is in flight.
-		hi, until := lo+1, ops[lo].Return
-		for hi < len(ops) && ops[hi].Call <= until {
-			until = max(until, ops[hi].Return)
+		hi, until := lo+1, ops[lo].ret
+		for hi < len(ops) && ops[hi].call <= until {
+			until = max(until, ops[hi].ret)
 			hi++
 		}
-		piece := ops[lo:hi]
-		res, info := porcupine.CheckOperationsVerbose(stockModel(state), piece, max(budget-time.Since(began), time.Millisecond))
-		switch res {
-		case porcupine.Illegal:
-			l.Result, l.Stuck = LinearIllegal, stuck(piece, info, state)
-			return l
-		case porcupine.Unknown:
-			l.Result = LinearUnknown
+		p := piece{ops: ops[lo:hi], from: state, deadline: began.Add(budget), tried: map[string]bool{}, furthest: -1}
+		if !p.order(make([]bool, hi-lo), 0, state) {
+			if p.outOfTime {
+				l.Result = LinearUnknown
+			} else {
+				l.Result, l.Stuck = LinearIllegal, p.stuck
+			}
 			return l
 		}
-		for _, op := range piece {
-			_, state = state.step(op.Input.(stockInput))
+		for _, op := range p.ops {
+			_, state = state.step(op.in)
 		}
 		lo = hi
 	}
 	return l
 }
 
-// stuck names the first operation of an illegal piece, by its send, that the longest order the
-// search found leaves out.
-func stuck(piece []porcupine.Operation, info porcupine.LinearizationInfo, from stock) string {
-	var longest []int
-	for _, part := range info.PartialLinearizations() {
-		for _, l := range part {
-			if len(l) > len(longest) {
-				longest = l
+// piece is the search for an order of one piece's operations.
+type piece struct {
+	ops      []timedOp // sorted by their sends
+	from     stock     // the state before the piece
+	deadline time.Time
+	// tried holds the sets of operations done (a bit each) from which no order was found, at the
+	// points where the search had a choice.
+	tried     map[string]bool
+	steps     int
+	outOfTime bool
+	// furthest is how many operations the longest order the search found placed, and stuck
+	// names the operation it could not place next.
+	furthest int
+	stuck    string
+}
+
+// order reports whether the operations not done (n of them are) can follow, from the state s,
+// in an order that places each within its span. At each step the operations that may go next
+// are those sent before the earliest answer of the ones left (Wing and Gong). Of those, it lets
+// go at once every operation that can only help the rest: an unanswered grab (it only lowers
+// the least the stock may be, which a 410 needs), a unit maybe back (it only raises the most the
+// stock may be, which a 202 needs), and a 410 the state allows now (it changes nothing). Moving
+// such an operation to the front of any order that places it later leaves that order valid.
+// Of the grabs answered 202, only the one answered first is tried: two takes have the same
+// effect, so an order that places the other first stays valid with the two swapped (the other
+// then goes where the one answered first went, which was before that one's answer, so before
+// its own).
+// Adds of one amount are alike. What is left to choose is a take or an
+// add; without adds, nothing, and the search is a single pass.
+func (p *piece) order(done []bool, n int, s stock) bool {
+	for n < len(p.ops) {
+		if p.steps++; p.steps%1024 == 0 && time.Now().After(p.deadline) {
+			p.outOfTime = true
+			return false
+		}
+		last := int64(math.MaxInt64) // the earliest answer of the operations left
+		for i, op := range p.ops {
+			if !done[i] {
+				last = min(last, op.ret)
 			}
 		}
+		take, helped := -1, false
+		var adds []int // the add answered first, of each amount
+		for i, op := range p.ops {
+			if op.call > last {
+				break
+			}
+			if done[i] {
+				continue
+			}
+			switch op.in.op {
+			case opTake:
+				if take < 0 || op.ret < p.ops[take].ret {
+					take = i
+				}
+				continue
+			case opAdd:
+				j := slices.IndexFunc(adds, func(j int) bool { return p.ops[j].in.n == op.in.n })
+				if j < 0 {
+					adds = append(adds, i)
+				} else if op.ret < p.ops[adds[j]].ret {
+					adds[j] = i
+				}
+				continue
+			case opEmpty:
+				if ok, _ := s.step(op.in); !ok {
+					continue
+				}
+			}
+			done[i], n, helped = true, n+1, true
+			_, s = s.step(op.in)
+		}
+		if helped {
+			continue
+		}
+		canTake := take >= 0 && s.c+s.b > 0
+		if len(adds) == 0 {
+			if !canTake {
+				p.deadEnd(done, n, last)
+				return false
+			}
+			done[take], n = true, n+1
+			_, s = s.step(p.ops[take].in)
+			continue
+		}
+		// A choice: the take, if the state allows it, or an add.
+		key := bits(done)
+		if p.tried[key] {
+			return false
+		}
+		if canTake {
+			adds = append(adds, take)
+		}
+		for _, i := range adds {
+			next := slices.Clone(done)
+			next[i] = true
+			_, after := s.step(p.ops[i].in)
+			if p.order(next, n+1, after) {
+				return true
+			}
+			if p.outOfTime {
+				return false
+			}
+		}
+		p.tried[key] = true
+		return false
 	}
-	placed := make(map[int]bool, len(longest))
-	for _, i := range longest {
-		placed[i] = true
+	return true
+}
+
+// deadEnd notes a point no operation left can follow, n of them placed: the one answered first
+// (at last), which the state does not allow, is where the furthest such point stuck.
+func (p *piece) deadEnd(done []bool, n int, last int64) {
+	if n <= p.furthest {
+		return
 	}
-	for i, op := range piece {
-		if !placed[i] {
-			return fmt.Sprintf("%s, sent at %d µs and answered at %d µs, in a piece of %d operations from a stock of %d (+%d, -%d)",
-				op.Input.(stockInput), op.Call, op.Return, len(piece), from.c, from.b, from.m)
+	p.furthest = n
+	for i, op := range p.ops {
+		if !done[i] && op.ret == last {
+			p.stuck = fmt.Sprintf("%s, sent at %d µs and answered at %d µs, in a piece of %d operations from a stock of %d (+%d, -%d)",
+				op.in, op.call, op.ret, len(p.ops), p.from.c, p.from.b, p.from.m)
+			return
 		}
 	}
-	return ""
+}
+
+// bits packs done into a string, a bit an operation.
+func bits(done []bool) string {
+	b := make([]byte, (len(done)+7)/8)
+	for i, d := range done {
+		if d {
+			b[i/8] |= 1 << (i % 8)
+		}
+	}
+	return string(b)
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
 
 	"seckill/internal/sale"
 )
@@ -148,5 +151,167 @@ func TestCheckStockOfACrowd(t *testing.T) {
 	early[i].Outcome, early[i].Status, early[i].Token = SoldOut, http.StatusGone, ""
 	if got := CheckStock(early, f, LinearBudget); got.Result != LinearIllegal || !strings.HasPrefix(got.Stuck, "none") {
 		t.Errorf("a sold out among plenty: %+v, want illegal", got)
+	}
+}
+
+// stockModel is the stock's model (stock.step) as Porcupine's, from init.
+func stockModel(init stock) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return init },
+		Step: func(state, input, _ any) (bool, any) {
+			ok, next := state.(stock).step(input.(stockInput))
+			return ok, next
+		},
+		Hash: func(state any) uint64 {
+			s := state.(stock)
+			return uint64(s.c)*1_000_003 ^ uint64(s.b)<<40 ^ uint64(s.m)<<20
+		},
+	}
+}
+
+// TestCheckStockAgreesWithPorcupine draws small histories of every kind of stock operation, on
+// few moments so that they overlap and tie, and checks that the search's verdict is Porcupine's,
+// whose search tries every order.
+func TestCheckStockAgreesWithPorcupine(t *testing.T) {
+	r := rand.New(rand.NewPCG(39, 1))
+	kinds := [...]stockOp{opTake, opTake, opTake, opEmpty, opEmpty, opEmpty, opAdd, opMaybeTake, opMaybeAdd}
+	verdicts := map[bool]int{}
+	for trial := range 30_000 {
+		ops := make([]timedOp, 1+r.IntN(10))
+		for i := range ops {
+			in := stockInput{op: kinds[r.IntN(len(kinds))], what: fmt.Sprint(i)}
+			if in.op == opAdd || in.op == opMaybeAdd {
+				in.n = 1 + r.Int64N(2)
+			}
+			call := r.Int64N(12)
+			ret := call + r.Int64N(8)
+			if in.op == opMaybeTake || in.op == opMaybeAdd {
+				ret = call // an instant, as stockOps makes them
+			}
+			ops[i] = timedOp{in: in, call: call, ret: ret}
+		}
+		slices.SortStableFunc(ops, func(a, b timedOp) int { return cmp.Compare(a.call, b.call) })
+		initial := r.Int64N(3)
+		got := checkOps(ops, initial, time.Minute)
+		history := make([]porcupine.Operation, len(ops))
+		for i, op := range ops {
+			history[i] = porcupine.Operation{ClientId: i, Input: op.in, Call: op.call, Return: op.ret}
+		}
+		want := porcupine.CheckOperations(stockModel(stock{c: initial}), history)
+		if got.Result == LinearUnknown || (got.Result == LinearOK) != want {
+			t.Fatalf("trial %d, a stock of %d, %v: %+v, Porcupine says linearizable %v", trial, initial, ops, got, want)
+		}
+		if got.Result == LinearIllegal && got.Stuck == "" {
+			t.Fatalf("trial %d: an illegal history names no operation: %v", trial, ops)
+		}
+		verdicts[want]++
+	}
+	t.Logf("linearizable %d, not %d", verdicts[true], verdicts[false])
+	if verdicts[true] < 5_000 || verdicts[false] < 5_000 {
+		t.Fatalf("the draws are lopsided, a verdict seldom checked: %v", verdicts)
+	}
+}
+
+// stallHistory is a crowd's correct history (a counter behind a lock, each grab taking effect
+// at a random moment of its span) across a 2 s stall: the grabs sent during it are answered at
+// its end, about 400 in flight at once around the last units, as a failover holds them; owners
+// cancel some orders, and some grabs go unanswered.
+func stallHistory() ([]Record, StockFacts) {
+	r := rand.New(rand.NewPCG(2, 39))
+	const stock, clicks, every = 300, 800, 5_000 // µs between sends
+	const stallFrom, stallTo = 1_000_000, 3_000_000
+	type effect struct {
+		at   int64
+		rec  int  // the grab's record, or -1 for a unit back
+		lost bool // unanswered
+	}
+	var records []Record
+	var effects []effect
+	for i := range clicks {
+		at := int64(i) * every
+		end := at + 1_000 + r.Int64N(30_000)
+		if at >= stallFrom && at < stallTo {
+			end = stallTo + r.Int64N(50_000)
+		}
+		user := fmt.Sprintf("u%d", i)
+		records = append(records, Record{User: user, Key: "k" + user, Start: at, End: end})
+		effects = append(effects, effect{at: at + r.Int64N(end-at+1), rec: len(records) - 1, lost: r.IntN(40) == 0})
+	}
+	slices.SortFunc(effects, func(a, b effect) int { return cmp.Compare(a.at, b.at) })
+	orders := map[string]Order{}
+	left := int64(stock)
+	for i := 0; i < len(effects); i++ {
+		e := effects[i]
+		if e.rec < 0 {
+			left++
+			continue
+		}
+		rec := &records[e.rec]
+		switch {
+		case e.lost:
+			rec.Outcome, rec.Status = Error, http.StatusServiceUnavailable
+			if left > 0 {
+				left--
+			}
+		case left > 0:
+			left--
+			rec.Outcome, rec.Status, rec.Token = Won, http.StatusAccepted, "t"+rec.User
+			if r.IntN(10) == 0 { // cancelled: the unit is back within the cancel's call
+				c := Record{Op: OpCancel, Token: rec.Token, Start: rec.End + 10_000, End: rec.End + 20_000, Status: http.StatusOK}
+				orders[rec.Token] = Order{Found: true, Status: sale.StatusCancelled}
+				records = append(records, c)
+				j, _ := slices.BinarySearchFunc(effects[i+1:], c.Start+5_000, func(e effect, at int64) int { return cmp.Compare(e.at, at) })
+				effects = slices.Insert(effects, i+1+j, effect{at: c.Start + 5_000, rec: -1})
+			}
+		default:
+			rec.Outcome, rec.Status = SoldOut, http.StatusGone
+		}
+	}
+	return records, StockFacts{Initial: stock, PayWindow: time.Hour, Orders: orders}
+}
+
+// TestCheckStockOfAStall checks the stall's history, and the same history with more units handed
+// out than the stock and every unit given back could supply.
+func TestCheckStockOfAStall(t *testing.T) {
+	records, f := stallHistory()
+	var won, back, stalled int64
+	for _, rec := range records {
+		switch {
+		case rec.Outcome == Won:
+			won++
+		case rec.Op == OpCancel:
+			back++
+		}
+		if rec.Start >= 1_000_000 && rec.Start < 3_000_000 && rec.Op == "" {
+			stalled++
+		}
+	}
+	got := CheckStock(records, f, LinearBudget)
+	t.Logf("%d operations (%d grabs in the stall, %d won, %d given back) checked in %.3f s", got.Ops, stalled, won, back, got.Seconds)
+	if got.Result != LinearOK {
+		t.Fatalf("a correct history across a stall: %+v", got)
+	}
+	over := slices.Clone(records)
+	for i := range over {
+		if won > f.Initial+back {
+			break
+		}
+		if over[i].Outcome == SoldOut && over[i].Start >= 1_000_000 && over[i].Start < 3_000_000 {
+			over[i].Outcome, over[i].Status, over[i].Token = Won, http.StatusAccepted, fmt.Sprintf("stale%d", i)
+			won++
+		}
+	}
+	if got := CheckStock(over, f, LinearBudget); got.Result != LinearIllegal || !strings.HasPrefix(got.Stuck, "take") {
+		t.Errorf("%d units handed out of %d and %d back: %+v, want illegal", won, f.Initial, back, got)
+	}
+}
+
+// BenchmarkCheckStockOfAStall measures the check of the stall's history (TestCheckStockOfAStall).
+func BenchmarkCheckStockOfAStall(b *testing.B) {
+	records, f := stallHistory()
+	for b.Loop() {
+		if got := CheckStock(records, f, LinearBudget); got.Result != LinearOK {
+			b.Fatalf("%+v", got)
+		}
 	}
 }
