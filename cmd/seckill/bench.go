@@ -649,7 +649,7 @@ func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetInd
 		err = res.WriteText(stdout)
 	}
 	if err == nil && !res.OK {
-		err = fmt.Errorf("the checker found violations in nemesis seed %d; replay: %s", c.nemesisSeed, res.Replay)
+		err = fmt.Errorf("nemesis seed %d did not pass the checker (a violation, or a check undecided); replay: %s", c.nemesisSeed, res.Replay)
 		if dir, lerr := srvs.saveLogs(strings.TrimSuffix(path, ".jsonl") + "-servers"); lerr == nil {
 			err = fmt.Errorf("%w; the servers' logs: %s", err, dir)
 		}

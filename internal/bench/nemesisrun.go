@@ -316,6 +316,11 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	res.OK = res.StockOff == 0 && res.Availability.OK() && (res.Payments == nil || res.Payments.Unsigned == 0)
 	for _, a := range res.Activities {
 		res.OK = res.OK && a.OK()
+		if l := a.Verdict.Linear; l != nil && l.Result == LinearUnknown { // a check not made is not passed
+			res.OK = false
+			res.Problems = append(res.Problems, fmt.Sprintf("%s: linearizability undecided: the search of %d operations outran its %s",
+				a.Name, l.Ops, LinearBudget))
+		}
 	}
 	return res, nil
 }
