@@ -49,8 +49,8 @@ import (
 // quadratic in its length, where a general search is exponential in the grabs in flight at once
 // (which a failover holds open together) in the worst case: Porcupine ran out of 30 s on four
 // nemesis schedules (BENCHMARKS §19). A search that does not finish within its budget says
-// unknown, not ok. TestCheckStockAgreesWithPorcupine checks the verdicts
-// against Porcupine's (github.com/anishathalye/porcupine), which tries every order.
+// unknown, not ok. TestCheckStockAgreesWithPorcupine checks the verdicts against Porcupine's
+// (github.com/anishathalye/porcupine), which tries every order.
 //
 // Every click of one idempotency key is one grab, from its first send to the answer that
 // decided it (a repeat's 410 may be the first send's answer, kept). Answers that say nothing of
@@ -286,9 +286,8 @@ type piece struct {
 // Of the grabs answered 202, only the one answered first is tried: two takes have the same
 // effect, so an order that places the other first stays valid with the two swapped (the other
 // then goes where the one answered first went, which was before that one's answer, so before
-// its own).
-// Adds of one amount are alike. What is left to choose is a take or an
-// add; without adds, nothing, and the search is a single pass.
+// its own). Adds of one amount are alike. What is left to choose is a take or an add; without
+// adds, nothing, and the search is a single pass.
 func (p *piece) order(done []bool, n int, s stock) bool {
 	for n < len(p.ops) {
 		if p.steps++; p.steps%1024 == 0 && time.Now().After(p.deadline) {
