@@ -155,3 +155,36 @@ func TestAStrikeWaitsForItsPartToHeal(t *testing.T) {
 		t.Errorf("an API node's strike waited for the worker's heal")
 	}
 }
+
+// TestJudgeFailsAnUndecidedCheck: a run passes only when every check passed, and a stock's
+// linearizability that the search could not decide within its budget is not passed: the run is
+// not ok and names the activity.
+func TestJudgeFailsAnUndecidedCheck(t *testing.T) {
+	run := func(linear ...string) NemesisResult {
+		var r NemesisResult
+		for i, l := range linear {
+			a := ActivityResult{Name: strings.Repeat("a", i+1)}
+			if l != "" {
+				a.Verdict.holdLinear(Linearity{Result: l, Ops: 10})
+			}
+			r.Activities = append(r.Activities, a)
+		}
+		r.judge()
+		return r
+	}
+	if r := run(LinearOK, "", LinearOK); !r.OK || len(r.Problems) != 0 {
+		t.Fatalf("every check passed: %+v", r)
+	}
+	if r := run(LinearOK, LinearIllegal); r.OK {
+		t.Fatalf("a stock not linearizable: %+v", r)
+	}
+	r := run(LinearOK, LinearUnknown)
+	if r.OK || len(r.Problems) != 1 || !strings.HasPrefix(r.Problems[0], "aa: linearizability undecided") {
+		t.Fatalf("a check undecided: %+v", r)
+	}
+	r = run(LinearOK)
+	r.Availability.Late = 1
+	if r.judge(); r.OK {
+		t.Fatalf("a heal answered late: %+v", r)
+	}
+}

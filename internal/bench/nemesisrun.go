@@ -313,16 +313,23 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 		}
 	}
 	res.Availability = Availability(history)
-	res.OK = res.StockOff == 0 && res.Availability.OK() && (res.Payments == nil || res.Payments.Unsigned == 0)
-	for _, a := range res.Activities {
-		res.OK = res.OK && a.OK()
-		if l := a.Verdict.Linear; l != nil && l.Result == LinearUnknown { // a check not made is not passed
-			res.OK = false
-			res.Problems = append(res.Problems, fmt.Sprintf("%s: linearizability undecided: the search of %d operations outran its %s",
+	res.judge()
+	return res, nil
+}
+
+// judge sets r.OK from the checks: every activity's invariants and line, its stock's
+// linearizability decided (a check not made is not passed), the stock's changes, availability
+// and the webhook's signatures; an undecided check is named among the problems.
+func (r *NemesisResult) judge() {
+	r.OK = r.StockOff == 0 && r.Availability.OK() && (r.Payments == nil || r.Payments.Unsigned == 0)
+	for _, a := range r.Activities {
+		r.OK = r.OK && a.OK()
+		if l := a.Verdict.Linear; l != nil && l.Result == LinearUnknown {
+			r.OK = false
+			r.Problems = append(r.Problems, fmt.Sprintf("%s: linearizability undecided: the search of %d operations outran its %s",
 				a.Name, l.Ops, LinearBudget))
 		}
 	}
-	return res, nil
 }
 
 // strike makes s at its time, holds it, heals it, and records both in h. It holds part, the
