@@ -212,6 +212,12 @@ func TestCheckStockAgreesWithPorcupine(t *testing.T) {
 	}
 }
 
+// The stall of stallHistory, in µs from the first send.
+const stallFrom, stallTo = 1_000_000, 3_000_000
+
+// inStall reports whether rec, a grab, was sent during the stall.
+func inStall(rec Record) bool { return rec.Op == "" && rec.Start >= stallFrom && rec.Start < stallTo }
+
 // stallHistory is a crowd's correct history (a counter behind a lock, each grab taking effect
 // at a random moment of its span) across a 2 s stall: the grabs sent during it are answered at
 // its end, about 400 in flight at once around the last units, as a failover holds them; owners
@@ -219,7 +225,6 @@ func TestCheckStockAgreesWithPorcupine(t *testing.T) {
 func stallHistory() ([]Record, StockFacts) {
 	r := rand.New(rand.NewPCG(2, 39))
 	const stock, clicks, every = 300, 800, 5_000 // µs between sends
-	const stallFrom, stallTo = 1_000_000, 3_000_000
 	type effect struct {
 		at   int64
 		rec  int  // the grab's record, or -1 for a unit back
@@ -282,7 +287,7 @@ func TestCheckStockOfAStall(t *testing.T) {
 		case rec.Op == OpCancel:
 			back++
 		}
-		if rec.Start >= 1_000_000 && rec.Start < 3_000_000 && rec.Op == "" {
+		if inStall(rec) {
 			stalled++
 		}
 	}
@@ -296,7 +301,7 @@ func TestCheckStockOfAStall(t *testing.T) {
 		if won > f.Initial+back {
 			break
 		}
-		if over[i].Outcome == SoldOut && over[i].Start >= 1_000_000 && over[i].Start < 3_000_000 {
+		if over[i].Outcome == SoldOut && inStall(over[i]) {
 			over[i].Outcome, over[i].Status, over[i].Token = Won, http.StatusAccepted, fmt.Sprintf("stale%d", i)
 			won++
 		}
