@@ -113,7 +113,7 @@ func Availability(history []Record) AvailabilityReport {
 			if g.End >= f.healEnd && g.Start <= deadline {
 				asked = true
 			}
-			if g.Outcome == Won && g.End >= f.healEnd && won < 0 {
+			if g.Outcome == Won && g.End >= f.healEnd && (won < 0 || g.End < won) { // the first answered
 				won = g.End
 			}
 			struck := g.Key != "" && first[g.Key] < f.healEnd // sent again after the fault struck it

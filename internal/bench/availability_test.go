@@ -46,6 +46,8 @@ func TestAvailability(t *testing.T) {
 			heal("stop-worker 0", 9*s, 9*s)}, 1, 1, 0},
 		{"next strike within the grace", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s), strike("kill-redis 0", 4*s+s/2),
 			grab(0, 4*s+s/2, 7*s, 0), heal("kill-redis 0", 8*s, 9*s), grab(0, 9*s, 9*s+1, http.StatusAccepted)}, 1, 0, 0},
+		{"the first 202 answered, not the first sent", []Record{strike("stop-api 1", 0), heal("stop-api 1", 3*s, 4*s),
+			grab(1, 4*s, 5*s+s/2, http.StatusAccepted), grab(0, 4*s+s/10, 4*s+s/5, http.StatusAccepted)}, 1, 0, 0},
 		{"nobody clicked", []Record{strike("kill-api 0", 0), heal("kill-api 0", 3*s, 4*s), grab(0, 9*s, 9*s+1, http.StatusAccepted)}, 0, 0, 0},
 		{"a struck click sent again", []Record{strike("reshard 0", 0), keyed(grab(0, s, s+1, http.StatusServiceUnavailable), "k"),
 			heal("reshard 0", 2*s, 3*s), grab(1, 3*s, 3*s+1, http.StatusAccepted),
