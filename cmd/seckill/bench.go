@@ -81,7 +81,7 @@ func parseBench(args []string, getenv func(string) string, stderr io.Writer) (be
 	fs.StringVar(&at, "at", "50%", "when --fault strikes: the share of the clicks answered")
 	fs.IntVar(&s.Users, "users", 20_000, "distinct users")
 	fs.Int64Var(&s.Stock, "stock", 500, "units on sale (shares of a red packet)")
-	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most")
+	fs.IntVar(&s.Concurrency, "concurrency", 64, "requests in flight at most (--nemesis: connections opened ahead; its buyers click on time however many wait)")
 	fs.IntVar(&s.Dup, "dup", 1, "extra clicks per user")
 	fs.StringVar(&arrival, "arrival", "burst", "burst (every click as soon as a connection is free) or ramp:DURATION (clicks spread evenly)")
 	fs.StringVar(&s.Kind, "kind", "item", "item or redpacket")

@@ -3,12 +3,18 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"seckill/internal/httpapi/wire"
 )
 
 // TestSchedule: a seed replays its schedule and another seed draws another; every schedule keeps
@@ -186,5 +192,101 @@ func TestJudgeFailsAnUndecidedCheck(t *testing.T) {
 	r.Availability.Late = 1
 	if r.judge(); r.OK {
 		t.Fatalf("a heal answered late: %+v", r)
+	}
+}
+
+// TestCrowdIsNotHeldByANodeThatHoldsItsClicks (Sentinel seed 176): one node takes the clicks sent
+// to it and answers none, as a stopped node does (SIGSTOP: the kernel accepts, nobody answers);
+// the crowd goes on sending every other node's clicks at their times, so that whoever clicks
+// after the node is back is answered by it. A crowd of a few workers each waiting for its click's
+// answer ended up with every worker held by the stopped node: in seed 176 nothing at all was sent
+// for 3 s, and the heal after the stop was judged by clicks the stop had struck.
+func TestCrowdIsNotHeldByANodeThatHoldsItsClicks(t *testing.T) {
+	release := make(chan struct{})
+	var held, answered atomic.Int64
+	node := func(holds bool) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			code, status := wire.CodeSoldOut, http.StatusGone
+			if holds {
+				select {
+				case <-release:
+				default:
+					held.Add(1)
+					<-release
+					// Back, its deadlines long past: busy, as in seed 176.
+					w.Header().Set("Retry-After", "1")
+					code, status = wire.CodeBusy, http.StatusServiceUnavailable
+				}
+			} else {
+				answered.Add(1)
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			json.NewEncoder(w).Encode(wire.ErrorBody{Error: wire.Error{Code: code, Message: code}})
+		}))
+	}
+	nodes := []*httptest.Server{node(false), node(true), node(false)}
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer func() {
+		free()
+		for _, s := range nodes {
+			s.Close()
+		}
+	}()
+	c, err := NewClient([]string{nodes[0].URL, nodes[1].URL, nodes[2].URL}, "admin", 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60 clicks over a second, each to node i%3; a crowd of 4 workers would have all 4 held by
+	// node 1 after its first four clicks.
+	const clicks = 60
+	n := Nemesis{Seed: 176, Duration: time.Second, Concurrency: 4}
+	var buf bytes.Buffer
+	h := NewHistoryWriter(&buf)
+	sales := []*nemesisSale{{name: "scarce", weight: 1, id: "a"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n.crowd(ctx, c, h, time.Now(), clicks, Crowd{Users: 1000, UserPrefix: "u"}, sales, func(string) string { return "t" })
+	}()
+	for wait := time.Now().Add(30 * time.Second); answered.Load() < 2*clicks/3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("30 s after the crowd began, nodes 0 and 2 had answered %d of their %d clicks, node 1 holding %d: the crowd is held by the node",
+				answered.Load(), 2*clicks/3, held.Load())
+		}
+	}
+	for wait := time.Now().Add(30 * time.Second); held.Load() < clicks/3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("node 1 got %d of its %d clicks", held.Load(), clicks/3)
+		}
+	}
+	free()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("the crowd did not end once node 1 answered")
+	}
+	if err := h.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	history, err := ReadHistory(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each of node 1's clicks answered busy once, then sold out when sent again.
+	busy, sold := map[string]int{}, map[string]int{}
+	for _, r := range history {
+		switch r.Code {
+		case wire.CodeBusy:
+			busy[r.Key]++
+		case wire.CodeSoldOut:
+			sold[r.Key]++
+		}
+	}
+	if len(busy) != clicks/3 || len(sold) != clicks {
+		t.Fatalf("%d clicks answered busy, %d sold out at last, of %d records; want %d and %d", len(busy), len(sold), len(history), clicks/3, clicks)
 	}
 }
