@@ -26,7 +26,8 @@ const StruckGrace = 6 * time.Second
 // node answering BUSY, a server error or nothing after that, to a click sent for the first time,
 // or, StruckGrace longer, to one the fault struck that its buyer sends again (a click still in
 // flight when the next strike came is that strike's). A heal is judged only when the crowd
-// clicked in its grace and went on clicking after it.
+// clicked in its grace and went on clicking after it. A broken promise's problem says what the
+// machine did meanwhile, where the history samples it (OpMachine).
 type AvailabilityReport struct {
 	Heals    int      `json:"heals"`    // the heals held to the promise
 	Late     int      `json:"late"`     // of them, those after which no 202 came within the grace
@@ -54,9 +55,11 @@ func Availability(history []Record) AvailabilityReport {
 	var rep AvailabilityReport
 	var faults []*fault
 	open := map[string][]*fault{} // by activity and detail: the strikes not healed yet
-	var grabs []Record
+	var grabs, machine []Record
 	for _, r := range history {
 		switch r.Op {
+		case OpMachine:
+			machine = append(machine, r)
 		case OpStrike:
 			f := &fault{detail: r.Detail, start: r.Start, worker: strings.HasPrefix(r.Detail, KillWorker) || strings.HasPrefix(r.Detail, StopWorker) ||
 				strings.HasPrefix(r.Detail, SkewWorker)}
@@ -133,12 +136,12 @@ func Availability(history []Record) AvailabilityReport {
 		}
 		if won < 0 || won > deadline {
 			rep.Late++
-			when := "none before the next strike or the crowd's end"
+			when, until := "none before the next strike or the crowd's end", min(next, last)
 			if won >= 0 {
-				when = fmt.Sprintf("the first %.3f s after", at(won))
+				when, until = fmt.Sprintf("the first %.3f s after", at(won)), won
 			}
-			rep.problem(fmt.Sprintf("%s healed (recovery %.3f s): no 202 within %s; %s", f.detail,
-				float64(f.healEnd-f.healStart)/1e6, AvailabilityGrace, when))
+			rep.problem(fmt.Sprintf("%s healed (recovery %.3f s): no 202 within %s; %s%s", f.detail,
+				float64(f.healEnd-f.healStart)/1e6, AvailabilityGrace, when, machineDuring(machine, f.healStart, until)))
 		}
 		for node, g := range refusing {
 			rep.Refusing++
@@ -146,7 +149,8 @@ func Availability(history []Record) AvailabilityReport {
 			if g.Detail != "" {
 				said = " (" + g.Detail + ")"
 			}
-			rep.problem(fmt.Sprintf("%s healed: node %d still answered %d %s %.3f s after%s", f.detail, node, g.Status, g.Code, at(g.Start), said))
+			rep.problem(fmt.Sprintf("%s healed: node %d still answered %d %s %.3f s after%s%s", f.detail, node, g.Status, g.Code, at(g.Start), said,
+				machineDuring(machine, g.Start, g.End)))
 		}
 	}
 	return rep

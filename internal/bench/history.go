@@ -80,6 +80,8 @@ type Record struct {
 	// what a node said of a click it refused with a server error (the answer's message: which
 	// dependency, and why).
 	Detail string `json:"detail,omitempty"`
+	// Machine is an OpMachine line's sample of the machine over Start to End.
+	Machine *MachineSample `json:"machine,omitempty"`
 }
 
 // The other lines of a nemesis run's history. A strike's Start is when it began and End when the
@@ -91,6 +93,8 @@ const (
 	OpChange = "change"
 	OpStrike = "strike"
 	OpHeal   = "heal"
+	// OpMachine is a sample of the machine the run shares with the deployment (sampleMachine).
+	OpMachine = "machine"
 )
 
 // isGrab reports whether r records a grab request.

@@ -95,7 +95,7 @@ type NemesisResult struct {
 	Seed       uint64           `json:"seed"`
 	DurationS  float64          `json:"duration_s"`
 	Topology   Topology         `json:"topology"`
-	Requests   int64            `json:"requests"` // the history's lines
+	Requests   int64            `json:"requests"` // the history's lines but the machine's samples
 	Strikes    []StrikeReport   `json:"strikes"`
 	Activities []ActivityResult `json:"activities"`
 	// Availability holds the deployment to its promise after each heal (see Availability).
@@ -253,10 +253,13 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 		})
 	}
 	var ops sync.WaitGroup
+	machineCtx, stopMachine := context.WithCancel(runCtx)
+	ops.Go(func() { sampleMachine(machineCtx, h, machineEvery) })
 	ops.Go(func() { n.operate(runCtx, c, h, began, sales) })
 	n.crowd(runCtx, c, h, began, clicks, crowd, sales, bearer)
-	ops.Wait()
 	wg.Wait()
+	stopMachine() // the last heal is done: what the machine does after it judges nothing
+	ops.Wait()
 	if strikeErr == nil && ctx.Err() == nil && n.Provider != nil {
 		if err := n.mopUp(ctx, c, h, clicks, crowd, sales, bearer); err != nil {
 			return res, err
@@ -292,7 +295,11 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	if err != nil {
 		return res, err
 	}
-	res.Requests = int64(len(history))
+	for _, r := range history {
+		if r.Op != OpMachine {
+			res.Requests++
+		}
+	}
 	var pay PaymentsReport
 	for _, s := range sales {
 		a, problems, err := n.check(ctx, c, s, history, bearer, &pay)

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseCPUTimes: /proc/stat's first line gives the machine's busy, iowait and steal ticks out
+// of all of them; two readings give the shares of the interval between them.
+func TestParseCPUTimes(t *testing.T) {
+	a, err := parseCPUTimes("cpu  100 10 40 800 20 5 5 20 7 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (cpuTimes{busy: 160, iowait: 20, steal: 20, total: 1000}); a != want {
+		t.Fatalf("%+v, want %+v", a, want)
+	}
+	b, _ := parseCPUTimes("cpu  150 10 50 880 30 5 5 70 7 0") // 200 ticks on: 60 busy, 10 iowait, 50 steal
+	s := sampleOf(a, b, 40*time.Millisecond)
+	if want := (MachineSample{BusyPct: 30, IOWaitPct: 5, StealPct: 25, LateMS: 40}); s != want {
+		t.Fatalf("%+v, want %+v", s, want)
+	}
+	if s := sampleOf(b, b, -time.Millisecond); s != (MachineSample{}) {
+		t.Fatalf("no tick, woken early: %+v, want zeros", s)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 3 4 5 6 7 x", "cpu 18446744073709551615 1 0 0 0 0 0 0"} {
+		if _, err := parseCPUTimes(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestSampleMachine: on this machine the sampler adds a line a interval, each a share of the
+// cores that fits in them, until it is stopped.
+func TestSampleMachine(t *testing.T) {
+	if _, err := readCPUTimes(); err != nil {
+		t.Skipf("no /proc/stat here (%v): the sampler adds nothing", err) // not Linux
+	}
+	var buf bytes.Buffer
+	h := NewHistoryWriter(&buf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); sampleMachine(ctx, h, 20*time.Millisecond) }()
+	for wait := time.Now().Add(30 * time.Second); h.Len() < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(wait) {
+			t.Fatalf("%d samples in 30 s", h.Len())
+		}
+	}
+	cancel()
+	<-done
+	n := h.Len()
+	time.Sleep(50 * time.Millisecond)
+	if h.Len() != n {
+		t.Fatalf("%d samples after it was stopped", h.Len()-n)
+	}
+	if err := h.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	history, err := ReadHistory(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range history {
+		m := r.Machine
+		if r.Op != OpMachine || m == nil || r.End <= r.Start || m.LateMS < 0 ||
+			m.BusyPct < 0 || m.IOWaitPct < 0 || m.StealPct < 0 || m.BusyPct+m.IOWaitPct+m.StealPct > 100.001 {
+			t.Fatalf("sample %+v (%+v)", r, m)
+		}
+	}
+}
+
+// TestAvailabilitySaysWhatTheMachineDid: a broken promise's problem names the most the machine
+// was busy, waiting for the disk, taken by the hypervisor and late in the samples that overlap
+// the heal up to the first 202 (or the refusal), and no sample outside them.
+func TestAvailabilitySaysWhatTheMachineDid(t *testing.T) {
+	const s = 1_000_000
+	sample := func(from, to int64, steal, late float64) Record {
+		return Record{Op: OpMachine, Start: from, End: to, Machine: &MachineSample{BusyPct: 40, StealPct: steal, LateMS: late}}
+	}
+	grab := func(node int, start, end int64, status int) Record {
+		return Record{User: "u", Node: node, Start: start, End: end, Status: status, Outcome: outcomeOf(status)}
+	}
+	history := []Record{
+		sample(0, s, 90, 900), // before the heal: not its
+		{Op: OpStrike, Detail: "kill-api 0", Start: s, End: s},
+		{Op: OpHeal, Detail: "kill-api 0", Start: 3 * s, End: 4 * s},
+		sample(4*s, 4*s+s/4, 61, 12),
+		sample(4*s+s/4, 4*s+s/2, 20, 300),
+		grab(1, 4*s, 6*s, http.StatusAccepted),
+		grab(0, 5*s+s/2, 5*s+s/2+1, http.StatusServiceUnavailable), // a new click refused
+		sample(5*s+s/4, 5*s+s/2+s/4, 5, 7),
+		sample(7*s, 8*s, 95, 990), // after: not its
+		grab(2, 100*s, 100*s+1, http.StatusAccepted),
+	}
+	a := Availability(history)
+	if a.Late != 1 || a.Refusing != 1 || len(a.Problems) != 2 {
+		t.Fatalf("%+v; want one late heal and a node refusing", a)
+	}
+	for i, want := range []string{"3 samples, the most of each): busy 40 %, iowait 0 %, steal 61 %, sampler 300 ms late",
+		"1 sample, the most of each): busy 40 %, iowait 0 %, steal 5 %, sampler 7 ms late"} {
+		if !strings.Contains(a.Problems[i], want) {
+			t.Errorf("problem %q does not say %q", a.Problems[i], want)
+		}
+	}
+	var bare []Record
+	for _, r := range history {
+		if r.Op != OpMachine {
+			bare = append(bare, r)
+		}
+	}
+	if b := Availability(bare); b.Late != 1 || b.Refusing != 1 || strings.Contains(strings.Join(b.Problems, " "), "machine") {
+		t.Fatalf("without samples: %+v", b)
+	}
+}
