@@ -34,7 +34,7 @@ func TestParseCPUTimes(t *testing.T) {
 	}
 }
 
-// TestSampleMachine: on this machine the sampler adds a line a interval, each a share of the
+// TestSampleMachine: on this machine the sampler adds a line an interval, each a share of the
 // cores that fits in them, until it is stopped.
 func TestSampleMachine(t *testing.T) {
 	if _, err := readCPUTimes(); err != nil {
