@@ -30,7 +30,7 @@ import (
 type Nemesis struct {
 	Seed        uint64
 	Duration    time.Duration
-	Rate        int    // clicks a second, spread evenly over Duration, each sent at its time (crowd)
+	Rate        int    // clicks a second, spread evenly over Duration, each sent at its due time (see crowd)
 	Concurrency int    // connections opened ahead of the crowd, and the checker's reads at once
 	Secret      string // the servers' JWT secret: bench mints the users' tokens
 	Topology    Topology
