@@ -114,6 +114,13 @@ func TestReleaseBuildLeavesTheLabOut(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "release build") {
 		t.Fatalf("release bench --redis spawn:cluster: %v\n%s\nwant it refused as a release build's", err, out)
 	}
+	for _, lab := range []string{"SECKILL_LAB_CLOCK=on", "SECKILL_LAB_REDIS_VIA=127.0.0.1:6379=127.0.0.1:41000"} {
+		cmd := exec.Command(bin, "check")
+		cmd.Env = []string{"SECKILL_REDIS=redis://127.0.0.1:6379/0", lab}
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "release build") {
+			t.Errorf("release seckill check with %s: %v\n%s\nwant it refused as a release build's", lab, err, out)
+		}
+	}
 }
 
 // probeTakes checks that seckill probe takes flags: run against a port nobody listens on, it

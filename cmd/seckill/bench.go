@@ -37,6 +37,7 @@ type benchConfig struct {
 	fault                   string              // "" or one of faultKinds
 	faultFor                time.Duration       // how long an outage (db) or a bad network (netem) lasts
 	netem, netemLink        string              // the bad network, and the link it is on (redis or db)
+	redisVia                map[string]string   // the spawned nodes' routes to Redis through the nemesis's proxies (routeRedis)
 	minReplicas             int                 // SECKILL_REDIS_MIN_REPLICAS of the servers bench starts
 	payments                *bench.ProviderSpec // the simulated payment provider and webhook receiver (--payments)
 	serverEnv               map[string]string   // more settings of the in-process server (seckill risk gen's)
@@ -485,8 +486,16 @@ func startFleet(ctx context.Context, c benchConfig, stderr io.Writer) (*bench.Fl
 		"SECKILL_CLAIM_IDLE=3s", // a killed worker's grabs are taken over within the drain
 		"SECKILL_REDIS_MIN_REPLICAS=" + strconv.Itoa(c.minReplicas)}
 	env = append(env, c.providerEnv()...)
-	if c.nemesis && labClockBuilt {
+	if c.nemesis && labBuilt {
 		env = append(env, labClockEnv+"=on") // the clock-skew strike's
+	}
+	if len(c.redisVia) > 0 { // the bad networks' (routeRedis)
+		var routes []string
+		for server, via := range c.redisVia {
+			routes = append(routes, server+"="+via)
+		}
+		slices.Sort(routes)
+		env = append(env, labRedisViaEnv+"="+strings.Join(routes, ","))
 	}
 	return bench.StartFleet(ctx, exe, env, roles, stderr)
 }
@@ -657,10 +666,11 @@ func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetInd
 	return err
 }
 
-// topology is what c's nemesis strikes: the nodes and the servers bench starts, and the proxy it
-// puts before a redis-server of its own.
+// topology is what c's nemesis strikes: the nodes and the servers bench starts, and the proxies
+// it puts before the Redis servers of its own (routeRedis).
 func (c benchConfig) topology() bench.Topology {
-	return bench.Topology{APINodes: c.spawn, Workers: c.workers, Redis: c.redisFlag, DB: c.dbFlag, Netem: c.redisFlag == redisSpawn}
+	return bench.Topology{APINodes: c.spawn, Workers: c.workers, Redis: c.redisFlag, DB: c.dbFlag,
+		Netem: strings.HasPrefix(c.redisFlag, redisSpawn)}
 }
 
 // replay is the command that makes c's nemesis run again.

@@ -35,7 +35,9 @@ type owned struct {
 	master    *servers.Redis
 	// sentinelGroup are the master and replicas the sentinels watch, master first.
 	sentinelGroup []*servers.Redis
-	proxy         *netfault.Proxy // --fault netem, or a nemesis's bad networks before --redis spawn
+	// proxies are the bad networks: --fault netem's one, or the nemesis's before every Redis
+	// server and sentinel (routeRedis).
+	proxies []*netfault.Proxy
 	// minReplicas is the replicas every write waits for (--min-replicas): a failover is over
 	// only once the new master has them in sync.
 	minReplicas int
@@ -66,7 +68,6 @@ const failoverTimeout = time.Minute
 // at the bad network before them).
 func startServers(c *benchConfig) (*owned, error) {
 	o := &owned{minReplicas: c.minReplicas}
-	netem := c.fault == "netem" || c.nemesis && c.redis == redisSpawn
 	tempDir := func() (string, error) {
 		dir, err := os.MkdirTemp("", "seckill-bench-redis-")
 		if err == nil {
@@ -155,10 +156,67 @@ func startServers(c *benchConfig) (*owned, error) {
 		}
 		o.db = srv
 	}
-	if netem {
+	switch {
+	case c.fault == "netem":
 		return o, o.badNetwork(c)
+	case c.nemesis && len(o.redisAddrs()) > 0:
+		return o, o.routeRedis(c)
 	}
 	return o, nil
+}
+
+// redisAddrs are the addresses of the Redis servers and sentinels bench started.
+func (o *owned) redisAddrs() []string {
+	var addrs []string
+	if r, ok := o.redis.(*servers.Redis); ok {
+		addrs = append(addrs, r.Addr())
+	}
+	if o.cluster != nil {
+		addrs = append(addrs, o.cluster.Addrs()...)
+	}
+	for _, r := range o.sentinelGroup {
+		addrs = append(addrs, r.Addr())
+	}
+	if o.sentinels != nil {
+		addrs = append(addrs, o.sentinels.Addrs()...)
+	}
+	return addrs
+}
+
+// routeRedis puts a netfault proxy before every Redis server and sentinel bench started, and
+// routes the nodes through them (c.redisVia, SECKILL_LAB_REDIS_VIA): the nemesis's bad networks
+// strike every link between a node and Redis, and none between the servers (the cluster bus,
+// replication, the sentinels' watch), nor bench's own.
+func (o *owned) routeRedis(c *benchConfig) error {
+	c.redisVia = map[string]string{}
+	for _, addr := range o.redisAddrs() {
+		p, err := netfault.Start(addr)
+		if err != nil {
+			return err
+		}
+		o.close = append(o.close, p.Close)
+		o.proxies = append(o.proxies, p)
+		c.redisVia[addr] = p.Addr()
+	}
+	return nil
+}
+
+// injectNet switches the bad network kind on in every proxy (200 ms each way for a latency);
+// its heal switches them all off.
+func (o *owned) injectNet(kind string) (func(context.Context) error, error) {
+	heal := func(context.Context) error {
+		var errs []error
+		for _, p := range o.proxies {
+			errs = append(errs, p.Heal())
+		}
+		return errors.Join(errs...)
+	}
+	for _, p := range o.proxies {
+		if err := p.Inject(kind, 200*time.Millisecond); err != nil {
+			return nil, errors.Join(err, heal(context.Background()))
+		}
+	}
+	return heal, nil
 }
 
 // badNetwork puts a netfault proxy before the dependency c.netemLink names and points c at it.
@@ -177,7 +235,7 @@ func (o *owned) badNetwork(c *benchConfig) error {
 	}
 	o.close = append(o.close, p.Close)
 	u.Host = p.Addr()
-	o.proxy, *target = p, u.String()
+	o.proxies, *target = []*netfault.Proxy{p}, u.String()
 	return nil
 }
 
@@ -207,14 +265,15 @@ func (o *owned) fault(c benchConfig) func(context.Context, string) error {
 		return o.reshard
 	case "netem":
 		return func(ctx context.Context, _ string) error {
-			if err := o.proxy.Inject(c.netem, 200*time.Millisecond); err != nil {
+			heal, err := o.injectNet(c.netem)
+			if err != nil {
 				return err
 			}
 			select {
 			case <-ctx.Done():
 			case <-time.After(c.faultFor):
 			}
-			return o.proxy.Heal()
+			return heal(ctx)
 		}
 	}
 	return nil

@@ -73,11 +73,7 @@ func (o *owned) striker(fleet *bench.Fleet, fleetIndex []int, client *bench.Clie
 			o.db.Kill()
 			return func(context.Context) error { return o.db.Restart() }, nil
 		case bench.NetLatency, bench.NetReset, bench.NetPartition:
-			kind := map[string]string{bench.NetLatency: netfault.Latency, bench.NetReset: netfault.Reset, bench.NetPartition: netfault.HalfOpen}[s.Kind]
-			if err := o.proxy.Inject(kind, 200*time.Millisecond); err != nil {
-				return nil, err
-			}
-			return func(context.Context) error { return o.proxy.Heal() }, nil
+			return o.injectNet(map[string]string{bench.NetLatency: netfault.Latency, bench.NetReset: netfault.Reset, bench.NetPartition: netfault.HalfOpen}[s.Kind])
 		}
 		return nil, fmt.Errorf("the nemesis cannot strike %q here", s.Kind)
 	}
@@ -179,8 +175,8 @@ func (o *owned) strikeReplica(activity string) (func(context.Context) error, err
 	return func(context.Context) error { return replica.Restart() }, nil
 }
 
-// badNetworks reports whether a proxy stands before Redis, for the nemesis's bad networks.
-func (o *owned) badNetworks() bool { return o.proxy != nil }
+// badNetworks reports whether proxies stand before Redis, for the nemesis's bad networks.
+func (o *owned) badNetworks() bool { return len(o.proxies) > 0 }
 
 // saveLogs copies the logs of the servers bench started (Redis servers, sentinels, the database)
 // into dir, named by kind and address, so that a failing seed's servers can be read after bench

@@ -214,8 +214,17 @@ func settings(c *config) []setting {
 			orOff(&c.RemindBefore, time.Second, "a duration of a second or more such as 5m, or 0 for no reminders")},
 		{"lab-clock", labClockEnv, "off", "on (a development build's, which bench sets on the nodes it starts; a release build refuses it): serve PUT /lab/clock on the metrics listener, which skews this node's clock while it runs, the nemesis's clock-skew strike",
 			switchOf(&c.labClock)},
+		{"lab-redis-via", labRedisViaEnv, "", "`routes` SERVER=VIA,... (a development build's, which bench sets on the nodes its nemesis starts; a release build refuses it): each Redis server named (host:port, as SECKILL_REDIS, the cluster's map or the sentinels name it) is dialled at VIA instead, a proxy the nemesis's bad networks strike",
+			routes(&c.RedisVia)},
 	}
 }
+
+// The lab's settings (labclock.go): named here, in every build, so that a release build can
+// refuse them by name.
+const (
+	labClockEnv    = "SECKILL_LAB_CLOCK"
+	labRedisViaEnv = "SECKILL_LAB_REDIS_VIA"
+)
 
 // defaultMetricsAddr is SECKILL_METRICS_ADDR's default: loopback, so that only this machine
 // reads the metrics; not Prometheus's own 9090, which a local Prometheus (or deploy/compose's,
@@ -265,6 +274,36 @@ func orOff(dst *time.Duration, least time.Duration, want string) func(*config, s
 		*dst = d
 		return nil
 	}
+}
+
+// routes reads SERVER=VIA pairs of host:port, comma-separated, or nothing.
+func routes(dst *map[string]string) func(*config, string) error {
+	return func(_ *config, v string) error {
+		if v == "" {
+			*dst = nil
+			return nil
+		}
+		m := map[string]string{}
+		for pair := range strings.SplitSeq(v, ",") {
+			server, via, ok := strings.Cut(pair, "=")
+			if !ok || !hostPort(server) || !hostPort(via) {
+				return fmt.Errorf("want SERVER=VIA,... of host:port each, such as 127.0.0.1:6379=127.0.0.1:41000; %q is not", pair)
+			}
+			if _, twice := m[server]; twice {
+				return fmt.Errorf("want one route a server; %s has two", server)
+			}
+			m[server] = via
+		}
+		*dst = m
+		return nil
+	}
+}
+
+// hostPort reports whether v is a host (not empty) and a port number.
+func hostPort(v string) bool {
+	host, port, err := net.SplitHostPort(v)
+	n, perr := strconv.Atoi(port)
+	return err == nil && perr == nil && host != "" && n > 0 && n <= 65535
 }
 
 // count reads a whole number from 0 to most.
@@ -386,8 +425,14 @@ func parseServe(args []string, env map[string]string, stderr io.Writer) (config,
 			return c, fmt.Errorf("SECKILL_KAFKA_BROKERS, SECKILL_KAFKA_TOPIC: %w", err)
 		}
 	}
-	if c.labClock && !labClockBuilt {
+	if c.labClock && !labBuilt {
 		return c, errors.New("SECKILL_LAB_CLOCK: a release build has no lab clock")
+	}
+	if len(c.RedisVia) > 0 && !labBuilt {
+		return c, errors.New("SECKILL_LAB_REDIS_VIA: a release build has no lab routes")
+	}
+	if len(c.RedisVia) > 0 && c.Redis == "" {
+		return c, errors.New("SECKILL_LAB_REDIS_VIA needs SECKILL_REDIS: the embedded gate dials no Redis")
 	}
 	if c.Replication.Replicas > 0 && c.Redis == "" {
 		return c, errors.New("SECKILL_REDIS_MIN_REPLICAS needs SECKILL_REDIS: the embedded gate has no replicas")

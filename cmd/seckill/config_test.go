@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -162,6 +163,33 @@ func TestEventsKeepSetting(t *testing.T) {
 	if _, err := parseServe([]string{"-events-keep", "500ms"}, nil, io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "SECKILL_EVENTS_KEEP") {
 		t.Errorf("-events-keep 500ms: %v; want it refused, naming the variable", err)
+	}
+}
+
+// TestLabRedisViaSetting: a development build reads SECKILL_LAB_REDIS_VIA's routes, one a
+// server, and refuses a pair that is not two host:ports, a server routed twice, and routes
+// without a Redis to route to, naming the variable.
+func TestLabRedisViaSetting(t *testing.T) {
+	redis := "redis://127.0.0.1:7000,127.0.0.1:7001"
+	c, err := parseServe(nil, map[string]string{"SECKILL_REDIS": redis,
+		"SECKILL_LAB_REDIS_VIA": "127.0.0.1:7000=127.0.0.1:41000,127.0.0.1:7001=127.0.0.1:41001"}, io.Discard)
+	if want := map[string]string{"127.0.0.1:7000": "127.0.0.1:41000", "127.0.0.1:7001": "127.0.0.1:41001"}; err != nil ||
+		!maps.Equal(c.RedisVia, want) {
+		t.Fatalf("routes %v, %v; want %v", c.RedisVia, err, want)
+	}
+	if c, err := parseServe(nil, map[string]string{"SECKILL_REDIS": redis}, io.Discard); err != nil || c.RedisVia != nil {
+		t.Fatalf("no routes: %v, %v", c.RedisVia, err)
+	}
+	for _, v := range []string{"127.0.0.1:7000", "127.0.0.1:7000=", "=127.0.0.1:41000", "127.0.0.1:7000=127.0.0.1",
+		"127.0.0.1:7000=127.0.0.1:0", "127.0.0.1:7000=127.0.0.1:41000,127.0.0.1:7000=127.0.0.1:41001", ":7000=127.0.0.1:41000"} {
+		if _, err := parseServe(nil, map[string]string{"SECKILL_REDIS": redis, "SECKILL_LAB_REDIS_VIA": v}, io.Discard); err == nil ||
+			!strings.Contains(err.Error(), "SECKILL_LAB_REDIS_VIA") {
+			t.Errorf("SECKILL_LAB_REDIS_VIA=%q: %v; want it refused, naming the variable", v, err)
+		}
+	}
+	if _, err := parseServe(nil, map[string]string{"SECKILL_LAB_REDIS_VIA": "127.0.0.1:7000=127.0.0.1:41000"}, io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "needs SECKILL_REDIS") {
+		t.Errorf("routes without SECKILL_REDIS: %v; want them refused", err)
 	}
 }
 

@@ -17,11 +17,9 @@ import (
 // node whose clock is off by a drawn offset within what the deployment promises to bear (docs/
 // operating.md, "Clocks"). A release build has no such setting (labclock_release.go).
 
-// labClockEnv names the setting; labClockBuilt says this build has the clock.
-const (
-	labClockEnv   = "SECKILL_LAB_CLOCK"
-	labClockBuilt = true
-)
+// labBuilt says this build has the lab's settings: this clock, and the Redis routes of
+// SECKILL_LAB_REDIS_VIA.
+const labBuilt = true
 
 // maxLabSkew bounds the skew a node takes: the nemesis stays within the promise, a mistake
 // beyond it is refused.

@@ -14,7 +14,7 @@ import (
 // Topology is what a nemesis run's deployment has to strike: the nodes bench started (API nodes
 // and worker nodes), its Redis (--redis: "" for the embedded gate, spawn, spawn:cluster or
 // spawn:sentinel) and its database (--db: sqlite, spawn:mariadb or spawn:postgres), and whether
-// a netfault proxy stands before Redis.
+// netfault proxies stand between the nodes and every Redis server (and sentinel) bench started.
 type Topology struct {
 	APINodes, Workers int
 	Redis, DB         string
@@ -33,9 +33,9 @@ const (
 	SentinelFailover = "sentinel-failover" // SIGKILL the master; the sentinels name another
 	Reshard          = "reshard"           // move the activity's slot to another master
 	DBOutage         = "db-outage"         // stop the database until the heal
-	NetLatency       = "net-latency"       // 200 ms each way between the nodes and Redis
-	NetReset         = "net-reset"         // every connection to Redis reset
-	NetPartition     = "net-partition"     // nothing to or from Redis answers, nothing closes
+	NetLatency       = "net-latency"       // 200 ms each way between the nodes and every Redis server
+	NetReset         = "net-reset"         // every connection of the nodes to Redis reset
+	NetPartition     = "net-partition"     // nothing between the nodes and Redis answers, nothing closes
 	SkewAPI          = "skew-api"          // an API node's clock off by Strike.Skew, back at the heal
 	SkewWorker       = "skew-worker"       // a worker node's clock off by Strike.Skew
 )

@@ -63,6 +63,10 @@ func TestSchedule(t *testing.T) {
 	if kinds := sentinel.Kinds(); slices.Contains(kinds, ClusterFailover) || !slices.Contains(kinds, SentinelFailover) || slices.Contains(kinds, NetReset) {
 		t.Errorf("a Sentinel deployment without a proxy strikes %v", kinds)
 	}
+	sentinel.Netem = true
+	if kinds := sentinel.Kinds(); !slices.Contains(kinds, NetLatency) || !slices.Contains(kinds, NetReset) || !slices.Contains(kinds, NetPartition) {
+		t.Errorf("a Sentinel deployment with proxies before its servers strikes %v: no bad network", kinds)
+	}
 	if _, err := Schedule(1, d, Topology{APINodes: 1, DB: "sqlite"}); err == nil {
 		t.Error("a deployment with nothing to strike (its one API node must stay up): no error")
 	}

@@ -21,7 +21,7 @@ const restockFlagTTL = 5 * time.Second
 // risk windows, leaderboards, lines and leases, each behind the one breaker of Redis.
 func openDistributed(ctx context.Context, c Config, store sale.Store, name string) (backend, error) {
 	redisstore.LogTo(c.Log)
-	rdb, err := redisstore.Dial(ctx, c.Redis)
+	rdb, err := redisstore.Dial(ctx, c.Redis, redisstore.Via(c.RedisVia))
 	if err != nil {
 		return backend{}, err
 	}

@@ -41,7 +41,11 @@ const (
 type Config struct {
 	DB    string // sqlite:PATH, mysql://... or postgres://...
 	Redis string // empty: the embedded gate
-	Role  string // RoleAll, RoleAPI or RoleWorker; empty: RoleAll
+	// RedisVia is a lab's (a development build's SECKILL_LAB_REDIS_VIA): the address dialled
+	// instead of each Redis server's, a bad network the nemesis strikes (redisstore.Via); nil:
+	// each server's own.
+	RedisVia map[string]string
+	Role     string // RoleAll, RoleAPI or RoleWorker; empty: RoleAll
 
 	// Replication is how many Redis replicas must have a write before it is acknowledged.
 	Replication redisstore.Replication

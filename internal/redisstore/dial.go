@@ -187,27 +187,84 @@ const (
 	maxRetryBackoff = 20 * time.Millisecond
 )
 
+// An Option changes how Dial connects.
+type Option func(*router)
+
+// Via sends every connection to a Redis server whose address is a key of routes to the address
+// it maps to instead: a lab's bad network (a netfault proxy, which the nemesis strikes) between
+// this client and each server, which the servers' own links (the cluster bus, replication, the
+// sentinels' watch) do not cross. The keys are the servers' own addresses, as the spec, the
+// cluster's map and redirections, and the sentinels name them; a server not in routes is
+// dialled directly. A routed dial is given up after the Cluster's and Sentinel's dial timeout,
+// whatever the kind. A nil or empty routes changes nothing.
+func Via(routes map[string]string) Option {
+	return func(r *router) { r.routes = routes }
+}
+
+// router dials a Redis server: at its route's address when it has one, with TLS when tls is set
+// (checked against the server's own name, not the route's).
+type router struct {
+	routes  map[string]string
+	tls     *tls.Config
+	timeout time.Duration
+}
+
+// newRouter dials the servers of s, as opts say.
+func newRouter(s Spec, opts ...Option) router {
+	r := router{tls: s.TLS, timeout: dialTimeout}
+	for _, o := range opts {
+		o(&r)
+	}
+	return r
+}
+
+func (r router) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	to, routed := r.routes[addr]
+	if !routed {
+		to = addr
+	}
+	nd := &net.Dialer{Timeout: r.timeout}
+	if r.tls == nil {
+		return nd.DialContext(ctx, network, to)
+	}
+	cfg := r.tls
+	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.ServerName == "" && routed {
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	return (&tls.Dialer{NetDialer: nd, Config: cfg}).DialContext(ctx, network, to)
+}
+
+// dialer is r's dial when r has routes, else nil: go-redis's own dialer.
+func (r router) dialer() func(context.Context, string, string) (net.Conn, error) {
+	if len(r.routes) == 0 {
+		return nil
+	}
+	return r.dial
+}
+
 // Dial connects to the Redis of spec (see Spec) and checks that it answers.
-func Dial(ctx context.Context, spec string) (redis.UniversalClient, error) {
+func Dial(ctx context.Context, spec string, opts ...Option) (redis.UniversalClient, error) {
 	s, err := ParseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
+	r := newRouter(s, opts...)
 	var rdb redis.UniversalClient
 	switch s.Kind {
 	case KindServer:
 		rdb = redis.NewClient(&redis.Options{Addr: s.Addrs[0], DB: s.DB, Username: s.Username, Password: s.Password,
-			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true})
+			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: r.dialer()})
 	case KindCluster:
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.Addrs, Username: s.Username, Password: s.Password,
-			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true,
+			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: r.dialer(),
 			DialTimeout: dialTimeout, DialerRetries: 1, ClusterStateReloadInterval: stateEvery,
 			MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
 	case KindSentinel:
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Master, SentinelAddrs: s.Addrs,
 			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
 			Username: s.Username, Password: s.Password, DB: s.DB, TLSConfig: s.TLS,
-			DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: newMasterDialer(s).Dial,
+			DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: newMasterDialer(s, r).Dial,
 			DialTimeout: dialTimeout, DialerRetries: 1, MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
 	}
 	ping, cancel := context.WithTimeout(ctx, 5*time.Second)

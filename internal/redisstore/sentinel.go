@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -49,7 +48,7 @@ type masterDialer struct {
 	master    string         // the name the sentinels watch it under
 	sentinels []string       // their addresses
 	sentinel  *redis.Options // the options of a client of one sentinel, its Addr left blank
-	tls       *tls.Config    // nil: plain TCP
+	r         router         // how a server is dialled
 
 	asking chan struct{} // a lock a dial can stop waiting for: held by the dial asking the sentinels
 	last   view          // their last answer, which the dials meanwhile reuse; under asking
@@ -83,12 +82,13 @@ const (
 // errFailingOver is the refusal of a dial while the sentinels fail the master over.
 var errFailingOver = errors.New("the sentinels are failing the master over")
 
-func newMasterDialer(s Spec) *masterDialer {
+// newMasterDialer dials the data nodes and sentinels of s as r does.
+func newMasterDialer(s Spec, r router) *masterDialer {
 	return &masterDialer{
-		master: s.Master, sentinels: s.Addrs, tls: s.TLS,
+		master: s.Master, sentinels: s.Addrs, r: r,
 		sentinel: &redis.Options{Username: s.SentinelUsername, Password: s.SentinelPassword, TLSConfig: s.TLS,
 			DialTimeout: dialTimeout, DialerRetries: 1, MaxRetries: -1, PoolSize: 1, DisableIdentity: true,
-			ContextTimeoutEnabled: true},
+			ContextTimeoutEnabled: true, Dialer: r.dialer()},
 		asking: make(chan struct{}, 1),
 	}
 }
@@ -96,32 +96,23 @@ func newMasterDialer(s Spec) *masterDialer {
 // Dial connects to addr if it is a sentinel, else see masterDialer.
 func (d *masterDialer) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if slices.Contains(d.sentinels, addr) {
-		return d.connect(ctx, network, addr)
+		return d.r.dial(ctx, network, addr)
 	}
 	v := d.view(ctx)
 	switch {
 	case !v.answered: // no sentinel to ask: the address go-redis was given a moment ago
-		return d.connect(ctx, network, addr)
+		return d.r.dial(ctx, network, addr)
 	case !v.nodes[addr]: // not a server they watch: a sentinel go-redis discovered
-		return d.connect(ctx, network, addr)
+		return d.r.dial(ctx, network, addr)
 	case v.failingOver:
 		to := remoteAddr{network, addr}
 		return newRefusedConn(&net.OpError{Op: "dial", Net: network, Addr: to, Err: errFailingOver}, to), nil
 	}
-	conn, err := d.connect(ctx, network, v.master)
+	conn, err := d.r.dial(ctx, network, v.master)
 	if err != nil && refused(err) {
 		return newRefusedConn(err, remoteAddr{network, v.master}), nil
 	}
 	return conn, err
-}
-
-// connect dials addr once, with TLS if the spec asks for it.
-func (d *masterDialer) connect(ctx context.Context, network, addr string) (net.Conn, error) {
-	nd := &net.Dialer{Timeout: dialTimeout}
-	if d.tls == nil {
-		return nd.DialContext(ctx, network, addr)
-	}
-	return (&tls.Dialer{NetDialer: nd, Config: d.tls}).DialContext(ctx, network, addr)
 }
 
 // refusedConn is a connection to a master that could not be made: its reads and writes answer

@@ -32,7 +32,7 @@ func sentinelSetup(t *testing.T) (master, replica *redistest.Server, sentinels *
 // master; a refused address the sentinels do not know (a sentinel down) fails as a dial.
 func TestSentinelDialDefersARefusedMaster(t *testing.T) {
 	master, replica, sentinels, s := sentinelSetup(t)
-	d := newMasterDialer(s)
+	d := newMasterDialer(s, newRouter(s))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
@@ -91,7 +91,7 @@ func TestSentinelDialDefersARefusedMaster(t *testing.T) {
 // to it at once.
 func TestSentinelDialSkipsAMasterTheyFailOver(t *testing.T) {
 	master, replica, sentinels, s := sentinelSetup(t)
-	d := newMasterDialer(s)
+	d := newMasterDialer(s, newRouter(s))
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
