@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"seckill/internal/sale"
 )
@@ -260,12 +261,12 @@ func Dial(ctx context.Context, spec string, opts ...Option) (redis.UniversalClie
 			TLSConfig: s.TLS, DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: r.dialer(),
 			DialTimeout: dialTimeout, DialerRetries: 1, ClusterStateReloadInterval: stateEvery,
 			MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
-	case KindSentinel:
-		rdb = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Master, SentinelAddrs: s.Addrs,
-			SentinelUsername: s.SentinelUsername, SentinelPassword: s.SentinelPassword,
+	case KindSentinel: // a client of the master the sentinels name: see masterDialer
+		rdb = redis.NewClient(&redis.Options{Addr: sentinelMaster, Dialer: newMasterDialer(s, r).Dial,
 			Username: s.Username, Password: s.Password, DB: s.DB, TLSConfig: s.TLS,
-			DisableIdentity: true, ContextTimeoutEnabled: true, Dialer: newMasterDialer(s, r).Dial,
-			DialTimeout: dialTimeout, DialerRetries: 1, MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff})
+			DisableIdentity: true, ContextTimeoutEnabled: true,
+			DialTimeout: dialTimeout, DialerRetries: 1, MinRetryBackoff: minRetryBackoff, MaxRetryBackoff: maxRetryBackoff,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
 	}
 	ping, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -276,8 +277,12 @@ func Dial(ctx context.Context, spec string, opts ...Option) (redis.UniversalClie
 	return rdb, nil
 }
 
-// failover reports whether c is go-redis's Sentinel-backed failover client.
-func failover(c *redis.Client) bool { return c.Options().Addr == "FailoverClient" }
+// sentinelMaster is the address of a Sentinel client's options: not one, as its dialer (see
+// masterDialer) connects to the master the sentinels name.
+const sentinelMaster = "sentinel-master"
+
+// failover reports whether c is a Sentinel client.
+func failover(c *redis.Client) bool { return c.Options().Addr == sentinelMaster }
 
 // LogTo sends go-redis's own messages (a dial that failed, a reconnect) to log, at debug level:
 // during a failover it writes one per refused dial, which would drown the node's log, and the

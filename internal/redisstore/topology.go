@@ -28,7 +28,7 @@ func NewTopology(rdb redis.UniversalClient) *Topology {
 		return &Topology{reload: func() { c.ReloadState(context.Background()) }}
 	case *redis.Client:
 		if failover(c) {
-			return &Topology{} // the failover client asks the sentinels on every new connection
+			return &Topology{} // the Sentinel client asks the sentinels on every new connection
 		}
 	}
 	return nil

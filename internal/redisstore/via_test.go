@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +157,46 @@ func TestViaRoutesEverySentinelLink(t *testing.T) {
 	}
 	setSoon(t, rdb, "k")
 	cut(replica.Addr())
+}
+
+// TestSentinelClientServesAsSoonAsItsLinksHeal (the nemesis's Sentinel seed 201): a crowd's
+// calls through a bad network that resets every link to the sentinels and the servers fail, and
+// the first call once it heals is served. go-redis's own Sentinel client counted each time it
+// could not ask a sentinel as a failed dial, and once its pool had counted as many as its size,
+// answered every call that last failure without dialling, for up to a second after the heal.
+func TestSentinelClientServesAsSoonAsItsLinksHeal(t *testing.T) {
+	master, replica, sentinels, _ := sentinelSetup(t)
+	proxies, routes := proxied(t, append([]string{master.Addr(), replica.Addr()}, sentinels.Addrs()...)...)
+	rdb := dialVia(t, sentinels.Spec(""), routes)
+	setSoon(t, rdb, "k")
+	for _, p := range proxies {
+		if err := p.Inject(netfault.Reset, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var calls, failed atomic.Int64
+	var wg sync.WaitGroup
+	until := time.Now().Add(3 * time.Second) // as long as a nemesis's bad network lasts
+	for range 50 {
+		wg.Go(func() {
+			for time.Now().Before(until) && calls.Load() < 1_000_000 {
+				calls.Add(1)
+				if set(rdb, "k", 300*time.Millisecond) != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() == 0 {
+		t.Fatal("every call passed the reset links")
+	}
+	for _, p := range proxies {
+		if err := p.Heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := set(rdb, "k", 5*time.Second); err != nil {
+		t.Fatalf("the first call once the links healed (%d of %d failed before): %v", failed.Load(), calls.Load(), err)
+	}
 }
