@@ -64,8 +64,9 @@ const spawnFsync = "always"
 // failoverTimeout bounds how long a failover bench caused may take to name a new master.
 const failoverTimeout = time.Minute
 
-// startServers starts the servers c asks bench to run, and points c.redis and c.db at them (or
-// at the bad network before them).
+// startServers starts the servers c asks bench to run, and points c.redis and c.db at them (or,
+// for --fault netem, at the bad network before them); a nemesis's nodes are routed through a
+// bad network before every Redis server and sentinel instead (routeRedis).
 func startServers(c *benchConfig) (*owned, error) {
 	o := &owned{minReplicas: c.minReplicas}
 	tempDir := func() (string, error) {
