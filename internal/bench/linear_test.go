@@ -66,6 +66,12 @@ func TestCheckStock(t *testing.T) {
 			grabRec("c", 20, 30, Won), {Op: OpCancel, Token: "t-a", Start: 40_000, End: 50_000, Status: http.StatusOK}}, LinearIllegal},
 		{"an expired unit sold again after the window", 1, back, []Record{grabRec("a", 0, 10, Won), grabRec("c", 12_000, 12_010, Won)}, LinearOK},
 		{"an expired unit sold again within the window", 1, back, []Record{grabRec("a", 0, 10, Won), grabRec("c", 5_000, 5_010, Won)}, LinearIllegal},
+		// The window opens on the answering node's clock and closes on the sweeper's: with one
+		// behind and the other ahead, each within the promise, up to 2 s early (Sentinel seed 205).
+		{"an expired unit sold again 1.5 s early, two clocks off", 1, back, []Record{grabRec("a", 0, 10, Won),
+			grabRec("c", 8_500, 8_510, Won)}, LinearOK},
+		{"an expired unit sold again 2.5 s early", 1, back, []Record{grabRec("a", 0, 10, Won),
+			grabRec("c", 7_500, 7_510, Won)}, LinearIllegal},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
