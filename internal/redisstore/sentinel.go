@@ -149,8 +149,8 @@ func (c refusedConn) SetWriteDeadline(time.Time) error { return nil }
 // met one once every sentinel named the new master.)
 func (c refusedConn) SyscallConn() (syscall.RawConn, error) { return nil, c.err }
 
-// remoteAddr is the address a refusedConn was to reach (go-redis drops the connections whose
-// RemoteAddr is not the new master's after a failover).
+// remoteAddr is the address a refusedConn was to reach, its RemoteAddr (a dial's error names
+// it too): the master the sentinels named, or none.
 type remoteAddr struct{ network, addr string }
 
 func (a remoteAddr) Network() string { return a.network }
