@@ -205,14 +205,13 @@ func Via(routes map[string]string) Option {
 // router dials a Redis server: at its route's address when it has one, with TLS when tls is set
 // (checked against the server's own name, not the route's).
 type router struct {
-	routes  map[string]string
-	tls     *tls.Config
-	timeout time.Duration
+	routes map[string]string
+	tls    *tls.Config
 }
 
 // newRouter dials the servers of s, as opts say.
 func newRouter(s Spec, opts ...Option) router {
-	r := router{tls: s.TLS, timeout: dialTimeout}
+	r := router{tls: s.TLS}
 	for _, o := range opts {
 		o(&r)
 	}
@@ -224,7 +223,7 @@ func (r router) dial(ctx context.Context, network, addr string) (net.Conn, error
 	if !routed {
 		to = addr
 	}
-	nd := &net.Dialer{Timeout: r.timeout}
+	nd := &net.Dialer{Timeout: dialTimeout}
 	if r.tls == nil {
 		return nd.DialContext(ctx, network, to)
 	}
