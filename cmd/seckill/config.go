@@ -175,8 +175,8 @@ func settings(c *config) []setting {
 				c.GateLimits.FailRate, c.DBLimits.FailRate = rate, rate
 				return nil
 			}},
-		{"breaker-open", "SECKILL_BREAKER_OPEN", "500ms", "how long a tripped circuit breaker answers BUSY before it lets a probe through",
-			positive("500ms", &c.GateLimits.OpenFor, &c.DBLimits.OpenFor)},
+		{"breaker-open", "SECKILL_BREAKER_OPEN", breaker.DefaultOpenFor.String(), "how long a tripped circuit breaker answers BUSY before it lets a probe through",
+			positive("250ms", &c.GateLimits.OpenFor, &c.DBLimits.OpenFor)},
 		{"failover-grace", "SECKILL_FAILOVER_GRACE", "20s", "Redis Cluster or Sentinel: how long a node may refuse connections, or a slot redirect, before it counts as down and opens the breaker; longer than a failover takes",
 			positive("20s", &c.GateLimits.FailoverGrace)},
 		{"redis-min-replicas", "SECKILL_REDIS_MIN_REPLICAS", "0", "acknowledge a grab, join, release or spent pass only once this many Redis replicas have it (WAIT); on timeout 503 BUSY; 0: Redis's asynchronous replication",

@@ -109,14 +109,22 @@ func (t Thresholds) withDefaults() Thresholds {
 	return t
 }
 
-// DefaultOpenFor is how long a tripped breaker answers BUSY before it lets probes through. A
+// DefaultOpenFor is how long a tripped breaker answers BUSY before it lets a probe through. A
 // probe that met the fault just before the heal opens it again, so a dependency back serves the
-// crowd after up to this and a probe's round trip: short, so that a node serves within a second
-// of the heal (the nemesis holds it to that; with 2 s, a database back answered the crowd BUSY
-// 3.3 s after its restart, Sentinel seed 10). While the dependency stays down this costs 3
-// probes a time, refused at once by a server that is down (a hung one holds them to the call's
+// crowd after up to this and one probe's round trip: short, so that a node serves within a second
+// of the heal (the nemesis holds it to that). It was 2 s, and a database back was answered BUSY
+// 3.3 s after its restart (Sentinel seed 10); then 0.5 s with three probes, all of which had to
+// succeed, and a node refused for 1.04 s after a latency healed on a loaded machine, the slowest
+// probe taking half a second (Cluster seed 148). While the dependency stays down this costs one
+// probe a time, refused at once by a server that is down (a hung one holds it to the call's
 // deadline, and every other call is BUSY at once meanwhile).
-const DefaultOpenFor = 500 * time.Millisecond
+const DefaultOpenFor = 250 * time.Millisecond
+
+// probes is how many calls a half-open breaker lets through at a time: one, whose success closes
+// it (as Hystrix and Polly do). gobreaker closes a half-open breaker only once as many calls in a
+// row succeeded as it let through, and refuses every other call until then, so with three the
+// slowest of them held a node refusing after its dependency came back.
+const probes = 1
 
 // Database names the database's guard: the dependency whose failure sheds the leaderboards.
 const Database = "database"
@@ -189,7 +197,7 @@ func NewGuard(name string, th Thresholds, now func() time.Time) *Guard {
 	g := &Guard{guardState: &guardState{name: name, th: th, now: now}}
 	g.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
-		MaxRequests:  3,
+		MaxRequests:  probes,
 		Interval:     window * time.Second,
 		BucketPeriod: time.Second,
 		Timeout:      th.OpenFor,
@@ -286,11 +294,11 @@ func guarded[T any](ctx context.Context, g *Guard, within time.Duration, f func(
 	var zero T
 	if within == slowWithin && g.cb.State() == gobreaker.StateHalfOpen {
 		// A slow call (a rebuild, a load, a repair, a listing: seconds to minutes) is no probe:
-		// a half-open breaker closes on 3 successes of at most 3 calls let through, so one slow
-		// call among them held it half-open, answering every other call BUSY ("too many
-		// requests"), for as long as it ran. It runs beside the probes, its outcome counted in
-		// the record but not by the breaker; nor is it refused, as the calls that probe may
-		// wait for it (a queue that lists its streams before its worker places orders).
+		// a half-open breaker lets one call through and closes on its success, so a slow call as
+		// that probe held it half-open, answering every other call BUSY ("too many requests"),
+		// for as long as it ran. It runs beside the probe, its outcome counted in the record but
+		// not by the breaker; nor is it refused, as the call that probes may wait for it (a
+		// queue that lists its streams before its worker places orders).
 		start := g.now()
 		v, err := retry(ctx, g, f, &trail{})
 		g.record(start, g.now().Sub(start), Failed(err))

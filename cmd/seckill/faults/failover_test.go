@@ -543,7 +543,7 @@ func TestReshardMidSale(t *testing.T) {
 // link held half open (nothing answers, nothing closes). Each lasts 2 s and is then healed. Every
 // user clicks once, with an Idempotency-Key, on an activity that would let them buy five: a
 // script run twice as two grabs would show as a user with two orders. BUSY answers come only
-// while a fault lasts (and the breaker's 0.5 s after it), no acknowledged grab is lost, and nobody
+// while a fault lasts (and the breaker's 0.25 s after it), no acknowledged grab is lost, and nobody
 // has two orders.
 func TestNetworkFaultsMidSale(t *testing.T) {
 	rs := redistest.Start(t, redistest.Options{})
@@ -579,8 +579,8 @@ func TestNetworkFaultsMidSale(t *testing.T) {
 		}
 	}
 	// settle: the breaker may open again just before the heal (a probe that met the fault), and
-	// then stays open its 0.5 s (SECKILL_BREAKER_OPEN) and a probe's round trip past the heal;
-	// the last second of a 3 s settle starts 1.5 s after that worst case. (When the breaker
+	// then stays open its 0.25 s (SECKILL_BREAKER_OPEN) and a probe's round trip past the heal;
+	// the last second of a 3 s settle starts well after that worst case. (When the breaker
 	// stayed open 2 s, a 3 s settle left BUSY answers in the last second from exactly that case
 	// on a loaded machine.)
 	const lasts, settle = 2 * time.Second, 3 * time.Second
