@@ -210,6 +210,9 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	}
 	if shardsOf(a) > 1 {
 		sharded = "1"
+		if !g.othersEmpty(a, shard) {
+			g.lookAgain(a, shard)
+		}
 		if g.othersEmpty(a, shard) {
 			sharded = "2" // out of units here is sold out: no reservation, no fall-through
 		}

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 
 	"seckill/internal/sale"
 	"seckill/internal/tracing"
@@ -49,6 +50,8 @@ type Gate struct {
 	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
 	// out of units: a crowd falling through does not ask it again for emptyFor.
 	empty sync.Map // shard id -> int64
+	// looks runs one lookAgain per activity at a time.
+	looks singleflight.Group
 	// topo tells a failover's errors apart, for the steps of a fall-through to be sent again
 	// through one; nil (one server) classifies nothing.
 	topo *Topology

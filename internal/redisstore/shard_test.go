@@ -270,6 +270,18 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if n := rdb.HLen(ctx, keysOf(ShardID(a.ID, 1)).pending).Val(); n != 0 {
 			t.Fatalf("%d reservations left on the home shard", n)
 		}
+		// The marks lapse: the next batch reads the other shards' stock again, finds them still
+		// empty, and its grab is told sold out by grab.lua alone again. (Before lookAgain, every
+		// grab that came then reserved, fell through and gave the reservation back: on a starved
+		// machine those piled up, and a click waited 0.95 s, the nemesis's Cluster seed 170.)
+		time.Sleep(emptyFor + 50*time.Millisecond)
+		before = scripts()
+		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[4], IdempotencyKey: "k2", Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {
+			t.Fatalf("a grab once the marks lapsed: %v, want sold out", err)
+		}
+		if n := scripts() - before; n != 1 {
+			t.Fatalf("a sold-out grab once the marks lapsed ran %d scripts on its home shard, want 1 (grab.lua alone)", n)
+		}
 		// The unit of shard 0 comes back (this node's release clears its mark): the next grab finds it.
 		var from0 sale.Grab
 		for _, gr := range won {

@@ -50,7 +50,9 @@ var (
 // reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
 // by this node's grabs for emptyFor; this node's own releases clear the mark at once. With every
 // other shard so marked, the grabs out of units at home are told sold out by grab.lua itself,
-// with nothing reserved (othersEmpty): one coalesced call, as an unsharded item's crowd. A repeat
+// with nothing reserved (othersEmpty): one coalesced call, as an unsharded item's crowd; once
+// their marks lapse, the next batch reads their stock first and marks them again (lookAgain),
+// rather than every grab reserving and falling through to find them still empty. A repeat
 // of the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
 // says busy: a retry gets it. A step a failover or a slot moving refused without running it is
 // sent again (again), to the same shard, within the fall-through's own deadline; a grab that gave
@@ -101,6 +103,64 @@ func (g *Gate) othersEmpty(a sale.Activity, home string) bool {
 		}
 	}
 	return true
+}
+
+// lookAgain reads again, for a batch about to leave on shard home of a, the stock of every shard
+// whose mark has lapsed, when every other shard was found empty before (none has had a unit
+// given back on this node since): the shards still empty are marked again, and the batch's
+// grabs out of units at home are told sold out in its one call (othersEmpty). Without it, every
+// grab of a sold-out item's crowd that came once a mark lapsed reserved its unit, fell through
+// each other shard and gave the reservation back, four calls in turn, each waiting for the
+// replicas, until one of them marked the shards again: on a starved machine the fall-throughs
+// outlasted the marks and piled up, and a click waited 0.95 s (the nemesis's Cluster seed 170).
+// One look per activity at a time on this node, the batches that need it waiting for it, bounded
+// by emptyFor; a shard found with units, or not read (Redis failing, slow or moving), loses its
+// mark, and the grabs fall through it as before, until a fall-through finds it empty again.
+func (g *Gate) lookAgain(a sale.Activity, home string) {
+	now := time.Now().UnixNano()
+	lapsed := false
+	for i := range shardsOf(a) {
+		id := ShardID(a.ID, i)
+		if id == home {
+			continue
+		}
+		until, ok := g.empty.Load(id)
+		if !ok {
+			return // never found empty, or a unit came back there: it may have units
+		}
+		lapsed = lapsed || now >= until.(int64)
+	}
+	if !lapsed {
+		return
+	}
+	g.looks.Do(a.ID, func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), emptyFor)
+		defer cancel()
+		now := time.Now().UnixNano()
+		stocks := map[string]*redis.StringCmd{}
+		_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range shardsOf(a) {
+				id := ShardID(a.ID, i)
+				if until, ok := g.empty.Load(id); ok && now >= until.(int64) {
+					stocks[id] = p.Get(ctx, keysOf(id).stock)
+				}
+			}
+			return nil
+		})
+		until := time.Now().Add(emptyFor).UnixNano()
+		for id, cmd := range stocks {
+			left, cerr := cmd.Int64()
+			switch {
+			case err != nil && !errors.Is(err, redis.Nil):
+				g.empty.Delete(id) // not read: no look again until a fall-through marks it
+			case errors.Is(cerr, redis.Nil), cerr == nil && left <= 0: // not loaded, or out of units
+				g.empty.Store(id, until)
+			default:
+				g.empty.Delete(id)
+			}
+		}
+		return nil, nil
+	})
 }
 
 // fallThrough looks for a unit for a grab reserved on its home shard, on each other shard in
