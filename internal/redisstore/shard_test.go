@@ -273,7 +273,8 @@ func TestShardedStockOnACluster(t *testing.T) {
 		// The marks lapse: the next batch reads the other shards' stock again, finds them still
 		// empty, and its grab is told sold out by grab.lua alone again. (Before lookAgain, every
 		// grab that came then reserved, fell through and gave the reservation back: on a starved
-		// machine those piled up, and a click waited 0.95 s, the nemesis's Cluster seed 170.)
+		// machine those piled up, one cause of a click waiting 0.95 s in the nemesis's Cluster
+		// seed 170.)
 		time.Sleep(emptyFor + 50*time.Millisecond)
 		before = scripts()
 		if _, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: users[4], IdempotencyKey: "k2", Now: a.StartAt}); !errors.Is(err, sale.ErrSoldOut) {

@@ -112,7 +112,8 @@ func (g *Gate) othersEmpty(a sale.Activity, home string) bool {
 // grab of a sold-out item's crowd that came once a mark lapsed reserved its unit, fell through
 // each other shard and gave the reservation back, four calls in turn, each waiting for the
 // replicas, until one of them marked the shards again: on a starved machine the fall-throughs
-// outlasted the marks and piled up, and a click waited 0.95 s (the nemesis's Cluster seed 170).
+// outlasted the marks and piled up (one cause of a click waiting 0.95 s in the nemesis's Cluster
+// seed 170; a mark a release clears sends the crowd falling through the same way, seed 188).
 // One look per activity at a time on this node, the batches that need it waiting for it, bounded
 // by emptyFor; a shard found with units, or not read (Redis failing, slow or moving), loses its
 // mark, and the grabs fall through it as before, until a fall-through finds it empty again.
