@@ -36,10 +36,16 @@ type draining struct {
 	last   time.Time // the last round's time
 	budget float64   // tickets that may be admitted now
 	recent []admitted
-	// recorded says every batch this drainer handed the gate has its outcomes recorded. A
-	// drainer new to the line cannot know it of the one before (which may have died between its
-	// grabs and their record), nor one whose last record failed.
-	recorded bool
+	// atLoss says the head stands just past a ticket the gate turned away for want of stock,
+	// asked in place order, and nothing was handed the gate since: every ticket behind it may
+	// be answered sold out. Nothing less proves it. A batch handed the gate may have won units
+	// for tickets past the head whose outcomes were never recorded: its drainer died, or its
+	// record failed, or some of its grabs failed and the rest won (a link reset mid-batch), and
+	// the smaller batches that asked its tickets again moved the head only part of the way
+	// through it before the gate ran out. Those wins are found by asking the tickets at the
+	// head again, in order, until one loses. A drainer new to the line knows nothing of the
+	// batches before it, and starts without the proof.
+	atLoss bool
 }
 
 type admitted struct {
@@ -119,7 +125,7 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	}
 	var n int64
 	switch {
-	case rem <= 0 && d.recorded(a.ID):
+	case rem <= 0 && d.atLoss(a.ID):
 		head, err := s.line.Skip(ctx, a.ID, st.Head)
 		if err != nil {
 			return 0, fmt.Errorf("answer the line sold out: %w", err)
@@ -127,11 +133,14 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 		s.raiseSoldOut(mark)
 		return head - st.Head, nil
 	case rem <= 0:
-		// The gate has nothing left, but a batch at the head may have taken it, grabbed and
-		// never recorded (by a drainer that died, or this one, whose record failed): those
-		// tickets won. A batch is never more than maxDrainBatch: so many are asked again, their
-		// keys returning their grabs' answers (the rest are sold out), before the line is
-		// answered sold out.
+		// The gate has nothing left, but batches handed it may have taken units for tickets
+		// past the head and never recorded their outcomes: those tickets won. Their keys
+		// return those wins, so the tickets at the head are asked again in order up to the
+		// first that loses, the proof that no ticket behind it won (see draining.atLoss); the
+		// next round answers the rest sold out. Each batch was no bigger than the stock it
+		// found and its unasked tickets find units in turn, so a gate with nothing left holds
+		// no ticket's unit past those wins, and no batch is more than maxDrainBatch: asking so
+		// many finds the first loss.
 		n = maxDrainBatch
 	default:
 		// Never more than the gate has: every ticket of a batch then wins (but for a buyer at
@@ -146,13 +155,14 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	if err != nil || to == from {
 		return 0, err
 	}
-	d.setRecorded(a.ID, false)
+	d.setAtLoss(a.ID, false)
+	var lost bool
 	if rem <= 0 {
 		// Asked again one at a time, in place order, up to the first that loses: units that
 		// come back meanwhile (a restock, a cancel) go to the first tickets still waiting, and
 		// the rest are answered by the skip of the next round.
 		var k int
-		if k, err = d.admitInOrder(ctx, a, now, ts); err != nil {
+		if k, lost, err = d.admitInOrder(ctx, a, now, ts); err != nil {
 			return 0, err
 		}
 		if k < len(ts) {
@@ -169,7 +179,7 @@ func (d *Drainer) Round(ctx context.Context, a Activity) (int64, error) {
 	if err := s.line.Admit(ctx, a.ID, from, to, ts, rate); err != nil {
 		return 0, fmt.Errorf("record the admitted tickets: %w", err)
 	}
-	d.setRecorded(a.ID, true)
+	d.setAtLoss(a.ID, lost)
 	if d.observe != nil {
 		for _, t := range ts {
 			d.observe(a.ID, t.Outcome, now.Sub(later(t.JoinedAt, a.StartAt)))
@@ -197,18 +207,18 @@ func (d *Drainer) admit(ctx context.Context, a Activity, now time.Time, ts []Tic
 }
 
 // admitInOrder grabs for ts one after another and stops after the first that the gate turns
-// away for want of stock (or because the sale ended), returning how many have their outcome. A
-// failure of the gate fails the round, as admit's.
-func (d *Drainer) admitInOrder(ctx context.Context, a Activity, now time.Time, ts []Ticket) (int, error) {
+// away for want of stock (or because the sale ended), returning how many have their outcome and
+// whether the last of them lost. A failure of the gate fails the round, as admit's.
+func (d *Drainer) admitInOrder(ctx context.Context, a Activity, now time.Time, ts []Ticket) (int, bool, error) {
 	for i := range ts {
 		if err := d.admitOne(ctx, a, now, &ts[i]); err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if o := ts[i].Outcome; o == OutcomeSoldOut || o == OutcomeNotDrawn || o == OutcomeEnded {
-			return i + 1, nil
+			return i + 1, true, nil
 		}
 	}
-	return len(ts), nil
+	return len(ts), false, nil
 }
 
 // admitOne grabs a unit for t under its ticket's key and sets its outcome.
@@ -286,17 +296,17 @@ func (d *Drainer) lineOf(id string) *draining {
 	return l
 }
 
-// recorded reports whether every batch this drainer handed the gate for the line of id has its
-// outcomes recorded, as far as it knows.
-func (d *Drainer) recorded(id string) bool {
+// atLoss reports whether the head of the line of id stands just past a ticket that lost, asked in
+// order, with nothing handed the gate since (draining.atLoss).
+func (d *Drainer) atLoss(id string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.lineOf(id).recorded
+	return d.lineOf(id).atLoss
 }
 
-func (d *Drainer) setRecorded(id string, ok bool) {
+func (d *Drainer) setAtLoss(id string, ok bool) {
 	d.mu.Lock()
-	d.lineOf(id).recorded = ok
+	d.lineOf(id).atLoss = ok
 	d.mu.Unlock()
 }
 

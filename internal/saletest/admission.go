@@ -18,6 +18,52 @@ func AdmissionTests(t *testing.T, newEnv NewEnv) {
 	t.Run("LotteryWinnersAreTheDraws", func(t *testing.T) { lotteryWinners(t, newEnv) })
 	t.Run("WinsOfAnUnrecordedRoundStand", func(t *testing.T) { queueRecordLost(t, newEnv) })
 	t.Run("StockAddedWhileARoundIsAskedAgainGoesToTheHead", func(t *testing.T) { queueRestockedWhileAskedAgain(t, newEnv) })
+	t.Run("WinsOfAPartlyFailedRoundStand", func(t *testing.T) { queuePartlyFailed(t, newEnv) })
+}
+
+// queuePartlyFailed: some grabs of a drainer's batch fail (a link reset mid-batch) and the rest
+// win, so the round fails; the next rounds, smaller since the gate holds less, ask the batch's
+// tickets again and reach the end of the stock before its end. The tickets behind, whose grabs
+// won in the failed round, must still be answered won: the first ticket to lose, asked in order,
+// proves the rest lost, not the gate's running out. (The nemesis's Cluster seed 186: the drainer
+// answered the line sold out with two of its winners in it, after a reset of every Redis link.)
+func queuePartlyFailed(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
+	const stock = 10
+	a := lineActivity(t, env, stock, sale.AdmitQueue)
+	env.Clock.Advance(time.Minute) // the start: the joins after it take their places in turn
+	var tokens []string
+	owner := map[string]string{}
+	for i := range 2 * stock {
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("p%d", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, v.Token)
+		owner[v.Token] = v.UserID
+	}
+	// The first round's batch is the whole stock; the grabs of its third and sixth tickets fail.
+	env.Faults.FailGrabsOf(owner[tokens[2]], owner[tokens[5]])
+	d := env.Lines.NewDrainer("test", 100*time.Millisecond)
+	env.Clock.Advance(100 * time.Millisecond)
+	if _, err := d.Round(ctx, a); err == nil {
+		t.Fatal("a round two of whose grabs failed: no error")
+	}
+	if rem, err := env.Service.Remaining(ctx, a.ID); err != nil || rem != 2 {
+		t.Fatalf("after the round the gate holds %d (%v), want 2: eight of its grabs won", rem, err)
+	}
+	drainWith(t, env, d, a)
+	for i, tok := range tokens {
+		v, err := env.Lines.Ticket(ctx, owner[tok], tok)
+		want := sale.OutcomeSoldOut
+		if i < stock {
+			want = sale.OutcomeWon
+		}
+		if err != nil || v.Outcome != want || (want == sale.OutcomeWon) != (v.OrderToken != "") {
+			t.Errorf("ticket %d is %s (order %q, %v), want %s", i, v.Outcome, v.OrderToken, err, want)
+		}
+	}
 }
 
 // queueRecordLost: a drainer grabs a unit for each ticket at the head and loses the record of

@@ -24,6 +24,7 @@ type Faults struct {
 
 	mu          sync.Mutex
 	unplaceable map[string]bool // users whose grabs the database refuses for good
+	failGrab    map[string]bool // users whose next grab the gate fails
 }
 
 // Unplaceable makes the database refuse, for good, every batch with a grab of user in it, as it
@@ -34,8 +35,18 @@ func (f *Faults) Unplaceable(user string) {
 	f.mu.Unlock()
 }
 
+// FailGrabsOf makes the gate fail the next grab of each of users with ErrBusy, taking nothing:
+// a link reset that fails some grabs of a drainer's batch while the rest win.
+func (f *Faults) FailGrabsOf(users ...string) {
+	f.mu.Lock()
+	for _, u := range users {
+		f.failGrab[u] = true
+	}
+	f.mu.Unlock()
+}
+
 // NewFaults returns faults that break nothing until told to.
-func NewFaults() *Faults { return &Faults{unplaceable: map[string]bool{}} }
+func NewFaults() *Faults { return &Faults{unplaceable: map[string]bool{}, failGrab: map[string]bool{}} }
 
 // Gate returns g with f's faults: a node's gate adapter, below its guard.
 func (f *Faults) Gate(g sale.Gate) sale.Gate { return faultyGate{g, f} }
@@ -199,6 +210,17 @@ func (g faultyGate) Warm(ctx context.Context, a sale.Activity, st sale.GateState
 		(*fn)()
 	}
 	return g.Gate.Warm(ctx, a, st)
+}
+
+func (g faultyGate) Grab(ctx context.Context, a sale.Activity, r sale.GrabRequest) (sale.Grab, error) {
+	g.f.mu.Lock()
+	fail := g.f.failGrab[r.UserID]
+	delete(g.f.failGrab, r.UserID)
+	g.f.mu.Unlock()
+	if fail {
+		return sale.Grab{}, fmt.Errorf("%w: the test fails this grab of %s", sale.ErrBusy, r.UserID)
+	}
+	return g.Gate.Grab(ctx, a, r)
 }
 
 func (g faultyGate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error {
