@@ -210,11 +210,15 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	}
 	if shardsOf(a) > 1 {
 		sharded = "1"
-		if !g.othersEmpty(a, shard) {
+		units, known, lapsed := g.seen.others(a, shard, time.Now())
+		if known && lapsed {
 			g.lookAgain(a, shard)
+			units, known, lapsed = g.seen.others(a, shard, time.Now())
 		}
-		if g.othersEmpty(a, shard) {
-			sharded = "2" // out of units here is sold out: no reservation, no fall-through
+		if known && !lapsed {
+			// As many grabs out of units here may reserve as the others hold; the rest are sold
+			// out, with no reservation and no fall-through ("2": every other shard empty).
+			sharded = strconv.FormatInt(2+units, 10)
 		}
 	}
 	if a.Admission == sale.AdmitReservation {

@@ -47,9 +47,10 @@ type Gate struct {
 	lanes    sync.Map // laneKey -> *lane, the grabs waiting to leave together
 	repl     Replication
 
-	// empty remembers, per shard of a sharded stock, until when (Unix nanoseconds) it was found
-	// out of units: a crowd falling through does not ask it again for emptyFor.
-	empty sync.Map // shard id -> int64
+	// seen remembers what this node last found of the shards of sharded stocks: how many units
+	// each held, trusted for emptyFor. A crowd falling through skips the shards found empty, and
+	// only as many grabs reserve as the others are known to hold.
+	seen seenUnits
 	// looks runs one lookAgain per activity at a time.
 	looks singleflight.Group
 	// topo tells a failover's errors apart, for the steps of a fall-through to be sent again
@@ -57,9 +58,9 @@ type Gate struct {
 	topo *Topology
 }
 
-// emptyFor is how long a shard found out of units is skipped by the grabs falling through. A
-// unit given back there meanwhile waits at most this long to be found (this node's own
-// releases clear the mark at once).
+// emptyFor is how long what a node found of a shard's units is trusted: a shard found out of
+// units is skipped by the grabs falling through for so long. A unit given back there by another
+// node meanwhile waits at most this long to be found (this node's own releases count at once).
 const emptyFor = 250 * time.Millisecond
 
 // New returns a gate on rdb that coalesces grabs by DefaultBatching. It keeps no activities:
@@ -204,7 +205,7 @@ func (g *Gate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error
 	k := keysOf(ShardID(a.ID, home))
 	n, err := g.release(ctx, a, k, gr, "")
 	if n == 1 {
-		g.empty.Delete(ShardID(a.ID, home))
+		g.seen.gaveBack(ShardID(a.ID, home))
 	}
 	if err != nil || n == 1 || shardsOf(a) == 1 {
 		return err
@@ -223,7 +224,7 @@ func (g *Gate) Release(ctx context.Context, a sale.Activity, gr sale.Grab) error
 	if _, err := g.release(ctx, a, keysOf(ShardID(a.ID, j)), gr, "unit"); err != nil {
 		return err
 	}
-	g.empty.Delete(ShardID(a.ID, j))
+	g.seen.gaveBack(ShardID(a.ID, j))
 	if err := g.home(ctx, a, home, "release", gr.Token, gr.UserID, gr.IdempotencyKey, 0, ""); err != nil {
 		return sale.Busy(err, "release on redis")
 	}
@@ -256,7 +257,7 @@ func (g *Gate) Drop(ctx context.Context, a sale.Activity) error {
 			k.revision, k.reserved, DeadKey(id)).Err(); err != nil {
 			return sale.Busy(err, "drop activity %s from redis", a.ID)
 		}
-		g.empty.Delete(id)
+		g.seen.forget(id)
 	}
 	g.dropLanes(a)
 	return nil

@@ -24,9 +24,11 @@
 --                  would find it empty (GCRA's theoretical arrival time); it expires by itself
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
 --   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
---   8 "1" if the stock is sharded (these keys are one shard's, the home of these users), "2" if it
---   is and the caller knows every other shard empty (its marks: a grab out of units here is told
---   sold out at once, with nothing reserved, as the fall-through would have told it),
+--   8 "0" if the stock is not sharded; "1" if it is (these keys are one shard's, the home of these
+--   users); 2 + k if it is and the caller knows the other shards to hold k units between them
+--   (what it last found there): at most k grabs out of units here reserve and fall through, the
+--   rest are told sold out at once, with nothing reserved, as the fall-through would tell them
+--   ("2": every other shard known empty),
 --   9 the revision of the activity these arguments are of (the caller's copy), 10 "1" if the
 --   activity admits reservers only (reservation admission), 11 the interval between its waves (ms);
 -- then 10 per grab: token, user, idempotency key ("" for none), now (Unix ms), the index in KEYS
@@ -48,6 +50,11 @@ local startAt, endAt = tonumber(ARGV[1]), tonumber(ARGV[2])
 local limit, kind, price, activity = tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local requirePass, sharded, revision = ARGV[7], ARGV[8], ARGV[9]
 local reservation, waveInterval = ARGV[10], tonumber(ARGV[11])
+-- reservable: how many grabs of this call may still reserve (sharded only; -1 for no bound)
+local reservable = tonumber(sharded)
+if reservable then
+  reservable = reservable - 2
+end
 local PER = 10
 local FIRST = 11 -- the per-grab arguments start after this one
 local PASSKEYS = 11 -- the first pass key
@@ -56,7 +63,7 @@ local PASSKEYS = 11 -- the first pass key
 local n = (#ARGV - FIRST) / PER
 if not startAt or not endAt or not limit or limit < 1 or not price or price < 0 or activity == ''
     or (kind ~= 'item' and kind ~= 'redpacket') or (requirePass ~= '0' and requirePass ~= '1')
-    or (sharded ~= '0' and sharded ~= '1' and sharded ~= '2') or not tonumber(revision) or n < 1 or n ~= math.floor(n)
+    or not reservable or reservable ~= math.floor(reservable) or reservable < -2 or not tonumber(revision) or n < 1 or n ~= math.floor(n)
     or (reservation ~= '0' and reservation ~= '1') or not waveInterval or waveInterval < 0 then
   return {-9, '', ''}
 end
@@ -231,10 +238,13 @@ local function grab(g)
     return answer(-4)
   end
   if left <= 0 then
-    if sharded ~= '1' or kind ~= 'item' then
-      return answer(-5) -- not sharded, or every other shard known empty
+    if sharded == '0' or reservable == 0 or kind ~= 'item' then
+      return answer(-5) -- not sharded, or the other shards' known units reserved by grabs before
     end
     -- Out of units here: hold the user's unit for this grab while it looks on the other shards.
+    if reservable > 0 then
+      reservable = reservable - 1
+    end
     held[g.user] = has + 1
     newHeld[g.user] = true
     newPending[#newPending + 1] = g.token

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,12 +48,14 @@ var (
 // (batchTimeout): the grab is won once a shard has given the unit, its stream entry written with
 // it, and home.lua "took" then moves the reservation to the home shard's away hash (which shard
 // gave the unit) and stores the answer. When no shard has a unit, home.lua "none" gives the
-// reservation back and the grab is told sold out. A shard found empty (or not loaded) is skipped
-// by this node's grabs for emptyFor; this node's own releases clear the mark at once. With every
-// other shard so marked, the grabs out of units at home are told sold out by grab.lua itself,
-// with nothing reserved (othersEmpty): one coalesced call, as an unsharded item's crowd; once
-// their marks lapse, the next batch reads their stock first and marks them again (lookAgain),
-// rather than every grab reserving and falling through to find them still empty. A repeat
+// reservation back and the grab is told sold out. The node remembers how many units it found
+// on each shard (seenUnits, trusted for emptyFor, counting the units it takes and gives back
+// since): a shard found empty is skipped by its grabs, and once every other shard was found, a
+// batch lets only as many of its grabs out of units at home reserve as the others hold, grab.lua
+// telling the rest sold out in the batch's one call, with nothing reserved; a sold-out crowd
+// costs one coalesced call a batch, as an unsharded item's. Once a finding lapses, the next batch
+// reads the stock again first (lookAgain), rather than every grab reserving and falling through
+// to find the shards still empty, or one unit for the crowd. A repeat
 // of the key of a grab still looking waits a little for its answer (milliseconds, as a rule), then
 // says busy: a retry gets it. A step a failover or a slot moving refused without running it is
 // sent again (again), to the same shard, within the fall-through's own deadline; a grab that gave
@@ -86,78 +89,127 @@ func homeShard(user string, shards int64) int64 {
 	return int64(h.Sum32() % uint32(shards))
 }
 
-// othersEmpty reports whether this node found every shard of a but home (a shard's id) empty
-// within emptyFor: a grab out of units on home would fall through them all, skipping each, and
-// give its reservation back. grab.lua then answers it sold out at once, without the reservation
-// and its release, two writes each waiting for the replicas: a sold-out crowd of a sharded item
-// costs one coalesced call a batch instead of three calls a grab.
-func (g *Gate) othersEmpty(a sale.Activity, home string) bool {
-	now := time.Now().UnixNano()
-	for i := range shardsOf(a) {
-		id := ShardID(a.ID, i)
-		if id == home {
-			continue
-		}
-		if until, ok := g.empty.Load(id); !ok || now >= until.(int64) {
-			return false
-		}
-	}
-	return true
+// seenUnits is what a node last found of the units of sharded stocks' shards, each trusted for
+// emptyFor from when it was found: by a fall-through (a shard empty, or a unit taken there), by
+// a look (lookAgain), or counted on from there (a unit this node gave back, or took).
+type seenUnits struct {
+	mu sync.Mutex
+	m  map[string]seen // shard id -> what was found
 }
 
-// lookAgain reads again, for a batch about to leave on shard home of a, the stock of every shard
-// whose mark has lapsed, when every other shard was found empty before (none has had a unit
-// given back on this node since): the shards still empty are marked again, and the batch's
-// grabs out of units at home are told sold out in its one call (othersEmpty). Without it, every
-// grab of a sold-out item's crowd that came once a mark lapsed reserved its unit, fell through
-// each other shard and gave the reservation back, four calls in turn, each waiting for the
-// replicas, until one of them marked the shards again: on a starved machine the fall-throughs
-// outlasted the marks and piled up (one cause of a click waiting 0.95 s in the nemesis's Cluster
-// seed 170; a mark a release clears sends the crowd falling through the same way, seed 188).
-// One look per activity at a time on this node, the batches that need it waiting for it, bounded
-// by emptyFor; a shard found with units, or not read (Redis failing, slow or moving), loses its
-// mark, and the grabs fall through it as before, until a fall-through finds it empty again.
-func (g *Gate) lookAgain(a sale.Activity, home string) {
-	now := time.Now().UnixNano()
-	lapsed := false
+type seen struct {
+	left  int64 // units the shard held, as far as this node knows
+	until int64 // Unix ns: trusted before then
+}
+
+// found records that shard id held left units at now.
+func (u *seenUnits) found(id string, left int64, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[string]seen{}
+	}
+	u.m[id] = seen{max(left, 0), now.Add(emptyFor).UnixNano()}
+}
+
+// gaveBack counts a unit this node gave back to shard id; took, one it took there. Neither says
+// anything of a shard never found: it may hold any number.
+func (u *seenUnits) gaveBack(id string) { u.count(id, 1) }
+func (u *seenUnits) took(id string)     { u.count(id, -1) }
+
+func (u *seenUnits) count(id string, n int64) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if s, ok := u.m[id]; ok {
+		s.left = max(s.left+n, 0)
+		u.m[id] = s
+	}
+}
+
+// forget drops what was found of shard id: it may hold any number of units.
+func (u *seenUnits) forget(id string) {
+	u.mu.Lock()
+	delete(u.m, id)
+	u.mu.Unlock()
+}
+
+// empty reports whether shard id was found out of units within emptyFor of now.
+func (u *seenUnits) empty(id string, now time.Time) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s, ok := u.m[id]
+	return ok && now.UnixNano() < s.until && s.left == 0
+}
+
+// others reports, for a grab at home on shard home of a, the units every other shard holds as
+// far as this node knows: known says each of them was found at some time, lapsed that some was
+// found more than emptyFor before now.
+func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units int64, known, lapsed bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	for i := range shardsOf(a) {
 		id := ShardID(a.ID, i)
 		if id == home {
 			continue
 		}
-		until, ok := g.empty.Load(id)
+		s, ok := u.m[id]
 		if !ok {
-			return // never found empty, or a unit came back there: it may have units
+			return 0, false, false
 		}
-		lapsed = lapsed || now >= until.(int64)
+		units += s.left
+		lapsed = lapsed || now.UnixNano() >= s.until
 	}
-	if !lapsed {
-		return
+	return units, true, lapsed
+}
+
+// lapsedOf returns the shards of a whose finding had lapsed at now.
+func (u *seenUnits) lapsedOf(a sale.Activity, now time.Time) []string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var ids []string
+	for i := range shardsOf(a) {
+		id := ShardID(a.ID, i)
+		if s, ok := u.m[id]; ok && now.UnixNano() >= s.until {
+			ids = append(ids, id)
+		}
 	}
+	return ids
+}
+
+// lookAgain reads again the stock of a's shards whose finding has lapsed, for a batch about to
+// leave on one of them once every other was found at some time, so that the batch knows how
+// many units the others hold: as many of its grabs out of units at home may reserve and fall
+// through, the rest are told sold out in its one call (grab.lua's "sharded" argument). Without
+// it, every grab of a sold-out item's crowd that came once a finding lapsed, or once a unit came
+// back, reserved its unit, fell through each other shard and gave the reservation back, four
+// calls in turn, each waiting for the replicas, until one of them found the shards empty again:
+// on a starved machine the fall-throughs piled up, for a unit or none (clicks waiting 0.95 s in
+// the nemesis's Cluster seeds 170 and 188). One look per activity at a time on this node, the
+// batches that need it waiting for it, bounded by emptyFor; a shard not read (Redis failing,
+// slow or moving) is forgotten, and the grabs fall through it as before until a fall-through
+// finds it again.
+func (g *Gate) lookAgain(a sale.Activity, home string) {
 	g.looks.Do(a.ID, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), emptyFor)
 		defer cancel()
-		now := time.Now().UnixNano()
-		stocks := map[string]*redis.StringCmd{}
+		ids := g.seen.lapsedOf(a, time.Now())
+		stocks := make([]*redis.StringCmd, len(ids))
 		_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i := range shardsOf(a) {
-				id := ShardID(a.ID, i)
-				if until, ok := g.empty.Load(id); ok && now >= until.(int64) {
-					stocks[id] = p.Get(ctx, keysOf(id).stock)
-				}
+			for i, id := range ids {
+				stocks[i] = p.Get(ctx, keysOf(id).stock)
 			}
 			return nil
 		})
-		until := time.Now().Add(emptyFor).UnixNano()
-		for id, cmd := range stocks {
-			left, cerr := cmd.Int64()
+		now := time.Now()
+		for i, id := range ids {
+			left, cerr := stocks[i].Int64()
 			switch {
 			case err != nil && !errors.Is(err, redis.Nil):
-				g.empty.Delete(id) // not read: no look again until a fall-through marks it
-			case errors.Is(cerr, redis.Nil), cerr == nil && left <= 0: // not loaded, or out of units
-				g.empty.Store(id, until)
+				g.seen.forget(id) // not read: fallen through until a fall-through finds it again
+			case errors.Is(cerr, redis.Nil): // not loaded: nothing to sell there
+				g.seen.found(id, 0, now)
 			default:
-				g.empty.Delete(id)
+				g.seen.found(id, left, now)
 			}
 		}
 		return nil, nil
@@ -175,7 +227,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 	for step := int64(1); step < n; step++ {
 		j := (home + step) % n
 		id := ShardID(a.ID, j)
-		if until, ok := g.empty.Load(id); ok && time.Now().UnixNano() < until.(int64) {
+		if g.seen.empty(id, time.Now()) {
 			continue
 		}
 		k := keysOf(id)
@@ -198,13 +250,16 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 		rec, _ := res[1].(string)
 		switch code {
 		case 0, 1:
+			if code == 0 {
+				g.seen.took(id)
+			}
 			// Won: the unit and the stream entry are written. A failure to settle leaves the
 			// reservation standing, which holds the user's limit as the settled grab would, until
 			// the sweeper (Settle) finds the unit and settles it.
 			_ = g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec)
 			return parseRecord(a.ID, token, rec)
 		case -5, -1: // nothing here (or not loaded: nothing to sell there either)
-			g.empty.Store(id, time.Now().Add(emptyFor).UnixNano())
+			g.seen.found(id, 0, time.Now())
 			continue
 		default:
 			return sale.Grab{}, fmt.Errorf("take a unit from shard %d of %s: script answered %v", j, a.ID, res)
