@@ -233,7 +233,7 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if err := g.Load(ctx, a, sale.GateState{}); err != nil {
 			t.Fatal(err)
 		}
-		users := usersOf(8, 1, 3) // all at home on shard 1
+		users := usersOf(9, 1, 3) // all at home on shard 1
 		var won []sale.Grab
 		for _, u := range users[:3] {
 			gr, err := g.Grab(ctx, a, sale.GrabRequest{ActivityID: a.ID, UserID: u, Now: a.StartAt})
@@ -327,6 +327,16 @@ func TestShardedStockOnACluster(t *testing.T) {
 		}
 		if n, _ := g.Remaining(ctx, a); n != 0 {
 			t.Fatalf("remaining = %d, want 0", n)
+		}
+		// Stock added (on shard 0) under a new revision: what this node found of the shards under
+		// the old one is not trusted, and a grab out of units at home finds the unit.
+		b := a
+		b.Revision, b.Stock = max(a.Revision, 1)+1, a.Stock+1
+		if err := g.Revise(ctx, b, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.Grab(ctx, b, sale.GrabRequest{ActivityID: b.ID, UserID: users[8], Now: b.StartAt}); err != nil {
+			t.Fatalf("a grab after a unit was added on shard 0: %v, want won", err)
 		}
 	})
 

@@ -90,26 +90,28 @@ func homeShard(user string, shards int64) int64 {
 }
 
 // seenUnits is what a node last found of the units of sharded stocks' shards, each trusted for
-// emptyFor from when it was found: by a fall-through (a shard empty, or a unit taken there), by
-// a look (lookAgain), or counted on from there (a unit this node gave back, or took).
+// emptyFor from when it was found, and only for the revision of the activity it was found under
+// (stock added goes to shard 0): by a fall-through (a shard empty, or a unit taken there), by a
+// look (lookAgain), or counted on from there (a unit this node gave back, or took).
 type seenUnits struct {
 	mu sync.Mutex
 	m  map[string]seen // shard id -> what was found
 }
 
 type seen struct {
-	left  int64 // units the shard held, as far as this node knows
-	until int64 // Unix ns: trusted before then
+	left     int64 // units the shard held, as far as this node knows
+	until    int64 // Unix ns: trusted before then
+	revision int64 // of the activity, when it was found
 }
 
-// found records that shard id held left units at now.
-func (u *seenUnits) found(id string, left int64, now time.Time) {
+// found records that shard id held left units at now, under revision rev of its activity.
+func (u *seenUnits) found(id string, left int64, now time.Time, rev int64) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
 		u.m = map[string]seen{}
 	}
-	u.m[id] = seen{max(left, 0), now.Add(emptyFor).UnixNano()}
+	u.m[id] = seen{max(left, 0), now.Add(emptyFor).UnixNano(), rev}
 }
 
 // gaveBack counts a unit this node gave back to shard id; took, one it took there. Neither says
@@ -133,17 +135,18 @@ func (u *seenUnits) forget(id string) {
 	u.mu.Unlock()
 }
 
-// empty reports whether shard id was found out of units within emptyFor of now.
-func (u *seenUnits) empty(id string, now time.Time) bool {
+// empty reports whether shard id was found out of units within emptyFor of now, under
+// revision rev of its activity.
+func (u *seenUnits) empty(id string, now time.Time, rev int64) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s, ok := u.m[id]
-	return ok && now.UnixNano() < s.until && s.left == 0
+	return ok && s.revision == rev && now.UnixNano() < s.until && s.left == 0
 }
 
 // others reports, for a grab at home on shard home of a, the units every other shard holds as
-// far as this node knows: known says each of them was found at some time, lapsed that some was
-// found more than emptyFor before now.
+// far as this node knows: known says each of them was found at some time under a's revision,
+// lapsed that some was found more than emptyFor before now.
 func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units int64, known, lapsed bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -153,7 +156,7 @@ func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units i
 			continue
 		}
 		s, ok := u.m[id]
-		if !ok {
+		if !ok || s.revision != a.Revision {
 			return 0, false, false
 		}
 		units += s.left
@@ -162,14 +165,14 @@ func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units i
 	return units, true, lapsed
 }
 
-// lapsedOf returns the shards of a whose finding had lapsed at now.
+// lapsedOf returns the shards of a whose finding under a's revision had lapsed at now.
 func (u *seenUnits) lapsedOf(a sale.Activity, now time.Time) []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var ids []string
 	for i := range shardsOf(a) {
 		id := ShardID(a.ID, i)
-		if s, ok := u.m[id]; ok && now.UnixNano() >= s.until {
+		if s, ok := u.m[id]; ok && s.revision == a.Revision && now.UnixNano() >= s.until {
 			ids = append(ids, id)
 		}
 	}
@@ -207,9 +210,9 @@ func (g *Gate) lookAgain(a sale.Activity, home string) {
 			case err != nil && !errors.Is(err, redis.Nil):
 				g.seen.forget(id) // not read: fallen through until a fall-through finds it again
 			case errors.Is(cerr, redis.Nil): // not loaded: nothing to sell there
-				g.seen.found(id, 0, now)
+				g.seen.found(id, 0, now, a.Revision)
 			default:
-				g.seen.found(id, left, now)
+				g.seen.found(id, left, now, a.Revision)
 			}
 		}
 		return nil, nil
@@ -227,7 +230,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 	for step := int64(1); step < n; step++ {
 		j := (home + step) % n
 		id := ShardID(a.ID, j)
-		if g.seen.empty(id, time.Now()) {
+		if g.seen.empty(id, time.Now(), a.Revision) {
 			continue
 		}
 		k := keysOf(id)
@@ -259,7 +262,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 			_ = g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec)
 			return parseRecord(a.ID, token, rec)
 		case -5, -1: // nothing here (or not loaded: nothing to sell there either)
-			g.seen.found(id, 0, time.Now())
+			g.seen.found(id, 0, time.Now(), a.Revision)
 			continue
 		default:
 			return sale.Grab{}, fmt.Errorf("take a unit from shard %d of %s: script answered %v", j, a.ID, res)
