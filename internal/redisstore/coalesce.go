@@ -212,10 +212,10 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 		sharded = "1"
 		units, known, lapsed := g.seen.others(a, shard, time.Now())
 		if known && lapsed {
-			g.lookAgain(a, shard)
-			units, known, lapsed = g.seen.others(a, shard, time.Now())
+			g.lookAgain(a)
+			units, known, _ = g.seen.others(a, shard, time.Now())
 		}
-		if known && !lapsed {
+		if known {
 			// As many grabs out of units here may reserve as the others hold; the rest are sold
 			// out, with no reservation and no fall-through ("2": every other shard empty).
 			sharded = strconv.FormatInt(2+units, 10)

@@ -58,9 +58,10 @@ type Gate struct {
 	topo *Topology
 }
 
-// emptyFor is how long what a node found of a shard's units is trusted: a shard found out of
-// units is skipped by the grabs falling through for so long. A unit given back there by another
-// node meanwhile waits at most this long to be found (this node's own releases count at once).
+// emptyFor is how long what a node found of a shard's units stands before it is looked at again:
+// a shard found out of units is skipped by the grabs falling through for so long. A unit given
+// back there by another node meanwhile waits this long to be found (this node's own releases
+// count at once), longer only while Redis cannot answer the look.
 const emptyFor = 250 * time.Millisecond
 
 // New returns a gate on rdb that coalesces grabs by DefaultBatching. It keeps no activities:

@@ -328,8 +328,8 @@ func TestShardedStockOnACluster(t *testing.T) {
 		if n, _ := g.Remaining(ctx, a); n != 0 {
 			t.Fatalf("remaining = %d, want 0", n)
 		}
-		// Stock added (on shard 0) under a new revision: what this node found of the shards under
-		// the old one is not trusted, and a grab out of units at home finds the unit.
+		// Stock added (on shard 0): what this node found of the shards for the old stock is void,
+		// and a grab out of units at home finds the unit.
 		b := a
 		b.Revision, b.Stock = max(a.Revision, 1)+1, a.Stock+1
 		if err := g.Revise(ctx, b, 1); err != nil {
@@ -651,5 +651,56 @@ func waitReplicated(t *testing.T, addr string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the replicas of %s did not catch up in 10 s: %v\n%s", addr, err, info)
 		}
+	}
+}
+
+// TestSeenUnits: what a node found of a sharded item's shards, counted on from there, and made
+// void by stock added; a finding that could not be looked at again stands another while.
+func TestSeenUnits(t *testing.T) {
+	a := shardedItem("seen", 9, 3, 1)
+	var u seenUnits
+	now := time.Now()
+	home, one, two := ShardID(a.ID, 0), ShardID(a.ID, 1), ShardID(a.ID, 2)
+	if _, known, _ := u.others(a, home, now); known {
+		t.Fatal("nothing found yet, and the others are known")
+	}
+	u.gaveBack(one) // a shard never found stays unknown
+	u.found(a, one, 0, now)
+	if _, known, _ := u.others(a, home, now); known {
+		t.Fatal("one of two others found, and they are known")
+	}
+	u.found(a, two, 2, now)
+	if n, known, lapsed := u.others(a, home, now); n != 2 || !known || lapsed {
+		t.Fatalf("others = %d, %v, %v; want 2 units, known, fresh", n, known, lapsed)
+	}
+	if !u.empty(a, one, now) || u.empty(a, two, now) {
+		t.Fatal("shard 1 is empty, shard 2 is not")
+	}
+	u.gaveBack(one)
+	u.took(two)
+	u.took(two)
+	u.took(two) // never below none
+	if n, _, _ := u.others(a, home, now); n != 1 || u.empty(a, one, now) || !u.empty(a, two, now) {
+		t.Fatalf("after a unit given back on 1 and two taken on 2: %d units; want 1, on shard 1", n)
+	}
+	later := now.Add(emptyFor)
+	if _, known, lapsed := u.others(a, home, later); !known || !lapsed || len(u.lapsed(a, later)) != 2 {
+		t.Fatalf("emptyFor later: known %v, lapsed %v, %v; want both lapsed, still known", known, lapsed, u.lapsed(a, later))
+	}
+	if u.empty(a, two, later) {
+		t.Fatal("a lapsed finding still skips its shard")
+	}
+	u.stand(two, later)
+	if got := u.lapsed(a, later); len(got) != 1 || got[0] != one {
+		t.Fatalf("lapsed after shard 2's finding stood: %v, want shard 1 only", got)
+	}
+	added := a
+	added.Stock++
+	if _, known, _ := u.others(added, home, now); known || u.empty(added, two, now) || len(u.lapsed(added, later)) != 0 {
+		t.Fatal("stock added, and the findings for the old stock still count")
+	}
+	u.forget(one)
+	if _, known, _ := u.others(a, home, now); known {
+		t.Fatal("a shard forgotten, and the others are known")
 	}
 }

@@ -49,8 +49,8 @@ var (
 // it, and home.lua "took" then moves the reservation to the home shard's away hash (which shard
 // gave the unit) and stores the answer. When no shard has a unit, home.lua "none" gives the
 // reservation back and the grab is told sold out. The node remembers how many units it found
-// on each shard (seenUnits, trusted for emptyFor, counting the units it takes and gives back
-// since): a shard found empty is skipped by its grabs, and once every other shard was found, a
+// on each shard (seenUnits, counting the units it takes and gives back since, looked at again
+// once emptyFor old): a shard found empty is skipped by its grabs, and once every other shard was found, a
 // batch lets only as many of its grabs out of units at home reserve as the others hold, grab.lua
 // telling the rest sold out in the batch's one call, with nothing reserved; a sold-out crowd
 // costs one coalesced call a batch, as an unsharded item's. Once a finding lapses, the next batch
@@ -89,29 +89,30 @@ func homeShard(user string, shards int64) int64 {
 	return int64(h.Sum32() % uint32(shards))
 }
 
-// seenUnits is what a node last found of the units of sharded stocks' shards, each trusted for
-// emptyFor from when it was found, and only for the revision of the activity it was found under
-// (stock added goes to shard 0): by a fall-through (a shard empty, or a unit taken there), by a
-// look (lookAgain), or counted on from there (a unit this node gave back, or took).
+// seenUnits is what a node last found of the units of sharded stocks' shards: by a fall-through
+// (a shard empty, or a unit taken there), by a look (lookAgain), or counted on from there (a unit
+// this node gave back, or took). A finding stands for the stock the item had when it was made
+// (stock added goes to shard 0, and makes every finding of the item void), and is looked at again
+// once it is emptyFor old: units another node gives back are found that soon.
 type seenUnits struct {
 	mu sync.Mutex
 	m  map[string]seen // shard id -> what was found
 }
 
 type seen struct {
-	left     int64 // units the shard held, as far as this node knows
-	until    int64 // Unix ns: trusted before then
-	revision int64 // of the activity, when it was found
+	left  int64 // units the shard held, as far as this node knows
+	until int64 // Unix ns: looked at again from then on
+	stock int64 // the item's stock when it was found
 }
 
-// found records that shard id held left units at now, under revision rev of its activity.
-func (u *seenUnits) found(id string, left int64, now time.Time, rev int64) {
+// found records that shard id of a held left units at now.
+func (u *seenUnits) found(a sale.Activity, id string, left int64, now time.Time) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
 		u.m = map[string]seen{}
 	}
-	u.m[id] = seen{max(left, 0), now.Add(emptyFor).UnixNano(), rev}
+	u.m[id] = seen{max(left, 0), now.Add(emptyFor).UnixNano(), a.Stock}
 }
 
 // gaveBack counts a unit this node gave back to shard id; took, one it took there. Neither says
@@ -135,18 +136,18 @@ func (u *seenUnits) forget(id string) {
 	u.mu.Unlock()
 }
 
-// empty reports whether shard id was found out of units within emptyFor of now, under
-// revision rev of its activity.
-func (u *seenUnits) empty(id string, now time.Time, rev int64) bool {
+// empty reports whether shard id of a was found out of units within emptyFor of now: a grab
+// falling through skips it.
+func (u *seenUnits) empty(a sale.Activity, id string, now time.Time) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	s, ok := u.m[id]
-	return ok && s.revision == rev && now.UnixNano() < s.until && s.left == 0
+	return ok && s.stock == a.Stock && now.UnixNano() < s.until && s.left == 0
 }
 
 // others reports, for a grab at home on shard home of a, the units every other shard holds as
-// far as this node knows: known says each of them was found at some time under a's revision,
-// lapsed that some was found more than emptyFor before now.
+// far as this node knows: known says each of them was found for a's stock, lapsed that some
+// finding is emptyFor old.
 func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units int64, known, lapsed bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -156,7 +157,7 @@ func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units i
 			continue
 		}
 		s, ok := u.m[id]
-		if !ok || s.revision != a.Revision {
+		if !ok || s.stock != a.Stock {
 			return 0, false, false
 		}
 		units += s.left
@@ -165,37 +166,48 @@ func (u *seenUnits) others(a sale.Activity, home string, now time.Time) (units i
 	return units, true, lapsed
 }
 
-// lapsedOf returns the shards of a whose finding under a's revision had lapsed at now.
-func (u *seenUnits) lapsedOf(a sale.Activity, now time.Time) []string {
+// lapsed returns the shards of a whose finding for a's stock is emptyFor old at now.
+func (u *seenUnits) lapsed(a sale.Activity, now time.Time) []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var ids []string
 	for i := range shardsOf(a) {
 		id := ShardID(a.ID, i)
-		if s, ok := u.m[id]; ok && s.revision == a.Revision && now.UnixNano() >= s.until {
+		if s, ok := u.m[id]; ok && s.stock == a.Stock && now.UnixNano() >= s.until {
 			ids = append(ids, id)
 		}
 	}
 	return ids
 }
 
+// stand keeps the finding of shard id as it was for another emptyFor from now: it could not be
+// looked at again.
+func (u *seenUnits) stand(id string, now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if s, ok := u.m[id]; ok {
+		s.until = now.Add(emptyFor).UnixNano()
+		u.m[id] = s
+	}
+}
+
 // lookAgain reads again the stock of a's shards whose finding has lapsed, for a batch about to
-// leave on one of them once every other was found at some time, so that the batch knows how
-// many units the others hold: as many of its grabs out of units at home may reserve and fall
-// through, the rest are told sold out in its one call (grab.lua's "sharded" argument). Without
-// it, every grab of a sold-out item's crowd that came once a finding lapsed, or once a unit came
-// back, reserved its unit, fell through each other shard and gave the reservation back, four
-// calls in turn, each waiting for the replicas, until one of them found the shards empty again:
-// on a starved machine the fall-throughs piled up, for a unit or none (clicks waiting 0.95 s in
-// the nemesis's Cluster seeds 170 and 188). One look per activity at a time on this node, the
-// batches that need it waiting for it, bounded by emptyFor; a shard not read (Redis failing,
-// slow or moving) is forgotten, and the grabs fall through it as before until a fall-through
-// finds it again.
-func (g *Gate) lookAgain(a sale.Activity, home string) {
+// leave on one of them once every other was found, so that the batch knows how many units the
+// others hold: as many of its grabs out of units at home may reserve and fall through, the rest
+// are told sold out in its one call (grab.lua's "sharded" argument). Without it, every grab of a
+// sold-out item's crowd that came once a finding lapsed, or once a unit came back, reserved its
+// unit, fell through each other shard and gave the reservation back, four calls in turn, each
+// waiting for the replicas, until one of them found the shards empty again: on a starved machine
+// the fall-throughs piled up, for a unit or none (clicks waiting 0.95 s in the nemesis's Cluster
+// seeds 170 and 188). One look per activity at a time on this node, the batches that need it
+// waiting for it, bounded by emptyFor. A shard it cannot read (Redis failing, slow or moving)
+// keeps its finding for another emptyFor: units given back there since wait that much longer to
+// be found, rather than every grab falling through a Redis already too slow to answer a read.
+func (g *Gate) lookAgain(a sale.Activity) {
 	g.looks.Do(a.ID, func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), emptyFor)
 		defer cancel()
-		ids := g.seen.lapsedOf(a, time.Now())
+		ids := g.seen.lapsed(a, time.Now())
 		stocks := make([]*redis.StringCmd, len(ids))
 		_, err := g.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
@@ -208,11 +220,11 @@ func (g *Gate) lookAgain(a sale.Activity, home string) {
 			left, cerr := stocks[i].Int64()
 			switch {
 			case err != nil && !errors.Is(err, redis.Nil):
-				g.seen.forget(id) // not read: fallen through until a fall-through finds it again
+				g.seen.stand(id, now)
 			case errors.Is(cerr, redis.Nil): // not loaded: nothing to sell there
-				g.seen.found(id, 0, now, a.Revision)
+				g.seen.found(a, id, 0, now)
 			default:
-				g.seen.found(id, left, now, a.Revision)
+				g.seen.found(a, id, left, now)
 			}
 		}
 		return nil, nil
@@ -230,7 +242,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 	for step := int64(1); step < n; step++ {
 		j := (home + step) % n
 		id := ShardID(a.ID, j)
-		if g.seen.empty(id, time.Now(), a.Revision) {
+		if g.seen.empty(a, id, time.Now()) {
 			continue
 		}
 		k := keysOf(id)
@@ -262,7 +274,7 @@ func (g *Gate) fallThrough(a sale.Activity, home int64, r sale.GrabRequest, toke
 			_ = g.home(ctx, a, home, "took", token, r.UserID, r.IdempotencyKey, j, rec)
 			return parseRecord(a.ID, token, rec)
 		case -5, -1: // nothing here (or not loaded: nothing to sell there either)
-			g.seen.found(id, 0, time.Now(), a.Revision)
+			g.seen.found(a, id, 0, time.Now())
 			continue
 		default:
 			return sale.Grab{}, fmt.Errorf("take a unit from shard %d of %s: script answered %v", j, a.ID, res)
