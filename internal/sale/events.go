@@ -121,10 +121,11 @@ type DeliveryFilter struct {
 // written by the order changes (PlaceOrders, Pay, Cancel), for the sinks the store was opened
 // with.
 type EventStore interface {
-	// Deliverable returns up to limit pending deliveries to sink due by now, oldest first and at
-	// most one per subject (Event.Subject: an order, an activity): the earliest of its events not
-	// yet delivered, and none of a subject whose earlier event is parked or not yet due, so that
-	// a sink hears of an order's changes in the order they happened.
+	// Deliverable returns up to limit pending deliveries to sink due by now, those due longest
+	// first, in the order their events happened, and at most one per subject (Event.Subject: an
+	// order, an activity): the earliest of its events not yet delivered, and none of a subject
+	// whose earlier event is parked or not yet due, so that a sink hears of an order's changes
+	// in the order they happened. Its cost is the round's, not the backlog's.
 	Deliverable(ctx context.Context, sink string, now time.Time, limit int) ([]EventDelivery, error)
 
 	// Delivered records that sink took event id at now.
