@@ -48,8 +48,8 @@ type Gate struct {
 	repl     Replication
 
 	// seen remembers what this node last found of the shards of sharded stocks: how many units
-	// each held, trusted for emptyFor. A crowd falling through skips the shards found empty, and
-	// only as many grabs reserve as the others are known to hold.
+	// each held, looked at again once emptyFor old. A crowd falling through skips the shards
+	// found empty, and only as many grabs reserve as the others are known to hold.
 	seen seenUnits
 	// looks runs one lookAgain per activity at a time.
 	looks singleflight.Group
