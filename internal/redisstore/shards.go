@@ -90,8 +90,8 @@ func homeShard(user string, shards int64) int64 {
 }
 
 // seenUnits is what a node last found of the units of sharded stocks' shards: by a fall-through
-// (a shard empty, or a unit taken there), by a look (lookAgain), or counted on from there (a unit
-// this node gave back, or took). A finding stands for the stock the item had when it was made
+// (a shard empty) or a look (lookAgain), and counted on from there (a unit this node gave back,
+// or took). A finding stands for the stock the item had when it was made
 // (stock added goes to shard 0, and makes every finding of the item void), and is looked at again
 // once it is emptyFor old: units another node gives back are found that soon.
 type seenUnits struct {
