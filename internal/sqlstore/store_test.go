@@ -26,15 +26,15 @@ import (
 	"seckill/internal/saletest"
 )
 
-// backends are the databases every store test runs on, each started by its harness: SQLite in a
-// temp dir, MariaDB and PostgreSQL on free loopback ports.
+// backends are the databases every store test and benchmark runs on, each started by its harness:
+// SQLite in a temp dir, MariaDB and PostgreSQL on free loopback ports.
 var backends = []struct {
 	name string
-	dsn  func(t *testing.T) string
+	dsn  func(t testing.TB) string
 }{
-	{"sqlite", func(t *testing.T) string { return "sqlite:" + filepath.Join(t.TempDir(), "seckill.db") }},
-	{"mariadb", func(t *testing.T) string { return dbtest.MySQLDSN(t) }},
-	{"postgres", func(t *testing.T) string { return dbtest.PostgresDSN(t) }},
+	{"sqlite", func(t testing.TB) string { return "sqlite:" + filepath.Join(t.TempDir(), "seckill.db") }},
+	{"mariadb", dbtest.MySQLDSN},
+	{"postgres", dbtest.PostgresDSN},
 }
 
 func TestMain(m *testing.M) {
@@ -808,14 +808,7 @@ var token = sale.NewGrabToken
 //
 //	go test -run '^$' -bench PlaceOrders -benchtime 40x ./internal/sqlstore
 func BenchmarkPlaceOrders(b *testing.B) {
-	for _, be := range []struct {
-		name string
-		dsn  func(b *testing.B) string
-	}{
-		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "seckill.db") }},
-		{"mariadb", func(b *testing.B) string { return dbtest.MySQLDSN(b) }},
-		{"postgres", func(b *testing.B) string { return dbtest.PostgresDSN(b) }},
-	} {
+	for _, be := range backends {
 		for _, run := range []struct {
 			lots  bool
 			batch int
@@ -2174,16 +2167,9 @@ func TestStatementsWhilePreparing(t *testing.T) {
 // rounds of 64 took 0.5 s, then 3, then every read ran past its 5 s deadline, and the relay never
 // delivered again):
 //
-//	go test -run '^$' -bench DeliverableBacklog -benchtime 20x ./internal/sqlstore
+//	go test -run '^$' -bench DeliverableBacklog -benchtime 5x ./internal/sqlstore
 func BenchmarkDeliverableBacklog(b *testing.B) {
-	for _, be := range []struct {
-		name string
-		dsn  func(b *testing.B) string
-	}{
-		{"sqlite", func(b *testing.B) string { return "sqlite:" + filepath.Join(b.TempDir(), "seckill.db") }},
-		{"mariadb", func(b *testing.B) string { return dbtest.MySQLDSN(b) }},
-		{"postgres", func(b *testing.B) string { return dbtest.PostgresDSN(b) }},
-	} {
+	for _, be := range backends {
 		b.Run(be.name, func(b *testing.B) {
 			ctx := context.Background()
 			s, err := Open(ctx, be.dsn(b))
