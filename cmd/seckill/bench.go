@@ -643,7 +643,7 @@ func runNemesis(ctx context.Context, c benchConfig, fleet *bench.Fleet, fleetInd
 	}
 	n := bench.Nemesis{Seed: c.nemesisSeed, Duration: c.duration, Rate: c.rate, Concurrency: c.sale.Concurrency, Secret: c.secret,
 		Topology: top, StockShards: shards, DrainTimeout: c.sale.DrainTimeout, Strike: strike, History: path,
-		Provider: c.sale.Provider}
+		Provider: c.sale.Provider, Meter: bench.ProcessTree("bench")}
 	if n.Provider != nil {
 		n.PayWindow = c.sale.PayWindow
 	}

@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,12 +22,16 @@ import (
 
 // MachineSample is the machine over one interval of a nemesis run: the share of all its cores
 // busy, waiting for the disk (iowait) and taken by the hypervisor (steal), and how much later
-// than asked its sampler woke (a machine paused whole shows as that, not as steal).
+// than asked its sampler woke (a machine paused whole shows as that, not as steal). Roles, where
+// the run has a Meter, is who kept it busy: each role's share of all the cores (ProcessTree's
+// roles: "api", "worker", "redis", "sentinel", "database", and "bench" for the load generator
+// with its proxies), so that a heal the machine starved says what starved it.
 type MachineSample struct {
-	BusyPct   float64 `json:"busy_pct"`
-	IOWaitPct float64 `json:"iowait_pct"`
-	StealPct  float64 `json:"steal_pct"`
-	LateMS    float64 `json:"late_ms"`
+	BusyPct   float64            `json:"busy_pct"`
+	IOWaitPct float64            `json:"iowait_pct"`
+	StealPct  float64            `json:"steal_pct"`
+	LateMS    float64            `json:"late_ms"`
+	Roles     map[string]float64 `json:"roles,omitempty"`
 }
 
 // machineEvery is how often a nemesis run samples its machine.
@@ -79,13 +87,46 @@ func sampleOf(a, b cpuTimes, late time.Duration) MachineSample {
 	return s
 }
 
+// rolesOf is each role's share of cores cores over wall, by the CPU time its processes used from
+// reading a to reading b of a Meter: a process first read in b started since a and counts from
+// zero; one gone by b counts nothing of its last interval. Roles that used nothing are left out.
+func rolesOf(a, b []Usage, wall time.Duration, cores int) map[string]float64 {
+	if wall <= 0 || cores <= 0 {
+		return nil
+	}
+	before := make(map[int]time.Duration, len(a))
+	for _, u := range a {
+		before[u.PID] = u.CPU
+	}
+	var roles map[string]float64
+	for _, u := range b {
+		used := u.CPU - before[u.PID]
+		if used <= 0 {
+			continue
+		}
+		if roles == nil {
+			roles = map[string]float64{}
+		}
+		roles[u.Role] += 100 * used.Seconds() / (wall.Seconds() * float64(cores))
+	}
+	return roles
+}
+
 // sampleMachine adds to h, every interval until ctx ends, an OpMachine line of the machine over
-// it (Start and End the interval's). Where /proc/stat cannot be read (not Linux) it adds none.
-func sampleMachine(ctx context.Context, h *HistoryWriter, every time.Duration) {
+// it (Start and End the interval's), with the roles' shares when meter is not nil. Where
+// /proc/stat cannot be read (not Linux) it adds none.
+func sampleMachine(ctx context.Context, h *HistoryWriter, every time.Duration, meter Meter) {
 	prev, err := readCPUTimes()
 	if err != nil {
 		return
 	}
+	read := func() []Usage {
+		if meter == nil {
+			return nil
+		}
+		return meter()
+	}
+	prevUse := read()
 	from := time.Now()
 	timer := time.NewTimer(every)
 	defer timer.Stop()
@@ -100,23 +141,30 @@ func sampleMachine(ctx context.Context, h *HistoryWriter, every time.Duration) {
 		if err != nil {
 			return
 		}
+		use := read()
 		s := sampleOf(prev, cur, now.Sub(from)-every)
+		s.Roles = rolesOf(prevUse, use, now.Sub(from), runtime.NumCPU())
 		h.Add(Record{Op: OpMachine, Start: from.UnixMicro(), End: now.UnixMicro(), Machine: &s})
-		prev, from = cur, now
+		prev, prevUse, from = cur, use, now
 		timer.Reset(every)
 	}
 }
 
 // machineDuring says what the machine did from from to to by the samples of it that overlap the
-// span (the most of each measure), or "" when none does.
+// span (the most of each measure, and the roles that used the most of it on average), or "" when
+// none does.
 func machineDuring(samples []Record, from, to int64) string {
 	var worst MachineSample
+	roles := map[string]float64{}
 	n := 0
 	for _, r := range samples {
 		if r.Machine == nil || r.End < from || r.Start > to {
 			continue
 		}
 		n++
+		for role, pct := range r.Machine.Roles {
+			roles[role] += pct
+		}
 		worst.BusyPct = max(worst.BusyPct, r.Machine.BusyPct)
 		worst.IOWaitPct = max(worst.IOWaitPct, r.Machine.IOWaitPct)
 		worst.StealPct = max(worst.StealPct, r.Machine.StealPct)
@@ -129,6 +177,29 @@ func machineDuring(samples []Record, from, to int64) string {
 	if n == 1 {
 		of = "1 sample"
 	}
-	return fmt.Sprintf("; the machine meanwhile (%s, the most of each): busy %.0f %%, iowait %.0f %%, steal %.0f %%, sampler %.0f ms late",
-		of, worst.BusyPct, worst.IOWaitPct, worst.StealPct, worst.LateMS)
+	return fmt.Sprintf("; the machine meanwhile (%s, the most of each): busy %.0f %%, iowait %.0f %%, steal %.0f %%, sampler %.0f ms late%s",
+		of, worst.BusyPct, worst.IOWaitPct, worst.StealPct, worst.LateMS, busiestRoles(roles, n))
+}
+
+// busiestRoles names the (at most) four roles with the most of sums, each sum over n samples,
+// as their mean shares of the machine: ", by role on average: api 41 %, bench 30 %".
+func busiestRoles(sums map[string]float64, n int) string {
+	roles := slices.Collect(maps.Keys(sums))
+	slices.SortFunc(roles, func(a, b string) int {
+		if c := cmp.Compare(sums[b], sums[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	if len(roles) > 4 {
+		roles = roles[:4]
+	}
+	var parts []string
+	for _, role := range roles {
+		parts = append(parts, fmt.Sprintf("%s %.0f %%", role, sums[role]/float64(n)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", by role on average: " + strings.Join(parts, ", ")
 }

@@ -52,6 +52,9 @@ type Nemesis struct {
 	// (the Provider's Window); unpaid orders expire within the run.
 	Provider  *Provider
 	PayWindow time.Duration
+	// Meter, when set, reads the CPU time of bench and the deployment's processes: each sample
+	// of the machine in the history then says what each role used of it.
+	Meter Meter
 }
 
 // Limits of a nemesis run.
@@ -254,7 +257,7 @@ func (n Nemesis) Run(ctx context.Context, c *Client) (NemesisResult, error) {
 	}
 	var ops sync.WaitGroup
 	machineCtx, stopMachine := context.WithCancel(runCtx)
-	ops.Go(func() { sampleMachine(machineCtx, h, machineEvery) })
+	ops.Go(func() { sampleMachine(machineCtx, h, machineEvery, n.Meter) })
 	ops.Go(func() { n.operate(runCtx, c, h, began, sales) })
 	n.crowd(runCtx, c, h, began, clicks, crowd, sales, bearer)
 	wg.Wait()
