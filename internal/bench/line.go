@@ -68,13 +68,19 @@ type LineReport struct {
 	JoinRPS   float64 `json:"join_rps"` // joins answered a second during the crowd
 	AnswerS   float64 `json:"answer_s"` // from the start until the last ticket was answered
 
-	Unanswered  int64 `json:"unanswered_tickets"` // tickets still waiting after the line emptied
-	Lost        int64 `json:"lost_tickets"`       // acknowledged tickets the server does not know
-	OutOfOrder  int64 `json:"out_of_order"`       // tickets that won behind one that lost
-	DrawOff     int64 `json:"draw_off"`           // early tickets not where the revealed draw puts them
-	OverCap     int64 `json:"over_cap"`           // early tickets beyond the cap
-	WinnersOff  int64 `json:"winners_off"`        // |winners - min(stock, tickets)|
-	Commitments int64 `json:"commitment_off"`     // the revealed seed does not hash to the commitment
+	Unanswered int64 `json:"unanswered_tickets"` // tickets still waiting after the line emptied
+	Lost       int64 `json:"lost_tickets"`       // acknowledged tickets the server does not know
+	OutOfOrder int64 `json:"out_of_order"`       // tickets that won behind one that lost
+	DrawOff    int64 `json:"draw_off"`           // early tickets not where the revealed draw puts them
+	OverCap    int64 `json:"over_cap"`           // early tickets beyond the cap
+	WinnersOff int64 `json:"winners_off"`        // |winners - min(stock, tickets)|, unseen ones counted
+	// Unseen counts the users whose ticket was answered already bought, and who hold an order of
+	// the activity that none of bench's tickets won: a click whose join the line made but whose
+	// every answer was lost (a reset, a deadline) gave them a ticket bench never saw, and that
+	// ticket won. Bench keeps each user's first acknowledged ticket, so the later one it knows
+	// meets the user's own unit. Not a violation: each is a winner bench could not name.
+	Unseen      int64 `json:"unseen_winners,omitempty"`
+	Commitments int64 `json:"commitment_off"` // the revealed seed does not hash to the commitment
 
 	Problems []string `json:"problems,omitempty"`
 }
@@ -187,8 +193,12 @@ func judgeLine(ctx context.Context, c *Client, id string, stock int64, concurren
 	if err != nil {
 		return nil, err
 	}
+	holders, err := c.holders(ctx, id, tickets, views)
+	if err != nil {
+		return nil, err
+	}
 	rep.Cap = pub.Line.QueueCap
-	checkLine(rep, stock, tickets, views, pub, entries)
+	checkLine(rep, stock, tickets, views, pub, entries, holders)
 
 	synthetic := make([]Record, 0, len(tickets))
 	for _, r := range history {
@@ -265,6 +275,24 @@ func readTickets(ctx context.Context, c *Client, concurrency int, tickets map[st
 	return out, firstErr
 }
 
+// holders returns which of the users whose ticket (user -> token) was answered already bought
+// hold an order of activity id, asked of the operator's order list.
+func (c *Client) holders(ctx context.Context, id string, tickets map[string]string, views map[string]wire.TicketResponse) (map[string]bool, error) {
+	held := map[string]bool{}
+	for _, u := range sortedKeys(tickets) {
+		if sale.Outcome(views[tickets[u]].Status) != sale.OutcomeAlreadyBought {
+			continue
+		}
+		var resp wire.OrdersResponse
+		q := url.Values{"user": {u}, "activity": {id}, "limit": {"1"}}
+		if err := c.do(ctx, "GET", "/api/admin/orders?"+q.Encode(), c.admin, nil, http.StatusOK, &resp); err != nil {
+			return nil, fmt.Errorf("the orders of %s, whose ticket was answered already bought: %w", u, err)
+		}
+		held[u] = len(resp.Orders) > 0
+	}
+	return held, nil
+}
+
 // entries reads the draw's published entries.
 func (c *Client) entries(ctx context.Context, path string) ([]string, error) {
 	if path == "" {
@@ -290,8 +318,10 @@ func (c *Client) entries(ctx context.Context, path string) ([]string, error) {
 
 // checkLine checks the line's own invariants: every ticket answered and known; the early crowd
 // in the order the revealed seed draws; the winners the line's first tickets, as many as the
-// stock allows; the early crowd within the cap.
-func checkLine(rep *LineReport, stock int64, tickets map[string]string, views map[string]wire.TicketResponse, pub wire.ActivityResponse, entries []string) {
+// stock allows (counting a user answered already bought who holds an order, holders[user], as
+// the winner of a ticket bench never saw: LineReport.Unseen); the early crowd within the cap.
+func checkLine(rep *LineReport, stock int64, tickets map[string]string, views map[string]wire.TicketResponse, pub wire.ActivityResponse,
+	entries []string, holders map[string]bool) {
 	seen := map[string]int{}
 	problem := func(kind, format string, args ...any) {
 		if seen[kind]++; seen[kind] <= maxProblems {
@@ -339,8 +369,14 @@ func checkLine(rep *LineReport, stock int64, tickets map[string]string, views ma
 				rep.DrawOff++
 			}
 		}
-		if status == sale.OutcomeWon {
+		switch {
+		case status == sale.OutcomeWon:
 			rep.Winners++
+		case status == sale.OutcomeAlreadyBought && holders[u]:
+			rep.Unseen++
+		case status == sale.OutcomeAlreadyBought:
+			problem("winners", "ticket %s of %s was answered already bought, and %s holds no order of the activity", tok, u, u)
+			rep.WinnersOff++
 		}
 		if status != sale.OutcomeAlreadyBought {
 			line = append(line, placed{*v.Place, tok, status == sale.OutcomeWon})
@@ -355,9 +391,10 @@ func checkLine(rep *LineReport, stock int64, tickets map[string]string, views ma
 			rep.OutOfOrder++
 		}
 	}
-	if want := min(stock, int64(len(line))); rep.Winners != want {
-		problem("winners", "%d tickets won; the stock of %d and %d tickets make %d", rep.Winners, stock, len(line), want)
-		rep.WinnersOff = abs(rep.Winners - want)
+	if want := min(stock, int64(len(line))+rep.Unseen); rep.Winners+rep.Unseen != want {
+		problem("winners", "%d tickets won (%d more unseen); the stock of %d and %d tickets (%d unseen) make %d", rep.Winners, rep.Unseen, stock,
+			int64(len(line))+rep.Unseen, rep.Unseen, want)
+		rep.WinnersOff += abs(rep.Winners + rep.Unseen - want)
 	}
 	if over := pub.Line.Early - pub.Line.QueueCap; pub.Line.QueueCap > 0 && over > 0 {
 		problem("cap", "%d early tickets waited at the start, over the cap of %d", pub.Line.Early, pub.Line.QueueCap)

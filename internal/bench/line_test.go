@@ -49,9 +49,21 @@ func TestCheckLineCatchesEachViolation(t *testing.T) {
 	}
 	tickets, views, pub, entries := correct()
 	var rep LineReport
-	checkLine(&rep, 3, tickets, views, pub, entries)
+	checkLine(&rep, 3, tickets, views, pub, entries, nil)
 	if !rep.OK() || rep.Winners != 3 || rep.Early != 3 {
 		t.Fatalf("a correct line: %+v", rep)
+	}
+	// A correct line where the third winner is a ticket bench never saw (its join's answers were
+	// lost): the ticket bench knows of that user came later and was answered already bought.
+	tickets, views, pub, entries = correct()
+	third := at(views, 3)
+	v := views[third]
+	v.Status = string(sale.OutcomeAlreadyBought)
+	views[third] = v
+	rep = LineReport{}
+	checkLine(&rep, 3, tickets, views, pub, entries, map[string]bool{"u-" + third: true})
+	if !rep.OK() || rep.Winners != 2 || rep.Unseen != 1 {
+		t.Fatalf("a winner unseen: %+v", rep)
 	}
 	tests := []struct {
 		kind   string
@@ -88,7 +100,13 @@ func TestCheckLineCatchesEachViolation(t *testing.T) {
 			v := views[tok]
 			v.Status = string(sale.OutcomeSoldOut)
 			views[tok] = v
-		}, "2 tickets won; the stock of 3"},
+		}, "2 tickets won (0 more unseen); the stock of 3"},
+		{"winners", func(views map[string]wire.TicketResponse, _ *wire.ActivityResponse) {
+			tok := at(views, 1) // already bought, said to a user who holds nothing
+			v := views[tok]
+			v.Status = string(sale.OutcomeAlreadyBought)
+			views[tok] = v
+		}, "holds no order of the activity"},
 		{"cap", func(_ map[string]wire.TicketResponse, pub *wire.ActivityResponse) {
 			pub.Line.Early = 12
 		}, "over the cap of 10"},
@@ -98,7 +116,7 @@ func TestCheckLineCatchesEachViolation(t *testing.T) {
 			tickets, views, pub, entries := correct()
 			tc.inject(views, &pub)
 			var rep LineReport
-			checkLine(&rep, 3, tickets, views, pub, entries)
+			checkLine(&rep, 3, tickets, views, pub, entries, map[string]bool{})
 			for kind, n := range counters(rep) {
 				if kind == tc.kind && n == 0 || kind != tc.kind && n != 0 {
 					t.Errorf("%s counted %d: %+v", kind, n, rep)

@@ -784,8 +784,8 @@ func (r NemesisResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "         linearizable: %s (%d operations, %.3f s)\n", l.Result, l.Ops, l.Seconds)
 		}
 		if l := a.Line; l != nil {
-			fmt.Fprintf(&b, "         line: %d tickets, %d won, %d refused QUEUE_FULL; unanswered %d, lost %d, out of order %d, winners off %d\n",
-				l.Tickets, l.Winners, l.QueueFull, l.Unanswered, l.Lost, l.OutOfOrder, l.WinnersOff)
+			fmt.Fprintf(&b, "         line: %d tickets, %d won (%d more unseen), %d refused QUEUE_FULL; unanswered %d, lost %d, out of order %d, winners off %d\n",
+				l.Tickets, l.Winners, l.Unseen, l.QueueFull, l.Unanswered, l.Lost, l.OutOfOrder, l.WinnersOff)
 		}
 		for _, p := range v.Problems {
 			fmt.Fprintf(&b, "    %s\n", p)

@@ -212,8 +212,8 @@ func (r Result) WriteText(w io.Writer) error {
 	if l := r.Line; l != nil {
 		fmt.Fprintf(w, "%s: %d tickets (%d early, drawn at the start), %d refused QUEUE_FULL (cap %d), %d entries after the start refused\n",
 			l.Admission, l.Tickets, l.Early, l.QueueFull, l.Cap, l.Closed)
-		fmt.Fprintf(w, "joins answered at %.0f/s; the line answered everyone %.2f s after the start; %d winners\n",
-			l.JoinRPS, l.AnswerS, l.Winners)
+		fmt.Fprintf(w, "joins answered at %.0f/s; the line answered everyone %.2f s after the start; %d winners (%d more unseen)\n",
+			l.JoinRPS, l.AnswerS, l.Winners, l.Unseen)
 		fmt.Fprintf(w, "unanswered %d  lost %d  out of order %d  draw off %d  over cap %d  winners off %d  commitment off %d\n",
 			l.Unanswered, l.Lost, l.OutOfOrder, l.DrawOff, l.OverCap, l.WinnersOff, l.Commitments)
 		if len(l.Problems) > 0 {
