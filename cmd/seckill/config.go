@@ -20,6 +20,7 @@ import (
 	"seckill/internal/kafka"
 	"seckill/internal/sale"
 	"seckill/internal/signature"
+	"seckill/internal/sqlstore"
 	"seckill/internal/webhook"
 	"seckill/internal/wechatpay"
 
@@ -64,6 +65,15 @@ func settings(c *config) []setting {
 		{"metrics-addr", "SECKILL_METRICS_ADDR", defaultMetricsAddr, "`address` of the listener of its own that serves /metrics (never the API's port): loopback, or the pod's port only Prometheus reaches",
 			address(&c.metricsAddr)},
 		{"db", "SECKILL_DB", "sqlite:./data/seckill.db", "database: sqlite:PATH, mysql://... or postgres://...", text(&c.DB)},
+		{"db-conns", "SECKILL_DB_CONNS", strconv.Itoa(sqlstore.DefaultConns), "connections the node keeps to a MariaDB/MySQL or PostgreSQL database at most (SQLite: one writer and its readers)",
+			func(c *config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > sqlstore.MaxConns {
+					return fmt.Errorf("want a number of connections from 1 to %d", sqlstore.MaxConns)
+				}
+				c.DBConns = n
+				return nil
+			}},
 		{"redis", "SECKILL_REDIS", "", "Redis URL or cluster seeds; empty = embedded stock gate", text(&c.Redis)},
 		{"jwt-secret", "SECKILL_JWT_SECRET", "", "HS256 `secret` of user tokens, >= 32 bytes; random when empty", text(&c.API.JWTSecret)},
 		{"jwks-url", "SECKILL_JWKS_URL", "", "an identity provider's JWK Set `URL` (its jwks_uri): its RS256, ES256 and EdDSA tokens are accepted besides the HS256 ones; empty: none",

@@ -166,6 +166,22 @@ func TestEventsKeepSetting(t *testing.T) {
 	}
 }
 
+// TestDBConnsSetting: a node keeps 16 connections to its database at most unless told another
+// number from 1 to 1000; anything else is refused, naming the variable.
+func TestDBConnsSetting(t *testing.T) {
+	for v, want := range map[string]int{"": 16, "1": 1, "64": 64, "1000": 1000} {
+		c, err := parseServe(nil, map[string]string{"SECKILL_DB_CONNS": v}, io.Discard)
+		if err != nil || c.DBConns != want {
+			t.Errorf("SECKILL_DB_CONNS=%q: %v, %v; want %d", v, c.DBConns, err, want)
+		}
+	}
+	for _, bad := range []string{"0", "-1", "1001", "x"} {
+		if _, err := parseServe([]string{"-db-conns", bad}, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "SECKILL_DB_CONNS") {
+			t.Errorf("-db-conns %s: %v; want it refused, naming the variable", bad, err)
+		}
+	}
+}
+
 // TestLabRedisViaSetting: a development build reads SECKILL_LAB_REDIS_VIA's routes, one a
 // server, and refuses a pair that is not two host:ports, a server routed twice, and routes
 // without a Redis to route to, naming the variable.

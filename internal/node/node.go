@@ -39,8 +39,11 @@ const (
 // Config is what a node is built from. The zero value of a tuning field takes the binary's
 // default (Defaults); cmd/seckill fills the rest from its settings.
 type Config struct {
-	DB    string // sqlite:PATH, mysql://... or postgres://...
-	Redis string // empty: the embedded gate
+	DB string // sqlite:PATH, mysql://... or postgres://...
+	// DBConns is how many connections the node keeps to a MariaDB/MySQL or PostgreSQL DB at
+	// most; 0: sqlstore.DefaultConns.
+	DBConns int
+	Redis   string // empty: the embedded gate
 	// RedisVia is a lab's (a development build's SECKILL_LAB_REDIS_VIA): the address dialled
 	// instead of each Redis server's, a bad network the nemesis strikes (redisstore.Via); nil:
 	// each server's own.
@@ -194,7 +197,11 @@ func Open(ctx context.Context, c Config) (_ *Node, err error) {
 			n.Close()
 		}
 	}()
-	if n.Store, err = sqlstore.Open(ctx, c.DB); err != nil {
+	conns := c.DBConns
+	if conns == 0 {
+		conns = sqlstore.DefaultConns
+	}
+	if n.Store, err = sqlstore.OpenPool(ctx, c.DB, conns); err != nil {
 		return nil, err
 	}
 	if n.Sinks, err = c.sinks(); err != nil {

@@ -146,8 +146,8 @@ func (d *dialect) rewrite(query string) string {
 
 // openDSN opens the database named by dsn: sqlite:PATH, mysql://user:pass@host:port/db or
 // postgres://user:pass@host:port/db?sslmode=disable. For SQLite it returns a single writer and
-// a pool of readers; for the others one pool serves both.
-func openDSN(ctx context.Context, dsn, sqliteSuffix, sqliteMigrations string) (d *dialect, w, r *sql.DB, err error) {
+// a pool of readers; for the others one pool of conns connections at most serves both.
+func openDSN(ctx context.Context, dsn, sqliteSuffix, sqliteMigrations string, conns int) (d *dialect, w, r *sql.DB, err error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path, err := sqlitePath(dsn)
@@ -166,21 +166,22 @@ func openDSN(ctx context.Context, dsn, sqliteSuffix, sqliteMigrations string) (d
 			return nil, nil, nil, fmt.Errorf("%w: database: %v", sale.ErrInvalid, err)
 		}
 		db := sql.OpenDB(conn)
-		return mysqlDialect, db, db, setUp(ctx, db, mysqlDialect)
+		return mysqlDialect, db, db, setUp(ctx, db, mysqlDialect, conns)
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: database: %v", sale.ErrInvalid, err)
 		}
-		return postgresDialect, db, db, setUp(ctx, db, postgresDialect)
+		return postgresDialect, db, db, setUp(ctx, db, postgresDialect, conns)
 	}
 	return nil, nil, nil, fmt.Errorf("%w: database %q: want sqlite:PATH, mysql://... or postgres://...", sale.ErrInvalid, dsn)
 }
 
-// setUp sizes a server database's pool, waits for it to answer and migrates it.
-func setUp(ctx context.Context, db *sql.DB, d *dialect) error {
-	db.SetMaxOpenConns(64)
-	db.SetMaxIdleConns(64)
+// setUp sizes a server database's pool (conns, each kept once opened), waits for it to answer
+// and migrates it.
+func setUp(ctx context.Context, db *sql.DB, d *dialect, conns int) error {
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	ping, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -22,7 +22,7 @@ type Journal struct {
 // OpenJournal opens the journal that belongs to the database named by dsn: for sqlite:PATH a file
 // of its own at PATH.queue; for MySQL and PostgreSQL the grabs table of that database.
 func OpenJournal(ctx context.Context, dsn string) (*Journal, error) {
-	d, w, r, err := openDSN(ctx, dsn, ".queue", "migrations/sqlite-journal")
+	d, w, r, err := openDSN(ctx, dsn, ".queue", "migrations/sqlite-journal", DefaultConns)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,7 @@ type LineJournal struct {
 // OpenLineJournal opens the line journal that belongs to the database named by dsn: for
 // sqlite:PATH a file of its own at PATH.line; for MySQL and PostgreSQL tables of that database.
 func OpenLineJournal(ctx context.Context, dsn string) (*LineJournal, error) {
-	d, w, r, err := openDSN(ctx, dsn, ".line", "migrations/sqlite-line")
+	d, w, r, err := openDSN(ctx, dsn, ".line", "migrations/sqlite-line", DefaultConns)
 	if err != nil {
 		return nil, err
 	}

@@ -41,10 +41,26 @@ type Store struct {
 	only map[string][]sale.EventType
 }
 
+// DefaultConns is how many connections a Store keeps to a MariaDB/MySQL or PostgreSQL server at
+// most, unless told otherwise (OpenPool). A few per core of the database serve it fully; more
+// cost it, PostgreSQL most: a process each, and after an outage every node of a deployment opens
+// its whole pool again at once (BENCHMARKS.md §19: Cluster seeds 210 and 214).
+const DefaultConns = 16
+
+// MaxConns bounds OpenPool's conns.
+const MaxConns = 1000
+
 // Open opens the database named by dsn (sqlite:PATH, mysql://user:pass@host:port/db or
-// postgres://user:pass@host:port/db) and migrates it to the latest schema.
-func Open(ctx context.Context, dsn string) (*Store, error) {
-	d, w, r, err := openDSN(ctx, dsn, "", "migrations/sqlite")
+// postgres://user:pass@host:port/db) and migrates it to the latest schema, with DefaultConns.
+func Open(ctx context.Context, dsn string) (*Store, error) { return OpenPool(ctx, dsn, DefaultConns) }
+
+// OpenPool is Open with at most conns connections (1 to MaxConns) to a MariaDB/MySQL or
+// PostgreSQL server; SQLite always has one writer and its readers.
+func OpenPool(ctx context.Context, dsn string, conns int) (*Store, error) {
+	if conns < 1 || conns > MaxConns {
+		return nil, fmt.Errorf("%w: %d connections to the database: want 1 to %d", sale.ErrInvalid, conns, MaxConns)
+	}
+	d, w, r, err := openDSN(ctx, dsn, "", "migrations/sqlite", conns)
 	if err != nil {
 		return nil, err
 	}

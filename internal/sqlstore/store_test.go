@@ -89,6 +89,36 @@ func TestStores(t *testing.T) {
 	}
 }
 
+// TestOpenPool: a server database's pool is as big as asked (DefaultConns by Open), and a size
+// out of 1 to MaxConns is refused before anything is dialled.
+func TestOpenPool(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends[1:] { // SQLite: one writer and its readers, whatever is asked
+		t.Run(b.name, func(t *testing.T) {
+			dsn := b.dsn(t)
+			for _, conns := range []int{3, DefaultConns} {
+				s, err := OpenPool(ctx, dsn, conns)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := s.w.DB.Stats().MaxOpenConnections; got != conns || s.r.DB != s.w.DB {
+					t.Errorf("OpenPool(%d): a pool of %d (one pool for both: %v)", conns, got, s.r.DB == s.w.DB)
+				}
+				s.Close()
+			}
+			s := openStore(t, dsn)
+			if got := s.w.DB.Stats().MaxOpenConnections; got != DefaultConns {
+				t.Errorf("Open: a pool of %d, want %d", got, DefaultConns)
+			}
+		})
+	}
+	for _, conns := range []int{0, -1, MaxConns + 1} {
+		if _, err := OpenPool(ctx, "postgres://nobody@127.0.0.1:1/none", conns); !errors.Is(err, sale.ErrInvalid) {
+			t.Errorf("OpenPool(%d): %v, want ErrInvalid", conns, err)
+		}
+	}
+}
+
 func openStore(t *testing.T, dsn string) *Store {
 	t.Helper()
 	s, err := Open(context.Background(), dsn)
