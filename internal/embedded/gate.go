@@ -367,7 +367,7 @@ func (g *Gate) Prompt() {}
 // the caller holds act.mu.
 func (act *activity) spend(r sale.GrabRequest) error {
 	if r.Pass == "" {
-		if act.a.Load().RequireChallenge {
+		if act.a.Load().PassAtTheGate() {
 			return sale.ErrChallengeRequired
 		}
 		return nil

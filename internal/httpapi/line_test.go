@@ -130,7 +130,8 @@ func TestQueueOverHTTP(t *testing.T) {
 
 // TestChallengeBeforeTheLine: a queue that asks for a challenge takes no bare join; a challenge
 // solved before the start earns a pass that joins once, through the hidden path; the pass cannot
-// be shown again, nor by anyone else; and once joined, a new pass gives the user's ticket back.
+// be shown again, nor by anyone else; once joined, a new pass gives the user's ticket back; and at
+// the start the line admits the ticket, whose grab needs no pass (the join spent it).
 func TestChallengeBeforeTheLine(t *testing.T) {
 	f := newFixture(t, false)
 	id := f.create(strings.Replace(queueItem, `"queue_cap":3`, `"queue_cap":3,"require_challenge":true`, 1))
@@ -159,6 +160,21 @@ func TestChallengeBeforeTheLine(t *testing.T) {
 	}
 	if st, err := f.svc.Stats(context.Background(), id); err != nil || st.Line.Joined != 1 {
 		t.Fatalf("stats %+v %v: want one ticket", st.Line, err)
+	}
+	f.clock.Advance(31 * time.Minute)
+	a, err := f.svc.Activity(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.lines.NewDrainer("test", 100*time.Millisecond)
+	for range 2 {
+		if _, err := d.Round(context.Background(), a); err != nil {
+			t.Fatalf("a round of the line: %v", err)
+		}
+	}
+	v, err := f.lines.Ticket(context.Background(), "alice", first.body["queue_token"].(string))
+	if err != nil || v.Outcome != sale.OutcomeWon || v.OrderToken == "" {
+		t.Fatalf("alice's ticket after the start: %+v, %v; want it won", v, err)
 	}
 }
 

@@ -204,10 +204,7 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 	keys := make([]string, 10, 10+len(batch))
 	keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9] = k.stock, k.shares, k.held, k.answers,
 		k.grabs, k.stream, k.pending, k.away, k.revision, k.reserved
-	require, sharded, reservation := "0", "0", "0"
-	if a.RequireChallenge {
-		require = "1"
-	}
+	sharded := "0"
 	if shardsOf(a) > 1 {
 		sharded = "1"
 		units, known, lapsed := g.seen.others(a, shard, time.Now())
@@ -221,12 +218,9 @@ func (g *Gate) flush(a sale.Activity, shard string, batch []*call) {
 			sharded = strconv.FormatInt(2+units, 10)
 		}
 	}
-	if a.Admission == sale.AdmitReservation {
-		reservation = "1"
-	}
 	args := make([]any, 0, 11+10*len(batch))
-	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID, require, sharded,
-		max(a.Revision, 1), reservation, a.WaveInterval.Milliseconds())
+	args = append(args, a.StartAt.UnixMilli(), a.EndAt.UnixMilli(), a.PerUserLimit, string(a.Kind), a.PriceCents, a.ID,
+		flag(a.PassAtTheGate()), sharded, max(a.Revision, 1), flag(a.Admission == sale.AdmitReservation), a.WaveInterval.Milliseconds())
 	for _, c := range batch {
 		idx := 0
 		if c.req.Pass != "" {

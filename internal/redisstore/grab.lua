@@ -23,7 +23,8 @@
 --                  user's request bucket on this activity, the time (Unix µs) its next request
 --                  would find it empty (GCRA's theoretical arrival time); it expires by itself
 -- ARGV, the activity: 1 start (Unix ms), 2 end (ms), 3 per-user limit, 4 kind ("item" or
---   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if the activity requires a pass,
+--   "redpacket"), 5 price (cents), 6 activity id, 7 "1" if each grab must spend a pass
+--   (sale.Activity.PassAtTheGate),
 --   8 "0" if the stock is not sharded; "1" if it is (these keys are one shard's, the home of these
 --   users); 2 + k if it is and the caller knows the other shards to hold k units between them
 --   (what it last found there): at most k grabs out of units here reserve and fall through, the

@@ -150,6 +150,14 @@ func lineKeysOf(id string) lineKeys {
 	return lineKeys{p + "state", p + "tickets", p + "users", p + "at", p + "early", p + "drawn", p + "lead"}
 }
 
+// flag is a script's argument for b: "1" or "0".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 // challengeKey is the key of the challenge id (see Challenges).
 func challengeKey(id string) string { return "seckill:challenge:" + id }
 

@@ -117,6 +117,11 @@ func (a Activity) Archived() bool { return !a.ArchivedAt.IsZero() }
 // Lined reports whether grabs join a waiting line rather than go straight to the gate.
 func (a Activity) Lined() bool { return a.Admission == AdmitQueue || a.Admission == AdmitLottery }
 
+// PassAtTheGate reports whether the gate asks each grab for a pass (the path token of a solved
+// challenge): the activity requires a challenge and admits grabs directly. A line's challenge is
+// passed at the join, so the grabs its drainer makes for the tickets carry none.
+func (a Activity) PassAtTheGate() bool { return a.RequireChallenge && !a.Lined() }
+
 // Rates are an activity's own grab rate limits in requests per second: per user, per client IP
 // and for the whole activity. Zero keeps the node's setting; RateOff switches a limit off.
 type Rates struct {
