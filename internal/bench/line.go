@@ -75,10 +75,12 @@ type LineReport struct {
 	OverCap    int64 `json:"over_cap"`           // early tickets beyond the cap
 	WinnersOff int64 `json:"winners_off"`        // |winners - min(stock, tickets)|, unseen ones counted
 	// Unseen counts the users whose ticket was answered already bought, and who hold an order of
-	// the activity that none of bench's tickets won: a click whose join the line made but whose
-	// every answer was lost (a reset, a deadline) gave them a ticket bench never saw, and that
-	// ticket won. Bench keeps each user's first acknowledged ticket, so the later one it knows
-	// meets the user's own unit. Not a violation: each is a winner bench could not name.
+	// the activity that none of bench's tickets won: a click whose join the line made but the
+	// answer to every one of whose tries was lost (resets, deadlines) gave them a ticket bench
+	// never saw, and that ticket won. (A try answered after others were lost is answered the
+	// ticket the click's Idempotency-Key took.) Bench keeps each user's first acknowledged ticket,
+	// so the later one it knows meets the user's own unit. Not a violation: each is a winner bench
+	// could not name.
 	Unseen      int64 `json:"unseen_winners,omitempty"`
 	Commitments int64 `json:"commitment_off"` // the revealed seed does not hash to the commitment
 

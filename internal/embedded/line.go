@@ -52,15 +52,20 @@ type line struct {
 	mu     sync.Mutex
 	sealed bool
 	head   int64
-	early  []*ticket // until the seal
-	drawn  int64     // early tickets placed by the draw
-	places []*ticket // by place; nil where a ticket was never acknowledged
-	users  map[string]*ticket
+	early  []*ticket          // until the seal
+	drawn  int64              // early tickets placed by the draw
+	places []*ticket          // by place; nil where a ticket was never acknowledged
+	users  map[string]*ticket // by user: the user's latest ticket
+	keys   map[string]*ticket // by keyOf(user, idempotency key): the ticket the join with it took
 	rate   float64
 	// revision and ends are the latest revision of the activity the line was given, and its
 	// end: no join from then on, whatever the joiner's copy says.
 	revision int64
 	ends     time.Time
+}
+
+func newLine(a sale.Activity) *line {
+	return &line{a: a, users: map[string]*ticket{}, keys: map[string]*ticket{}}
 }
 
 // ticket is a ticket in memory. done is open while its join is being committed, and nil after;
@@ -70,6 +75,7 @@ type ticket struct {
 	seq     int64
 	token   string
 	user    string
+	key     string // the idempotency key of the join that took it ("" for none)
 	place   int64
 	early   bool
 	joined  time.Time
@@ -93,11 +99,12 @@ func OpenLine(ctx context.Context, j sale.LineJournal, lookup func(context.Conte
 		if err != nil {
 			return nil, fmt.Errorf("load the line of %s: %w", rec.ActivityID, err)
 		}
-		ln := &line{a: a, head: rec.Head, users: map[string]*ticket{}}
+		ln := newLine(a)
+		ln.head = rec.Head
 		for _, t := range rec.Tickets {
 			l.seq.Store(max(l.seq.Load(), t.Seq))
-			k := &ticket{line: ln, seq: t.Seq, token: t.Token, user: t.UserID, place: t.Place, early: t.Early, joined: t.JoinedAt,
-				outcome: t.Outcome, order: t.OrderToken, amount: t.AmountCents}
+			k := &ticket{line: ln, seq: t.Seq, token: t.Token, user: t.UserID, key: t.Key, place: t.Place, early: t.Early,
+				joined: t.JoinedAt, outcome: t.Outcome, order: t.OrderToken, amount: t.AmountCents}
 			l.tickets[k.token] = k
 			if k.early {
 				ln.early = append(ln.early, k)
@@ -106,6 +113,9 @@ func OpenLine(ctx context.Context, j sale.LineJournal, lookup func(context.Conte
 			}
 			if u := ln.users[k.user]; u == nil || u.seq < k.seq { // the user's latest ticket
 				ln.users[k.user] = k
+			}
+			if k.key != "" {
+				ln.keys[keyOf(k.user, k.key)] = k
 			}
 		}
 		if rec.Sealed {
@@ -150,6 +160,25 @@ func (ln *line) draw() {
 	ln.early = nil
 }
 
+// keyed returns the ticket the join with key took for user, once its join is committed; nil when
+// key is empty or took none (or its ticket was never acknowledged). ln.mu is held, and let go of
+// while a join is being committed.
+func (ln *line) keyed(user, key string) *ticket {
+	if key == "" {
+		return nil
+	}
+	for {
+		k := ln.keys[keyOf(user, key)]
+		if k == nil || k.done == nil {
+			if k != nil && k.failed {
+				return nil
+			}
+			return k
+		}
+		ln.settle(k) // lets go of ln.mu: look again after
+	}
+}
+
 // settle waits, ln.mu held, until k's join is committed, and reports whether it was.
 func (ln *line) settle(k *ticket) bool {
 	for k.done != nil {
@@ -171,7 +200,7 @@ func (l *Line) lineOf(a sale.Activity) *line {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ln = l.lines[a.ID]; ln == nil {
-		ln = &line{a: a, users: map[string]*ticket{}}
+		ln = newLine(a)
 		l.lines[a.ID] = ln
 	}
 	return ln
@@ -211,6 +240,14 @@ func (ln *line) waiting(k *ticket) bool {
 func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
 	ln := l.lineOf(r.Activity)
 	ln.mu.Lock()
+	if k := ln.keyed(r.UserID, r.Key); k != nil {
+		defer ln.mu.Unlock()
+		return sale.Joined{Ticket: k.public(ln.a.ID), Fresh: true, Line: ln.state()}, nil
+	}
+	if r.Lookup {
+		ln.mu.Unlock()
+		return sale.Joined{}, fmt.Errorf("%w: no ticket was taken with that idempotency key", sale.ErrNotFound)
+	}
 	if ln.revision > 0 && !r.Now.Before(ln.ends) {
 		ln.mu.Unlock()
 		return sale.Joined{}, fmt.Errorf("%w: the sale ended at %s", sale.ErrEnded, ln.ends.Format(time.RFC3339Nano))
@@ -243,7 +280,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 		ln.mu.Unlock()
 		return sale.Joined{}, fmt.Errorf("%w: %d tickets are waiting", sale.ErrQueueFull, r.Activity.QueueCap)
 	}
-	k := &ticket{line: ln, seq: l.seq.Add(1), token: r.Token, user: r.UserID, place: -1, joined: r.Now,
+	k := &ticket{line: ln, seq: l.seq.Add(1), token: r.Token, user: r.UserID, key: r.Key, place: -1, joined: r.Now,
 		done: make(chan struct{})}
 	if ln.sealed && !r.Tail {
 		ln.mu.Unlock()
@@ -257,6 +294,9 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 		ln.early = append(ln.early, k)
 	}
 	ln.users[k.user] = k
+	if k.key != "" {
+		ln.keys[keyOf(k.user, k.key)] = k
+	}
 	t := k.public(ln.a.ID)
 	st := ln.state()
 	ln.mu.Unlock()
@@ -266,7 +306,7 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 
 	// The join waits for its ticket's fate, whatever its context: the line's seal waits for it.
 	committed := make(chan error, 1)
-	l.commit.append(sale.TicketRow{Seq: k.seq, Ticket: t}, func(err error) { committed <- err })
+	l.commit.append(sale.TicketRow{Seq: k.seq, Ticket: t, Key: k.key}, func(err error) { committed <- err })
 	err := <-committed
 	ln.mu.Lock()
 	k.failed = err != nil

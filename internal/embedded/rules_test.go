@@ -32,7 +32,7 @@ func TestLineRules(t *testing.T) {
 	saletest.LineTests(t, func(t *testing.T) (sale.Line, func() sale.Line) {
 		dsn := "sqlite:" + filepath.Join(t.TempDir(), "db")
 		acts := map[string]sale.Activity{}
-		for _, id := range []string{"line-early", "line-cap", "line-lottery", "line-admit", "line-crowd", "line-race"} {
+		for _, id := range []string{"line-early", "line-cap", "line-lottery", "line-admit", "line-crowd", "line-race", "line-keyed"} {
 			acts[id] = saletest.LineItem(id, 1, sale.AdmitQueue)
 		}
 		lookup := func(_ context.Context, id string) (sale.Activity, error) {

@@ -17,15 +17,16 @@ const queueItem = `{"name":"Queue","kind":"item","stock":2,"price_cents":500,"ad
 	"start_at":"2001-11-30T12:30:00Z","end_at":"2001-11-30T13:00:00Z"}`
 
 // TestQueueOverHTTP follows a queue activity through the API: joins answered with a ticket, the
-// cap, a second join, the ticket's owner alone seeing it, polls rate limited, the commitment
+// cap, a second join, a join sent again with its Idempotency-Key (answered its ticket as it stands,
+// even after the sell-out), the ticket's owner alone seeing it, polls rate limited, the commitment
 // before the draw and the seed and entries after it, and the outcomes.
 func TestQueueOverHTTP(t *testing.T) {
 	f := newFixture(t, false)
 	id := f.create(queueItem)
-	join := func(user string) response {
-		return f.do("POST", "/api/activities/"+id+"/grab", f.user(user), "")
+	join := func(user string, header ...string) response {
+		return f.do("POST", "/api/activities/"+id+"/grab", f.user(user), "", header...)
 	}
-	alice := join("alice")
+	alice := join("alice", "Idempotency-Key", "click-1")
 	if alice.status != 202 || alice.body["status"] != "JOINED" || alice.body["position"] != nil || alice.body["early"] != true ||
 		alice.body["estimated_wait_s"].(float64) < 1800 || alice.body["admission"] != "queue" {
 		t.Fatalf("alice joins: %d %s", alice.status, alice.raw)
@@ -33,6 +34,9 @@ func TestQueueOverHTTP(t *testing.T) {
 	token := alice.body["queue_token"].(string)
 	if again := join("alice"); again.status != 202 || again.body["status"] != "ALREADY_QUEUED" || again.body["queue_token"] != token {
 		t.Fatalf("alice again: %d %s, want her ticket back", again.status, again.raw)
+	}
+	if again := join("alice", "Idempotency-Key", "click-1"); again.status != 202 || again.body["status"] != "JOINED" || again.body["queue_token"] != token {
+		t.Fatalf("alice's click sent again: %d %s, want her first answer", again.status, again.raw)
 	}
 	join("bob")
 	join("carol")
@@ -125,6 +129,23 @@ func TestQueueOverHTTP(t *testing.T) {
 	}
 	if r := join("frank"); r.status != 410 || r.code() != "SOLD_OUT" {
 		t.Fatalf("a join after the sell-out: %d %s", r.status, r.raw)
+	}
+	if r := join("frank", "Idempotency-Key", "click-9"); r.status != 410 || r.code() != "SOLD_OUT" {
+		t.Fatalf("a keyed join that took no ticket, after the sell-out: %d %s", r.status, r.raw)
+	}
+	// Alice's click sent again after the sell-out: her ticket as it stands, won or not.
+	now, err := f.lines.Ticket(context.Background(), "alice", token)
+	if err != nil || now.Outcome == sale.OutcomeWaiting {
+		t.Fatalf("alice's ticket after the sell-out: %+v, %v", now, err)
+	}
+	var order any // the JSON's order_token: none unless won
+	if now.OrderToken != "" {
+		order = now.OrderToken
+	}
+	again := join("alice", "Idempotency-Key", "click-1")
+	if again.status != 202 || again.body["queue_token"] != token || again.body["status"] != string(now.Outcome) ||
+		again.body["order_token"] != order {
+		t.Fatalf("alice's click sent again after the sell-out: %d %s; her ticket: %+v", again.status, again.raw, now)
 	}
 }
 

@@ -143,11 +143,12 @@ type lineKeys struct {
 	early   string // list: the early crowd's ticket ids, in the order they came
 	drawn   string // hash: early ticket id -> its place, once drawn
 	lead    string // string: the drainer holding the line
+	keys    string // hash: "user NL idempotency key" -> the ticket id the join with it took
 }
 
 func lineKeysOf(id string) lineKeys {
 	p := "{line:" + id + "}:"
-	return lineKeys{p + "state", p + "tickets", p + "users", p + "at", p + "early", p + "drawn", p + "lead"}
+	return lineKeys{p + "state", p + "tickets", p + "users", p + "at", p + "early", p + "drawn", p + "lead", p + "keys"}
 }
 
 // flag is a script's argument for b: "1" or "0".

@@ -67,7 +67,7 @@ func (l *Line) WithReplication(r Replication) *Line {
 // Drop implements sale.Line.
 func (l *Line) Drop(ctx context.Context, activityID string) error {
 	k := lineKeysOf(activityID)
-	if err := l.rdb.Del(ctx, k.state, k.tickets, k.users, k.at, k.early, k.drawn, k.lead).Err(); err != nil {
+	if err := l.rdb.Del(ctx, k.state, k.tickets, k.users, k.at, k.early, k.drawn, k.lead, k.keys).Err(); err != nil {
 		return sale.Busy(err, "drop the line of %s on redis", activityID)
 	}
 	return nil
@@ -79,13 +79,14 @@ func ticketID(token, activityID string) string { return strings.TrimSuffix(token
 // Join implements sale.Line.
 func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error) {
 	a := r.Activity
-	k := lineKeysOf(a.ID)
-	tail := "0"
-	if r.Tail {
-		tail = "1"
+	if r.Lookup && r.Key == "" {
+		return sale.Joined{}, fmt.Errorf("%w: a lookup without an idempotency key", sale.ErrNotFound)
 	}
-	res, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineJoinScript, []string{k.state, k.tickets, k.users, k.at, k.early, k.drawn},
-		ticketID(r.Token, a.ID), r.UserID, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.QueueCap, tail).Slice()
+	k := lineKeysOf(a.ID)
+	res, err := l.repl.runScript(ctx, l.rdb, l.rdb, lineJoinScript,
+		[]string{k.state, k.tickets, k.users, k.at, k.early, k.drawn, k.keys},
+		ticketID(r.Token, a.ID), r.UserID, r.Now.UnixMilli(), a.StartAt.UnixMilli(), a.QueueCap, flag(r.Tail), r.Key,
+		flag(r.Lookup)).Slice()
 	if err != nil {
 		return sale.Joined{}, sale.Busy(err, "join the line on redis")
 	}
@@ -96,6 +97,8 @@ func (l *Line) Join(ctx context.Context, r sale.JoinRequest) (sale.Joined, error
 		return sale.Joined{}, fmt.Errorf("%w: the entries closed at the start", sale.ErrEnded)
 	case -3:
 		return sale.Joined{}, fmt.Errorf("%w: the line was told the sale ended", sale.ErrEnded)
+	case -4:
+		return sale.Joined{}, fmt.Errorf("%w: no ticket was taken with that idempotency key", sale.ErrNotFound)
 	case 0, 1:
 		if len(res) != 4+len(stateFields) {
 			return sale.Joined{}, fmt.Errorf("join the line: unexpected answer %v", res)

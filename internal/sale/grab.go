@@ -68,7 +68,7 @@ func (s *Service) Enter(ctx context.Context, req GrabRequest) (Entry, error) {
 		return Entry{}, err
 	}
 	if a.Lined() {
-		t, fresh, err := s.join(ctx, a, req.UserID, req.Pass)
+		t, fresh, err := s.join(ctx, a, req.UserID, req.IdempotencyKey, req.Pass)
 		return Entry{Activity: a, Lined: true, Ticket: t, Fresh: fresh}, err
 	}
 	g, err := s.take(ctx, a, req)

@@ -68,8 +68,8 @@ type LineState struct {
 // Waiting is the number of tickets not answered yet.
 func (s LineState) Waiting() int64 { return s.Joined - s.Head }
 
-// Joined is a line's answer to a join: the ticket, whether this join took it, and the line's
-// state just after.
+// Joined is a line's answer to a join: the ticket, whether this join (or the first one sent
+// with its key) took it, and the line's state just after.
 type Joined struct {
 	Ticket
 	Fresh bool
@@ -81,8 +81,14 @@ type JoinRequest struct {
 	Activity Activity
 	UserID   string
 	Token    string // the new ticket's token, if one is taken
-	Now      time.Time
-	Tail     bool // after the seal, queue at the tail (queue mode); false refuses with ErrEnded
+	// Key is the click's Idempotency-Key ("" for none): a join sent again with it (its answer was
+	// lost) is answered the ticket the first one took, whatever became of the ticket since.
+	Key string
+	// Lookup asks only for the ticket Key took: nothing is taken, and without one the line
+	// answers ErrNotFound.
+	Lookup bool
+	Now    time.Time
+	Tail   bool // after the seal, queue at the tail (queue mode); false refuses with ErrEnded
 }
 
 // NewTicketToken returns a new ticket's token for a line of activityID: random, and naming the
@@ -121,29 +127,46 @@ type TicketView struct {
 }
 
 // Join is the grab of a queue or lottery activity: it gives userID a ticket in the line, or the
-// ticket the user already has waiting (fresh false). A pass (the path token of a solved
-// challenge) is spent first, whatever comes next; an activity that requires a challenge takes no
-// join without one. Errors: ErrNotFound, ErrNotLined, ErrEnded (after the end; a lottery's
-// entries also close at the start), ErrSoldOut, ErrChallengeRequired, ErrQueueFull, ErrBusy.
-func (l *Lines) Join(ctx context.Context, activityID, userID, pass string) (TicketView, bool, error) {
+// ticket the user already has waiting (fresh false). A join with the Idempotency-Key (key) of one
+// that took a ticket is answered that ticket again, whatever it came to and whatever the line
+// says now (the end, the sold-out flag, a pass the first one spent): its first answer was lost.
+// A pass (the path token of a solved challenge) is spent first, whatever comes next; an activity
+// that requires a challenge takes no join without one. Errors: ErrNotFound, ErrNotLined, ErrEnded
+// (after the end; a lottery's entries also close at the start), ErrSoldOut,
+// ErrChallengeRequired, ErrQueueFull, ErrBusy.
+func (l *Lines) Join(ctx context.Context, activityID, userID, key, pass string) (TicketView, bool, error) {
 	s := l.core
 	a, err := s.Activity(ctx, activityID)
 	if err != nil {
 		return TicketView{}, false, err
 	}
-	return s.join(ctx, a, userID, pass)
+	return s.join(ctx, a, userID, key, pass)
 }
 
 // join is Join on a, read already.
-func (s *Service) join(ctx context.Context, a Activity, userID, pass string) (TicketView, bool, error) {
+func (s *Service) join(ctx context.Context, a Activity, userID, key, pass string) (TicketView, bool, error) {
 	if !a.Lined() || s.line == nil {
 		return TicketView{}, false, ErrNotLined
 	}
 	now := s.now()
-	if !now.Before(a.EndAt) || (a.Admission == AdmitLottery && !now.Before(a.StartAt)) {
+	closed := !now.Before(a.EndAt) || (a.Admission == AdmitLottery && !now.Before(a.StartAt))
+	soldOut := a.Admission == AdmitQueue && s.SoldOut(a.ID)
+	if key != "" && (closed || soldOut || pass != "") {
+		// What would refuse a new join, or spend the pass again, must not refuse a join sent
+		// again: the line is asked first for the ticket its key took. (Otherwise the join itself
+		// finds it, in the same step that would take a new one.)
+		j, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Key: key, Lookup: true, Now: now})
+		if err == nil {
+			return view(a, j.Ticket, j.Line, now), j.Fresh, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return TicketView{}, false, err
+		}
+	}
+	if closed {
 		return TicketView{}, false, ErrEnded
 	}
-	if a.Admission == AdmitQueue && s.SoldOut(a.ID) {
+	if soldOut {
 		return TicketView{}, false, ErrSoldOut
 	}
 	switch {
@@ -156,7 +179,7 @@ func (s *Service) join(ctx context.Context, a Activity, userID, pass string) (Ti
 	case a.RequireChallenge:
 		return TicketView{}, false, ErrChallengeRequired
 	}
-	j, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Now: now,
+	j, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Token: NewTicketToken(a.ID), Key: key, Now: now,
 		Tail: a.Admission == AdmitQueue})
 	if err != nil {
 		return TicketView{}, false, err

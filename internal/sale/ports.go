@@ -332,8 +332,11 @@ type Line interface {
 	// Join gives r.UserID a ticket: an early one before r.Activity's start unless the line is
 	// sealed, else one at the tail (r.Tail; ErrEnded otherwise). A first ticket joined at or after
 	// the start seals the line. A user whose ticket is still waiting gets it back (Fresh false).
-	// The line's state comes with it, read in the same step. Errors: ErrQueueFull when
-	// Activity.QueueCap tickets are waiting, ErrEnded, ErrBusy.
+	// A join with the r.Key of a join that took a ticket gets that ticket, answered or not, before
+	// any other rule (Fresh true: it is the first join's answer again); with r.Lookup it takes
+	// nothing, and without such a ticket is refused with ErrNotFound. The line's state comes with
+	// the ticket, read in the same step. Errors: ErrQueueFull when Activity.QueueCap tickets are
+	// waiting, ErrEnded, ErrNotFound, ErrBusy.
 	Join(ctx context.Context, r JoinRequest) (Joined, error)
 
 	// Revise gives the line revision a of its activity, as the gate is given it: from then on a
@@ -462,6 +465,7 @@ type LineJournal interface {
 type TicketRow struct {
 	Seq int64
 	Ticket
+	Key string // the Idempotency-Key of the join that took it ("" for none)
 }
 
 // LineRecord is one line as its journal keeps it.

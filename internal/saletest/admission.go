@@ -19,6 +19,7 @@ func AdmissionTests(t *testing.T, newEnv NewEnv) {
 	t.Run("WinsOfAnUnrecordedRoundStand", func(t *testing.T) { queueRecordLost(t, newEnv) })
 	t.Run("StockAddedWhileARoundIsAskedAgainGoesToTheHead", func(t *testing.T) { queueRestockedWhileAskedAgain(t, newEnv) })
 	t.Run("WinsOfAPartlyFailedRoundStand", func(t *testing.T) { queuePartlyFailed(t, newEnv) })
+	t.Run("AClickSentAgainIsAnsweredItsTicket", func(t *testing.T) { queueKeyed(t, newEnv) })
 }
 
 // queuePartlyFailed: some grabs of a drainer's batch fail (a link reset mid-batch) and the rest
@@ -27,6 +28,79 @@ func AdmissionTests(t *testing.T, newEnv NewEnv) {
 // won in the failed round, must still be answered won: the first ticket to lose, asked in order,
 // proves the rest lost, not the gate's running out. (The nemesis's Cluster seed 186: the drainer
 // answered the line sold out with two of its winners in it, after a reset of every Redis link.)
+// queueKeyed: a click on a queue activity sent again with its Idempotency-Key (its answer was
+// lost) is answered the ticket the first one took, as the line has answered it: while it waits,
+// once it won and the activity sold out, after the end; the pass the first one spent does not
+// refuse it. A click with a new key is refused as any join is.
+func queueKeyed(t *testing.T, newEnv NewEnv) {
+	ctx := context.Background()
+	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
+	svc := env.Service
+	now := env.Clock.Now()
+	a, err := svc.CreateActivity(ctx, sale.Activity{Name: "keyed", Kind: sale.KindItem, Stock: 1, PriceCents: 100,
+		StartAt: now.Add(time.Minute), EndAt: now.Add(time.Hour), PayWindow: time.Hour, Admission: sale.AdmitQueue,
+		RequireChallenge: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Clock.Advance(time.Minute + time.Second)
+	passOf := func(user string) string {
+		t.Helper()
+		c, err := env.Challenges.Challenge(ctx, a.ID, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := env.Challenges.Answer(ctx, a.ID, user, c.ID, env.Answers.Of(t, c.ID), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Token
+	}
+	enter := func(user, key, pass string) (sale.Entry, error) {
+		return svc.Enter(ctx, sale.GrabRequest{ActivityID: a.ID, UserID: user, IdempotencyKey: key, Pass: pass})
+	}
+	again := func(first sale.TicketView, key, pass string, outcome sale.Outcome) sale.TicketView {
+		t.Helper()
+		e, err := enter(first.UserID, key, pass)
+		if err != nil || !e.Lined || !e.Fresh || e.Ticket.Token != first.Token || e.Ticket.Outcome != outcome {
+			t.Fatalf("%s's click again with key %s: %+v, %v; want ticket %s, fresh, %s", first.UserID, key, e, err, first.Token, outcome)
+		}
+		return e.Ticket
+	}
+
+	winPass, losePass := passOf("win"), passOf("lose")
+	e, err := enter("win", "kw", winPass)
+	if err != nil || !e.Fresh || e.Ticket.Outcome != sale.OutcomeWaiting {
+		t.Fatalf("win's click: %+v, %v", e, err)
+	}
+	won := again(e.Ticket, "kw", winPass, sale.OutcomeWaiting)
+	e, err = enter("lose", "kl", losePass)
+	if err != nil || !e.Fresh {
+		t.Fatalf("lose's click: %+v, %v", e, err)
+	}
+	lost := e.Ticket
+	if _, err := enter("lose", "kl2", losePass); !errors.Is(err, sale.ErrChallengeRequired) {
+		t.Fatalf("lose's spent pass with a new key: %v, want ErrChallengeRequired", err)
+	}
+
+	drainAll(t, env, a)
+	won = again(won, "kw", winPass, sale.OutcomeWon)
+	again(won, "kw", "", sale.OutcomeWon)
+	again(lost, "kl", losePass, sale.OutcomeSoldOut)
+	if _, err := enter("late", "k-late", ""); !errors.Is(err, sale.ErrSoldOut) {
+		t.Fatalf("a new click after the sell-out: %v, want ErrSoldOut", err)
+	}
+	env.Drain(a.ID)
+	if o, err := svc.Order(ctx, "win", won.OrderToken); err != nil || o.Status != sale.StatusCreated {
+		t.Fatalf("the order of the ticket answered again: %+v, %v", o, err)
+	}
+	env.Clock.Advance(time.Hour)
+	again(won, "kw", "", sale.OutcomeWon)
+	if _, err := enter("lose", "kl3", ""); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("a new click after the end: %v, want ErrEnded", err)
+	}
+}
+
 func queuePartlyFailed(t *testing.T, newEnv NewEnv) {
 	ctx := context.Background()
 	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
@@ -36,7 +110,7 @@ func queuePartlyFailed(t *testing.T, newEnv NewEnv) {
 	var tokens []string
 	owner := map[string]string{}
 	for i := range 2 * stock {
-		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("p%d", i), "")
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("p%d", i), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +210,7 @@ func roundRecordLost(t *testing.T, env Env, a sale.Activity, n int, prefix strin
 	var tokens []string
 	owner := map[string]string{}
 	for i := range n {
-		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("%s%d", prefix, i), "")
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("%s%d", prefix, i), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +281,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	var early, late []string
 	owner := map[string]string{}
 	for i := range 40 {
-		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("e%d", i), "")
+		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("e%d", i), "", "")
 		if err != nil || !fresh || v.Outcome != sale.OutcomeWaiting || v.Position != 0 || !v.Early {
 			t.Fatalf("early join %d: %+v fresh=%v, %v", i, v, fresh, err)
 		}
@@ -218,12 +292,12 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 		owner[v.Token] = v.UserID
 		env.Clock.Advance(time.Second / 4)
 	}
-	if v, fresh, err := env.Lines.Join(ctx, a.ID, "e7", ""); err != nil || fresh || v.Token != early[7] {
+	if v, fresh, err := env.Lines.Join(ctx, a.ID, "e7", "", ""); err != nil || fresh || v.Token != early[7] {
 		t.Fatalf("e7 again: %+v fresh=%v %v, want its ticket back", v, fresh, err)
 	}
 	env.Clock.Advance(time.Minute)
 	for i := range 30 {
-		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("l%d", i), "")
+		v, fresh, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("l%d", i), "", "")
 		if err != nil || !fresh || v.Early || v.Position != int64(41+i) {
 			t.Fatalf("late join %d: %+v fresh=%v, %v, want position %d", i, v, fresh, err, 41+i)
 		}
@@ -265,7 +339,7 @@ func queueFIFO(t *testing.T, newEnv NewEnv) {
 	if won != 20 || st.Orders != 20 || st.Remaining != 0 || st.Line.Joined != 70 || st.Line.Answered != 70 {
 		t.Fatalf("won %d, stats %+v line %+v", won, st, st.Line)
 	}
-	if _, _, err := env.Lines.Join(ctx, a.ID, "after", ""); !errors.Is(err, sale.ErrSoldOut) {
+	if _, _, err := env.Lines.Join(ctx, a.ID, "after", "", ""); !errors.Is(err, sale.ErrSoldOut) {
 		t.Fatalf("join after the sell-out: %v, want ErrSoldOut", err)
 	}
 }
@@ -278,7 +352,7 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 	owner := map[string]string{}
 	var entries []string
 	for i := range 35 {
-		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "")
+		v, _, err := env.Lines.Join(ctx, a.ID, fmt.Sprintf("u%d", i), "", "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -289,7 +363,7 @@ func lotteryWinners(t *testing.T, newEnv NewEnv) {
 		t.Fatalf("entries before the draw: %v, want ErrNotStarted", err)
 	}
 	env.Clock.Advance(time.Minute)
-	if _, _, err := env.Lines.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
+	if _, _, err := env.Lines.Join(ctx, a.ID, "late", "", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("an entry after the start: %v, want ErrEnded", err)
 	}
 	drainAll(t, env, a)

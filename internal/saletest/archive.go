@@ -53,7 +53,7 @@ func Archive(t *testing.T, env Env) {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := env.Lines.Join(ctx, line.ID, "q1", ""); err != nil {
+	if _, _, err := env.Lines.Join(ctx, line.ID, "q1", "", ""); err != nil {
 		t.Fatalf("join the line: %v", err)
 	}
 	acts := []sale.Activity{item, sharded, packet, line}

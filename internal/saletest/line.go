@@ -39,6 +39,98 @@ func LineTests(t *testing.T, newLine NewLine) {
 	t.Run("ConcurrentJoinsGetDistinctPlaces", func(t *testing.T) { lineConcurrent(t, newLine) })
 	t.Run("TheSealRacingEarlyJoins", func(t *testing.T) { lineSealRace(t, newLine) })
 	t.Run("AnEndGivenToTheLineHolds", func(t *testing.T) { lineRevisedEnd(t, newLine) })
+	t.Run("AJoinSentAgainWithItsKeyGetsItsTicket", func(t *testing.T) { lineKeyed(t, newLine) })
+}
+
+// lineKeyed: a join sent again with its idempotency key (its answer was lost) is answered the
+// ticket the first took: while it waits, once it won, after the line was told the sale ended,
+// after a restart, and when the crowd sends it at once; a lookup takes nothing; another key of
+// the same user joins again once the ticket was answered.
+func lineKeyed(t *testing.T, newLine NewLine) {
+	ctx := context.Background()
+	l, reopen := newLine(t)
+	a := LineItem("line-keyed", 2, sale.AdmitQueue)
+	a.Revision = 1
+	before, at := a.StartAt.Add(-time.Second), a.StartAt.Add(time.Second)
+	keyed := func(l sale.Line, user, key string, now time.Time, lookup bool) (sale.Joined, error) {
+		return l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Key: key,
+			Lookup: lookup, Now: now, Tail: true})
+	}
+	again := func(l sale.Line, first sale.Ticket, key string, now time.Time, lookup bool, outcome sale.Outcome) {
+		t.Helper()
+		j, err := keyed(l, first.UserID, key, now, lookup)
+		if err != nil || !j.Fresh || j.Token != first.Token || j.UserID != first.UserID || j.Outcome != outcome {
+			t.Fatalf("%s's join again with key %s (lookup %v): %+v, %v; want its ticket %s, fresh, outcome %q",
+				first.UserID, key, lookup, j, err, first.Token, outcome)
+		}
+	}
+
+	early, err := keyed(l, "ann", "k1", before, false)
+	if err != nil || !early.Fresh || !early.Early {
+		t.Fatalf("ann's keyed early join: %+v, %v", early, err)
+	}
+	again(l, early.Ticket, "k1", before, false, "")
+	again(l, early.Ticket, "k1", before, true, "")
+	// Another key while the ticket waits: the waiting ticket, not this key's (fresh false).
+	if j, err := keyed(l, "ann", "k2", before, false); err != nil || j.Fresh || j.Token != early.Token {
+		t.Fatalf("ann's join with another key while waiting: %+v, %v", j, err)
+	}
+	for _, lookup := range []struct{ user, key string }{{"ann", "k2"}, {"bob", "k1"}, {"ann", ""}} {
+		if j, err := keyed(l, lookup.user, lookup.key, at, true); !errors.Is(err, sale.ErrNotFound) {
+			t.Fatalf("lookup of %s's key %q, which took no ticket: %+v, %v, want ErrNotFound", lookup.user, lookup.key, j, err)
+		}
+	}
+	if st, _ := l.State(ctx, a.ID); st.Joined != 1 {
+		t.Fatalf("after the lookups the line has %+v, want the one ticket", st)
+	}
+
+	// The crowd: 8 users, each sending one keyed join 4 times at once, take 8 tickets.
+	crowd := joinAtOnce(t, l, 32, func(i int) sale.JoinRequest {
+		return sale.JoinRequest{Activity: a, UserID: fmt.Sprintf("c%d", i%8), Token: sale.NewTicketToken(a.ID),
+			Key: fmt.Sprintf("ck%d", i%8), Now: at, Tail: true}
+	})
+	for i, tk := range crowd {
+		if tk.Token != crowd[i%8].Token || tk.UserID != fmt.Sprintf("c%d", i%8) {
+			t.Fatalf("join %d of the crowd: %+v, want the ticket of the user's first %+v", i, tk, crowd[i%8])
+		}
+	}
+	st, err := l.State(ctx, a.ID)
+	if err != nil || st.Joined != 9 {
+		t.Fatalf("after the crowd: %+v, %v, want 9 tickets", st, err)
+	}
+
+	// Ann's ticket (place 0 after the draw, the only early one) wins.
+	if _, err := l.Seal(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	from, to, ts, err := l.Next(ctx, a.ID, 1)
+	if err != nil || len(ts) != 1 || ts[0].Token != early.Token {
+		t.Fatalf("Next(1) = %d, %d, %+v, %v; want ann's ticket", from, to, ts, err)
+	}
+	ts[0].Outcome, ts[0].OrderToken, ts[0].AmountCents = sale.OutcomeWon, "o-ann", 100
+	if err := l.Admit(ctx, a.ID, from, to, ts, 0); err != nil {
+		t.Fatal(err)
+	}
+	again(l, early.Ticket, "k1", at, false, sale.OutcomeWon)
+	// Another key once the ticket was answered: a new ticket, which that key took.
+	second, err := keyed(l, "ann", "k2", at, false)
+	if err != nil || !second.Fresh || second.Token == early.Token || second.Place != 9 {
+		t.Fatalf("ann's join with another key after her win: %+v, %v; want a new ticket at place 9", second, err)
+	}
+	ended := a
+	ended.Revision, ended.EndAt = 2, at.Add(time.Second)
+	if err := l.Revise(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := keyed(l, "ann", "k3", ended.EndAt, false); !errors.Is(err, sale.ErrEnded) {
+		t.Fatalf("ann's join with a new key after the end: %+v, %v, want ErrEnded", j, err)
+	}
+	for _, l := range []sale.Line{l, reopen()} {
+		again(l, early.Ticket, "k1", ended.EndAt, false, sale.OutcomeWon)
+		again(l, early.Ticket, "k1", ended.EndAt, true, sale.OutcomeWon)
+		again(l, second.Ticket, "k2", ended.EndAt, true, "")
+		again(l, crowd[3], "ck3", ended.EndAt, true, "")
+	}
 }
 
 // lineRevisedEnd: the sale is ended by an operator (revision 2, its end now); a join made on a

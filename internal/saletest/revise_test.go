@@ -192,7 +192,7 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := two.Lines.Join(ctx, a.ID, "early", ""); err != nil {
+	if _, _, err := two.Lines.Join(ctx, a.ID, "early", "", ""); err != nil {
 		t.Fatalf("a join before the end: %v", err) // node two has its copy now
 	}
 	if _, err := one.Operator.EndActivity(ctx, a.ID); err != nil {
@@ -201,7 +201,7 @@ func TestEndReachesTheLineOfEveryNode(t *testing.T) {
 	if got, _ := two.Service.Known(a.ID); !clock.Now().Before(got.EndAt) {
 		t.Fatalf("node two's copy: %+v; want the one from before the end", got)
 	}
-	if _, _, err := two.Lines.Join(ctx, a.ID, "late", ""); !errors.Is(err, sale.ErrEnded) {
+	if _, _, err := two.Lines.Join(ctx, a.ID, "late", "", ""); !errors.Is(err, sale.ErrEnded) {
 		t.Fatalf("a join through node two after the end: %v, want ErrEnded", err)
 	}
 }

@@ -41,12 +41,12 @@ func (s *LineJournal) AppendTickets(ctx context.Context, ts []sale.TicketRow) er
 		const chunk = 256
 		for lo := 0; lo < len(ts); lo += chunk {
 			hi := min(lo+chunk, len(ts))
-			args := make([]any, 0, 6*(hi-lo))
+			args := make([]any, 0, 7*(hi-lo))
 			for _, t := range ts[lo:hi] {
-				args = append(args, t.Seq, t.Token, t.ActivityID, t.UserID, t.Place, ms(t.JoinedAt))
+				args = append(args, t.Seq, t.Token, t.ActivityID, t.UserID, t.Place, ms(t.JoinedAt), t.Key)
 			}
-			if _, err := tx.ExecContext(ctx, s.w.d.rewrite(`INSERT INTO line_tickets (seq, token, activity_id, user_id, place, joined_at)
-				VALUES `+placeholders(hi-lo, 6)), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, s.w.d.rewrite(`INSERT INTO line_tickets (seq, token, activity_id, user_id, place, joined_at,
+				idem_key) VALUES `+placeholders(hi-lo, 7)), args...); err != nil {
 				return fmt.Errorf("append %d tickets: %w", hi-lo, err)
 			}
 		}
@@ -144,7 +144,7 @@ func (s *LineJournal) LoadLines(ctx context.Context) ([]sale.LineRecord, error) 
 		return nil, err
 	}
 	rows, err = s.r.QueryContext(ctx, `SELECT seq, token, activity_id, user_id, place, joined_at, outcome, order_token,
-		amount_cents FROM line_tickets ORDER BY seq`)
+		amount_cents, idem_key FROM line_tickets ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (s *LineJournal) LoadLines(ctx context.Context) ([]sale.LineRecord, error) 
 		var joined int64
 		var outcome string
 		if err := rows.Scan(&t.Seq, &t.Token, &t.ActivityID, &t.UserID, &t.Place, &joined, &outcome, &t.OrderToken,
-			&t.AmountCents); err != nil {
+			&t.AmountCents, &t.Key); err != nil {
 			return nil, err
 		}
 		t.JoinedAt, t.Outcome, t.Early = fromMS(joined), sale.Outcome(outcome), t.Place < 0
