@@ -462,8 +462,9 @@ func lineSealRace(t *testing.T, newLine NewLine) {
 func BenchLine(b *testing.B, l sale.Line, a sale.Activity, n int, mem func() int64) {
 	ctx := context.Background()
 	at := a.StartAt.Add(time.Second)
-	join := func(user string) string {
-		j, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Now: at, Tail: true})
+	join := func(user string) string { // with an Idempotency-Key, as the product page sends
+		j, err := l.Join(ctx, sale.JoinRequest{Activity: a, UserID: user, Token: sale.NewTicketToken(a.ID), Key: "click-" + user,
+			Now: at, Tail: true})
 		if err != nil {
 			b.Fatalf("join %s: %v", user, err)
 		}
