@@ -64,6 +64,7 @@ type line struct {
 	ends     time.Time
 }
 
+// newLine returns a's line with nobody in it.
 func newLine(a sale.Activity) *line {
 	return &line{a: a, users: map[string]*ticket{}, keys: map[string]*ticket{}}
 }

@@ -151,7 +151,8 @@ func TestQueueOverHTTP(t *testing.T) {
 
 // TestChallengeBeforeTheLine: a queue that asks for a challenge takes no bare join; a challenge
 // solved before the start earns a pass that joins once, through the hidden path; the pass cannot
-// be shown again, nor by anyone else; once joined, a new pass gives the user's ticket back; and at
+// be shown again, nor by anyone else; a click sent again with its key needs no pass, a new key
+// does; once joined, a new pass gives the user's ticket back; and at
 // the start the line admits the ticket, whose grab needs no pass (the join spent it).
 func TestChallengeBeforeTheLine(t *testing.T) {
 	f := newFixture(t, false)
@@ -168,9 +169,17 @@ func TestChallengeBeforeTheLine(t *testing.T) {
 	if r := f.do("POST", path, mallory, ""); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
 		t.Fatalf("alice's path shown by mallory: %d %s", r.status, r.raw)
 	}
-	first := f.do("POST", path, alice, "")
+	first := f.do("POST", path, alice, "", "Idempotency-Key", "click-1")
 	if first.status != 202 || first.body["status"] != "JOINED" {
 		t.Fatalf("alice joins through her path: %d %s", first.status, first.raw)
+	}
+	// Her click sent again (its answer lost) needs no pass: its key took the ticket. A new key does.
+	if r := f.do("POST", "/api/activities/"+id+"/grab", alice, "", "Idempotency-Key", "click-1"); r.status != 202 ||
+		r.body["status"] != "JOINED" || r.body["queue_token"] != first.body["queue_token"] {
+		t.Fatalf("alice's click sent again without its path: %d %s", r.status, r.raw)
+	}
+	if r := f.do("POST", "/api/activities/"+id+"/grab", alice, "", "Idempotency-Key", "click-2"); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
+		t.Fatalf("a bare join with a new key: %d %s", r.status, r.raw)
 	}
 	if r := f.do("POST", path, alice, ""); r.status != 403 || r.code() != "CHALLENGE_REQUIRED" {
 		t.Fatalf("the path again: %d %s", r.status, r.raw)

@@ -129,7 +129,8 @@ type TicketView struct {
 // Join is the grab of a queue or lottery activity: it gives userID a ticket in the line, or the
 // ticket the user already has waiting (fresh false). A join with the Idempotency-Key (key) of one
 // that took a ticket is answered that ticket again, whatever it came to and whatever the line
-// says now (the end, the sold-out flag, a pass the first one spent): its first answer was lost.
+// says now (the end, the sold-out flag, the challenge, a pass the first one spent): its first
+// answer was lost.
 // A pass (the path token of a solved challenge) is spent first, whatever comes next; an activity
 // that requires a challenge takes no join without one. Errors: ErrNotFound, ErrNotLined, ErrEnded
 // (after the end; a lottery's entries also close at the start), ErrSoldOut,
@@ -151,10 +152,11 @@ func (s *Service) join(ctx context.Context, a Activity, userID, key, pass string
 	now := s.now()
 	closed := !now.Before(a.EndAt) || (a.Admission == AdmitLottery && !now.Before(a.StartAt))
 	soldOut := a.Admission == AdmitQueue && s.SoldOut(a.ID)
-	if key != "" && (closed || soldOut || pass != "") {
-		// What would refuse a new join, or spend the pass again, must not refuse a join sent
-		// again: the line is asked first for the ticket its key took. (Otherwise the join itself
-		// finds it, in the same step that would take a new one.)
+	if key != "" && (closed || soldOut || pass != "" || a.RequireChallenge) {
+		// What would refuse a new join (the end, the sold-out flag, a challenge asked of a click
+		// without a pass), or spend a pass again, must not refuse a join sent again: the line is
+		// asked first for the ticket its key took. (Otherwise the join itself finds it, in the
+		// same step that would take a new one.)
 		j, err := s.line.Join(ctx, JoinRequest{Activity: a, UserID: userID, Key: key, Lookup: true, Now: now})
 		if err == nil {
 			return view(a, j.Ticket, j.Line, now), j.Fresh, nil

@@ -30,8 +30,8 @@ func AdmissionTests(t *testing.T, newEnv NewEnv) {
 // answered the line sold out with two of its winners in it, after a reset of every Redis link.)
 // queueKeyed: a click on a queue activity sent again with its Idempotency-Key (its answer was
 // lost) is answered the ticket the first one took, as the line has answered it: while it waits,
-// once it won and the activity sold out, after the end; the pass the first one spent does not
-// refuse it. A click with a new key is refused as any join is.
+// once it won and the activity sold out, after the end; neither the pass the first one spent nor
+// the challenge refuses it. A click with a new key is refused as any join is.
 func queueKeyed(t *testing.T, newEnv NewEnv) {
 	ctx := context.Background()
 	env := newEnv(t, NewClock(T0.Add(-time.Hour)))
@@ -74,6 +74,7 @@ func queueKeyed(t *testing.T, newEnv NewEnv) {
 		t.Fatalf("win's click: %+v, %v", e, err)
 	}
 	won := again(e.Ticket, "kw", winPass, sale.OutcomeWaiting)
+	again(won, "kw", "", sale.OutcomeWaiting) // sent again without the pass: the key is enough
 	e, err = enter("lose", "kl", losePass)
 	if err != nil || !e.Fresh {
 		t.Fatalf("lose's click: %+v, %v", e, err)
