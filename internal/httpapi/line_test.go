@@ -90,17 +90,8 @@ func TestQueueOverHTTP(t *testing.T) {
 		t.Fatalf("entries before the draw: %d %s", r.status, r.raw)
 	}
 
-	f.clock.Advance(31 * time.Minute)
-	a, err := f.svc.Activity(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := f.lines.NewDrainer("test", 100*time.Millisecond)
-	for range 2 {
-		if _, err := d.Round(context.Background(), a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.clock.Advance(31 * time.Minute) // past the start: the draw
+	drain(t, f, id)
 	view = f.do("GET", "/api/activities/"+id, "", "")
 	line = view.body["line"].(map[string]any)
 	seed, err := sale.ParseSeed(line["draw_seed"].(string))
@@ -149,6 +140,21 @@ func TestQueueOverHTTP(t *testing.T) {
 	}
 }
 
+// drain runs two rounds of a drainer over the line of activity id: the draw, and the admissions.
+func drain(t *testing.T, f *fixture, id string) {
+	t.Helper()
+	a, err := f.svc.Activity(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := f.lines.NewDrainer("test", 100*time.Millisecond)
+	for range 2 {
+		if _, err := d.Round(context.Background(), a); err != nil {
+			t.Fatalf("a round of the line: %v", err)
+		}
+	}
+}
+
 // TestChallengeBeforeTheLine: a queue that asks for a challenge takes no bare join; a challenge
 // solved before the start earns a pass that joins once, through the hidden path; the pass cannot
 // be shown again, nor by anyone else; a click sent again with its key needs no pass, a new key
@@ -192,16 +198,7 @@ func TestChallengeBeforeTheLine(t *testing.T) {
 		t.Fatalf("stats %+v %v: want one ticket", st.Line, err)
 	}
 	f.clock.Advance(31 * time.Minute)
-	a, err := f.svc.Activity(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := f.lines.NewDrainer("test", 100*time.Millisecond)
-	for range 2 {
-		if _, err := d.Round(context.Background(), a); err != nil {
-			t.Fatalf("a round of the line: %v", err)
-		}
-	}
+	drain(t, f, id)
 	v, err := f.lines.Ticket(context.Background(), "alice", first.body["queue_token"].(string))
 	if err != nil || v.Outcome != sale.OutcomeWon || v.OrderToken == "" {
 		t.Fatalf("alice's ticket after the start: %+v, %v; want it won", v, err)
